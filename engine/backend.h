@@ -1,0 +1,95 @@
+#pragma once
+// One interface per device kind. The CPU backend (OpenBLAS + plain loops) is the reference every
+// CUDA op is tested against. All tensors are contiguous row-major and live on the backend's device;
+// outputs are preallocated by the caller. Float ops take float32 or float64 (all operands alike).
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "engine/tensor.h"
+
+namespace dpv {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // --- memory
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void release(void* ptr, size_t bytes) = 0;
+  // Copies bytes between this device and the host or another device (either side may be host).
+  virtual void copy(void* dst, const Device* dst_device, const void* src, const Device* src_device,
+                    size_t bytes) = 0;
+  virtual void fill(Tensor& t, double value) = 0;
+  // Waits for all queued work on this device (no-op on CPU).
+  virtual void synchronize() = 0;
+  // Seconds on this device's clock, for stage timings: wall time on CPU; CUDA events on GPUs.
+  virtual double now() = 0;
+
+  // --- dense algebra
+  // c[M,N] = alpha * op(a) @ op(b) + beta * c, op = transpose when the flag is set.
+  // a is [M,K] (or [K,M] when trans_a), b is [K,N] (or [N,K] when trans_b).
+  virtual void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha,
+                    const Tensor& a, const Tensor& b, double beta, Tensor& c) = 0;
+  // y[R, C, S] += bias[C] broadcast over R and S (Linear: S = 1; Conv2d: S = H*W).
+  virtual void add_channel_bias(Tensor& y, const Tensor& bias, int64_t R, int64_t C, int64_t S) = 0;
+  // out[C] (+)= sum over R and S of dy[R, C, S]; accumulate adds to out instead of overwriting.
+  virtual void sum_channels(const Tensor& dy, Tensor& out, int64_t R, int64_t C, int64_t S, bool accumulate) = 0;
+  // dst += src (same shape): reduce-add and gradient accumulation.
+  virtual void add_inplace(Tensor& dst, const Tensor& src) = 0;
+  // dst *= alpha
+  virtual void scale_inplace(Tensor& dst, double alpha) = 0;
+
+  // --- activations
+  virtual void relu_forward(const Tensor& x, Tensor& y) = 0;
+  // dx = dy where y > 0 else 0
+  virtual void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
+
+  // --- convolution helpers: x [N, C, H, W] -> col [N, C*kh*kw, OH*OW] and back (col2im adds)
+  struct ConvGeometry { int64_t N, C, H, W, kh, kw, stride, pad, OH, OW; };
+  virtual void im2col(const Tensor& x, Tensor& col, const ConvGeometry& g) = 0;
+  virtual void col2im(const Tensor& col, Tensor& dx, const ConvGeometry& g) = 0;  // dx is zeroed first
+  // [N, O, S] <-> [O, N, S] transposes used around the conv GEMMs.
+  virtual void permute_nos(const Tensor& src, Tensor& dst, int64_t A, int64_t B, int64_t S) = 0;  // [A,B,S] -> [B,A,S]
+
+  // --- batch norm over x [R, C, S] (R = batch, S = spatial), per channel c.
+  // mean[C] and var_b[C] (biased) of the local input, two-pass, accumulated in double.
+  virtual void bn_stats(const Tensor& x, Tensor& mean, Tensor& var_b, int64_t R, int64_t C, int64_t S) = 0;
+  // y = (x - mean) * invstd * gamma + beta
+  virtual void bn_normalize(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& gamma,
+                            const Tensor& beta, Tensor& y, int64_t R, int64_t C, int64_t S) = 0;
+  // sum_dy[C] = sum dy;  sum_dy_xmu[C] = sum dy * (x - mean)
+  virtual void bn_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& mean, Tensor& sum_dy,
+                                  Tensor& sum_dy_xmu, int64_t R, int64_t C, int64_t S) = 0;
+  // dx = (dy - sum_dy/n - (x - mean) * invstd^2 * sum_dy_xmu/n) * invstd * gamma, n = total count
+  virtual void bn_backward_elemt(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& invstd,
+                                 const Tensor& gamma, const Tensor& sum_dy, const Tensor& sum_dy_xmu,
+                                 double count, Tensor& dx, int64_t R, int64_t C, int64_t S) = 0;
+  // SyncBatchNorm merge (batch_norm_gather_stats_with_counts): mean_all/invstd_all [W, C],
+  // counts [W] (float64, host-readable); writes mean[C], invstd[C] and updates running stats
+  // with the total count for the unbiased variance.
+  virtual void bn_gather_stats(const Tensor& mean_all, const Tensor& invstd_all, const std::vector<double>& counts,
+                               double eps, double momentum, Tensor& running_mean, Tensor& running_var,
+                               Tensor& mean, Tensor& invstd, int64_t W, int64_t C) = 0;
+  // invstd[C] = 1/sqrt(var_b + eps); running stats update of plain BatchNorm with n/(n-1).
+  virtual void bn_invstd(const Tensor& var_b, double eps, Tensor& invstd) = 0;
+  virtual void bn_update_running(const Tensor& mean, const Tensor& var_b, double n, double momentum,
+                                 Tensor& running_mean, Tensor& running_var) = 0;
+
+  // --- loss: mean cross-entropy of logits [N, K] against int64 targets [N].
+  // loss_out is a one-element tensor; dlogits = (softmax - onehot) * grad_scale / N.
+  // Throws dpv::Error for a target outside [0, K).
+  virtual void cross_entropy(const Tensor& logits, const Tensor& target, Tensor& loss_out, Tensor& dlogits,
+                             double grad_scale) = 0;
+
+  // --- optimizer (torch.optim.SGD, dampening 0, no nesterov):
+  // d = grad + wd * p; buf = first ? d : momentum * buf + d; p -= lr * (momentum ? buf : d)
+  virtual void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buf, double lr, double momentum,
+                          double weight_decay, bool first_step) = 0;
+};
+
+std::unique_ptr<Backend> make_cpu_backend();
+// Defined in the CUDA backend when it is built; throws dpv::Error otherwise.
+std::unique_ptr<Backend> make_cuda_backend(int ordinal, int virtual_slot);
+
+}  // namespace dpv

@@ -1,0 +1,103 @@
+#pragma once
+// nn.DataParallel, one iteration as an explicit plan of stages. Running the plan straight through
+// and stepping it one stage at a time use the same code (Iteration::step).
+//
+// Semantics (shared/reference/pytorch-dataparallel.md):
+//  - Scatter: torch.chunk sizes, ceil(N/k) rows per chunk, so fewer replicas when the batch is
+//    small; chunk 0 is a view when the batch is already on device 0.
+//  - Replicate: parameters and buffers broadcast to devices 1..r-1; replica 0 *is* the original.
+//  - Forward per layer on all replicas in parallel; Gather on device 0; Loss on device 0.
+//  - Backward: Gather's backward scatters the output gradient with the forward sizes, then each
+//    replica runs backward layer by layer; ReduceGrads sums (left fold) onto device 0; Step runs
+//    the optimizer once on device 0.
+//  - One replica (one device, or a batch that yields one chunk): no replicate, no gather, no reduce.
+//  - sync_bn: the didactic extension: BatchNorm layers compute what DDP + SyncBatchNorm computes.
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "engine/collectives.h"
+#include "engine/device.h"
+#include "engine/model.h"
+#include "engine/observer.h"
+#include "engine/tensor_map.h"
+
+namespace dpv {
+
+// torch.chunk(N, k) sizes along dim 0: ceil(N/k) each, the last holding the rest; N == 0 gives k zeros.
+std::vector<int64_t> chunk_sizes(int64_t n, int k);
+
+struct TrainOptions {
+  double lr = 0.01;
+  double momentum = 0.0;
+  double weight_decay = 0.0;
+  bool sync_bn = false;
+};
+
+// The original module on device 0 plus the optimizer: what persists between iterations.
+class Trainer {
+ public:
+  // `state` is a host (or any-device) state dict; it is checked against the model and copied to device 0.
+  Trainer(std::shared_ptr<DeviceSet> devices, Model model, const TensorMap& state, TrainOptions options);
+  ~Trainer();
+  const Model& model() const { return model_; }
+  Model& model() { return model_; }
+  DeviceSet& devices() const { return *devices_; }
+  std::shared_ptr<DeviceSet> devices_ptr() const { return devices_; }
+  Collectives& collectives() const { return *collectives_; }
+  TrainOptions& options() { return options_; }
+  const TrainOptions& options() const { return options_; }
+  TensorMap& state() { return state_; }        // params + buffers on device 0
+  TensorMap& grads() { return grads_; }        // .grad on device 0 after ReduceGrads
+  TensorMap& momentum() { return momentum_; }  // SGD momentum buffers on device 0
+  int64_t steps_taken() const { return steps_; }
+  void count_step() { ++steps_; }
+  TensorMap state_to_host() const;             // a host copy of the state dict
+
+ private:
+  std::shared_ptr<DeviceSet> devices_;
+  Model model_;
+  TrainOptions options_;
+  std::unique_ptr<Collectives> collectives_;
+  TensorMap state_;
+  TensorMap grads_;
+  TensorMap momentum_;
+  int64_t steps_ = 0;
+};
+
+class Iteration {
+ public:
+  // input [N, ...] and target [N] (int64) as host tensors. Checks the batch (dtype, shape, empty)
+  // and builds the plan; throws dpv::Error with PyTorch's wording on bad input.
+  Iteration(Trainer& trainer, const Tensor& input, const Tensor& target, Observer* observer = nullptr);
+  ~Iteration();
+  const std::vector<Stage>& plan() const { return plan_; }
+  int next_index() const { return next_; }
+  bool finished() const { return next_ >= static_cast<int>(plan_.size()); }
+  // Runs the next stage and returns its event (also passed to the observer). Errors inside a
+  // replica are re-raised like parallel_apply does: "Caught ValueError in replica 3 on device 3. ..."
+  StageEvent step();
+  void run_to_end();
+
+  const std::vector<int64_t>& chunks() const { return chunks_; }
+  int replicas() const { return static_cast<int>(chunks_.size()); }
+  Tensor output() const { return output_; }   // gathered output on device 0 (after Gather)
+  double loss() const { return loss_; }       // after Loss
+  // BatchNorm statistics of the last forward: per device, and global under sync_bn.
+  const std::vector<BatchNormStats>& batchnorm_stats() const { return bn_stats_; }
+
+ private:
+  struct Impl;
+  friend struct Impl;
+  Trainer& trainer_;
+  Observer* observer_;
+  std::vector<Stage> plan_;
+  std::vector<int64_t> chunks_;
+  int next_ = 0;
+  Tensor output_;
+  double loss_ = 0;
+  std::vector<BatchNormStats> bn_stats_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dpv

@@ -1,0 +1,113 @@
+#pragma once
+// Devices and device sets. A set comes from a spec string:
+//   cpu:K      K simulated devices, one worker thread each ("GPU 2 (simulated on CPU)")
+//   cuda       every GPU;  cuda:0,1  the listed GPUs;  cuda:0x4  four virtual devices on GPU 0
+// Every device of a set has its own worker thread, so per-replica work runs in parallel the way
+// parallel_apply's threads do, and its own memory counter for the app's memory bars.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace dpv {
+
+class Backend;
+
+enum class DeviceKind { Cpu, Cuda };
+
+struct DeviceSpec {
+  DeviceKind kind = DeviceKind::Cpu;
+  int count = 1;             // number of devices in the set
+  std::vector<int> gpus;     // CUDA ordinals, one per device (repeated for virtual devices)
+  bool is_virtual = false;   // cuda:NxK
+  std::string text;          // the spec as written
+};
+
+// Parses a device spec. Throws dpv::Error (ValueError) naming what was wrong and the accepted forms.
+// Does not check that the GPUs exist; DeviceSet::create does.
+DeviceSpec parse_device_spec(const std::string& text);
+
+struct MemoryCounter {
+  std::atomic<int64_t> current{0};
+  std::atomic<int64_t> peak{0};
+  void add(int64_t bytes);
+  void sub(int64_t bytes) { current.fetch_sub(bytes); }
+  void reset_peak() { peak.store(current.load()); }
+};
+
+// One worker thread with a FIFO of jobs; used so each device's work runs on "its" thread.
+class DeviceWorker {
+ public:
+  DeviceWorker();
+  ~DeviceWorker();
+  DeviceWorker(const DeviceWorker&) = delete;
+  DeviceWorker& operator=(const DeviceWorker&) = delete;
+  void submit(std::function<void()> job);
+
+ private:
+  void loop();
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::queue<std::function<void()>> jobs_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+class Device {
+ public:
+  Device(int index, DeviceKind kind, int physical, bool is_virtual, std::unique_ptr<Backend> backend);
+  ~Device();
+  int index() const { return index_; }             // position in the set: "device d"
+  DeviceKind kind() const { return kind_; }
+  int physical() const { return physical_; }       // CUDA ordinal, -1 for CPU devices
+  bool is_virtual() const { return is_virtual_; }
+  const std::string& label() const { return label_; }   // "GPU 1 (simulated on CPU)"
+  std::string name() const;                        // "cpu:1", "cuda:0", "cuda:0#2"
+  Backend& backend() const { return *backend_; }
+  MemoryCounter& memory() { return memory_; }
+  DeviceWorker& worker() { return worker_; }
+  void set_label(std::string label) { label_ = std::move(label); }
+
+ private:
+  int index_;
+  DeviceKind kind_;
+  int physical_;
+  bool is_virtual_;
+  std::string label_;
+  std::unique_ptr<Backend> backend_;
+  MemoryCounter memory_;
+  DeviceWorker worker_;
+};
+
+class DeviceSet {
+ public:
+  // Builds the devices of a spec. Throws dpv::Error when CUDA is asked for and not available
+  // ("CUDA is not available: this build has no CUDA backend; use --devices cpu:K").
+  static std::shared_ptr<DeviceSet> create(const std::string& spec);
+  int size() const { return static_cast<int>(devices_.size()); }
+  Device& operator[](int i) const { return *devices_.at(static_cast<size_t>(i)); }
+  std::shared_ptr<Device> shared(int i) const { return devices_.at(static_cast<size_t>(i)); }
+  const DeviceSpec& spec() const { return spec_; }
+  // Runs fn(i) for i in [0, count) on device i's worker thread and waits for all of them.
+  // If some fail, rethrows the lowest index's exception (as parallel_apply re-raises the
+  // lowest failing replica), after every job has finished.
+  void run_parallel(int count, const std::function<void(int)>& fn) const;
+  // Same, but returns each index's exception (null where it succeeded) instead of throwing.
+  std::vector<std::exception_ptr> run_parallel_collect(int count, const std::function<void(int)>& fn) const;
+
+ private:
+  DeviceSpec spec_;
+  std::vector<std::shared_ptr<Device>> devices_;
+};
+
+// What `dpv devices` prints: CPU workers, CUDA devices, NCCL version, build flags.
+std::string describe_machine();
+bool cuda_available();
+
+}  // namespace dpv

@@ -1,0 +1,76 @@
+#pragma once
+// Layers hold configuration only; tensors live in a replica (parameters, buffers, gradients,
+// saved context), so one Layer object serves every replica, as one module class serves every
+// replica made by torch.nn.parallel.replicate. Each layer has an explicit forward and backward.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/model_spec.h"
+#include "engine/tensor.h"
+#include "engine/tensor_map.h"
+
+namespace dpv {
+
+class Backend;
+class Device;
+class Rng;
+
+struct TensorDecl {
+  std::string name;  // relative: "weight", "running_mean"
+  Shape shape;
+  DType dtype;
+};
+
+// What a layer saves between its forward and its backward on one replica.
+struct LayerCache {
+  Tensor input;    // x
+  Tensor output;   // y
+  Tensor aux;      // conv: im2col columns; bn: mean
+  Tensor aux2;     // bn: invstd
+  Tensor var_b;    // bn: biased variance of the normalised batch (per device, or global with sync)
+  double count = 0;  // bn: elements per channel that normalised (total count under sync)
+};
+
+// Everything one replica owns. Replica 0's params alias the original's storage and its buffers
+// are the original's buffers; other replicas hold copies made by Replicate.
+struct Replica {
+  std::shared_ptr<Device> device;
+  TensorMap params;
+  TensorMap buffers;
+  TensorMap grads;                  // this replica's gradients, before the reduce
+  std::vector<LayerCache> caches;   // one per layer
+};
+
+struct LayerRun {
+  Backend& backend;
+  Replica& replica;
+  LayerCache& cache;
+  std::string prefix;  // "3." for layer 3
+  bool training = true;
+  Tensor& param(const std::string& n) { return replica.params.at(prefix + n, "the replica's parameters"); }
+  Tensor& buffer(const std::string& n) { return replica.buffers.at(prefix + n, "the replica's buffers"); }
+  // The gradient slot for a parameter, allocated (zeroed) on first use.
+  Tensor& grad(const std::string& n);
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  virtual std::string type() const = 0;       // "Linear", "BatchNorm1d", ...
+  virtual std::string describe() const = 0;   // PyTorch's repr: "Linear(in_features=10, out_features=2, bias=True)"
+  virtual std::vector<TensorDecl> parameters(DType dtype) const { (void)dtype; return {}; }
+  virtual std::vector<TensorDecl> buffers(DType dtype) const { (void)dtype; return {}; }
+  // The output shape for an input shape; throws dpv::Error naming both shapes when they do not fit.
+  virtual Shape output_shape(const Shape& input) const = 0;
+  // Fills freshly allocated host parameters/buffers with PyTorch's default initialisation scheme
+  // (kaiming-uniform bounds for weights and biases, ones/zeros for BatchNorm).
+  virtual void initialise(TensorMap& state, const std::string& prefix, Rng& rng) const;
+  virtual Tensor forward(LayerRun& run, const Tensor& x) = 0;
+  virtual Tensor backward(LayerRun& run, const Tensor& dy) = 0;  // returns dx; accumulates param grads
+  virtual bool is_batchnorm() const { return false; }
+};
+
+std::unique_ptr<Layer> make_layer(const LayerSpec& spec);
+
+}  // namespace dpv

@@ -1,0 +1,41 @@
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/layer.h"
+#include "engine/model_spec.h"
+#include "engine/tensor_map.h"
+
+namespace dpv {
+
+// An nn.Sequential of layers with a loss. State-dict names follow PyTorch: "<index>.<name>",
+// each layer's parameters then its buffers, layers in order.
+class Model {
+ public:
+  explicit Model(ModelSpec spec);
+  const ModelSpec& spec() const { return spec_; }
+  DType dtype() const { return spec_.dtype; }
+  int num_layers() const { return static_cast<int>(layers_.size()); }
+  Layer& layer(int i) const { return *layers_.at(static_cast<size_t>(i)); }
+  std::string layer_prefix(int i) const { return std::to_string(i) + "."; }
+  std::vector<TensorDecl> parameter_decls() const;  // full names, registration order
+  std::vector<TensorDecl> buffer_decls() const;
+  std::vector<TensorDecl> state_decls() const;      // state_dict order
+  // A fresh host state dict initialised from `seed`.
+  TensorMap initial_state(uint64_t seed) const;
+  // Checks a loaded state dict: every name present, shapes and dtypes right; throws naming the problem.
+  void check_state(const TensorMap& state) const;
+  // Checks an input batch against the model the way PyTorch would fail: dtype mismatch in
+  // PyTorch's words, shapes that do not fit (naming both), an empty batch.
+  void check_input(const Tensor& input) const;
+  // Shapes of every layer's output for an input shape.
+  std::vector<Shape> activation_shapes(const Shape& input) const;
+  std::string describe() const;  // Sequential( (0): Linear(...) ... )
+
+ private:
+  ModelSpec spec_;
+  std::vector<std::unique_ptr<Layer>> layers_;
+};
+
+}  // namespace dpv

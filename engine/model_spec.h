@@ -1,0 +1,41 @@
+#pragma once
+// The model spec file (JSON): {"layers": [...], "loss": "cross_entropy", "dtype": "float32"}.
+// Layer fields use PyTorch's constructor argument names and defaults.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/dtype.h"
+
+namespace dpv {
+
+struct LayerSpec {
+  std::string type;  // linear, relu, flatten, conv2d, batchnorm1d, batchnorm2d
+  // linear
+  int64_t in_features = 0, out_features = 0;
+  bool bias = true;  // linear and conv2d
+  // conv2d
+  int64_t in_channels = 0, out_channels = 0, kernel_size = 0, stride = 1, padding = 0;
+  // batchnorm
+  int64_t num_features = 0;
+  double eps = 1e-5, momentum = 0.1;
+};
+
+struct ModelSpec {
+  std::vector<LayerSpec> layers;
+  std::string loss = "cross_entropy";
+  DType dtype = DType::Float32;
+};
+
+// Parses a spec; throws dpv::Error naming `source` (a file name) and what is wrong.
+ModelSpec parse_model_spec(const std::string& json_text, const std::string& source = "model spec");
+ModelSpec load_model_spec(const std::string& path);
+std::string model_spec_to_json(const ModelSpec& spec);
+
+// Built-in presets the CLI and the app offer: "simple" (the seed's Linear(10, 2)),
+// "mlp-bn" (2-16-BN-ReLU-16-BN-ReLU-2 for the spiral), "mnist-mlp" (784-256-BN-256-BN-10),
+// "mlp-large" (784-1024-BN-1024-BN-10), "cnn" (3x32x32 conv-BN-ReLU, conv-BN-ReLU, flatten, linear).
+ModelSpec preset_model(const std::string& name);
+std::vector<std::string> preset_names();
+
+}  // namespace dpv

@@ -1,0 +1,75 @@
+#pragma once
+// What each DataParallel stage reports: timings, bytes, and a value snapshot the app can draw
+// (shapes, device placement, a few values, BatchNorm statistics per device and global, memory).
+// Snapshots are plain values so they can cross threads (queued Qt signals) and be recorded.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/collectives.h"
+#include "engine/dtype.h"
+#include "engine/tensor.h"
+
+namespace dpv {
+
+enum class StageKind { Scatter, Replicate, Forward, Gather, Loss, GradScatter, Backward, ReduceGrads, Step };
+const char* stage_kind_name(StageKind k);  // "scatter", "replicate", "forward", ...
+
+struct Stage {
+  StageKind kind;
+  int layer = -1;      // Forward/Backward: the layer index
+  std::string title;   // "Forward 2: BatchNorm1d(16)"
+};
+
+struct TensorInfo {
+  std::string name;    // "input chunk", "0.weight", "activation 2", "grad 0.weight", "output", "loss"
+  std::string role;    // "input", "target", "param", "buffer", "activation", "grad", "output", "loss"
+  Shape shape;
+  DType dtype = DType::Float32;
+  int device = -1;     // index in the set; -1: host
+  size_t bytes = 0;
+  std::vector<double> head;  // the first few values
+};
+
+struct BatchNormStats {
+  int layer = -1;
+  int device = -1;           // -1: the synchronised (global) statistics
+  std::vector<double> mean;  // [C]
+  std::vector<double> var;   // [C] biased variance used to normalise
+  double count = 0;          // elements per channel
+};
+
+struct DeviceState {
+  int device = 0;
+  std::string label;         // "GPU 1 (simulated on CPU)"
+  bool has_replica = false;  // holds a replica during this iteration
+  int64_t chunk_rows = 0;    // rows of the batch scattered to it (0: idle)
+  int64_t memory_bytes = 0;  // engine allocations live on the device
+  int64_t memory_peak = 0;
+  double busy_start = 0;     // seconds since the iteration began (equal to busy_end when idle)
+  double busy_end = 0;
+  std::vector<TensorInfo> tensors;  // what the device holds after the stage
+};
+
+struct StageEvent {
+  int index = 0;             // position in the plan
+  Stage stage;
+  double t_start = 0;        // seconds since the iteration began
+  double t_end = 0;
+  std::vector<int64_t> chunk_sizes;
+  std::vector<DeviceState> devices;
+  size_t bytes_moved = 0;
+  std::vector<CollectiveReport> collectives;
+  std::vector<BatchNormStats> batchnorm;  // filled by Forward stages of BatchNorm layers
+  std::optional<double> loss;
+  std::string summary;       // one plain sentence on what happened
+};
+
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  virtual void on_stage(const StageEvent& event) = 0;
+};
+
+}  // namespace dpv

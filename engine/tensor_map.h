@@ -1,0 +1,32 @@
+#pragma once
+// Named tensors in insertion order: state dicts ("0.weight", "1.running_mean", ...), gradients,
+// and the contents of safetensors files.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/tensor.h"
+
+namespace dpv {
+
+class TensorMap {
+ public:
+  using Item = std::pair<std::string, Tensor>;
+  const Tensor* find(const std::string& name) const;
+  Tensor* find(const std::string& name);
+  // Throws dpv::Error "missing tensor 'name' in <what>" when absent.
+  const Tensor& at(const std::string& name, const std::string& what = "the state dict") const;
+  Tensor& at(const std::string& name, const std::string& what = "the state dict");
+  void set(const std::string& name, Tensor t);  // replaces or appends
+  bool contains(const std::string& name) const { return find(name) != nullptr; }
+  size_t size() const { return items_.size(); }
+  bool empty() const { return items_.empty(); }
+  const std::vector<Item>& items() const { return items_; }
+  std::vector<Item>& items() { return items_; }
+  std::vector<std::string> names() const;
+
+ private:
+  std::vector<Item> items_;
+};
+
+}  // namespace dpv
