@@ -48,6 +48,7 @@ struct LayerRun {
   LayerCache& cache;
   std::string prefix;  // "3." for layer 3
   bool training = true;
+  bool need_input_grad = true;  // false for the first layer: the batch needs no gradient
   Tensor& param(const std::string& n) { return replica.params.at(prefix + n, "the replica's parameters"); }
   Tensor& buffer(const std::string& n) { return replica.buffers.at(prefix + n, "the replica's buffers"); }
   // The gradient slot for a parameter, allocated (zeroed) on first use.

@@ -32,6 +32,7 @@ class Model {
   // Shapes of every layer's output for an input shape.
   std::vector<Shape> activation_shapes(const Shape& input) const;
   std::string describe() const;  // Sequential( (0): Linear(...) ... )
+  std::string describe_short() const;  // "Sequential(Linear, ReLU, ...)"
 
  private:
   ModelSpec spec_;

@@ -1,0 +1,396 @@
+// The CPU backend: OpenBLAS for matrix products, plain loops for the rest. It is the reference
+// every CUDA op is tested against, so it favours clarity and PyTorch's CPU accumulation order
+// (BatchNorm statistics in two passes accumulated in double, as batch_norm_cpu_update_stats does).
+#include <cblas.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "engine/backend.h"
+#include "engine/device.h"
+#include "engine/error.h"
+
+namespace dpv {
+
+namespace {
+
+// Calls f with a typed zero pointer for the tensor's floating dtype.
+template <typename F>
+void dispatch_float(DType dtype, const char* op, F&& f) {
+  if (dtype == DType::Float32)
+    f(static_cast<float*>(nullptr));
+  else if (dtype == DType::Float64)
+    f(static_cast<double*>(nullptr));
+  else
+    throw Error(std::string(op) + " expects a floating tensor, got int64", "RuntimeError");
+}
+
+void openblas_single_thread() {
+  // Each simulated device is one worker thread; OpenBLAS must not spawn its own threads inside it.
+  static const bool once = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)once;
+}
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend() { openblas_single_thread(); }
+
+  void* allocate(size_t bytes) override {
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!p) throw Error("out of memory on a simulated device allocating " + std::to_string(bytes) + " bytes");
+    return p;
+  }
+  void release(void* ptr, size_t) override { std::free(ptr); }
+  void copy(void* dst, const Device*, const void* src, const Device*, size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
+  void fill(Tensor& t, double value) override {
+    switch (t.dtype()) {
+      case DType::Float32: std::fill_n(t.data<float>(), t.numel(), static_cast<float>(value)); break;
+      case DType::Float64: std::fill_n(t.data<double>(), t.numel(), value); break;
+      case DType::Int64: std::fill_n(t.data<int64_t>(), t.numel(), static_cast<int64_t>(value)); break;
+    }
+  }
+  void synchronize() override {}
+  double now() override {
+    using clock = std::chrono::steady_clock;
+    return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
+  }
+
+  void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const Tensor& a, const Tensor& b,
+            double beta, Tensor& c) override {
+    if (M == 0 || N == 0) return;
+    const auto opa = ta ? CblasTrans : CblasNoTrans;
+    const auto opb = tb ? CblasTrans : CblasNoTrans;
+    const int lda = static_cast<int>(ta ? M : K), ldb = static_cast<int>(tb ? K : N), ldc = static_cast<int>(N);
+    if (K == 0) {  // BLAS leaves C untouched for K = 0 only when beta = 1
+      scale_inplace(c, beta);
+      return;
+    }
+    if (c.dtype() == DType::Float32)
+      cblas_sgemm(CblasRowMajor, opa, opb, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K),
+                  static_cast<float>(alpha), a.data<float>(), lda, b.data<float>(), ldb, static_cast<float>(beta),
+                  c.data<float>(), ldc);
+    else
+      cblas_dgemm(CblasRowMajor, opa, opb, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha,
+                  a.data<double>(), lda, b.data<double>(), ldb, beta, c.data<double>(), ldc);
+  }
+
+  void add_channel_bias(Tensor& y, const Tensor& bias, int64_t R, int64_t C, int64_t S) override {
+    dispatch_float(y.dtype(), "add_channel_bias", [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      T* py = y.data<T>();
+      const T* pb = bias.data<T>();
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t c = 0; c < C; ++c) {
+          T* row = py + (r * C + c) * S;
+          for (int64_t s = 0; s < S; ++s) row[s] += pb[c];
+        }
+    });
+  }
+
+  void sum_channels(const Tensor& dy, Tensor& out, int64_t R, int64_t C, int64_t S, bool accumulate) override {
+    dispatch_float(dy.dtype(), "sum_channels", [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      const T* p = dy.data<T>();
+      T* o = out.data<T>();
+      for (int64_t c = 0; c < C; ++c) {
+        T acc = 0;
+        for (int64_t r = 0; r < R; ++r) {
+          const T* row = p + (r * C + c) * S;
+          for (int64_t s = 0; s < S; ++s) acc += row[s];
+        }
+        o[c] = accumulate ? o[c] + acc : acc;
+      }
+    });
+  }
+
+  void add_inplace(Tensor& dst, const Tensor& src) override {
+    dispatch_float(dst.dtype(), "add", [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      T* d = dst.data<T>();
+      const T* s = src.data<T>();
+      for (int64_t i = 0, n = dst.numel(); i < n; ++i) d[i] += s[i];
+    });
+  }
+
+  void scale_inplace(Tensor& dst, double alpha) override {
+    dispatch_float(dst.dtype(), "scale", [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      T* d = dst.data<T>();
+      for (int64_t i = 0, n = dst.numel(); i < n; ++i) d[i] = alpha == 0 ? T(0) : d[i] * static_cast<T>(alpha);
+    });
+  }
+
+  void relu_forward(const Tensor& x, Tensor& y) override {
+    dispatch_float(x.dtype(), "relu", [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      const T* px = x.data<T>();
+      T* py = y.data<T>();
+      for (int64_t i = 0, n = x.numel(); i < n; ++i) py[i] = px[i] > T(0) ? px[i] : T(0);
+    });
+  }
+
+  void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override {
+    dispatch_float(y.dtype(), "relu_backward", [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      const T* py = y.data<T>();
+      const T* pdy = dy.data<T>();
+      T* pdx = dx.data<T>();
+      for (int64_t i = 0, n = y.numel(); i < n; ++i) pdx[i] = py[i] > T(0) ? pdy[i] : T(0);
+    });
+  }
+
+  void im2col(const Tensor& x, Tensor& col, const ConvGeometry& g) override {
+    dispatch_float(x.dtype(), "im2col", [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      const T* px = x.data<T>();
+      T* pc = col.data<T>();
+      const int64_t L = g.OH * g.OW, rows = g.C * g.kh * g.kw;
+      for (int64_t n = 0; n < g.N; ++n)
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t c = r / (g.kh * g.kw), ki = (r / g.kw) % g.kh, kj = r % g.kw;
+          T* out = pc + (n * rows + r) * L;
+          const T* img = px + (n * g.C + c) * g.H * g.W;
+          for (int64_t oh = 0; oh < g.OH; ++oh) {
+            const int64_t ih = oh * g.stride - g.pad + ki;
+            for (int64_t ow = 0; ow < g.OW; ++ow) {
+              const int64_t iw = ow * g.stride - g.pad + kj;
+              out[oh * g.OW + ow] = (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W) ? img[ih * g.W + iw] : T(0);
+            }
+          }
+        }
+    });
+  }
+
+  void col2im(const Tensor& col, Tensor& dx, const ConvGeometry& g) override {
+    fill(dx, 0.0);
+    dispatch_float(col.dtype(), "col2im", [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      const T* pc = col.data<T>();
+      T* px = dx.data<T>();
+      const int64_t L = g.OH * g.OW, rows = g.C * g.kh * g.kw;
+      for (int64_t n = 0; n < g.N; ++n)
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t c = r / (g.kh * g.kw), ki = (r / g.kw) % g.kh, kj = r % g.kw;
+          const T* in = pc + (n * rows + r) * L;
+          T* img = px + (n * g.C + c) * g.H * g.W;
+          for (int64_t oh = 0; oh < g.OH; ++oh) {
+            const int64_t ih = oh * g.stride - g.pad + ki;
+            if (ih < 0 || ih >= g.H) continue;
+            for (int64_t ow = 0; ow < g.OW; ++ow) {
+              const int64_t iw = ow * g.stride - g.pad + kj;
+              if (iw >= 0 && iw < g.W) img[ih * g.W + iw] += in[oh * g.OW + ow];
+            }
+          }
+        }
+    });
+  }
+
+  void permute_nos(const Tensor& src, Tensor& dst, int64_t A, int64_t B, int64_t S) override {
+    dispatch_float(src.dtype(), "permute", [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      const T* ps = src.data<T>();
+      T* pd = dst.data<T>();
+      for (int64_t a = 0; a < A; ++a)
+        for (int64_t b = 0; b < B; ++b) std::memcpy(pd + (b * A + a) * S, ps + (a * B + b) * S, sizeof(T) * S);
+    });
+  }
+
+  void bn_stats(const Tensor& x, Tensor& mean, Tensor& var_b, int64_t R, int64_t C, int64_t S) override {
+    dispatch_float(x.dtype(), "batch_norm", [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      const T* px = x.data<T>();
+      const double n = static_cast<double>(R * S);
+      for (int64_t c = 0; c < C; ++c) {
+        double sum = 0;
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t s = 0; s < S; ++s) sum += px[(r * C + c) * S + s];
+        const double m = n > 0 ? sum / n : 0.0;
+        double sq = 0;
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t s = 0; s < S; ++s) {
+            const double d = px[(r * C + c) * S + s] - m;
+            sq += d * d;
+          }
+        mean.data<T>()[c] = static_cast<T>(m);
+        var_b.data<T>()[c] = static_cast<T>(n > 0 ? sq / n : 0.0);
+      }
+    });
+  }
+
+  void bn_normalize(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& gamma, const Tensor& beta,
+                    Tensor& y, int64_t R, int64_t C, int64_t S) override {
+    dispatch_float(x.dtype(), "batch_norm", [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      const T* px = x.data<T>();
+      T* py = y.data<T>();
+      for (int64_t c = 0; c < C; ++c) {
+        // PyTorch CPU folds the affine transform: y = x * alpha + beta', alpha = invstd * gamma.
+        const T alpha = invstd.data<T>()[c] * gamma.data<T>()[c];
+        const T shift = beta.data<T>()[c] - mean.data<T>()[c] * alpha;
+        for (int64_t r = 0; r < R; ++r) {
+          const T* in = px + (r * C + c) * S;
+          T* out = py + (r * C + c) * S;
+          for (int64_t s = 0; s < S; ++s) out[s] = in[s] * alpha + shift;
+        }
+      }
+    });
+  }
+
+  void bn_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& mean, Tensor& sum_dy, Tensor& sum_dy_xmu,
+                          int64_t R, int64_t C, int64_t S) override {
+    dispatch_float(x.dtype(), "batch_norm_backward", [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      const T* px = x.data<T>();
+      const T* pdy = dy.data<T>();
+      for (int64_t c = 0; c < C; ++c) {
+        const double m = mean.data<T>()[c];
+        double sdy = 0, sdxm = 0;
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t s = 0; s < S; ++s) {
+            const int64_t i = (r * C + c) * S + s;
+            sdy += pdy[i];
+            sdxm += pdy[i] * (px[i] - m);
+          }
+        sum_dy.data<T>()[c] = static_cast<T>(sdy);
+        sum_dy_xmu.data<T>()[c] = static_cast<T>(sdxm);
+      }
+    });
+  }
+
+  void bn_backward_elemt(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& invstd,
+                         const Tensor& gamma, const Tensor& sum_dy, const Tensor& sum_dy_xmu, double count, Tensor& dx,
+                         int64_t R, int64_t C, int64_t S) override {
+    dispatch_float(x.dtype(), "batch_norm_backward", [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      const T* px = x.data<T>();
+      const T* pdy = dy.data<T>();
+      T* pdx = dx.data<T>();
+      for (int64_t c = 0; c < C; ++c) {
+        const T m = mean.data<T>()[c], is = invstd.data<T>()[c], w = gamma.data<T>()[c];
+        const T mean_dy = static_cast<T>(sum_dy.data<T>()[c] / count);
+        const T proj = static_cast<T>(sum_dy_xmu.data<T>()[c] / count) * is * is;
+        const T scale = is * w;
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t s = 0; s < S; ++s) {
+            const int64_t i = (r * C + c) * S + s;
+            pdx[i] = (pdy[i] - mean_dy - (px[i] - m) * proj) * scale;
+          }
+      }
+    });
+  }
+
+  void bn_gather_stats(const Tensor& mean_all, const Tensor& invstd_all, const std::vector<double>& counts, double eps,
+                       double momentum, Tensor& running_mean, Tensor& running_var, Tensor& mean, Tensor& invstd,
+                       int64_t W, int64_t C) override {
+    dispatch_float(mean.dtype(), "batch_norm_gather_stats_with_counts", [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      for (int64_t c = 0; c < C; ++c) {
+        // batch_norm_reduce_statistics_kernel: Chan's merge in rank order, M2 rebuilt from invstd.
+        // The CUDA kernel accumulates in float for float inputs; we follow the input's precision.
+        T avg = 0, var_n = 0, n = 0;
+        for (int64_t j = 0; j < W; ++j) {
+          const T count = static_cast<T>(counts[static_cast<size_t>(j)]);
+          if (count < 1) continue;  // empty ranks are masked out
+          const T m = mean_all.data<T>()[j * C + c];
+          const T is = invstd_all.data<T>()[j * C + c];
+          const T v = (T(1) / (is * is) - static_cast<T>(eps)) * count;
+          const T f = T(1) / (n + count);
+          var_n += v + (avg - m) * (avg - m) * n * count * f;
+          avg = n * f * avg + count * f * m;
+          n += count;
+        }
+        mean.data<T>()[c] = avg;
+        invstd.data<T>()[c] = T(1) / std::sqrt(var_n / n + static_cast<T>(eps));
+        if (running_mean.defined()) {
+          T& rm = running_mean.data<T>()[c];
+          T& rv = running_var.data<T>()[c];
+          rm = static_cast<T>((1 - momentum) * rm + momentum * avg);
+          rv = static_cast<T>((1 - momentum) * rv + momentum * (var_n / (n - 1)));
+        }
+      }
+    });
+  }
+
+  void bn_invstd(const Tensor& var_b, double eps, Tensor& invstd) override {
+    dispatch_float(var_b.dtype(), "batch_norm", [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      for (int64_t c = 0, C = var_b.numel(); c < C; ++c)
+        invstd.data<T>()[c] = static_cast<T>(1.0 / std::sqrt(static_cast<double>(var_b.data<T>()[c]) + eps));
+    });
+  }
+
+  void bn_update_running(const Tensor& mean, const Tensor& var_b, double n, double momentum, Tensor& running_mean,
+                         Tensor& running_var) override {
+    dispatch_float(mean.dtype(), "batch_norm", [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      for (int64_t c = 0, C = mean.numel(); c < C; ++c) {
+        T& rm = running_mean.data<T>()[c];
+        T& rv = running_var.data<T>()[c];
+        const double unbiased = static_cast<double>(var_b.data<T>()[c]) * n / (n - 1);
+        rm = static_cast<T>(momentum * mean.data<T>()[c] + (1 - momentum) * rm);
+        rv = static_cast<T>(momentum * unbiased + (1 - momentum) * rv);
+      }
+    });
+  }
+
+  void cross_entropy(const Tensor& logits, const Tensor& target, Tensor& loss_out, Tensor& dlogits,
+                     double grad_scale) override {
+    dispatch_float(logits.dtype(), "cross_entropy", [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      const int64_t N = logits.dim(0), K = logits.dim(1);
+      const T* pl = logits.data<T>();
+      const int64_t* pt = target.data<int64_t>();
+      T* pd = dlogits.data<T>();
+      double total = 0;
+      for (int64_t i = 0; i < N; ++i) {
+        const int64_t t = pt[i];
+        if (t < 0 || t >= K)
+          throw Error("Target " + std::to_string(t) + " is out of bounds.", "IndexError");
+        const T* row = pl + i * K;
+        T mx = row[0];
+        for (int64_t k = 1; k < K; ++k) mx = std::max(mx, row[k]);
+        double se = 0;
+        for (int64_t k = 0; k < K; ++k) se += std::exp(static_cast<double>(row[k] - mx));
+        const double lse = std::log(se) + mx;
+        total += lse - row[t];
+        const double s = grad_scale / static_cast<double>(N);
+        for (int64_t k = 0; k < K; ++k)
+          pd[i * K + k] = static_cast<T>((std::exp(static_cast<double>(row[k]) - lse) - (k == t ? 1.0 : 0.0)) * s);
+      }
+      loss_out.data<T>()[0] = static_cast<T>(total / static_cast<double>(N));
+    });
+  }
+
+  void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buf, double lr, double momentum,
+                  double weight_decay, bool first_step) override {
+    dispatch_float(param.dtype(), "sgd", [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      T* p = param.data<T>();
+      const T* g = grad.data<T>();
+      T* buf = momentum != 0 ? momentum_buf.data<T>() : nullptr;
+      const T wd = static_cast<T>(weight_decay), mom = static_cast<T>(momentum), step = static_cast<T>(lr);
+      for (int64_t i = 0, n = param.numel(); i < n; ++i) {
+        T d = g[i];
+        if (weight_decay != 0) d += wd * p[i];
+        if (buf) {
+          buf[i] = first_step ? d : mom * buf[i] + d;
+          d = buf[i];
+        }
+        p[i] -= step * d;
+      }
+    });
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace dpv

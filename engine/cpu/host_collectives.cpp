@@ -1,0 +1,123 @@
+// Collectives over host threads for simulated devices. Every rank's copy runs on its own device
+// worker thread; reductions follow torch.cuda.comm.reduce_add's left fold in device order, so the
+// result is the same bit for bit whichever thread computes it.
+#include <chrono>
+
+#include "engine/backend.h"
+#include "engine/collectives.h"
+#include "engine/device.h"
+#include "engine/error.h"
+
+namespace dpv {
+
+void finish_report(CollectiveReport& r) {
+  if (r.seconds <= 0) return;
+  r.algbw = static_cast<double>(r.bytes) / r.seconds / 1e9;
+  const double n = r.ranks;
+  double factor = 1.0;
+  if (r.op == "all_reduce") factor = n > 0 ? 2.0 * (n - 1) / n : 0.0;
+  if (r.op == "all_gather") factor = n > 0 ? (n - 1) / n : 0.0;
+  r.busbw = r.algbw * factor;
+}
+
+namespace {
+
+double wall_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void check_buffers(const std::vector<Tensor>& bufs, const char* op) {
+  check(!bufs.empty(), std::string(op) + ": no buffers");
+  for (size_t i = 0; i < bufs.size(); ++i) {
+    check(bufs[i].numel() == bufs[0].numel() && bufs[i].dtype() == bufs[0].dtype(),
+          std::string(op) + ": input " + std::to_string(i) + " has invalid size: got " + shape_str(bufs[i].shape()) +
+              ", but expected " + shape_str(bufs[0].shape()));
+  }
+}
+
+class HostCollectives final : public Collectives {
+ public:
+  explicit HostCollectives(std::shared_ptr<DeviceSet> devices) : devices_(std::move(devices)) {}
+  std::string transport() const override { return "host threads"; }
+
+  CollectiveReport broadcast(std::vector<Tensor>& bufs, int root) override {
+    check_buffers(bufs, "broadcast");
+    CollectiveReport r = start("broadcast", bufs.size(), bufs[0].nbytes());
+    devices_->run_parallel(static_cast<int>(bufs.size()), [&](int i) {
+      if (i != root) bufs[static_cast<size_t>(i)].copy_from(bufs[static_cast<size_t>(root)]);
+    });
+    return finish(r);
+  }
+
+  CollectiveReport reduce_add(std::vector<Tensor>& bufs, int root) override {
+    check_buffers(bufs, "reduce_add");
+    CollectiveReport r = start("reduce_add", bufs.size(), bufs[0].nbytes());
+    Tensor& dst = bufs[static_cast<size_t>(root)];
+    // The fold runs on the root device's thread.
+    devices_->run_parallel(root + 1, [&](int i) {
+      if (i != root) return;
+      for (size_t j = 0; j < bufs.size(); ++j)
+        if (static_cast<int>(j) != root) dst.device()->backend().add_inplace(dst, bufs[j]);
+    });
+    return finish(r);
+  }
+
+  CollectiveReport all_reduce(std::vector<Tensor>& bufs) override {
+    check_buffers(bufs, "all_reduce");
+    CollectiveReport r = start("all_reduce", bufs.size(), bufs[0].nbytes());
+    Tensor sum = bufs[0].clone();
+    devices_->run_parallel(1, [&](int) {
+      for (size_t j = 1; j < bufs.size(); ++j) sum.device()->backend().add_inplace(sum, bufs[j]);
+    });
+    devices_->run_parallel(static_cast<int>(bufs.size()), [&](int i) { bufs[static_cast<size_t>(i)].copy_from(sum); });
+    return finish(r);
+  }
+
+  CollectiveReport all_gather(const std::vector<Tensor>& in, std::vector<Tensor>& out) override {
+    check_buffers(in, "all_gather");
+    check(out.size() == in.size(), "all_gather: " + std::to_string(out.size()) + " outputs for " +
+                                       std::to_string(in.size()) + " inputs");
+    const int64_t piece = in[0].numel();
+    for (auto& o : out)
+      check(o.numel() == piece * static_cast<int64_t>(in.size()), "all_gather: output of " + shape_str(o.shape()) +
+                                                                      " cannot hold " + std::to_string(in.size()) +
+                                                                      " pieces of " + std::to_string(piece));
+    CollectiveReport r = start("all_gather", in.size(), in[0].nbytes() * in.size());
+    devices_->run_parallel(static_cast<int>(in.size()), [&](int i) {
+      Tensor flat = out[static_cast<size_t>(i)].reshape({out[static_cast<size_t>(i)].numel()});
+      for (size_t j = 0; j < in.size(); ++j)
+        flat.slice0(static_cast<int64_t>(j) * piece, static_cast<int64_t>(j + 1) * piece).copy_from(in[j]);
+    });
+    return finish(r);
+  }
+
+ private:
+  CollectiveReport start(const char* op, size_t ranks, size_t bytes) {
+    CollectiveReport r;
+    r.op = op;
+    r.ranks = static_cast<int>(ranks);
+    r.bytes = bytes;
+    r.seconds = -wall_seconds();
+    return r;
+  }
+  static CollectiveReport finish(CollectiveReport& r) {
+    r.seconds += wall_seconds();
+    finish_report(r);
+    return r;
+  }
+
+  std::shared_ptr<DeviceSet> devices_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collectives> make_host_collectives(std::shared_ptr<DeviceSet> devices) {
+  return std::make_unique<HostCollectives>(std::move(devices));
+}
+
+std::unique_ptr<Collectives> make_collectives(std::shared_ptr<DeviceSet> devices) {
+  if (devices->size() > 0 && (*devices)[0].kind() == DeviceKind::Cuda) return make_cuda_collectives(std::move(devices));
+  return make_host_collectives(std::move(devices));
+}
+
+}  // namespace dpv

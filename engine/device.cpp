@@ -1,0 +1,209 @@
+#include "engine/device.h"
+
+#include <charconv>
+#include <future>
+#include <sstream>
+
+#include "engine/backend.h"
+#include "engine/error.h"
+
+namespace dpv {
+
+namespace {
+
+constexpr int kMaxDevices = 64;
+
+const char* kSpecForms =
+    "expected cpu:K (K simulated devices, 1..64), cuda (every GPU), cuda:0,1 (listed GPUs) or cuda:0xK "
+    "(K virtual devices on GPU 0)";
+
+[[noreturn]] void bad_spec(const std::string& text, const std::string& why) {
+  throw Error("invalid device spec '" + text + "': " + why + "; " + kSpecForms, "ValueError");
+}
+
+int parse_int(const std::string& text, const std::string& part) {
+  int value = -1;
+  auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), value);
+  if (part.empty() || ec != std::errc() || ptr != part.data() + part.size() || value < 0)
+    bad_spec(text, "'" + part + "' is not a non-negative integer");
+  return value;
+}
+
+}  // namespace
+
+DeviceSpec parse_device_spec(const std::string& text) {
+  DeviceSpec spec;
+  spec.text = text;
+  if (text == "cpu") {
+    spec.kind = DeviceKind::Cpu;
+    spec.count = 1;
+    return spec;
+  }
+  if (text.rfind("cpu:", 0) == 0) {
+    spec.kind = DeviceKind::Cpu;
+    spec.count = parse_int(text, text.substr(4));
+    if (spec.count < 1 || spec.count > kMaxDevices) bad_spec(text, "the device count must be 1 to 64");
+    return spec;
+  }
+  if (text == "cuda") {
+    spec.kind = DeviceKind::Cuda;
+    spec.count = 0;  // every GPU: filled in by DeviceSet::create
+    return spec;
+  }
+  if (text.rfind("cuda:", 0) == 0) {
+    spec.kind = DeviceKind::Cuda;
+    std::string rest = text.substr(5);
+    if (auto x = rest.find('x'); x != std::string::npos) {
+      int gpu = parse_int(text, rest.substr(0, x));
+      int k = parse_int(text, rest.substr(x + 1));
+      if (k < 1 || k > kMaxDevices) bad_spec(text, "the virtual device count must be 1 to 64");
+      spec.gpus.assign(static_cast<size_t>(k), gpu);
+      spec.is_virtual = true;
+    } else {
+      std::stringstream ss(rest);
+      std::string part;
+      while (std::getline(ss, part, ',')) {
+        int gpu = parse_int(text, part);
+        for (int g : spec.gpus)
+          if (g == gpu) bad_spec(text, "GPU " + part + " is listed twice (use cuda:" + part + "xK for virtual devices)");
+        spec.gpus.push_back(gpu);
+      }
+      if (spec.gpus.empty()) bad_spec(text, "no GPU listed");
+    }
+    spec.count = static_cast<int>(spec.gpus.size());
+    return spec;
+  }
+  bad_spec(text, text.empty() ? "it is empty" : "unknown device kind");
+}
+
+void MemoryCounter::add(int64_t bytes) {
+  int64_t now = current.fetch_add(bytes) + bytes;
+  int64_t seen = peak.load();
+  while (now > seen && !peak.compare_exchange_weak(seen, now)) {
+  }
+}
+
+DeviceWorker::DeviceWorker() : thread_([this] { loop(); }) {}
+
+DeviceWorker::~DeviceWorker() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_one();
+  thread_.join();
+}
+
+void DeviceWorker::submit(std::function<void()> job) {
+  {
+    std::lock_guard lock(mutex_);
+    jobs_.push(std::move(job));
+  }
+  cv_.notify_one();
+}
+
+void DeviceWorker::loop() {
+  for (;;) {
+    std::function<void()> job;
+    {
+      std::unique_lock lock(mutex_);
+      cv_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;  // stop requested and nothing left
+      job = std::move(jobs_.front());
+      jobs_.pop();
+    }
+    job();
+  }
+}
+
+Device::Device(int index, DeviceKind kind, int physical, bool is_virtual, std::unique_ptr<Backend> backend)
+    : index_(index), kind_(kind), physical_(physical), is_virtual_(is_virtual), backend_(std::move(backend)) {
+  label_ = kind == DeviceKind::Cpu ? "GPU " + std::to_string(index) + " (simulated on CPU)"
+                                   : "GPU " + std::to_string(index);
+}
+
+Device::~Device() = default;
+
+std::string Device::name() const {
+  if (kind_ == DeviceKind::Cpu) return "cpu:" + std::to_string(index_);
+  std::string n = "cuda:" + std::to_string(physical_);
+  if (is_virtual_) n += "#" + std::to_string(index_);
+  return n;
+}
+
+std::shared_ptr<DeviceSet> DeviceSet::create(const std::string& text) {
+  auto set = std::make_shared<DeviceSet>();
+  set->spec_ = parse_device_spec(text);
+  DeviceSpec& spec = set->spec_;
+  if (spec.kind == DeviceKind::Cpu) {
+    for (int i = 0; i < spec.count; ++i)
+      set->devices_.push_back(std::make_shared<Device>(i, DeviceKind::Cpu, -1, false, make_cpu_backend()));
+    return set;
+  }
+  if (!cuda_available())
+    throw Error("CUDA is not available for device spec '" + text + "'" +
+                (cuda_device_count() == 0 && cuda_build_info().rfind("no CUDA", 0) == 0
+                     ? ": this build has no CUDA backend"
+                     : ": no usable GPU was found") +
+                "; use --devices cpu:K for simulated devices");
+  int available = cuda_device_count();
+  if (spec.gpus.empty()) {
+    for (int g = 0; g < available; ++g) spec.gpus.push_back(g);
+    spec.count = available;
+  }
+  for (int g : spec.gpus)
+    if (g >= available)
+      throw Error("device spec '" + text + "' names GPU " + std::to_string(g) + " but this machine has " +
+                      std::to_string(available) + " GPU" + (available == 1 ? "" : "s") + " (0.." +
+                      std::to_string(available - 1) + ")",
+                  "ValueError");
+  for (int i = 0; i < spec.count; ++i) {
+    int gpu = spec.gpus[static_cast<size_t>(i)];
+    auto dev = std::make_shared<Device>(i, DeviceKind::Cuda, gpu, spec.is_virtual, make_cuda_backend(gpu, i));
+    std::string name = cuda_device_name(gpu);
+    dev->set_label(spec.is_virtual ? "GPU " + std::to_string(i) + " (virtual, on " + name + " #" + std::to_string(gpu) + ")"
+                                   : "GPU " + std::to_string(i) + " (" + name + ")");
+    set->devices_.push_back(std::move(dev));
+  }
+  return set;
+}
+
+std::vector<std::exception_ptr> DeviceSet::run_parallel_collect(int count, const std::function<void(int)>& fn) const {
+  check(count <= size(), "run_parallel: " + std::to_string(count) + " jobs for " + std::to_string(size()) + " devices");
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(count));
+  std::vector<std::promise<void>> done(static_cast<size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    devices_[static_cast<size_t>(i)]->worker().submit([&, i] {
+      try {
+        fn(i);
+      } catch (...) {
+        errors[static_cast<size_t>(i)] = std::current_exception();
+      }
+      done[static_cast<size_t>(i)].set_value();
+    });
+  }
+  for (auto& d : done) d.get_future().wait();
+  return errors;
+}
+
+void DeviceSet::run_parallel(int count, const std::function<void(int)>& fn) const {
+  for (auto& e : run_parallel_collect(count, fn))
+    if (e) std::rethrow_exception(e);
+}
+
+std::string describe_machine() {
+  std::ostringstream out;
+  unsigned cores = std::thread::hardware_concurrency();
+  out << "CPU: " << cores << " hardware thread" << (cores == 1 ? "" : "s")
+      << "; simulated devices: cpu:K (K = 1..64, one worker thread each, OpenBLAS single-threaded per device)\n";
+  out << "CUDA: " << cuda_build_info() << "\n";
+  if (cuda_available()) {
+    int n = cuda_device_count();
+    for (int g = 0; g < n; ++g) out << "  cuda:" << g << "  " << cuda_device_name(g) << "\n";
+  } else {
+    out << "  no GPU available: use --devices cpu:K\n";
+  }
+  return out.str();
+}
+
+}  // namespace dpv

@@ -1,0 +1,96 @@
+#include <cmath>
+
+#include "engine/backend.h"
+#include "engine/datasets.h"
+#include "engine/device.h"
+#include "engine/error.h"
+#include "engine/layers/simple_layers.h"
+
+namespace dpv {
+
+Conv2d::Conv2d(const LayerSpec& s)
+    : cin_(s.in_channels), cout_(s.out_channels), k_(s.kernel_size), stride_(s.stride), pad_(s.padding), bias_(s.bias) {}
+
+std::string Conv2d::describe() const {
+  std::string d = "Conv2d(" + std::to_string(cin_) + ", " + std::to_string(cout_) + ", kernel_size=(" +
+                  std::to_string(k_) + ", " + std::to_string(k_) + "), stride=(" + std::to_string(stride_) + ", " +
+                  std::to_string(stride_) + ")";
+  if (pad_) d += ", padding=(" + std::to_string(pad_) + ", " + std::to_string(pad_) + ")";
+  if (!bias_) d += ", bias=False";
+  return d + ")";
+}
+
+std::vector<TensorDecl> Conv2d::parameters(DType dtype) const {
+  std::vector<TensorDecl> p{{"weight", {cout_, cin_, k_, k_}, dtype}};
+  if (bias_) p.push_back({"bias", {cout_}, dtype});
+  return p;
+}
+
+Shape Conv2d::output_shape(const Shape& in) const {
+  check(in.size() == 4, "Expected 4D (batched) input to conv2d, but got input of size: " + shape_str(in));
+  check(in[1] == cin_, "Given groups=1, weight of size " + shape_str({cout_, cin_, k_, k_}) +
+                           ", expected input" + shape_str(in) + " to have " + std::to_string(cin_) +
+                           " channels, but got " + std::to_string(in[1]) + " channels instead");
+  const int64_t oh = (in[2] + 2 * pad_ - k_) / stride_ + 1, ow = (in[3] + 2 * pad_ - k_) / stride_ + 1;
+  check(in[2] + 2 * pad_ >= k_ && in[3] + 2 * pad_ >= k_,
+        "Calculated padded input size per channel: (" + std::to_string(in[2] + 2 * pad_) + " x " +
+            std::to_string(in[3] + 2 * pad_) + "). Kernel size: (" + std::to_string(k_) + " x " + std::to_string(k_) +
+            "). Kernel size can't be greater than actual input size");
+  return {in[0], cout_, oh, ow};
+}
+
+void Conv2d::initialise(TensorMap& state, const std::string& prefix, Rng& rng) const {
+  const double fan_in = static_cast<double>(cin_ * k_ * k_);
+  const double bound = fan_in > 0 ? 1.0 / std::sqrt(fan_in) : 0.0;
+  for (const char* name : {"weight", "bias"}) {
+    if (std::string(name) == "bias" && !bias_) continue;
+    Tensor& t = state.at(prefix + name);
+    std::vector<double> v(static_cast<size_t>(t.numel()));
+    for (auto& x : v) x = rng.uniform(-bound, bound);
+    t.copy_from(Tensor::from_doubles(t.shape(), t.dtype(), v));
+  }
+}
+
+Tensor Conv2d::forward(LayerRun& run, const Tensor& x) {
+  Tensor& w = run.param("weight");  // [O, C, k, k]
+  check(x.dtype() == w.dtype(), dtype_mismatch_message("Conv2d", x.dtype(), w.dtype()));
+  const Shape os = output_shape(x.shape());
+  const Backend::ConvGeometry g{x.dim(0), cin_, x.dim(2), x.dim(3), k_, k_, stride_, pad_, os[2], os[3]};
+  const int64_t rows = cin_ * k_ * k_, L = g.OH * g.OW;
+  Tensor col = Tensor::empty({g.N, rows, L}, x.dtype(), run.replica.device);  // [N, C*k*k, OH*OW]
+  run.backend.im2col(x, col, g);
+  Tensor y = Tensor::empty(os, x.dtype(), run.replica.device);  // [N, O, OH, OW]
+  for (int64_t n = 0; n < g.N; ++n) {
+    Tensor yn = y.slice0(n, n + 1);
+    run.backend.gemm(false, false, cout_, L, rows, 1.0, w, col.slice0(n, n + 1), 0.0, yn);
+  }
+  if (bias_) run.backend.add_channel_bias(y, run.param("bias"), g.N, cout_, L);
+  run.cache.input = x;
+  run.cache.aux = col;
+  return y;
+}
+
+Tensor Conv2d::backward(LayerRun& run, const Tensor& dy) {
+  const Tensor& x = run.cache.input;
+  const Tensor& col = run.cache.aux;
+  const Shape os = dy.shape();
+  const Backend::ConvGeometry g{x.dim(0), cin_, x.dim(2), x.dim(3), k_, k_, stride_, pad_, os[2], os[3]};
+  const int64_t rows = cin_ * k_ * k_, L = g.OH * g.OW;
+  Tensor& w = run.param("weight");
+  Tensor& dw = run.grad("weight");  // [O, C*k*k] viewed
+  Tensor dcol = run.need_input_grad ? Tensor::empty({g.N, rows, L}, x.dtype(), run.replica.device) : Tensor();
+  for (int64_t n = 0; n < g.N; ++n) {
+    const Tensor dyn = dy.slice0(n, n + 1);  // [O, L]
+    run.backend.gemm(false, true, cout_, rows, L, 1.0, dyn, col.slice0(n, n + 1), 1.0, dw);
+    if (!run.need_input_grad) continue;
+    Tensor dcn = dcol.slice0(n, n + 1);
+    run.backend.gemm(true, false, rows, L, cout_, 1.0, w, dyn, 0.0, dcn);
+  }
+  if (bias_) run.backend.sum_channels(dy, run.grad("bias"), g.N, cout_, L, true);
+  if (!run.need_input_grad) return {};
+  Tensor dx = Tensor::empty(x.shape(), x.dtype(), run.replica.device);
+  run.backend.col2im(dcol, dx, g);
+  return dx;
+}
+
+}  // namespace dpv

@@ -1,0 +1,145 @@
+// Trainer, the plan of an iteration, and stepping through it.
+#include "engine/data_parallel.h"
+
+#include "engine/backend.h"
+#include "engine/error.h"
+#include "engine/parallel/iteration_impl.h"
+
+namespace dpv {
+
+const char* stage_kind_name(StageKind k) {
+  switch (k) {
+    case StageKind::Scatter: return "scatter";
+    case StageKind::Replicate: return "replicate";
+    case StageKind::Forward: return "forward";
+    case StageKind::Gather: return "gather";
+    case StageKind::Loss: return "loss";
+    case StageKind::GradScatter: return "grad_scatter";
+    case StageKind::Backward: return "backward";
+    case StageKind::ReduceGrads: return "reduce_grads";
+    case StageKind::Step: return "step";
+  }
+  return "?";
+}
+
+std::vector<int64_t> chunk_sizes(int64_t n, int k) {
+  check(k >= 1, "chunk expects `chunks` to be greater than 0, got: " + std::to_string(k));
+  if (n == 0) return std::vector<int64_t>(static_cast<size_t>(k), 0);
+  const int64_t split = (n + k - 1) / k;
+  std::vector<int64_t> sizes;
+  for (int64_t begin = 0; begin < n; begin += split) sizes.push_back(std::min(split, n - begin));
+  return sizes;
+}
+
+Trainer::Trainer(std::shared_ptr<DeviceSet> devices, Model model, const TensorMap& state, TrainOptions options)
+    : devices_(std::move(devices)), model_(std::move(model)), options_(options) {
+  check(devices_ && devices_->size() > 0, "no devices");
+  check(options_.lr >= 0, "Invalid learning rate: " + std::to_string(options_.lr), "ValueError");
+  check(options_.momentum >= 0, "Invalid momentum value: " + std::to_string(options_.momentum), "ValueError");
+  check(options_.weight_decay >= 0, "Invalid weight_decay value: " + std::to_string(options_.weight_decay),
+        "ValueError");
+  model_.check_state(state);
+  collectives_ = make_collectives(devices_);
+  // model.cuda(): the original module lives on device_ids[0].
+  for (const auto& d : model_.state_decls()) state_.set(d.name, state.at(d.name).to(devices_->shared(0)));
+}
+
+Trainer::~Trainer() = default;
+
+TensorMap Trainer::state_to_host() const {
+  TensorMap out;
+  for (const auto& [name, t] : state_.items()) out.set(name, t.to(nullptr));
+  return out;
+}
+
+Iteration::Iteration(Trainer& trainer, const Tensor& input, const Tensor& target, Observer* observer)
+    : trainer_(trainer), observer_(observer) {
+  const Model& model = trainer.model();
+  const int k = trainer.devices().size();
+  try {
+    model.check_input(input);
+  } catch (const Error& e) {
+    // Inside DataParallel the first op fails in replica 0's thread and comes back wrapped.
+    if (k > 1 && input.ndim() >= 1 && input.dim(0) > 0)
+      throw Error("Caught " + e.kind() + " in replica 0 on device 0. " + e.what(), e.kind());
+    throw;
+  }
+  check(target.dtype() == DType::Int64 && target.ndim() == 1,
+        "the target must be a 1-D int64 tensor of class indices, got " + std::string(dtype_name(target.dtype())) + " " +
+            shape_str(target.shape()),
+        "ValueError");
+  check(target.dim(0) == input.dim(0), "Expected input batch_size (" + std::to_string(input.dim(0)) +
+                                           ") to match target batch_size (" + std::to_string(target.dim(0)) + ").",
+        "ValueError");
+  chunks_ = chunk_sizes(input.dim(0), k);
+  impl_ = std::make_unique<Impl>(*this, trainer);
+  impl_->input_dev0 = input.device() == &trainer.devices()[0] ? input : input.to(trainer.devices().shared(0));
+  impl_->target_dev0 = target.to(trainer.devices().shared(0));
+
+  const bool multi = k > 1;
+  const int L = model.num_layers();
+  plan_.push_back({StageKind::Scatter, -1,
+                   multi ? "Scatter: split the batch into " + std::to_string(chunks_.size()) + " chunks"
+                         : "Scatter: move the batch to device 0"});
+  if (multi) plan_.push_back({StageKind::Replicate, -1, "Replicate: broadcast parameters and buffers"});
+  for (int i = 0; i < L; ++i)
+    plan_.push_back({StageKind::Forward, i, "Forward " + std::to_string(i) + ": " + model.layer(i).describe()});
+  if (multi) plan_.push_back({StageKind::Gather, -1, "Gather: concatenate outputs on device 0"});
+  plan_.push_back({StageKind::Loss, -1, "Loss: cross-entropy on device 0"});
+  if (multi) plan_.push_back({StageKind::GradScatter, -1, "Backward: scatter the output gradient (Gather's backward)"});
+  for (int i = L - 1; i >= 0; --i)
+    plan_.push_back({StageKind::Backward, i, "Backward " + std::to_string(i) + ": " + model.layer(i).describe()});
+  if (multi) plan_.push_back({StageKind::ReduceGrads, -1, "Reduce: sum gradients onto device 0"});
+  plan_.push_back({StageKind::Step, -1, "Step: SGD update on device 0"});
+}
+
+Iteration::~Iteration() = default;
+
+StageEvent Iteration::step() {
+  check(!impl_->failed, "this iteration stopped at an error; start a new one");
+  check(!finished(), "the iteration is complete; start a new one");
+  StageEvent e;
+  e.index = next_;
+  e.stage = plan_[static_cast<size_t>(next_)];
+  e.chunk_sizes = chunks_;
+  impl_->reset_busy();
+  if (e.stage.kind == StageKind::Forward && e.stage.layer == 0) bn_stats_.clear();
+  e.t_start = impl_->now();
+  try {
+    switch (e.stage.kind) {
+      case StageKind::Scatter: impl_->scatter(e); break;
+      case StageKind::Replicate: impl_->replicate(e); break;
+      case StageKind::Forward:
+        if (trainer_.options().sync_bn && trainer_.model().layer(e.stage.layer).is_batchnorm() && impl_->R > 1)
+          impl_->forward_sync_bn(e, e.stage.layer);
+        else
+          impl_->forward(e, e.stage.layer);
+        break;
+      case StageKind::Gather: impl_->gather(e); break;
+      case StageKind::Loss: impl_->loss(e); break;
+      case StageKind::GradScatter: impl_->grad_scatter(e); break;
+      case StageKind::Backward:
+        if (trainer_.options().sync_bn && trainer_.model().layer(e.stage.layer).is_batchnorm() && impl_->R > 1)
+          impl_->backward_sync_bn(e, e.stage.layer);
+        else
+          impl_->backward(e, e.stage.layer);
+        break;
+      case StageKind::ReduceGrads: impl_->reduce_grads(e); break;
+      case StageKind::Step: impl_->step_optimizer(e); break;
+    }
+  } catch (...) {
+    impl_->failed = true;
+    throw;
+  }
+  e.t_end = impl_->now();
+  impl_->fill_snapshot(e);
+  ++next_;
+  if (observer_) observer_->on_stage(e);
+  return e;
+}
+
+void Iteration::run_to_end() {
+  while (!finished()) step();
+}
+
+}  // namespace dpv

@@ -1,0 +1,56 @@
+#pragma once
+// Internal state of one DataParallel iteration, shared by the stage runners
+// (parallel/stages_*.cpp) and the snapshot builder (parallel/snapshot.cpp).
+#include <chrono>
+#include <vector>
+
+#include "engine/data_parallel.h"
+
+namespace dpv {
+
+struct Iteration::Impl {
+  Iteration& it;
+  Trainer& tr;
+  DeviceSet& devs;
+  int R = 0;           // replicas actually used (number of chunks)
+  bool multi = false;  // DataParallel's multi-device path (more than one device in the set)
+  bool failed = false;
+
+  Tensor input_dev0;   // [N, ...] the batch on device 0 (inputs.cuda())
+  Tensor target_dev0;  // [N] int64 on device 0
+  std::vector<Replica> replicas;       // [R]
+  std::vector<Tensor> chunk_inputs;    // [R] each [n_j, ...]
+  std::vector<Tensor> flow;            // [R] current activation (forward) or its gradient (backward)
+  std::vector<std::string> flow_name;  // [R] what `flow` is, for snapshots
+  Tensor dlogits;                      // [N, K] on device 0
+  Tensor loss_tensor;                  // [] on device 0
+  bool grads_reduced = false;
+
+  std::chrono::steady_clock::time_point t0;
+  std::vector<double> busy_start, busy_end;  // per device, seconds since t0, for the current stage
+
+  Impl(Iteration& iteration, Trainer& trainer);
+  double now() const;
+  void reset_busy();
+  // Runs fn(j) for every replica on its device's thread, timing each device; re-raises the lowest
+  // failing replica's error the way parallel_apply does.
+  void run_replicas(const std::function<void(int)>& fn);
+  LayerRun layer_run(int j, int layer);
+
+  // Stage runners fill the event's payload (bytes, collectives, statistics, summary).
+  void scatter(StageEvent& e);
+  void replicate(StageEvent& e);
+  void forward(StageEvent& e, int layer);
+  void forward_sync_bn(StageEvent& e, int layer);
+  void gather(StageEvent& e);
+  void loss(StageEvent& e);
+  void grad_scatter(StageEvent& e);
+  void backward(StageEvent& e, int layer);
+  void backward_sync_bn(StageEvent& e, int layer);
+  void reduce_grads(StageEvent& e);
+  void step_optimizer(StageEvent& e);
+
+  void fill_snapshot(StageEvent& e) const;
+};
+
+}  // namespace dpv

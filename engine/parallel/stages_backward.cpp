@@ -1,0 +1,132 @@
+// Gather's backward (scatter of the output gradient), Backward (plain and SyncBatchNorm),
+// ReduceGrads and the optimizer Step.
+#include "engine/backend.h"
+#include "engine/error.h"
+#include "engine/layers/batchnorm.h"
+#include "engine/parallel/iteration_impl.h"
+
+namespace dpv {
+
+void Iteration::Impl::grad_scatter(StageEvent& e) {
+  // Gather.backward = Scatter with the exact forward sizes (split_with_sizes).
+  std::vector<int64_t> starts;
+  int64_t begin = 0;
+  for (int64_t c : it.chunks_) {
+    starts.push_back(begin);
+    begin += c;
+  }
+  run_replicas([&](int j) {
+    const Tensor view = dlogits.slice0(starts[static_cast<size_t>(j)], starts[static_cast<size_t>(j)] + it.chunks_[static_cast<size_t>(j)]);
+    flow[static_cast<size_t>(j)] = j == 0 ? view : view.to(devs.shared(j));
+  });
+  for (int j = 0; j < R; ++j) {
+    flow_name[static_cast<size_t>(j)] = "grad of output";
+    if (j > 0) e.bytes_moved += flow[static_cast<size_t>(j)].nbytes();
+  }
+  e.summary = "Gather's backward: the gradient of the loss with respect to the gathered output is split with the "
+              "forward's chunk sizes and sent back to the replicas' devices.";
+}
+
+void Iteration::Impl::backward(StageEvent& e, int layer) {
+  if (layer == tr.model().num_layers() - 1 && !multi) {
+    flow[0] = dlogits;  // one device: the loss gradient is already where the output is
+  }
+  Layer& l = tr.model().layer(layer);
+  run_replicas([&](int j) {
+    LayerRun run = layer_run(j, layer);
+    flow[static_cast<size_t>(j)] = l.backward(run, flow[static_cast<size_t>(j)]);
+  });
+  for (int j = 0; j < R; ++j) flow_name[static_cast<size_t>(j)] = "grad of activation " + std::to_string(layer - 1);
+  e.summary = l.parameters(tr.model().dtype()).empty()
+                  ? "Every replica passes the gradient back through " + l.describe() + "."
+                  : "Every replica computes the gradients of " + l.describe() +
+                        "'s parameters from its own chunk, and the gradient for the layer below.";
+}
+
+void Iteration::Impl::backward_sync_bn(StageEvent& e, int layer) {
+  auto& bn = static_cast<BatchNorm&>(tr.model().layer(layer));
+  const int64_t C = bn.num_features();
+  std::vector<Tensor> sum_dy(static_cast<size_t>(R)), sum_dy_xmu(static_cast<size_t>(R)), packed(static_cast<size_t>(R));
+  if (layer == tr.model().num_layers() - 1 && !multi) flow[0] = dlogits;
+  run_replicas([&](int j) {
+    LayerRun run = layer_run(j, layer);
+    bn.backward_reduce(run, flow[static_cast<size_t>(j)], sum_dy[static_cast<size_t>(j)], sum_dy_xmu[static_cast<size_t>(j)]);
+    Tensor p = Tensor::empty({2 * C}, sum_dy[static_cast<size_t>(j)].dtype(), run.replica.device);
+    p.slice0(0, C).copy_from(sum_dy[static_cast<size_t>(j)]);
+    p.slice0(C, 2 * C).copy_from(sum_dy_xmu[static_cast<size_t>(j)]);
+    packed[static_cast<size_t>(j)] = p;
+  });
+  e.collectives.push_back(tr.collectives().all_reduce(packed));
+  const double total = replicas[0].caches[static_cast<size_t>(layer)].count;  // the forward's total count
+  run_replicas([&](int j) {
+    LayerRun run = layer_run(j, layer);
+    const Tensor& p = packed[static_cast<size_t>(j)];
+    flow[static_cast<size_t>(j)] = bn.backward_elemt(run, flow[static_cast<size_t>(j)], p.slice0(0, C), p.slice0(C, 2 * C), total);
+  });
+  for (int j = 0; j < R; ++j) flow_name[static_cast<size_t>(j)] = "grad of activation " + std::to_string(layer - 1);
+  e.summary = "SyncBatchNorm backward: each replica reduces sum(dy) and sum(dy*(x-mean)) over its chunk, the sums "
+              "are all-reduced, and every replica forms its input gradient with the whole batch's count. The "
+              "weight and bias gradients stay local and are summed by the reduce stage.";
+}
+
+void Iteration::Impl::reduce_grads(StageEvent& e) {
+  CollectiveReport total;
+  total.op = "reduce_add";
+  total.ranks = R;
+  const double start = now();
+  for (const auto& d : tr.model().parameter_decls()) {
+    std::vector<Tensor> bufs;
+    for (int j = 0; j < R; ++j) bufs.push_back(replicas[static_cast<size_t>(j)].grads.at(d.name, "the replica's gradients"));
+    if (R > 1) {
+      CollectiveReport r = tr.collectives().reduce_add(bufs, 0);
+      total.bytes += r.bytes;
+      total.seconds += r.seconds;
+      e.bytes_moved += r.bytes * static_cast<size_t>(R - 1);
+    }
+    tr.grads().set(d.name, bufs[0]);
+  }
+  const double end = now();
+  for (int j = 0; j < R; ++j) {
+    busy_start[static_cast<size_t>(j)] = start;
+    busy_end[static_cast<size_t>(j)] = end;
+  }
+  if (R > 1) {
+    finish_report(total);
+    e.collectives.push_back(total);
+  }
+  grads_reduced = true;
+  e.summary = R > 1 ? "Broadcast's backward (ReduceAddCoalesced): every parameter's gradients from the " +
+                          std::to_string(R) + " replicas are SUMMED onto device 0, not averaged. The loss's 1/N "
+                          "already makes the sum equal the single-device gradient."
+                    : "One replica: its gradients already are the module's gradients on device 0.";
+}
+
+void Iteration::Impl::step_optimizer(StageEvent& e) {
+  if (!grads_reduced)  // one device: the replica's gradients are the module's
+    for (const auto& d : tr.model().parameter_decls())
+      tr.grads().set(d.name, replicas[0].grads.at(d.name, "the gradients"));
+  Backend& be = devs[0].backend();
+  const auto& o = tr.options();
+  const double start = now();
+  for (const auto& d : tr.model().parameter_decls()) {
+    Tensor& p = tr.state().at(d.name);
+    Tensor* buf = tr.momentum().find(d.name);
+    const bool first = buf == nullptr;
+    if (o.momentum != 0 && first) {
+      tr.momentum().set(d.name, Tensor::zeros(d.shape, d.dtype, devs.shared(0)));
+      buf = tr.momentum().find(d.name);
+    }
+    Tensor none;
+    be.sgd_update(p, tr.grads().at(d.name, "the gradients"), buf ? *buf : none, o.lr, o.momentum, o.weight_decay, first);
+  }
+  be.synchronize();
+  busy_start[0] = start;
+  busy_end[0] = now();
+  tr.count_step();
+  e.summary = "optimizer.step() runs once, on device 0, on the original parameters (lr " + std::to_string(o.lr) +
+              (o.momentum != 0 ? ", momentum " + std::to_string(o.momentum) : std::string()) +
+              (o.weight_decay != 0 ? ", weight decay " + std::to_string(o.weight_decay) : std::string()) +
+              "). The next forward broadcasts the new weights again.";
+}
+
+}  // namespace dpv

@@ -1,0 +1,270 @@
+// Scatter, Replicate, Forward (plain and SyncBatchNorm), Gather and Loss.
+#include "engine/backend.h"
+#include "engine/error.h"
+#include "engine/layers/batchnorm.h"
+#include "engine/parallel/iteration_impl.h"
+
+namespace dpv {
+
+Iteration::Impl::Impl(Iteration& iteration, Trainer& trainer)
+    : it(iteration), tr(trainer), devs(trainer.devices()), t0(std::chrono::steady_clock::now()) {
+  R = static_cast<int>(it.chunks_.size());
+  multi = devs.size() > 1;
+  busy_start.assign(static_cast<size_t>(devs.size()), 0.0);
+  busy_end.assign(static_cast<size_t>(devs.size()), 0.0);
+  for (int d = 0; d < devs.size(); ++d) devs[d].memory().reset_peak();
+  replicas.resize(static_cast<size_t>(R));
+  for (int j = 0; j < R; ++j) {
+    replicas[static_cast<size_t>(j)].device = devs.shared(j);
+    replicas[static_cast<size_t>(j)].caches.resize(static_cast<size_t>(tr.model().num_layers()));
+  }
+  // Replica 0 is the original module: its parameters alias the original storage and its buffers
+  // are the original buffers (replicate.py gives device_ids[0] the very same tensors).
+  Replica& r0 = replicas[0];
+  for (const auto& d : tr.model().parameter_decls()) r0.params.set(d.name, tr.state().at(d.name));
+  for (const auto& d : tr.model().buffer_decls()) r0.buffers.set(d.name, tr.state().at(d.name));
+  flow.resize(static_cast<size_t>(R));
+  flow_name.resize(static_cast<size_t>(R));
+}
+
+double Iteration::Impl::now() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void Iteration::Impl::reset_busy() {
+  const double t = now();
+  std::fill(busy_start.begin(), busy_start.end(), t);
+  std::fill(busy_end.begin(), busy_end.end(), t);
+}
+
+void Iteration::Impl::run_replicas(const std::function<void(int)>& fn) {
+  auto errors = devs.run_parallel_collect(R, [&](int j) {
+    busy_start[static_cast<size_t>(j)] = now();
+    fn(j);
+    devs[j].backend().synchronize();
+    busy_end[static_cast<size_t>(j)] = now();
+  });
+  for (int j = 0; j < R; ++j) {
+    if (!errors[static_cast<size_t>(j)]) continue;
+    try {
+      std::rethrow_exception(errors[static_cast<size_t>(j)]);
+    } catch (const Error& e) {
+      if (!multi) throw;  // one device: the module is called directly, nothing is wrapped
+      throw Error("Caught " + e.kind() + " in replica " + std::to_string(j) + " on device " + std::to_string(j) + ". " +
+                      e.what(),
+                  e.kind());
+    }
+  }
+}
+
+LayerRun Iteration::Impl::layer_run(int j, int layer) {
+  Replica& rep = replicas[static_cast<size_t>(j)];
+  LayerRun run{rep.device->backend(), rep, rep.caches[static_cast<size_t>(layer)], tr.model().layer_prefix(layer)};
+  run.need_input_grad = layer > 0;
+  return run;
+}
+
+void Iteration::Impl::scatter(StageEvent& e) {
+  const auto& chunks = it.chunks_;
+  chunk_inputs.resize(static_cast<size_t>(R));
+  int64_t begin = 0;
+  std::vector<int64_t> starts;
+  for (int64_t c : chunks) {
+    starts.push_back(begin);
+    begin += c;
+  }
+  run_replicas([&](int j) {
+    const Tensor view = input_dev0.slice0(starts[static_cast<size_t>(j)], starts[static_cast<size_t>(j)] + chunks[static_cast<size_t>(j)]);
+    // A chunk already on its target device is a view, not a copy (chunk 0 on device 0).
+    chunk_inputs[static_cast<size_t>(j)] = j == 0 ? view : view.to(devs.shared(j));
+  });
+  for (int j = 0; j < R; ++j) {
+    flow[static_cast<size_t>(j)] = chunk_inputs[static_cast<size_t>(j)];
+    flow_name[static_cast<size_t>(j)] = "input chunk";
+    if (j > 0) e.bytes_moved += chunk_inputs[static_cast<size_t>(j)].nbytes();
+  }
+  std::string sizes;
+  for (size_t j = 0; j < chunks.size(); ++j) sizes += (j ? ", " : "") + std::to_string(chunks[j]);
+  const int idle = devs.size() - R;
+  e.summary = multi ? "torch.chunk split " + std::to_string(input_dev0.dim(0)) + " samples into " + std::to_string(R) +
+                          " chunk" + (R == 1 ? "" : "s") + " of " + sizes + " (ceil(N/k) = " +
+                          std::to_string(chunks[0]) + " rows each, the last takes the rest)" +
+                          (idle > 0 ? "; " + std::to_string(idle) + " device" + (idle == 1 ? " stays" : "s stay") + " idle"
+                                    : "")
+                    : "One device: the whole batch of " + std::to_string(input_dev0.dim(0)) +
+                          " samples goes to device 0; no scatter across devices.";
+}
+
+void Iteration::Impl::replicate(StageEvent& e) {
+  CollectiveReport total;
+  total.op = "broadcast";
+  total.ranks = R;
+  auto broadcast_all = [&](const std::vector<TensorDecl>& decls, bool params) {
+    for (const auto& d : decls) {
+      std::vector<Tensor> bufs;
+      bufs.push_back(tr.state().at(d.name));
+      for (int j = 1; j < R; ++j) {
+        Tensor copy = Tensor::empty(d.shape, d.dtype, devs.shared(j));
+        bufs.push_back(copy);
+        (params ? replicas[static_cast<size_t>(j)].params : replicas[static_cast<size_t>(j)].buffers).set(d.name, copy);
+      }
+      if (R > 1) {
+        CollectiveReport r = tr.collectives().broadcast(bufs, 0);
+        total.bytes += r.bytes;
+        total.seconds += r.seconds;
+        e.bytes_moved += r.bytes * static_cast<size_t>(R - 1);
+      }
+    }
+  };
+  const double start = now();
+  broadcast_all(tr.model().parameter_decls(), true);
+  broadcast_all(tr.model().buffer_decls(), false);
+  const double end = now();
+  for (int j = 0; j < R; ++j) {
+    busy_start[static_cast<size_t>(j)] = start;
+    busy_end[static_cast<size_t>(j)] = end;
+  }
+  if (R > 1) {
+    finish_report(total);
+    e.collectives.push_back(total);
+  }
+  e.summary = R > 1 ? "Parameters and buffers broadcast from device 0 to " + std::to_string(R - 1) +
+                          " device" + (R == 2 ? "" : "s") + ". Replica 0 is the original module itself: same parameter "
+                          "storage, same BatchNorm buffers."
+                    : "Only one chunk, so one replica: the original module on device 0; nothing to broadcast.";
+}
+
+namespace {
+void record_local_stats(std::vector<BatchNormStats>& out, int layer, int device, const Tensor& mean,
+                        const Tensor& var_b, double count) {
+  out.push_back({layer, device, mean.to_doubles(), var_b.to_doubles(), count});
+}
+}  // namespace
+
+void Iteration::Impl::forward(StageEvent& e, int layer) {
+  Layer& l = tr.model().layer(layer);
+  run_replicas([&](int j) {
+    LayerRun run = layer_run(j, layer);
+    flow[static_cast<size_t>(j)] = l.forward(run, flow[static_cast<size_t>(j)]);
+  });
+  for (int j = 0; j < R; ++j) flow_name[static_cast<size_t>(j)] = "activation " + std::to_string(layer);
+  if (l.is_batchnorm()) {
+    for (int j = 0; j < R; ++j) {
+      const LayerCache& c = replicas[static_cast<size_t>(j)].caches[static_cast<size_t>(layer)];
+      record_local_stats(e.batchnorm, layer, j, c.aux, c.var_b, c.count);
+    }
+    it.bn_stats_.insert(it.bn_stats_.end(), e.batchnorm.begin(), e.batchnorm.end());
+    e.summary = "Each replica normalises its chunk with its own chunk's mean and variance. Only replica 0's "
+                "running statistics update lands in the model; the other replicas' updates are discarded.";
+  } else {
+    e.summary = "Every replica runs " + l.describe() + " on its own chunk, in parallel.";
+  }
+}
+
+void Iteration::Impl::forward_sync_bn(StageEvent& e, int layer) {
+  auto& bn = static_cast<BatchNorm&>(tr.model().layer(layer));
+  const int64_t C = bn.num_features();
+  std::vector<Tensor> mean(static_cast<size_t>(R)), var_b(static_cast<size_t>(R)), packed(static_cast<size_t>(R));
+  // 1. Local statistics; SyncBatchNorm skips the one-value check when more than one rank takes part.
+  run_replicas([&](int j) {
+    LayerRun run = layer_run(j, layer);
+    const Tensor& x = flow[static_cast<size_t>(j)];
+    bn.local_stats(run, x, mean[static_cast<size_t>(j)], var_b[static_cast<size_t>(j)], false);
+    Tensor invstd = Tensor::empty({C}, x.dtype(), run.replica.device);
+    run.backend.bn_invstd(var_b[static_cast<size_t>(j)], bn.eps(), invstd);
+    // [mean(C), invstd(C), count(1)] as torch.nn.modules._functions.SyncBatchNorm packs it.
+    const auto l = bn.layout(x.shape());
+    Tensor p = Tensor::empty({2 * C + 1}, x.dtype(), run.replica.device);
+    p.slice0(0, C).copy_from(mean[static_cast<size_t>(j)]);
+    p.slice0(C, 2 * C).copy_from(invstd);
+    p.slice0(2 * C, 2 * C + 1).copy_from(Tensor::full({1}, x.dtype(), static_cast<double>(l.R * l.S)));
+    packed[static_cast<size_t>(j)] = p;
+  });
+  // 2. All-gather the packed statistics (counts differ, so not an all-reduce).
+  std::vector<Tensor> gathered;
+  for (int j = 0; j < R; ++j)
+    gathered.push_back(Tensor::empty({R * (2 * C + 1)}, packed[0].dtype(), devs.shared(j)));
+  e.collectives.push_back(tr.collectives().all_gather(packed, gathered));
+  // 3. Merge (batch_norm_gather_stats_with_counts) and normalise with the global statistics.
+  std::vector<double> counts;
+  const auto host_packed = gathered[0].to_doubles();
+  for (int w = 0; w < R; ++w) counts.push_back(host_packed[static_cast<size_t>(w * (2 * C + 1) + 2 * C)]);
+  double total = 0;
+  for (double c : counts) total += c;
+  Tensor global_mean0, global_var0;
+  run_replicas([&](int j) {
+    LayerRun run = layer_run(j, layer);
+    const Tensor& x = flow[static_cast<size_t>(j)];
+    const Tensor& g = gathered[static_cast<size_t>(j)];
+    Tensor mean_all = Tensor::empty({R, C}, x.dtype(), run.replica.device);
+    Tensor invstd_all = Tensor::empty({R, C}, x.dtype(), run.replica.device);
+    for (int w = 0; w < R; ++w) {
+      const int64_t base = w * (2 * C + 1);
+      mean_all.slice0(w, w + 1).copy_from(g.slice0(base, base + C));
+      invstd_all.slice0(w, w + 1).copy_from(g.slice0(base + C, base + 2 * C));
+    }
+    Tensor gmean = Tensor::empty({C}, x.dtype(), run.replica.device);
+    Tensor ginvstd = Tensor::empty({C}, x.dtype(), run.replica.device);
+    run.backend.bn_gather_stats(mean_all, invstd_all, counts, bn.eps(), bn.momentum(), run.buffer("running_mean"),
+                                run.buffer("running_var"), gmean, ginvstd, R, C);
+    bn.count_batch(run);
+    // The variance the global statistics normalise with, rebuilt from invstd as PyTorch holds it.
+    std::vector<double> is = ginvstd.to_doubles(), gv(static_cast<size_t>(C));
+    for (size_t c = 0; c < gv.size(); ++c) gv[c] = 1.0 / (is[c] * is[c]) - bn.eps();
+    Tensor gvar = Tensor::from_doubles({C}, x.dtype(), gv);
+    flow[static_cast<size_t>(j)] = bn.normalize(run, x, gmean, ginvstd, gvar, total);
+    if (j == 0) {
+      global_mean0 = gmean;
+      global_var0 = gvar;
+    }
+  });
+  for (int j = 0; j < R; ++j) {
+    flow_name[static_cast<size_t>(j)] = "activation " + std::to_string(layer);
+    record_local_stats(e.batchnorm, layer, j, mean[static_cast<size_t>(j)], var_b[static_cast<size_t>(j)],
+                       counts[static_cast<size_t>(j)]);
+  }
+  record_local_stats(e.batchnorm, layer, -1, global_mean0, global_var0, total);
+  it.bn_stats_.insert(it.bn_stats_.end(), e.batchnorm.begin(), e.batchnorm.end());
+  e.summary = "SyncBatchNorm (what DDP + SyncBatchNorm computes; nn.DataParallel itself does not sync): each replica "
+              "computes its chunk's mean and invstd, all-gathers them with the counts, merges them into the "
+              "statistics of the whole batch, and normalises with those.";
+}
+
+void Iteration::Impl::gather(StageEvent& e) {
+  Tensor out0 = flow[0];
+  Shape shape = out0.shape();
+  shape[0] = input_dev0.dim(0);
+  it.output_ = Tensor::empty(shape, out0.dtype(), devs.shared(0));  // [N, K] on device 0
+  std::vector<int64_t> starts;
+  int64_t begin = 0;
+  for (int64_t c : it.chunks_) {
+    starts.push_back(begin);
+    begin += c;
+  }
+  run_replicas([&](int j) {
+    Tensor dst = it.output_.slice0(starts[static_cast<size_t>(j)], starts[static_cast<size_t>(j)] + it.chunks_[static_cast<size_t>(j)]);
+    dst.copy_from(flow[static_cast<size_t>(j)]);
+  });
+  for (int j = 1; j < R; ++j) e.bytes_moved += flow[static_cast<size_t>(j)].nbytes();
+  e.summary = "The replicas' outputs are concatenated along dim 0 on device 0 (the output_device): " +
+              torch_size_str(it.output_.shape()) + ".";
+}
+
+void Iteration::Impl::loss(StageEvent& e) {
+  if (!it.output_.defined()) it.output_ = flow[0];  // one device: no gather, the output stays where it is
+  Device& d0 = devs[0];
+  const double start = now();
+  loss_tensor = Tensor::empty({}, it.output_.dtype(), devs.shared(0));
+  dlogits = Tensor::empty(it.output_.shape(), it.output_.dtype(), devs.shared(0));
+  check(it.output_.ndim() == 2, "CrossEntropyLoss expects logits [N, classes], got " + shape_str(it.output_.shape()));
+  d0.backend().cross_entropy(it.output_, target_dev0, loss_tensor, dlogits, 1.0);
+  d0.backend().synchronize();
+  busy_start[0] = start;
+  busy_end[0] = now();
+  it.loss_ = loss_tensor.item();
+  e.loss = it.loss_;
+  e.summary = "CrossEntropyLoss (mean over all " + std::to_string(it.output_.dim(0)) +
+              " samples) is computed once, on device 0, from the gathered output: a 0-dim tensor.";
+}
+
+}  // namespace dpv
