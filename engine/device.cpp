@@ -144,7 +144,7 @@ std::shared_ptr<DeviceSet> DeviceSet::create(const std::string& text) {
     throw Error("CUDA is not available for device spec '" + text + "'" +
                 (cuda_device_count() == 0 && cuda_build_info().rfind("no CUDA", 0) == 0
                      ? ": this build has no CUDA backend"
-                     : ": no usable GPU was found") +
+                     : ": no usable GPU was found (" + cuda_build_info() + ")") +
                 "; use --devices cpu:K for simulated devices");
   int available = cuda_device_count();
   if (spec.gpus.empty()) {

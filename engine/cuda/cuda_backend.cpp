@@ -1,0 +1,365 @@
+// The CUDA backend: memory (stream-ordered cudaMallocAsync), copies, the event clock, cuBLAS
+// matrix products and the element-wise and convolution kernels. Batch norm, the loss and the
+// optimizer are in cuda_backend_norm.cpp.
+#include "engine/cuda/cuda_backend.h"
+
+#include <chrono>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <set>
+
+#include "engine/cuda/cuda_check.h"
+#include "engine/error.h"
+#include "kernels/add_channel_bias.h"
+#include "kernels/add_inplace.h"
+#include "kernels/fill.h"
+#include "kernels/im2col.h"
+#include "kernels/permute_nos.h"
+#include "kernels/relu.h"
+#include "kernels/scale_inplace.h"
+#include "kernels/sum_channels.h"
+
+namespace dpv {
+
+namespace {
+
+double steady_seconds() {
+  using clock = std::chrono::steady_clock;
+  return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
+}
+
+std::string gib(size_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  return buf;
+}
+
+// Keeps freed blocks in the GPU's default pool instead of handing them back to the driver at every
+// synchronisation, so a training loop reuses its memory the way PyTorch's caching allocator does.
+void keep_pool_memory(int ordinal) {
+  static std::mutex mutex;
+  static std::set<int> done;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!done.insert(ordinal).second) return;
+  cudaMemPool_t pool = nullptr;
+  DPV_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, ordinal));
+  uint64_t threshold = UINT64_MAX;
+  DPV_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend(int ordinal, int slot) : ordinal_(ordinal), slot_(slot) {
+  activate();
+  keep_pool_memory(ordinal_);
+  DPV_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  DPV_CUDA_CHECK(cublasCreate(&blas_));
+  DPV_CUDA_CHECK(cublasSetStream(blas_, stream_));
+  // Full float32 products (no TF32), as PyTorch's default allow_tf32 = False for matmul.
+  DPV_CUDA_CHECK(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH));
+  DPV_CUDA_CHECK(cudaEventCreate(&anchor_));
+  DPV_CUDA_CHECK(cudaEventCreate(&tick_));
+  DPV_CUDA_CHECK(cudaEventRecord(anchor_, stream_));
+  DPV_CUDA_CHECK(cudaEventSynchronize(anchor_));
+  anchor_seconds_ = steady_seconds();
+  DPV_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host_info_), 2 * sizeof(int64_t)));
+}
+
+CudaBackend::~CudaBackend() {
+  // Destructors must not throw: errors here (a GPU already in a failed state) are ignored.
+  cudaSetDevice(ordinal_);
+  if (stream_) cudaStreamSynchronize(stream_);
+  if (scratch_) cudaFree(scratch_);
+  if (host_info_) cudaFreeHost(host_info_);
+  if (anchor_) cudaEventDestroy(anchor_);
+  if (tick_) cudaEventDestroy(tick_);
+  if (blas_) cublasDestroy(blas_);
+  if (stream_) cudaStreamDestroy(stream_);
+  cudaGetLastError();
+}
+
+void CudaBackend::activate() const { DPV_CUDA_CHECK(cudaSetDevice(ordinal_)); }
+
+std::string CudaBackend::where() const {
+  return "cuda:" + std::to_string(ordinal_) + " (device " + std::to_string(slot_) + ")";
+}
+
+CudaBackend* CudaBackend::of(const Device* device) {
+  if (!device || device->kind() != DeviceKind::Cuda) return nullptr;
+  return dynamic_cast<CudaBackend*>(&device->backend());
+}
+
+void CudaBackend::expect(const Tensor& t, const char* op, const char* name, DType dtype, int64_t numel) const {
+  if (!t.defined()) throw Error(std::string(op) + ": " + name + " is not defined");
+  if (t.dtype() != dtype)
+    throw Error(std::string(op) + ": expected " + name + " of dtype " + dtype_name(dtype) + " but got " +
+                dtype_name(t.dtype()));
+  const CudaBackend* owner = of(t.device());
+  if (!owner || owner->ordinal_ != ordinal_)
+    throw Error(std::string(op) + ": expected " + name + " on cuda:" + std::to_string(ordinal_) + " but it is on " +
+                t.device_name());
+  if (t.numel() < numel)
+    throw Error(std::string(op) + ": " + name + " " + shape_str(t.shape()) + " holds " + std::to_string(t.numel()) +
+                " elements, fewer than the " + std::to_string(numel) + " the operation needs");
+}
+
+// --- memory
+
+void* CudaBackend::allocate(size_t bytes) {
+  if (bytes == 0) return nullptr;
+  activate();
+  void* ptr = nullptr;
+  cudaError_t status = cudaMallocAsync(&ptr, bytes, stream_);
+  if (status == cudaErrorMemoryAllocation) {
+    // Blocks freed on other streams are reusable once those frees are done: wait, trim, retry once.
+    cudaGetLastError();
+    cudaDeviceSynchronize();
+    cudaMemPool_t pool = nullptr;
+    if (cudaDeviceGetDefaultMemPool(&pool, ordinal_) == cudaSuccess) cudaMemPoolTrimTo(pool, 0);
+    status = cudaMallocAsync(&ptr, bytes, stream_);
+  }
+  if (status == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    size_t free_bytes = 0, total_bytes = 0;
+    cudaMemGetInfo(&free_bytes, &total_bytes);
+    throw Error("CUDA out of memory on " + where() + ": tried to allocate " + gib(bytes) + "; the GPU has " +
+                    gib(free_bytes) + " free of " + gib(total_bytes) +
+                    " (use a smaller batch or model, or fewer virtual devices)",
+                "OutOfMemoryError");
+  }
+  DPV_CUDA_CHECK(status);
+  return ptr;
+}
+
+void CudaBackend::release(void* ptr, size_t) {
+  // Called from Storage's destructor: report nothing, throw nothing. The free is ordered after
+  // the work already queued on this stream.
+  if (!ptr) return;
+  if (cudaSetDevice(ordinal_) != cudaSuccess || cudaFreeAsync(ptr, stream_) != cudaSuccess) cudaGetLastError();
+}
+
+void CudaBackend::copy(void* dst, const Device* dst_device, const void* src, const Device* src_device,
+                       size_t bytes) {
+  if (bytes == 0) return;
+  CudaBackend* to = of(dst_device);
+  CudaBackend* from = of(src_device);
+  if (!to && !from) {  // both in host memory (host tensors or simulated CPU devices)
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  // Work queued on the other device's stream must be done before its bytes are read or overwritten.
+  if (from && from != this) from->synchronize();
+  if (to && to != this) to->synchronize();
+  activate();
+  if (to && from) {
+    if (to->ordinal_ == from->ordinal_)
+      DPV_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+    else
+      DPV_CUDA_CHECK(cudaMemcpyPeerAsync(dst, to->ordinal_, src, from->ordinal_, bytes, stream_));
+  } else {
+    DPV_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, to ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, stream_));
+  }
+  // Synchronous for the caller: host data is readable and the source may be reused on return.
+  DPV_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void CudaBackend::fill(Tensor& t, double value) {
+  expect(t, "fill", "tensor", t.dtype(), t.numel());
+  activate();
+  const int64_t n = t.numel();
+  switch (t.dtype()) {
+    case DType::Float32: DPV_CUDA_CHECK(kernels::fill(t.data<float>(), n, value, stream_)); break;
+    case DType::Float64: DPV_CUDA_CHECK(kernels::fill(t.data<double>(), n, value, stream_)); break;
+    case DType::Int64: DPV_CUDA_CHECK(kernels::fill(t.data<int64_t>(), n, value, stream_)); break;
+  }
+}
+
+void CudaBackend::synchronize() {
+  activate();
+  DPV_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+double CudaBackend::now() {
+  std::lock_guard<std::mutex> lock(clock_mutex_);
+  activate();
+  DPV_CUDA_CHECK(cudaEventRecord(tick_, stream_));
+  DPV_CUDA_CHECK(cudaEventSynchronize(tick_));
+  float ms = 0;
+  DPV_CUDA_CHECK(cudaEventElapsedTime(&ms, anchor_, tick_));
+  anchor_seconds_ += static_cast<double>(ms) / 1000.0;
+  std::swap(anchor_, tick_);
+  return anchor_seconds_;
+}
+
+// --- dense algebra
+
+namespace {
+
+template <typename F>
+void dispatch_float(DType dtype, const char* op, F&& f) {
+  if (dtype == DType::Float32)
+    f(static_cast<float*>(nullptr));
+  else if (dtype == DType::Float64)
+    f(static_cast<double*>(nullptr));
+  else
+    throw Error(std::string(op) + " expects a floating tensor, got int64");
+}
+
+int blas_int(int64_t v, const char* what) {
+  if (v < 0 || v > INT_MAX) throw Error(std::string("gemm: ") + what + " = " + std::to_string(v) + " is beyond cuBLAS's int range");
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+void CudaBackend::gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha, const Tensor& a,
+                       const Tensor& b, double beta, Tensor& c) {
+  const DType dt = c.dtype();
+  expect(c, "gemm", "c", dt, M * N);
+  if (M == 0 || N == 0) return;
+  if (K == 0) {  // as the CPU backend: C = beta * C
+    scale_inplace(c, beta);
+    return;
+  }
+  expect(a, "gemm", "a", dt, M * K);
+  expect(b, "gemm", "b", dt, K * N);
+  activate();
+  // Row-major C[M,N] = op(A) op(B) is column-major C^T[N,M] = op(B)^T op(A)^T: swap the operands
+  // and let each row-major matrix be read as its column-major transpose.
+  const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int m = blas_int(N, "N"), n = blas_int(M, "M"), k = blas_int(K, "K");
+  const int ldb = blas_int(trans_b ? K : N, "ldb"), lda = blas_int(trans_a ? M : K, "lda"), ldc = m;
+  std::lock_guard<std::mutex> lock(blas_mutex_);
+  if (dt == DType::Float32) {
+    const float fa = static_cast<float>(alpha), fb = static_cast<float>(beta);
+    DPV_CUDA_CHECK(cublasSgemm(blas_, op_b, op_a, m, n, k, &fa, b.data<float>(), ldb, a.data<float>(), lda, &fb,
+                               c.data<float>(), ldc));
+  } else if (dt == DType::Float64) {
+    DPV_CUDA_CHECK(cublasDgemm(blas_, op_b, op_a, m, n, k, &alpha, b.data<double>(), ldb, a.data<double>(), lda, &beta,
+                               c.data<double>(), ldc));
+  } else {
+    throw Error("gemm expects float32 or float64 tensors, got int64");
+  }
+}
+
+void CudaBackend::add_channel_bias(Tensor& y, const Tensor& bias, int64_t R, int64_t C, int64_t S) {
+  expect(y, "add_channel_bias", "y", y.dtype(), R * C * S);
+  expect(bias, "add_channel_bias", "bias", y.dtype(), C);
+  activate();
+  dispatch_float(y.dtype(), "add_channel_bias", [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    DPV_CUDA_CHECK(kernels::add_channel_bias(y.data<T>(), bias.data<T>(), R, C, S, stream_));
+  });
+}
+
+void CudaBackend::sum_channels(const Tensor& dy, Tensor& out, int64_t R, int64_t C, int64_t S, bool accumulate) {
+  expect(dy, "sum_channels", "dy", dy.dtype(), R * C * S);
+  expect(out, "sum_channels", "out", dy.dtype(), C);
+  activate();
+  dispatch_float(dy.dtype(), "sum_channels", [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    DPV_CUDA_CHECK(kernels::sum_channels(dy.data<T>(), out.data<T>(), R, C, S, accumulate, stream_));
+  });
+}
+
+void CudaBackend::add_inplace(Tensor& dst, const Tensor& src) {
+  expect(dst, "add_", "dst", dst.dtype(), src.numel());
+  expect(src, "add_", "src", dst.dtype(), dst.numel());
+  activate();
+  const int64_t n = dst.numel();
+  switch (dst.dtype()) {
+    case DType::Float32: DPV_CUDA_CHECK(kernels::add_inplace(dst.data<float>(), src.data<float>(), n, stream_)); break;
+    case DType::Float64: DPV_CUDA_CHECK(kernels::add_inplace(dst.data<double>(), src.data<double>(), n, stream_)); break;
+    case DType::Int64: DPV_CUDA_CHECK(kernels::add_inplace(dst.data<int64_t>(), src.data<int64_t>(), n, stream_)); break;
+  }
+}
+
+void CudaBackend::scale_inplace(Tensor& dst, double alpha) {
+  expect(dst, "mul_", "dst", dst.dtype(), dst.numel());
+  activate();
+  dispatch_float(dst.dtype(), "mul_", [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    DPV_CUDA_CHECK(kernels::scale_inplace(dst.data<T>(), dst.numel(), alpha, stream_));
+  });
+}
+
+// --- activations
+
+void CudaBackend::relu_forward(const Tensor& x, Tensor& y) {
+  expect(x, "relu", "x", x.dtype(), y.numel());
+  expect(y, "relu", "y", x.dtype(), x.numel());
+  activate();
+  dispatch_float(x.dtype(), "relu", [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    DPV_CUDA_CHECK(kernels::relu_forward(x.data<T>(), y.data<T>(), x.numel(), stream_));
+  });
+}
+
+void CudaBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
+  expect(y, "threshold_backward", "y", y.dtype(), dx.numel());
+  expect(dy, "threshold_backward", "dy", y.dtype(), dx.numel());
+  expect(dx, "threshold_backward", "dx", y.dtype(), y.numel());
+  activate();
+  dispatch_float(y.dtype(), "threshold_backward", [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    DPV_CUDA_CHECK(kernels::relu_backward(y.data<T>(), dy.data<T>(), dx.data<T>(), dx.numel(), stream_));
+  });
+}
+
+// --- convolution helpers
+
+namespace {
+kernels::ConvShape conv_shape(const Backend::ConvGeometry& g) {
+  return {g.N, g.C, g.H, g.W, g.kh, g.kw, g.stride, g.pad, g.OH, g.OW};
+}
+}  // namespace
+
+void CudaBackend::im2col(const Tensor& x, Tensor& col, const ConvGeometry& g) {
+  if (g.stride < 1) throw Error("im2col: stride must be at least 1");
+  expect(x, "im2col", "x", x.dtype(), g.N * g.C * g.H * g.W);
+  expect(col, "im2col", "col", x.dtype(), g.N * g.C * g.kh * g.kw * g.OH * g.OW);
+  activate();
+  dispatch_float(x.dtype(), "im2col", [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    DPV_CUDA_CHECK(kernels::im2col(x.data<T>(), col.data<T>(), conv_shape(g), stream_));
+  });
+}
+
+void CudaBackend::col2im(const Tensor& col, Tensor& dx, const ConvGeometry& g) {
+  if (g.stride < 1) throw Error("col2im: stride must be at least 1");
+  expect(col, "col2im", "col", col.dtype(), g.N * g.C * g.kh * g.kw * g.OH * g.OW);
+  expect(dx, "col2im", "dx", col.dtype(), g.N * g.C * g.H * g.W);
+  activate();
+  dispatch_float(col.dtype(), "col2im", [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    DPV_CUDA_CHECK(kernels::col2im(col.data<T>(), dx.data<T>(), conv_shape(g), stream_));
+  });
+}
+
+void CudaBackend::permute_nos(const Tensor& src, Tensor& dst, int64_t A, int64_t B, int64_t S) {
+  expect(src, "permute", "src", src.dtype(), A * B * S);
+  expect(dst, "permute", "dst", src.dtype(), A * B * S);
+  activate();
+  dispatch_float(src.dtype(), "permute", [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    DPV_CUDA_CHECK(kernels::permute_nos(src.data<T>(), dst.data<T>(), A, B, S, stream_));
+  });
+}
+
+void* CudaBackend::scratch(size_t bytes) {
+  if (bytes <= scratch_bytes_) return scratch_;
+  // Plain cudaMalloc: the buffer outlives every stream-ordered allocation; freeing the old one
+  // waits for the stream so no queued kernel still uses it.
+  DPV_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  if (scratch_) DPV_CUDA_CHECK(cudaFree(scratch_));
+  scratch_ = nullptr;
+  scratch_bytes_ = 0;
+  DPV_CUDA_CHECK(cudaMalloc(&scratch_, bytes));
+  scratch_bytes_ = bytes;
+  return scratch_;
+}
+
+}  // namespace dpv

@@ -1,0 +1,45 @@
+#include "kernels/bn_backward_elemt.h"
+#include "kernels/common.cuh"
+
+namespace dpv::kernels {
+namespace {
+
+template <typename T>
+__global__ void bn_backward_elemt_kernel(const T* __restrict__ dy, const T* __restrict__ x, const T* mean,
+                                         const T* invstd, const T* gamma, const T* sum_dy, const T* sum_dy_xmu,
+                                         double count, T* __restrict__ dx, int64_t C, int64_t S, int64_t total) {
+  for (int64_t i = detail::global_thread(); i < total; i += detail::grid_threads()) {
+    const int64_t c = (i / S) % C;
+    const double is = static_cast<double>(invstd[c]);
+    const double g = gamma ? static_cast<double>(gamma[c]) : 1.0;
+    const double mean_dy = static_cast<double>(sum_dy[c]) / count;
+    const double mean_dy_xmu = static_cast<double>(sum_dy_xmu[c]) / count;
+    const double xmu = static_cast<double>(x[i]) - static_cast<double>(mean[c]);
+    dx[i] = static_cast<T>((static_cast<double>(dy[i]) - mean_dy - xmu * is * is * mean_dy_xmu) * is * g);
+  }
+}
+
+template <typename T>
+int launch(const T* dy, const T* x, const T* mean, const T* invstd, const T* gamma, const T* sum_dy,
+           const T* sum_dy_xmu, double count, T* dx, int64_t R, int64_t C, int64_t S, void* stream) {
+  const int64_t total = R * C * S;
+  if (total <= 0) return 0;
+  bn_backward_elemt_kernel<T><<<detail::grid_for(total), detail::kThreads, 0, detail::as_stream(stream)>>>(
+      dy, x, mean, invstd, gamma, sum_dy, sum_dy_xmu, count, dx, C, S, total);
+  return detail::launch_status();
+}
+
+}  // namespace
+
+int bn_backward_elemt(const float* dy, const float* x, const float* mean, const float* invstd, const float* gamma,
+                      const float* sum_dy, const float* sum_dy_xmu, double count, float* dx, int64_t R, int64_t C,
+                      int64_t S, void* stream) {
+  return launch(dy, x, mean, invstd, gamma, sum_dy, sum_dy_xmu, count, dx, R, C, S, stream);
+}
+int bn_backward_elemt(const double* dy, const double* x, const double* mean, const double* invstd,
+                      const double* gamma, const double* sum_dy, const double* sum_dy_xmu, double count, double* dx,
+                      int64_t R, int64_t C, int64_t S, void* stream) {
+  return launch(dy, x, mean, invstd, gamma, sum_dy, sum_dy_xmu, count, dx, R, C, S, stream);
+}
+
+}  // namespace dpv::kernels

@@ -1,0 +1,46 @@
+#include "kernels/common.cuh"
+#include "kernels/relu.h"
+
+namespace dpv::kernels {
+namespace {
+
+template <typename T>
+__global__ void relu_forward_kernel(const T* x, T* y, int64_t n) {
+  // PyTorch's relu (clamp_min) propagates NaN, hence the v != v.
+  for (int64_t i = detail::global_thread(); i < n; i += detail::grid_threads()) {
+    const T v = x[i];
+    y[i] = (v > T(0) || v != v) ? v : T(0);
+  }
+}
+
+template <typename T>
+__global__ void relu_backward_kernel(const T* y, const T* dy, T* dx, int64_t n) {
+  for (int64_t i = detail::global_thread(); i < n; i += detail::grid_threads()) dx[i] = y[i] > T(0) ? dy[i] : T(0);
+}
+
+template <typename T>
+int forward(const T* x, T* y, int64_t n, void* stream) {
+  if (n <= 0) return 0;
+  relu_forward_kernel<T><<<detail::grid_for(n), detail::kThreads, 0, detail::as_stream(stream)>>>(x, y, n);
+  return detail::launch_status();
+}
+
+template <typename T>
+int backward(const T* y, const T* dy, T* dx, int64_t n, void* stream) {
+  if (n <= 0) return 0;
+  relu_backward_kernel<T><<<detail::grid_for(n), detail::kThreads, 0, detail::as_stream(stream)>>>(y, dy, dx, n);
+  return detail::launch_status();
+}
+
+}  // namespace
+
+int relu_forward(const float* x, float* y, int64_t n, void* stream) { return forward(x, y, n, stream); }
+int relu_forward(const double* x, double* y, int64_t n, void* stream) { return forward(x, y, n, stream); }
+int relu_backward(const float* y, const float* dy, float* dx, int64_t n, void* stream) {
+  return backward(y, dy, dx, n, stream);
+}
+int relu_backward(const double* y, const double* dy, double* dx, int64_t n, void* stream) {
+  return backward(y, dy, dx, n, stream);
+}
+
+}  // namespace dpv::kernels

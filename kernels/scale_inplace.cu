@@ -1,0 +1,24 @@
+#include "kernels/common.cuh"
+#include "kernels/scale_inplace.h"
+
+namespace dpv::kernels {
+namespace {
+
+template <typename T>
+__global__ void scale_inplace_kernel(T* x, int64_t n, T alpha) {
+  for (int64_t i = detail::global_thread(); i < n; i += detail::grid_threads()) x[i] *= alpha;
+}
+
+template <typename T>
+int launch(T* x, int64_t n, double alpha, void* stream) {
+  if (n <= 0) return 0;
+  scale_inplace_kernel<T><<<detail::grid_for(n), detail::kThreads, 0, detail::as_stream(stream)>>>(x, n, static_cast<T>(alpha));
+  return detail::launch_status();
+}
+
+}  // namespace
+
+int scale_inplace(float* x, int64_t n, double alpha, void* stream) { return launch(x, n, alpha, stream); }
+int scale_inplace(double* x, int64_t n, double alpha, void* stream) { return launch(x, n, alpha, stream); }
+
+}  // namespace dpv::kernels

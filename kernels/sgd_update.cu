@@ -1,0 +1,45 @@
+#include "kernels/common.cuh"
+#include "kernels/sgd_update.h"
+
+namespace dpv::kernels {
+namespace {
+
+// Arithmetic in T, as torch.optim.SGD's foreach/for-loop paths compute in the parameter dtype.
+template <typename T>
+__global__ void sgd_update_kernel(T* __restrict__ param, const T* __restrict__ grad, T* __restrict__ buf, int64_t n,
+                                  T lr, T momentum, T weight_decay, bool use_momentum, bool first_step) {
+  for (int64_t i = detail::global_thread(); i < n; i += detail::grid_threads()) {
+    T d = grad[i];
+    if (weight_decay != T(0)) d += weight_decay * param[i];
+    if (use_momentum) {
+      const T b = first_step ? d : momentum * buf[i] + d;
+      buf[i] = b;
+      d = b;
+    }
+    param[i] -= lr * d;
+  }
+}
+
+template <typename T>
+int launch(T* param, const T* grad, T* buf, int64_t n, double lr, double momentum, double weight_decay, bool first_step,
+           void* stream) {
+  if (n <= 0) return 0;
+  const bool use_momentum = momentum != 0.0 && buf != nullptr;
+  sgd_update_kernel<T><<<detail::grid_for(n), detail::kThreads, 0, detail::as_stream(stream)>>>(
+      param, grad, buf, n, static_cast<T>(lr), static_cast<T>(momentum), static_cast<T>(weight_decay), use_momentum,
+      first_step);
+  return detail::launch_status();
+}
+
+}  // namespace
+
+int sgd_update(float* param, const float* grad, float* momentum_buf, int64_t n, double lr, double momentum,
+               double weight_decay, bool first_step, void* stream) {
+  return launch(param, grad, momentum_buf, n, lr, momentum, weight_decay, first_step, stream);
+}
+int sgd_update(double* param, const double* grad, double* momentum_buf, int64_t n, double lr, double momentum,
+               double weight_decay, bool first_step, void* stream) {
+  return launch(param, grad, momentum_buf, n, lr, momentum, weight_decay, first_step, stream);
+}
+
+}  // namespace dpv::kernels

@@ -1,0 +1,99 @@
+#pragma once
+// Helpers of the CUDA backend tests: skipping without a GPU, random inputs, host/GPU copies and
+// normwise relative comparison against the CPU backend.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/backend.h"
+#include "engine/device.h"
+#include "engine/tensor.h"
+
+// Every test starts with this: without a GPU it skips, saying why; with one it runs.
+#define DPV_REQUIRE_GPU()                                                                          \
+  do {                                                                                             \
+    if (dpv::cuda_device_count() == 0)                                                             \
+      GTEST_SKIP() << "no CUDA GPU on this machine (" << dpv::cuda_build_info()                    \
+                   << "): the CUDA backend tests run only where a GPU exists";                     \
+  } while (0)
+
+namespace dpv::test {
+
+// One GPU device (cuda:0) shared by the tests of a binary.
+inline std::shared_ptr<Device> gpu() {
+  static std::shared_ptr<DeviceSet> set = DeviceSet::create("cuda:0");
+  return set->shared(0);
+}
+
+inline Backend& cpu_backend() {
+  static std::unique_ptr<Backend> be = make_cpu_backend();
+  return *be;
+}
+
+// Fresh random seed per run, printed with every failure (SCOPED_TRACE in the tests).
+inline uint64_t fresh_seed() {
+  static std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+inline std::vector<double> uniform(size_t n, double lo, double hi, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<double> v(n);
+  for (double& x : v) x = dist(rng);
+  return v;
+}
+
+// Host tensor of random values in [lo, hi).
+inline Tensor random_host(const Shape& shape, DType dt, std::mt19937_64& rng, double lo = -1, double hi = 1) {
+  return Tensor::from_doubles(shape, dt, uniform(static_cast<size_t>(shape_numel(shape)), lo, hi, rng));
+}
+
+inline Tensor to_gpu(const Tensor& host) { return host.to(gpu()); }
+
+// Relative tolerances per dtype: element-wise ops are near-exact; reductions and products differ
+// by summation order only.
+inline double tol(DType dt, bool reduction) {
+  if (dt == DType::Float64) return reduction ? 1e-12 : 1e-14;
+  return reduction ? 2e-5 : 2e-6;
+}
+
+// max |got - ref| <= rtol * max(max |ref|, floor) (normwise), names the worst element on failure.
+// The floor is for tensors that are rounding noise in exact arithmetic (the gradient of a Linear
+// bias feeding a BatchNorm is zero: both backends hold noise there).
+inline ::testing::AssertionResult close(const std::vector<double>& got, const std::vector<double>& ref, double rtol,
+                                        double floor = 0) {
+  if (got.size() != ref.size())
+    return ::testing::AssertionFailure() << "sizes differ: " << got.size() << " vs " << ref.size();
+  double scale = 0;
+  for (double r : ref) scale = std::max(scale, std::fabs(r));
+  double worst = 0;
+  size_t at = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(got[i]) != std::isnan(ref[i]))
+      return ::testing::AssertionFailure() << "NaN mismatch at " << i << ": " << got[i] << " vs " << ref[i];
+    if (std::isnan(ref[i])) continue;
+    const double d = std::fabs(got[i] - ref[i]);
+    if (d > worst) {
+      worst = d;
+      at = i;
+    }
+  }
+  const double bound = rtol * std::max({scale, floor, 1e-300});
+  if (worst <= bound) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "max error " << worst << " at element " << at << " (got " << got[at]
+                                       << ", reference " << ref[at] << ") exceeds " << rtol << " x max|ref| " << scale;
+}
+
+inline ::testing::AssertionResult close(const Tensor& got, const Tensor& ref, double rtol, double floor = 0) {
+  return close(got.to_doubles(), ref.to_doubles(), rtol, floor);
+}
+
+inline const char* dtype_label(DType dt) { return dt == DType::Float32 ? "float32" : "float64"; }
+
+}  // namespace dpv::test
