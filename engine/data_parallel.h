@@ -10,7 +10,8 @@
 //  - Backward: Gather's backward scatters the output gradient with the forward sizes, then each
 //    replica runs backward layer by layer; ReduceGrads sums (left fold) onto device 0; Step runs
 //    the optimizer once on device 0.
-//  - One replica (one device, or a batch that yields one chunk): no replicate, no gather, no reduce.
+//  - One device: no replicate, no gather, no reduce (the module is called directly). Several
+//    devices but a batch that yields one chunk still take DataParallel's path with one replica.
 //  - sync_bn: the didactic extension: BatchNorm layers compute what DDP + SyncBatchNorm computes.
 #include <memory>
 #include <optional>

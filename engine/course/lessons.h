@@ -1,0 +1,24 @@
+#pragma once
+// Lesson texts (Markdown) under lessons/, read at run time by the app's pages.
+#include <string>
+#include <vector>
+
+namespace dpv::course {
+
+// Reads lessons_dir/<id>.md, e.g. id "intro" or "stages/scatter". Throws dpv::Error naming the
+// file when the id is not a plain relative name, or the file is missing, unreadable, empty or
+// not valid UTF-8.
+std::string load_lesson(const std::string& lessons_dir, const std::string& id);
+
+// Every lesson the app expects: "intro", "stages/scatter", ..., "batchnorm-lab", "timeline".
+const std::vector<std::string>& lesson_ids();
+// Stage lesson ids in the order of the DataParallel plan ("scatter", ..., "step").
+const std::vector<std::string>& stage_lesson_names();
+
+// Tries to load every lesson of lesson_ids(); returns one message per lesson that fails.
+std::vector<std::string> check_lessons(const std::string& lessons_dir);
+
+// Empty when `bytes` is well-formed UTF-8, else what is wrong and at which byte.
+std::string utf8_problem(const std::string& bytes);
+
+}  // namespace dpv::course

@@ -1,0 +1,271 @@
+// Reads and validates lessons/quiz/*.json. Every check names the file, the question and the field,
+// so a course author can fix a file from the message alone.
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/course/lessons.h"
+#include "engine/course/quiz.h"
+#include "engine/course/scenario.h"
+#include "engine/error.h"
+
+namespace dpv::course {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const QuizOption* QuizQuestion::option(const std::string& label) const {
+  for (const auto& o : options)
+    if (o.label == label) return &o;
+  return nullptr;
+}
+
+int QuizQuestion::correct_index() const {
+  for (size_t i = 0; i < options.size(); ++i)
+    if (options[i].label == correct) return static_cast<int>(i);
+  return -1;
+}
+
+const std::vector<std::string>& quiz_difficulties() {
+  static const std::vector<std::string> d = {"easy", "medium", "hard"};
+  return d;
+}
+
+const std::vector<std::string>& quiz_link_pages() {
+  static const std::vector<std::string> p = {"iteration", "bnlab", "sample"};
+  return p;
+}
+
+std::string option_label(int index) { return std::string(1, static_cast<char>('A' + index)); }
+
+namespace {
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    out += i ? sep : "";
+    out += v[i];
+  }
+  return out;
+}
+
+// Field readers: each throws dpv::Error with the field's name and what was expected.
+std::string text_field(const json& q, const char* key, bool required) {
+  if (!q.contains(key)) {
+    if (required) throw Error(std::string("'") + key + "' is missing");
+    return {};
+  }
+  const json& v = q.at(key);
+  if (!v.is_string()) throw Error(std::string("'") + key + "' must be a string, not " + v.type_name());
+  std::string s = v.get<std::string>();
+  if (required && s.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw Error(std::string("'") + key + "' is empty");
+  return s;
+}
+
+// A list of strings; a single string is accepted as a list of one.
+std::vector<std::string> text_list(const json& q, const char* key, bool required) {
+  if (!q.contains(key)) {
+    if (required) throw Error(std::string("'") + key + "' is missing");
+    return {};
+  }
+  const json& v = q.at(key);
+  if (v.is_string()) return {v.get<std::string>()};
+  if (!v.is_array()) throw Error(std::string("'") + key + "' must be a list of strings, not " + v.type_name());
+  std::vector<std::string> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].is_string())
+      throw Error(std::string("'") + key + "' item " + std::to_string(i + 1) + " must be a string");
+    out.push_back(v[i].get<std::string>());
+  }
+  if (required && out.empty()) throw Error(std::string("'") + key + "' is empty");
+  return out;
+}
+
+std::vector<QuizOption> read_options(const json& q) {
+  if (!q.contains("options")) throw Error("'options' is missing");
+  const json& v = q.at("options");
+  if (!v.is_array()) throw Error(std::string("'options' must be a list, not ") + v.type_name());
+  if (v.size() < 2 || v.size() > 6)
+    throw Error("'options' must hold 2 to 6 options, found " + std::to_string(v.size()));
+  std::vector<QuizOption> options;
+  for (size_t i = 0; i < v.size(); ++i) {
+    QuizOption o;
+    o.label = option_label(static_cast<int>(i));
+    const std::string where = "option " + std::to_string(i + 1);
+    if (v[i].is_string()) {
+      o.text = v[i].get<std::string>();
+    } else if (v[i].is_object()) {
+      try {
+        o.text = text_field(v[i], "text", true);
+        o.value = text_field(v[i], "value", false);
+        const std::string label = text_field(v[i], "label", false);
+        if (!label.empty() && label != o.label)
+          throw Error("its label is '" + label + "' but options are labelled by position, so it must be '" + o.label + "'");
+      } catch (const Error& e) {
+        throw Error(where + ": " + e.what());
+      }
+    } else {
+      throw Error(where + " must be a string or an object with \"text\"");
+    }
+    if (o.text.find_first_not_of(" \t\r\n") == std::string::npos) throw Error(where + " has no text");
+    options.push_back(std::move(o));
+  }
+  return options;
+}
+
+QuizQuestion read_question(const json& q, const std::string& source) {
+  if (!q.is_object()) throw Error(std::string("a question must be a JSON object, not ") + q.type_name());
+  QuizQuestion out;
+  out.source = source;
+  out.id = text_field(q, "id", true);
+  for (char c : out.id)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'))
+      throw Error("'id' may hold only letters, digits, '-', '_' and '.'");
+  out.difficulty = text_field(q, "difficulty", true);
+  if (!contains(quiz_difficulties(), out.difficulty))
+    throw Error("'difficulty' is '" + out.difficulty + "'; expected one of " + join(quiz_difficulties()));
+  out.prompt = text_field(q, "prompt", true);
+  out.code = text_field(q, "code", false);
+  out.options = read_options(q);
+  out.correct = text_field(q, "correct", true);
+  if (out.correct_index() < 0)
+    throw Error("'correct' is '" + out.correct + "' but the options are labelled A to " +
+                option_label(static_cast<int>(out.options.size()) - 1));
+  out.solution = text_list(q, "solution", true);
+  out.quick_check = text_field(q, "quick_check", true);
+  out.hint = text_field(q, "hint", true);
+  out.mistakes = text_list(q, "mistakes", true);
+  out.link = text_field(q, "link", false);
+  if (!out.link.empty() && !contains(quiz_link_pages(), out.link))
+    throw Error("'link' is '" + out.link + "'; expected one of " + join(quiz_link_pages()));
+  out.origin = text_field(q, "origin", false);
+  if (out.origin.empty()) out.origin = "dpviz";
+  if (out.origin != "document" && out.origin != "dpviz")
+    throw Error("'origin' is '" + out.origin + "'; expected document or dpviz");
+  if (q.contains("scenario")) {
+    const json& s = q.at("scenario");
+    if (!s.is_object()) throw Error("'scenario' must be an object with \"type\" and \"params\"");
+    QuizScenario sc;
+    try {
+      sc.type = text_field(s, "type", true);
+    } catch (const Error& e) {
+      throw Error(std::string("scenario: ") + e.what());
+    }
+    const json params = s.contains("params") ? s.at("params") : json::object();
+    if (!params.is_object()) throw Error("scenario: 'params' must be an object");
+    sc.params_json = params.dump();
+    if (const std::string problem = scenario_problem(sc); !problem.empty()) throw Error("scenario: " + problem);
+    // A scenario that implies an answer needs options that say which value each one stands for.
+    if (std::none_of(out.options.begin(), out.options.end(), [](const QuizOption& o) { return !o.value.empty(); }))
+      throw Error("scenario: no option has a \"value\", so the engine's answer cannot be matched to an option");
+    if (out.option(out.correct)->value.empty())
+      throw Error("scenario: the correct option " + out.correct + " has no \"value\" for the engine's answer to match");
+    out.scenario = std::move(sc);
+  }
+  for (const auto& key : q.items()) {
+    static const std::set<std::string> known = {"id", "difficulty", "prompt", "code", "options", "correct",
+                                                "solution", "quick_check", "hint", "mistakes", "scenario",
+                                                "link", "origin", "title", "comment"};
+    if (!known.count(key.key())) throw Error("unknown field '" + key.key() + "' (a typo?)");
+  }
+  for (const auto* text : {&out.prompt, &out.code, &out.quick_check, &out.hint})
+    if (const std::string p = utf8_problem(*text); !p.empty()) throw Error(p);
+  return out;
+}
+
+std::string question_name(const json& q, size_t index) {
+  if (q.is_object() && q.contains("id") && q.at("id").is_string()) return "question '" + q.at("id").get<std::string>() + "'";
+  return "question " + std::to_string(index + 1);
+}
+
+}  // namespace
+
+QuizLoadResult parse_quiz_file(const std::string& json_text, const std::string& source) {
+  QuizLoadResult result;
+  if (const std::string p = utf8_problem(json_text); !p.empty()) {
+    result.problems.push_back(source + ": not valid UTF-8: " + p);
+    return result;
+  }
+  json doc;
+  try {
+    doc = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    result.problems.push_back(source + ": not valid JSON: " + e.what());
+    return result;
+  }
+  std::vector<const json*> items;
+  if (doc.is_object() && doc.contains("questions")) {
+    const json& list = doc.at("questions");
+    if (!list.is_array()) {
+      result.problems.push_back(source + ": 'questions' must be a list of question objects");
+      return result;
+    }
+    if (list.empty()) result.problems.push_back(source + ": 'questions' is empty");
+    for (const auto& q : list) items.push_back(&q);
+  } else if (doc.is_object()) {
+    items.push_back(&doc);
+  } else {
+    result.problems.push_back(source + ": expected a question object or {\"questions\": [...]}, found " + doc.type_name());
+    return result;
+  }
+  std::set<std::string> seen;
+  for (size_t i = 0; i < items.size(); ++i) {
+    try {
+      QuizQuestion q = read_question(*items[i], source);
+      if (!seen.insert(q.id).second) throw Error("id '" + q.id + "' is used twice in this file");
+      result.questions.push_back(std::move(q));
+    } catch (const Error& e) {
+      result.problems.push_back(source + ": " + question_name(*items[i], i) + ": " + e.what());
+    } catch (const json::exception& e) {
+      result.problems.push_back(source + ": " + question_name(*items[i], i) + ": " + e.what());
+    }
+  }
+  return result;
+}
+
+QuizLoadResult load_quiz(const std::string& quiz_dir) {
+  QuizLoadResult result;
+  std::error_code ec;
+  if (!fs::is_directory(quiz_dir, ec)) {
+    result.problems.push_back("quiz folder '" + quiz_dir + "' is missing");
+    return result;
+  }
+  std::vector<fs::path> files;
+  for (fs::directory_iterator it(quiz_dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".json") files.push_back(it->path());
+  if (ec) result.problems.push_back("quiz folder '" + quiz_dir + "' cannot be listed: " + ec.message());
+  std::sort(files.begin(), files.end());
+  std::set<std::string> ids;
+  for (const auto& path : files) {
+    const std::string source = path.string();
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      result.problems.push_back(source + ": cannot be read");
+      continue;
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    QuizLoadResult one = parse_quiz_file(text.str(), source);
+    for (auto& p : one.problems) result.problems.push_back(std::move(p));
+    for (auto& q : one.questions) {
+      if (!ids.insert(q.id).second) {
+        result.problems.push_back(source + ": question '" + q.id + "': id already used by an earlier file; skipped");
+        continue;
+      }
+      result.questions.push_back(std::move(q));
+    }
+  }
+  if (files.empty() && result.problems.empty()) result.problems.push_back("quiz folder '" + quiz_dir + "' holds no .json files");
+  return result;
+}
+
+}  // namespace dpv::course

@@ -1,0 +1,256 @@
+// The quiz page, offscreen: answering right and wrong, feedback, hint, solution, "Run it" on a
+// worker thread, links, the summary with "Retry missed", saved progress, a corrupt progress file,
+// and the screenshot states. The test binary's main creates the QApplication.
+#include <gtest/gtest.h>
+
+#include <QApplication>
+#include <QCoreApplication>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QKeyEvent>
+#include <QPushButton>
+#include <QTemporaryDir>
+#include <QThread>
+#include <functional>
+#include <memory>
+
+#include "engine/course/progress.h"
+#include "gui/app_context.h"
+#include "gui/quiz_option_button.h"
+#include "gui/quiz_page.h"
+
+namespace {
+
+bool waitFor(const std::function<bool()>& done, int ms = 30000) {
+  QElapsedTimer timer;
+  timer.start();
+  while (!done() && timer.elapsed() < ms) {
+    QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+    QThread::msleep(2);
+  }
+  return done();
+}
+
+void pressKey(QWidget* w, int key, const QString& text = {}) {
+  QKeyEvent press(QEvent::KeyPress, key, Qt::NoModifier, text);
+  QCoreApplication::sendEvent(w, &press);
+}
+
+class QuizPageTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(dataDir_.isValid());
+    qputenv("DPVIZ_DATA_DIR", dataDir_.path().toUtf8());
+    qputenv("DPVIZ_LESSONS", QByteArray(DPV_SOURCE_DIR "/lessons"));
+    context_ = std::make_unique<AppContext>();
+    page_ = std::make_unique<QuizPage>(context_.get());
+    page_->resize(1280, 800);
+  }
+  void TearDown() override {
+    page_.reset();
+    context_.reset();
+    qunsetenv("DPVIZ_DATA_DIR");
+    qunsetenv("DPVIZ_LESSONS");
+  }
+  std::string progressFile() const { return dpv::course::progress_path(dataDir_.path().toStdString()); }
+  dpv::course::Progress savedProgress() const { return dpv::course::load_progress(progressFile()).progress; }
+  // Goes to a question by id in the current round.
+  void goTo(const QString& id) {
+    for (int i = 0; i < page_->questionCount(); ++i) {
+      page_->goToQuestion(i);
+      if (page_->currentQuestionId() == id) return;
+    }
+    FAIL() << "no question " << id.toStdString();
+  }
+  QString wrongLabel() const {
+    const auto* q = page_->currentQuestion();
+    return q->correct == "A" ? QStringLiteral("B") : QStringLiteral("A");
+  }
+
+  QTemporaryDir dataDir_;
+  std::unique_ptr<AppContext> context_;
+  std::unique_ptr<QuizPage> page_;
+};
+
+TEST_F(QuizPageTest, StartsAtTheFirstDocumentQuestionWithoutProblems) {
+  EXPECT_TRUE(page_->problems().isEmpty()) << page_->problems().join("\n").toStdString();
+  EXPECT_GE(page_->questionCount(), 15);
+  EXPECT_EQ(page_->currentQuestionId(), QStringLiteral("doc-1-purpose"));
+  EXPECT_FALSE(page_->isAnswered());
+  EXPECT_TRUE(page_->feedbackText().isEmpty());
+  EXPECT_FALSE(page_->solutionVisible());
+  ASSERT_NE(page_->optionButton("D"), nullptr);
+  EXPECT_EQ(page_->optionButton("E"), nullptr);
+}
+
+TEST_F(QuizPageTest, HintThenRightAnswerByKeyboardIsSaved) {
+  pressKey(page_.get(), Qt::Key_H, "h");
+  EXPECT_TRUE(page_->hintVisible());
+  pressKey(page_.get(), Qt::Key_2, "2");  // B: the document's answer to question 1
+  ASSERT_TRUE(page_->isAnswered());
+  EXPECT_TRUE(page_->feedbackText().startsWith("Correct")) << page_->feedbackText().toStdString();
+  EXPECT_TRUE(page_->solutionVisible());
+  EXPECT_FALSE(page_->hintVisible());
+  EXPECT_EQ(page_->optionButton("B")->state(), QuizOptionButton::State::Correct);
+  EXPECT_EQ(page_->optionButton("A")->state(), QuizOptionButton::State::Dimmed);
+  const auto saved = savedProgress();
+  ASSERT_NE(saved.find("doc-1-purpose"), nullptr);
+  EXPECT_EQ(saved.find("doc-1-purpose")->chosen, "B");
+  EXPECT_TRUE(saved.find("doc-1-purpose")->correct);
+  pressKey(page_.get(), Qt::Key_Return);
+  EXPECT_EQ(page_->currentQuestionId(), QStringLiteral("doc-2-wrap"));
+}
+
+TEST_F(QuizPageTest, WrongAnswerShowsTheSolutionAndCannotBeChanged) {
+  page_->next();
+  ASSERT_EQ(page_->currentQuestionId(), QStringLiteral("doc-2-wrap"));
+  pressKey(page_.get(), Qt::Key_A, "a");  // the answer is C
+  EXPECT_TRUE(page_->feedbackText().startsWith("Not quite")) << page_->feedbackText().toStdString();
+  EXPECT_TRUE(page_->feedbackText().contains("The answer is C"));
+  EXPECT_EQ(page_->optionButton("A")->state(), QuizOptionButton::State::Wrong);
+  EXPECT_EQ(page_->optionButton("C")->state(), QuizOptionButton::State::Correct);
+  const QString solution = page_->solutionText();
+  EXPECT_TRUE(solution.contains("Worked solution"));
+  EXPECT_TRUE(solution.contains("Quick check"));
+  EXPECT_TRUE(solution.contains("Common mistakes"));
+  EXPECT_TRUE(solution.contains("torch.nn.DataParallel"));
+  EXPECT_FALSE(page_->chooseOption("C"));  // one answer per question and round
+  EXPECT_FALSE(savedProgress().find("doc-2-wrap")->correct);
+  page_->showHint();
+  EXPECT_FALSE(page_->hintVisible());  // no hint after answering
+}
+
+TEST_F(QuizPageTest, RunItShowsTheEnginesResultOnAWorkerThread) {
+  goTo("doc-3-output-shape");
+  QString finishedId;
+  QObject::connect(page_.get(), &QuizPage::scenarioFinished, [&](const QString& id) { finishedId = id; });
+  page_->runScenario();
+  EXPECT_TRUE(page_->scenarioRunning());
+  ASSERT_TRUE(waitFor([&] { return !finishedId.isEmpty(); }));
+  EXPECT_EQ(finishedId, QStringLiteral("doc-3-output-shape"));
+  QString text = page_->scenarioText();
+  EXPECT_TRUE(text.contains("torch.Size([8, 10])")) << text.toStdString();
+  EXPECT_TRUE(text.contains("chunks: 4, 4")) << text.toStdString();
+  EXPECT_FALSE(text.contains("matches option"));  // not before answering
+  page_->chooseOption("A");
+  EXPECT_TRUE(page_->scenarioText().contains("matches option A")) << page_->scenarioText().toStdString();
+  ASSERT_TRUE(waitFor([&] { return !page_->scenarioRunning(); }));
+}
+
+TEST_F(QuizPageTest, LinkButtonsAskTheWindowToNavigate) {
+  QStringList requested;
+  QObject::connect(context_.get(), &AppContext::navigateRequested, [&](const QString& id) { requested << id; });
+  for (const char* id : {"doc-1-purpose", "doc-2-wrap", "doc-5-batchnorm"}) {
+    goTo(id);
+    for (auto* b : page_->findChildren<QPushButton*>())
+      if (b->isVisibleTo(page_.get()) && (b->text().startsWith("See it") || b->text().startsWith("Open the") || b->text().startsWith("Run the")))
+        b->click();
+  }
+  EXPECT_EQ(requested, (QStringList{"iteration", "sample", "bnlab"}));
+}
+
+TEST_F(QuizPageTest, SummaryScoresTheRoundAndRetriesOnlyMissed) {
+  const int count = page_->questionCount();
+  QStringList missed;
+  for (int i = 0; i < count; ++i) {
+    const auto* q = page_->currentQuestion();
+    const bool answerWrong = i % 3 == 1;
+    const QString label = answerWrong ? wrongLabel() : QString::fromStdString(q->correct);
+    if (answerWrong) missed << QString::fromStdString(q->id);
+    ASSERT_TRUE(page_->chooseOption(label));
+    page_->next();
+  }
+  ASSERT_TRUE(page_->isSummaryShown());
+  const QString summary = page_->summaryText();
+  const int right = count - static_cast<int>(missed.size());
+  EXPECT_TRUE(summary.contains(QString("Score: %1 of %2").arg(right).arg(count))) << summary.toStdString();
+  EXPECT_TRUE(summary.contains(QString("This round: %1 correct out of %2").arg(right).arg(count))) << summary.toStdString();
+  EXPECT_EQ(savedProgress().score(), right);
+  page_->previous();  // back from the summary to the last question, and forward again
+  EXPECT_FALSE(page_->isSummaryShown());
+  EXPECT_TRUE(page_->isAnswered());
+  pressKey(page_.get(), Qt::Key_Enter);
+  EXPECT_TRUE(page_->isSummaryShown());
+  page_->retryMissed();
+  ASSERT_FALSE(page_->isSummaryShown());
+  EXPECT_EQ(page_->questionCount(), missed.size());
+  EXPECT_EQ(page_->currentQuestionId(), missed.front());
+  EXPECT_FALSE(page_->isAnswered());  // a fresh round
+  ASSERT_TRUE(page_->chooseOption(QString::fromStdString(page_->currentQuestion()->correct)));
+  EXPECT_EQ(savedProgress().score(), right + 1);
+}
+
+TEST_F(QuizPageTest, ProgressSurvivesANewPageAndResetClearsIt) {
+  page_->chooseOption("B");
+  page_->next();
+  page_->chooseOption("A");
+  page_ = std::make_unique<QuizPage>(context_.get());
+  EXPECT_EQ(page_->progress().answered(), 2);
+  EXPECT_EQ(page_->progress().score(), 1);
+  page_->resetProgress();
+  EXPECT_EQ(page_->progress().answered(), 0);
+  EXPECT_EQ(savedProgress().answered(), 0);
+  EXPECT_EQ(page_->currentIndex(), 0);
+}
+
+TEST_F(QuizPageTest, CorruptProgressIsMovedAsideAndReported) {
+  page_.reset();
+  {
+    QFile f(QString::fromStdString(progressFile()));
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write("{ not json");
+  }
+  QStringList status;
+  QObject::connect(context_.get(), &AppContext::statusMessage, [&](const QString& m) { status << m; });
+  page_ = std::make_unique<QuizPage>(context_.get());
+  ASSERT_EQ(page_->problems().size(), 1);
+  EXPECT_TRUE(page_->problems().front().contains("corrupt")) << page_->problems().front().toStdString();
+  EXPECT_FALSE(status.isEmpty());
+  const QStringList aside = QDir(dataDir_.path()).entryList({"progress.json.corrupt-*"});
+  EXPECT_EQ(aside.size(), 1);
+  EXPECT_TRUE(page_->chooseOption("B"));  // and the quiz still works and saves
+  EXPECT_EQ(savedProgress().score(), 1);
+}
+
+TEST_F(QuizPageTest, ScreenshotStatesAreReachedWithoutTouchingProgress) {
+  page_->chooseOption("B");
+  const auto before = savedProgress().to_json();
+  const auto shots = page_->screenshots();
+  ASSERT_EQ(shots.size(), 3);
+  EXPECT_EQ(shots[0].suffix, QString());
+  EXPECT_EQ(shots[1].suffix, QStringLiteral("answered"));
+  EXPECT_EQ(shots[2].suffix, QStringLiteral("summary"));
+  for (const auto& shot : shots) {
+    bool done = false;
+    shot.prepare([&] { done = true; });
+    ASSERT_TRUE(waitFor([&] { return done; })) << shot.suffix.toStdString();
+    if (shot.suffix.isEmpty()) {
+      EXPECT_FALSE(page_->isSummaryShown());
+      EXPECT_FALSE(page_->isAnswered());
+    } else if (shot.suffix == "answered") {
+      EXPECT_TRUE(page_->feedbackText().startsWith("Not quite"));
+      EXPECT_TRUE(page_->solutionVisible());
+    } else {
+      EXPECT_TRUE(page_->isSummaryShown());
+    }
+  }
+  EXPECT_EQ(savedProgress().to_json(), before);
+}
+
+TEST_F(QuizPageTest, LayoutFitsCommonWindowSizes) {
+  goTo("doc-3-output-shape");
+  page_->chooseOption("B");
+  for (const QSize size : {QSize(1280, 800), QSize(1920, 1080), QSize(900, 600)}) {
+    page_->resize(size);
+    page_->show();
+    QCoreApplication::processEvents();
+    for (auto* b : page_->findChildren<QuizOptionButton*>()) {
+      EXPECT_LE(b->width(), size.width());
+      EXPECT_GE(b->height(), b->heightForWidth(b->width()) - 1) << "option text clipped at " << size.width();
+    }
+  }
+  page_->hide();
+}
+
+}  // namespace

@@ -1,0 +1,142 @@
+// The shipped course: every quiz file loads and validates, the document's five questions are
+// there with their answers, and every lesson the pages read exists and has the expected shape.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "course_test_util.h"
+#include "engine/course/lessons.h"
+#include "engine/course/quiz.h"
+
+namespace dpv::course {
+namespace {
+
+using testing::lessons_dir;
+using testing::quiz_dir;
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += x + "\n";
+  return s;
+}
+
+TEST(QuizContent, EveryQuizFileLoadsWithoutProblems) {
+  const QuizLoadResult quiz = load_quiz(quiz_dir());
+  EXPECT_TRUE(quiz.problems.empty()) << joined(quiz.problems);
+  EXPECT_GE(quiz.questions.size(), 15u);
+  std::set<std::string> ids;
+  for (const auto& q : quiz.questions) EXPECT_TRUE(ids.insert(q.id).second) << "duplicate id " << q.id;
+}
+
+TEST(QuizContent, DocumentQuestionsHaveTheDocumentsAnswers) {
+  const QuizLoadResult quiz = load_quiz(quiz_dir());
+  std::vector<const QuizQuestion*> doc;
+  for (const auto& q : quiz.questions)
+    if (q.origin == "document") doc.push_back(&q);
+  ASSERT_EQ(doc.size(), 5u);
+  // The source document's order and answers: B, C, A, D, A; each with four options.
+  const std::vector<std::string> answers = {"B", "C", "A", "D", "A"};
+  const std::vector<std::string> key_phrases = {"main purpose of torch.nn.DataParallel", "correct way to wrap",
+                                                "output shape of output", "likely cause of this error",
+                                                "batch normalization layer"};
+  const std::vector<std::string> correct_texts = {
+      "To run a model on multiple GPUs by splitting input data automatically",
+      "model = torch.nn.DataParallel(model)", "torch.Size([8, 10])",
+      "Input tensor dtype does not match model parameters dtype",
+      "BatchNorm layers behave differently in DataParallel; use SyncBatchNorm or move to DistributedDataParallel"};
+  for (size_t i = 0; i < doc.size(); ++i) {
+    SCOPED_TRACE(doc[i]->id);
+    EXPECT_NE(doc[i]->prompt.find(key_phrases[i]), std::string::npos);
+    EXPECT_EQ(doc[i]->options.size(), 4u);
+    EXPECT_EQ(doc[i]->correct, answers[i]);
+    ASSERT_NE(doc[i]->option(doc[i]->correct), nullptr);
+    EXPECT_EQ(doc[i]->option(doc[i]->correct)->text, correct_texts[i]);
+  }
+  EXPECT_EQ(doc[0]->link, "iteration");
+  EXPECT_EQ(doc[1]->link, "sample");
+  EXPECT_EQ(doc[4]->link, "bnlab");
+  EXPECT_TRUE(doc[2]->scenario && doc[2]->scenario->type == "output_shape");
+  EXPECT_TRUE(doc[3]->scenario && doc[3]->scenario->type == "dtype_mismatch");
+  EXPECT_TRUE(doc[4]->scenario && doc[4]->scenario->type == "batchnorm");
+  EXPECT_FALSE(doc[2]->code.empty());
+}
+
+TEST(QuizContent, OwnQuestionsAreEngineChecked) {
+  const QuizLoadResult quiz = load_quiz(quiz_dir());
+  int own_with_scenario = 0;
+  for (const auto& q : quiz.questions) {
+    if (q.origin == "document") continue;
+    EXPECT_TRUE(q.scenario.has_value()) << q.id << " has no scenario the engine can check";
+    if (q.scenario) ++own_with_scenario;
+  }
+  EXPECT_GE(own_with_scenario, 10);
+}
+
+TEST(QuizContent, EveryQuestionIsComplete) {
+  const QuizLoadResult quiz = load_quiz(quiz_dir());
+  std::map<std::string, int> by_difficulty;
+  for (const auto& q : quiz.questions) {
+    SCOPED_TRACE(q.id);
+    ++by_difficulty[q.difficulty];
+    EXPECT_GE(q.options.size(), 2u);
+    EXPECT_LE(q.options.size(), 6u);
+    EXPECT_GE(q.correct_index(), 0);
+    EXPECT_GE(q.solution.size(), 2u);
+    EXPECT_FALSE(q.hint.empty());
+    EXPECT_FALSE(q.quick_check.empty());
+    EXPECT_GE(q.mistakes.size(), 2u);
+    // A hint must not simply name the answer.
+    EXPECT_EQ(q.hint.find(q.option(q.correct)->text), std::string::npos);
+  }
+  EXPECT_GT(by_difficulty["easy"], 0);
+  EXPECT_GT(by_difficulty["medium"], 0);
+  EXPECT_GT(by_difficulty["hard"], 0);
+}
+
+TEST(LessonContent, EveryLessonLoads) {
+  EXPECT_TRUE(check_lessons(lessons_dir()).empty()) << joined(check_lessons(lessons_dir()));
+  EXPECT_EQ(lesson_ids().size(), 12u);
+}
+
+int word_count(const std::string& text) {
+  std::istringstream in(text);
+  std::string w;
+  int n = 0;
+  while (in >> w) ++n;
+  return n;
+}
+
+TEST(LessonContent, StageLessonsAreShortAndComplete) {
+  for (const auto& name : stage_lesson_names()) {
+    SCOPED_TRACE(name);
+    const std::string text = load_lesson(lessons_dir(), "stages/" + name);
+    const int words = word_count(text);
+    EXPECT_GE(words, 120);
+    EXPECT_LE(words, 250);
+    for (const char* part : {"**What happens.**", "**Why.**", "**Watch in the animation.**", "**PyTorch source.**",
+                             "**Common misconceptions.**"})
+      EXPECT_NE(text.find(part), std::string::npos) << "missing " << part;
+  }
+}
+
+TEST(LessonContent, KeyFactsArePresent) {
+  const std::string bn = load_lesson(lessons_dir(), "batchnorm-lab");
+  EXPECT_NE(bn.find("Only replica 0's running statistics survive"), std::string::npos);
+  EXPECT_NE(bn.find("Expected more than 1 value per channel when training"), std::string::npos);
+  EXPECT_NE(bn.find("does not support SyncBatchNorm"), std::string::npos);
+  EXPECT_NE(bn.find("DDP + SyncBatchNorm"), std::string::npos);
+  const std::string timeline = load_lesson(lessons_dir(), "timeline");
+  EXPECT_NE(timeline.find("algbw"), std::string::npos);
+  EXPECT_NE(timeline.find("busbw"), std::string::npos);
+  EXPECT_NE(timeline.find("2(n − 1)/n"), std::string::npos);
+  const std::string intro = load_lesson(lessons_dir(), "intro");
+  EXPECT_NE(intro.find("DistributedDataParallel"), std::string::npos);
+  EXPECT_NE(load_lesson(lessons_dir(), "stages/scatter").find("3, 3, 3, 1"), std::string::npos);
+  EXPECT_NE(load_lesson(lessons_dir(), "stages/reduce_grads").find("**summed**"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dpv::course
