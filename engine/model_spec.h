@@ -33,8 +33,9 @@ ModelSpec load_model_spec(const std::string& path);
 std::string model_spec_to_json(const ModelSpec& spec);
 
 // Built-in presets the CLI and the app offer: "simple" (the seed's Linear(10, 2)),
-// "mlp-bn" (2-16-BN-ReLU-16-BN-ReLU-2 for the spiral), "mnist-mlp" (784-256-BN-256-BN-10),
-// "mlp-large" (784-1024-BN-1024-BN-10), "cnn" (3x32x32 conv-BN-ReLU, conv-BN-ReLU, flatten, linear).
+// "mlp-bn" (2-32-BN-ReLU-32-BN-ReLU-3 for the 3-class spiral), "mnist-mlp" (784-256-BN-256-BN-10),
+// "mlp-large" (784-1024-BN-1024-BN-10), "cnn" (3x32x32 conv-BN-ReLU, conv-BN-ReLU, flatten, linear),
+// "gpu-mlp" (1024-4096-BN-4096-BN-1000, the GPU benchmark).
 ModelSpec preset_model(const std::string& name);
 std::vector<std::string> preset_names();
 

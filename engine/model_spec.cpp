@@ -1,0 +1,287 @@
+#include "engine/model_spec.h"
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "engine/error.h"
+#include "engine/io/atomic_file.h"
+
+namespace dpv {
+namespace {
+
+using Json = nlohmann::json;
+using OrderedJson = nlohmann::ordered_json;
+
+const std::vector<std::string>& known_layer_types() {
+  static const std::vector<std::string> types{"linear", "relu", "flatten", "conv2d", "batchnorm1d", "batchnorm2d"};
+  return types;
+}
+
+const std::vector<std::string>& top_level_keys() {
+  static const std::vector<std::string> keys{"layers", "loss", "dtype"};
+  return keys;
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + names[i];
+  return out;
+}
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  return text;
+}
+
+// Reads the fields of one layer object, remembering which keys were used so leftovers
+// (typos such as "out_feature") are reported instead of silently ignored.
+class LayerReader {
+ public:
+  LayerReader(const Json& object, std::string where) : object_(object), where_(std::move(where)) {}
+
+  void integer(const char* key, int64_t& out, bool required, int64_t minimum) {
+    const Json* value = take(key, required);
+    if (!value) return;
+    if (value->is_number_float() || !value->is_number()) {
+      fail(std::string("'") + key + "' must be an integer, got " + value->dump());
+    }
+    // JSON integers above int64 arrive as unsigned; they are far beyond any sensible size.
+    if (value->is_number_unsigned() && value->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+      fail(std::string("'") + key + "' is too large: " + value->dump());
+    out = value->get<int64_t>();
+    if (out < minimum) {
+      fail(std::string("'") + key + "' must be " + (minimum == 1 ? "positive" : "at least " + std::to_string(minimum)) +
+           ", got " + std::to_string(out));
+    }
+  }
+
+  void boolean(const char* key, bool& out) {
+    const Json* value = take(key, false);
+    if (!value) return;
+    if (!value->is_boolean()) fail(std::string("'") + key + "' must be true or false, got " + value->dump());
+    out = value->get<bool>();
+  }
+
+  void real(const char* key, double& out, const std::function<bool(double)>& valid, const char* rule) {
+    const Json* value = take(key, false);
+    if (!value) return;
+    if (!value->is_number()) fail(std::string("'") + key + "' must be a number, got " + value->dump());
+    out = value->get<double>();
+    if (!valid(out)) fail(std::string("'") + key + "' must be " + rule + ", got " + value->dump());
+  }
+
+  // After every field was read: anything left is a key this layer type does not take.
+  void reject_unknown_keys(const std::vector<std::string>& accepted) const {
+    for (const auto& [key, value] : object_.items()) {
+      if (key == "type" || used_.count(key)) continue;
+      fail("unknown key '" + key + "'" +
+           (accepted.empty() ? std::string(" (this layer takes no arguments)") : " (accepted: " + join(accepted) + ")"));
+    }
+  }
+
+  [[noreturn]] void fail(const std::string& problem) const { throw Error(where_ + ": " + problem, "ValueError"); }
+
+ private:
+  const Json* take(const char* key, bool required) {
+    used_.insert(key);
+    const auto it = object_.find(key);
+    if (it == object_.end()) {
+      if (required) fail(std::string("missing '") + key + "'");
+      return nullptr;
+    }
+    return &*it;
+  }
+
+  const Json& object_;
+  std::string where_;
+  std::set<std::string> used_;
+};
+
+LayerSpec parse_layer(const Json& layer, size_t index, const std::string& source) {
+  const std::string at = source + ": layer " + std::to_string(index);
+  check(layer.is_object(), at + ": expected an object such as {\"type\": \"linear\", ...}, got " + layer.dump(),
+        "ValueError");
+  const auto type_it = layer.find("type");
+  check(type_it != layer.end(), at + ": missing 'type' (one of " + join(known_layer_types()) + ")", "ValueError");
+  check(type_it->is_string(), at + ": 'type' must be a string, got " + type_it->dump(), "ValueError");
+  LayerSpec spec;
+  // PyTorch's class names ("Linear", "BatchNorm1d") are accepted as well as the lower-case ones.
+  spec.type = lower(type_it->get<std::string>());
+  const auto& known = known_layer_types();
+  if (std::find(known.begin(), known.end(), spec.type) == known.end()) {
+    throw Error(at + ": unknown layer type '" + type_it->get<std::string>() + "' (known types: " + join(known) + ")",
+                "ValueError");
+  }
+
+  LayerReader read(layer, at + " (" + spec.type + ")");
+  auto probability = [](double v) { return v >= 0.0 && v <= 1.0; };
+  auto positive = [](double v) { return v > 0.0; };
+  if (spec.type == "linear") {
+    read.integer("in_features", spec.in_features, true, 1);
+    read.integer("out_features", spec.out_features, true, 1);
+    read.boolean("bias", spec.bias);
+    read.reject_unknown_keys({"in_features", "out_features", "bias"});
+  } else if (spec.type == "conv2d") {
+    read.integer("in_channels", spec.in_channels, true, 1);
+    read.integer("out_channels", spec.out_channels, true, 1);
+    read.integer("kernel_size", spec.kernel_size, true, 1);
+    read.integer("stride", spec.stride, false, 1);
+    read.integer("padding", spec.padding, false, 0);
+    read.boolean("bias", spec.bias);
+    read.reject_unknown_keys({"in_channels", "out_channels", "kernel_size", "stride", "padding", "bias"});
+  } else if (spec.type == "batchnorm1d" || spec.type == "batchnorm2d") {
+    read.integer("num_features", spec.num_features, true, 1);
+    read.real("eps", spec.eps, positive, "positive");
+    read.real("momentum", spec.momentum, probability, "between 0 and 1");
+    read.reject_unknown_keys({"num_features", "eps", "momentum"});
+  } else {  // relu, flatten
+    read.reject_unknown_keys({});
+  }
+  return spec;
+}
+
+OrderedJson layer_to_json(const LayerSpec& l) {
+  OrderedJson j{{"type", l.type}};
+  if (l.type == "linear") {
+    j["in_features"] = l.in_features;
+    j["out_features"] = l.out_features;
+    j["bias"] = l.bias;
+  } else if (l.type == "conv2d") {
+    j["in_channels"] = l.in_channels;
+    j["out_channels"] = l.out_channels;
+    j["kernel_size"] = l.kernel_size;
+    j["stride"] = l.stride;
+    j["padding"] = l.padding;
+    j["bias"] = l.bias;
+  } else if (l.type == "batchnorm1d" || l.type == "batchnorm2d") {
+    j["num_features"] = l.num_features;
+    j["eps"] = l.eps;
+    j["momentum"] = l.momentum;
+  }
+  return j;
+}
+
+// Builders for the presets.
+LayerSpec linear(int64_t in, int64_t out) {
+  LayerSpec l;
+  l.type = "linear";
+  l.in_features = in;
+  l.out_features = out;
+  return l;
+}
+LayerSpec batchnorm(const char* type, int64_t features) {
+  LayerSpec l;
+  l.type = type;
+  l.num_features = features;
+  return l;
+}
+LayerSpec plain(const char* type) {
+  LayerSpec l;
+  l.type = type;
+  return l;
+}
+LayerSpec conv2d(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t padding) {
+  LayerSpec l;
+  l.type = "conv2d";
+  l.in_channels = in;
+  l.out_channels = out;
+  l.kernel_size = kernel;
+  l.stride = stride;
+  l.padding = padding;
+  return l;
+}
+
+// in -> hidden, BN, ReLU, hidden -> hidden, BN, ReLU, hidden -> out.
+ModelSpec mlp_with_batchnorm(int64_t in, int64_t hidden, int64_t out) {
+  ModelSpec spec;
+  spec.layers = {linear(in, hidden),     batchnorm("batchnorm1d", hidden), plain("relu"),
+                 linear(hidden, hidden), batchnorm("batchnorm1d", hidden), plain("relu"),
+                 linear(hidden, out)};
+  return spec;
+}
+
+}  // namespace
+
+ModelSpec parse_model_spec(const std::string& json_text, const std::string& source) {
+  const bool blank = std::all_of(json_text.begin(), json_text.end(), [](unsigned char ch) { return std::isspace(ch); });
+  check(!blank, source + ": the model spec is empty (expected {\"layers\": [...]})", "ValueError");
+  Json root;
+  try {
+    root = Json::parse(json_text);
+  } catch (const Json::parse_error& err) {
+    throw Error(source + ": not valid JSON (at byte " + std::to_string(err.byte) + "): " + err.what(), "ValueError");
+  } catch (const Json::exception& err) {  // e.g. a number too large for a double
+    throw Error(source + ": not valid JSON: " + err.what(), "ValueError");
+  }
+  check(root.is_object(), source + ": expected a JSON object {\"layers\": [...]}, got " + std::string(root.type_name()),
+        "ValueError");
+  for (const auto& [key, value] : root.items()) {
+    const auto& keys = top_level_keys();
+    check(std::find(keys.begin(), keys.end(), key) != keys.end(),
+          source + ": unknown key '" + key + "' (accepted: " + join(keys) + ")", "ValueError");
+  }
+
+  ModelSpec spec;
+  const auto layers = root.find("layers");
+  check(layers != root.end(), source + ": missing \"layers\" (a list such as [{\"type\": \"linear\", ...}])",
+        "ValueError");
+  check(layers->is_array(), source + ": \"layers\" must be a list, got " + std::string(layers->type_name()),
+        "ValueError");
+  check(!layers->empty(), source + ": \"layers\" is empty; a model needs at least one layer", "ValueError");
+  for (size_t i = 0; i < layers->size(); ++i) spec.layers.push_back(parse_layer((*layers)[i], i, source));
+
+  if (const auto loss = root.find("loss"); loss != root.end()) {
+    check(loss->is_string(), source + ": \"loss\" must be a string, got " + loss->dump(), "ValueError");
+    spec.loss = loss->get<std::string>();
+    check(spec.loss == "cross_entropy",
+          source + ": unknown loss '" + spec.loss + "' (supported: cross_entropy, i.e. nn.CrossEntropyLoss)",
+          "ValueError");
+  }
+  if (const auto dtype = root.find("dtype"); dtype != root.end()) {
+    check(dtype->is_string(), source + ": \"dtype\" must be a string, got " + dtype->dump(), "ValueError");
+    const std::string name = dtype->get<std::string>();
+    if (name == "float32" || name == "float")
+      spec.dtype = DType::Float32;
+    else if (name == "float64" || name == "double")
+      spec.dtype = DType::Float64;
+    else
+      throw Error(source + ": \"dtype\" must be float32 or float64, got '" + name + "'", "ValueError");
+  }
+  return spec;
+}
+
+ModelSpec load_model_spec(const std::string& path) { return parse_model_spec(read_file(path), path); }
+
+std::string model_spec_to_json(const ModelSpec& spec) {
+  OrderedJson layers = OrderedJson::array();
+  for (const LayerSpec& l : spec.layers) layers.push_back(layer_to_json(l));
+  OrderedJson root{{"layers", std::move(layers)}, {"loss", spec.loss}, {"dtype", dtype_name(spec.dtype)}};
+  return root.dump(2) + "\n";
+}
+
+std::vector<std::string> preset_names() { return {"simple", "mlp-bn", "mnist-mlp", "mlp-large", "cnn", "gpu-mlp"}; }
+
+ModelSpec preset_model(const std::string& name) {
+  if (name == "simple") {  // the source document's SimpleModel: nn.Linear(10, 2)
+    ModelSpec spec;
+    spec.layers = {linear(10, 2)};
+    return spec;
+  }
+  if (name == "mlp-bn") return mlp_with_batchnorm(2, 32, 3);  // the 3-class spiral
+  if (name == "mnist-mlp") return mlp_with_batchnorm(784, 256, 10);
+  if (name == "mlp-large") return mlp_with_batchnorm(784, 1024, 10);
+  if (name == "gpu-mlp") return mlp_with_batchnorm(1024, 4096, 1000);
+  if (name == "cnn") {  // [N, 3, 32, 32] -> [N, 8, 32, 32] -> [N, 16, 16, 16] -> [N, 10]
+    ModelSpec spec;
+    spec.layers = {conv2d(3, 8, 3, 1, 1),  batchnorm("batchnorm2d", 8),  plain("relu"),
+                   conv2d(8, 16, 3, 2, 1), batchnorm("batchnorm2d", 16), plain("relu"),
+                   plain("flatten"),       linear(16 * 16 * 16, 10)};
+    return spec;
+  }
+  throw Error("unknown model preset '" + name + "' (presets: " + join(preset_names()) + ")", "ValueError");
+}
+
+}  // namespace dpv
