@@ -1,0 +1,68 @@
+#pragma once
+// Helpers for the offscreen GUI tests: wait on the event loop for a condition (the engine answers
+// on its own thread), and a page fixture with a context and an engine.
+#include <gtest/gtest.h>
+
+#include <QSet>
+#include <QTest>
+#include <functional>
+#include <memory>
+
+#include "gui/app_context.h"
+#include "gui/engine_controller.h"
+#include "gui/iteration_page.h"
+#include "gui/iteration_scene.h"
+
+// Runs the event loop until `condition` holds or `ms` passed; returns whether it holds.
+inline bool waitUntil(const std::function<bool()>& condition, int ms = 20000) { return QTest::qWaitFor(condition, ms); }
+
+inline AppSettings settingsFor(const QString& devices, const QString& preset, int batch, bool sync = false) {
+  AppSettings s;
+  s.devices = devices;
+  s.preset = preset;
+  s.batchSize = batch;
+  s.syncBatchNorm = sync;
+  return s;
+}
+
+// The roles a device holds in a snapshot, as the scene groups them (buffers go with parameters).
+inline QSet<QString> snapshotRoles(const dpv::DeviceState& d) {
+  QSet<QString> roles;
+  for (const auto& t : d.tensors) roles.insert(t.role == "buffer" ? QStringLiteral("param") : QString::fromStdString(t.role));
+  return roles;
+}
+
+inline QSet<QString> sceneRoles(IterationScene* scene, int device) {
+  QSet<QString> roles;
+  for (ChipItem* chip : scene->chipsOn(device)) roles.insert(chip->view().role);
+  return roles;
+}
+
+class IterationPageTest : public ::testing::Test {
+ protected:
+  void start(const AppSettings& settings) {
+    context_ = std::make_unique<AppContext>();
+    engine_ = std::make_unique<EngineController>();
+    context_->setSettings(settings);
+    context_->setEngine(engine_.get());
+    engine_->follow(context_.get());
+    page_ = std::make_unique<IterationPage>(context_.get());
+    page_->resize(1200, 760);
+    page_->show();
+    page_->setSpeed(0);  // no animation: each step shows its state at once
+    ASSERT_TRUE(waitUntil([&] { return engine_->hasIteration() && !engine_->busy(); })) << "the engine never announced an iteration";
+  }
+  // One step; waits until the page shows stage `expected` (or the engine failed).
+  bool stepTo(int expected) {
+    page_->stepForward();
+    return waitUntil([&] { return !page_->waitingForEngine() && (page_->cursor() == expected || !page_->errorText().isEmpty()); });
+  }
+  void TearDown() override {
+    page_.reset();
+    engine_.reset();
+    context_.reset();
+  }
+  std::unique_ptr<AppContext> context_;
+  std::unique_ptr<EngineController> engine_;
+  std::unique_ptr<IterationPage> page_;
+};

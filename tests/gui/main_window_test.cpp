@@ -1,0 +1,137 @@
+// The main window: navigation, pages, the worker stopping on close, the Intro sample, the
+// Timeline, trace export and --screenshot-all.
+#include <gtest/gtest.h>
+
+#include <QFile>
+#include <QImage>
+#include <QRegularExpression>
+#include <QTemporaryDir>
+#include <qcustomplot.h>
+
+#include "gui/app_context.h"
+#include "gui/engine_controller.h"
+#include "gui/intro_page.h"
+#include "gui/iteration_page.h"
+#include "gui/main_window.h"
+#include "gui/screenshot_runner.h"
+#include "gui/timeline_page.h"
+#include "gui_test_support.h"
+
+namespace {
+
+struct Window {
+  AppContext context;
+  EngineController* engine = new EngineController();  // owned by `window` below (deleted after it stops)
+  std::unique_ptr<MainWindow> window;
+  explicit Window(const AppSettings& settings) {
+    context.setSettings(settings);
+    MainWindow::Options options;
+    options.persistent = false;
+    options.theme = QStringLiteral("light");
+    window = std::make_unique<MainWindow>(&context, engine, options);
+    engine->setParent(window.get());
+    window->resize(1280, 800);
+    window->show();
+  }
+};
+
+}  // namespace
+
+TEST(MainWindow, HasEveryPageAndNavigates) {
+  Window w(settingsFor(QStringLiteral("cpu:4"), QStringLiteral("simple"), 10));
+  for (const QString& id : MainWindow::pageIds()) {
+    ASSERT_NE(w.window->page(id), nullptr) << id.toStdString();
+    w.window->showPage(id);
+    EXPECT_EQ(w.window->currentPageId(), id);
+  }
+  emit w.context.navigateRequested(QStringLiteral("timeline"));
+  EXPECT_EQ(w.window->currentPageId(), QStringLiteral("timeline"));
+}
+
+TEST(MainWindow, TheWorkerStopsWhenTheWindowClosesMidTraining) {
+  Window w(settingsFor(QStringLiteral("cpu:4"), QStringLiteral("mlp-bn"), 64));
+  ASSERT_TRUE(waitUntil([&] { return w.engine->hasIteration(); }));
+  w.window->showPage(QStringLiteral("iteration"));
+  auto* page = qobject_cast<IterationPage*>(w.window->page(QStringLiteral("iteration")));
+  ASSERT_NE(page, nullptr);
+  page->play();
+  w.engine->requestIteration();
+  ASSERT_TRUE(waitUntil([&] { return !w.engine->events().isEmpty(); }));
+  EXPECT_TRUE(w.engine->running());
+  w.window->close();
+  EXPECT_FALSE(w.engine->running()) << "the engine thread must end with the window";
+  w.engine->requestStage();  // ignored, not a crash
+  EXPECT_FALSE(w.engine->busy());
+}
+
+TEST(MainWindow, IntroRunsTheSampleProgramOnTheChosenDevices) {
+  Window w(settingsFor(QStringLiteral("cpu:4"), QStringLiteral("simple"), 10));
+  auto* intro = qobject_cast<IntroPage*>(w.window->page(QStringLiteral("intro")));
+  ASSERT_NE(intro, nullptr);
+  intro->runSample();
+  ASSERT_TRUE(waitUntil([&] { return !intro->sampleRunning(); }));
+  const QString out = intro->sampleOutput();
+  EXPECT_TRUE(out.contains(QLatin1String("Using 4 GPUs"))) << out.toStdString();
+  EXPECT_TRUE(out.contains(QRegularExpression(QStringLiteral("Loss: \\d+\\.\\d{4}\\n")))) << out.toStdString();
+  EXPECT_TRUE(out.contains(QLatin1String("[8, 8, 8, 8]"))) << out.toStdString();
+
+  w.context.setSettings(settingsFor(QStringLiteral("cpu:1"), QStringLiteral("simple"), 10));
+  intro->runSample();
+  ASSERT_TRUE(waitUntil([&] { return !intro->sampleRunning(); }));
+  EXPECT_TRUE(intro->sampleOutput().contains(QLatin1String("Using single GPU or CPU"))) << intro->sampleOutput().toStdString();
+}
+
+TEST(MainWindow, TimelineChartsTheLastIterationFromTheEngineEvents) {
+  Window w(settingsFor(QStringLiteral("cpu:4"), QStringLiteral("mlp-bn"), 32));
+  auto* timeline = qobject_cast<TimelinePage*>(w.window->page(QStringLiteral("timeline")));
+  ASSERT_NE(timeline, nullptr);
+  EXPECT_TRUE(timeline->bars().isEmpty());
+  timeline->runIteration();
+  ASSERT_TRUE(waitUntil([&] { return !w.engine->lastCompleted().isEmpty(); }));
+  const auto& events = w.engine->lastCompleted();
+  int stageBars = 0, deviceBars = 0, expectedDeviceBars = 0, collectives = 0;
+  for (const auto& b : timeline->bars()) (b.row == 0 ? stageBars : deviceBars)++;
+  for (const auto& ev : events) {
+    collectives += static_cast<int>(ev.collectives.size());
+    for (const auto& d : ev.devices) expectedDeviceBars += d.busy_end > d.busy_start;
+  }
+  EXPECT_EQ(stageBars, events.size());
+  EXPECT_EQ(deviceBars, expectedDeviceBars);
+  EXPECT_EQ(timeline->collectiveRows(), collectives);
+  EXPECT_TRUE(timeline->summary().contains(QLatin1String("cpu:4")));
+  EXPECT_EQ(timeline->plot()->xAxis->label(), QStringLiteral("time since the iteration began (ms)"));
+
+  QTemporaryDir dir;
+  const QString path = dir.filePath(QStringLiteral("trace.json"));
+  EXPECT_EQ(w.window->exportTrace(path), QString());
+  QFile file(path);
+  ASSERT_TRUE(file.open(QIODevice::ReadOnly));
+  EXPECT_TRUE(file.readAll().contains("\"ph\""));
+}
+
+TEST(MainWindow, ScreenshotAllWritesEveryPageAt1280x800) {
+  Window w(settingsFor(QStringLiteral("cpu:4"), QStringLiteral("mlp-bn"), 12));
+  QTemporaryDir dir;
+  ScreenshotRunner runner(w.window.get(), dir.path());
+  bool finished = false, ok = false;
+  QObject::connect(&runner, &ScreenshotRunner::finished, [&](bool result) {
+    finished = true;
+    ok = result;
+  });
+  runner.start();
+  ASSERT_TRUE(waitUntil([&] { return finished; }, 120000));
+  EXPECT_TRUE(ok) << runner.problems().join(QLatin1Char('\n')).toStdString();
+  // One picture per page, the Iteration page at several stages.
+  int iterationShots = 0;
+  for (const QString& path : runner.written()) {
+    const QImage image(path);
+    EXPECT_EQ(image.size(), QSize(1280, 800)) << path.toStdString();
+    iterationShots += path.contains(QLatin1String("-iteration-"));
+  }
+  EXPECT_GE(runner.written().size(), 5 + 6);
+  EXPECT_GE(iterationShots, 6);
+  const QStringList written = runner.written();
+  for (const QString& id : MainWindow::pageIds()) {
+    EXPECT_TRUE(std::any_of(written.begin(), written.end(), [&](const QString& p) { return p.contains(QLatin1Char('-') + id); })) << id.toStdString();
+  }
+}

@@ -1,0 +1,83 @@
+// sceneStateFor: the scene's content from a snapshot alone (no engine needed).
+#include <gtest/gtest.h>
+
+#include "gui/scene_model.h"
+
+namespace {
+
+IterationInfo fourDevices() {
+  IterationInfo info;
+  for (int d = 0; d < 4; ++d) info.deviceLabels << QStringLiteral("GPU %1 (simulated on CPU)").arg(d);
+  info.chunks = {2, 2, 2};
+  return info;
+}
+
+dpv::TensorInfo tensor(const std::string& name, const std::string& role, int device, dpv::Shape shape) {
+  dpv::TensorInfo t;
+  t.name = name;
+  t.role = role;
+  t.device = device;
+  t.shape = shape;
+  t.bytes = 4 * static_cast<size_t>(dpv::Shape(shape).empty() ? 1 : shape[0]);
+  return t;
+}
+
+}  // namespace
+
+TEST(SceneModel, BeforeTheFirstStageNothingIsOnTheDevices) {
+  const SceneState s = sceneStateFor(fourDevices(), nullptr);
+  EXPECT_FALSE(s.started);
+  ASSERT_EQ(s.devices.size(), 4);
+  for (const auto& d : s.devices) {
+    EXPECT_TRUE(d.chips.isEmpty());
+    EXPECT_FALSE(d.idle) << "nothing is idle before the batch is split";
+  }
+  EXPECT_EQ(s.devices[1].title, QStringLiteral("GPU 1"));
+  EXPECT_EQ(s.devices[1].subtitle, QStringLiteral("simulated on CPU"));
+  EXPECT_TRUE(s.devices[0].subtitle.contains(QLatin1String("output device")));
+}
+
+TEST(SceneModel, ScatterGivesChunksAndLeavesTheDeviceWithoutOneIdle) {
+  dpv::StageEvent ev;
+  ev.stage.kind = dpv::StageKind::Scatter;
+  ev.chunk_sizes = {2, 2, 2};
+  for (int d = 0; d < 4; ++d) {
+    dpv::DeviceState ds;
+    ds.device = d;
+    ds.chunk_rows = d < 3 ? 2 : 0;
+    if (d < 3) ds.tensors.push_back(tensor("input chunk", "input", d, {2, 10}));
+    ev.devices.push_back(ds);
+  }
+  const SceneState s = sceneStateFor(fourDevices(), &ev);
+  for (int d = 0; d < 3; ++d) {
+    ASSERT_EQ(s.devices[d].chips.size(), 1) << d;
+    EXPECT_EQ(s.devices[d].chips[0].role, QStringLiteral("input"));
+    EXPECT_EQ(s.devices[d].chips[0].text, QStringLiteral("input chunk [2, 10]"));
+    EXPECT_FALSE(s.devices[d].idle);
+  }
+  EXPECT_TRUE(s.devices[3].idle);
+  EXPECT_TRUE(s.devices[3].chips.isEmpty());
+}
+
+TEST(SceneModel, ParametersAndBuffersShareOneChipAndGradsGetTheirOwn) {
+  dpv::StageEvent ev;
+  ev.stage.kind = dpv::StageKind::ReduceGrads;
+  dpv::DeviceState ds;
+  ds.device = 0;
+  ds.has_replica = true;
+  ds.chunk_rows = 3;
+  ds.tensors = {tensor("0.weight", "param", 0, {16, 2}), tensor("1.running_mean", "buffer", 0, {16}),
+                tensor("grad 0.weight", "grad", 0, {16, 2})};
+  ev.devices.push_back(ds);
+  IterationInfo info;
+  info.deviceLabels << QStringLiteral("GPU 0 (simulated on CPU)");
+  const SceneState s = sceneStateFor(info, &ev);
+  const auto& chips = s.devices[0].chips;
+  ASSERT_EQ(chips.size(), 3);  // input (made from chunk_rows), params, grads
+  EXPECT_EQ(chips[0].role, QStringLiteral("input"));
+  EXPECT_TRUE(chips[0].synthesized);
+  EXPECT_EQ(chips[1].role, QStringLiteral("param"));
+  EXPECT_EQ(chips[1].tensors.size(), 2);
+  EXPECT_EQ(chips[2].role, QStringLiteral("grad"));
+  EXPECT_TRUE(s.devices[0].note.contains(QLatin1String("summed")));
+}
