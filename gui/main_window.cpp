@@ -140,7 +140,9 @@ void MainWindow::addPage(const QString& id, const QString& title, const QString&
 QString MainWindow::currentPageId() const { return order_.value(stack_->currentIndex()); }
 
 void MainWindow::showPage(const QString& id) {
-  const int index = static_cast<int>(order_.indexOf(id));
+  // The seed's sample program is run from the Introduction page.
+  const QString page = id == QStringLiteral("sample") ? QStringLiteral("intro") : id;
+  const int index = static_cast<int>(order_.indexOf(page));
   if (index >= 0) nav_->setCurrentRow(index);
 }
 
