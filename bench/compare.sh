@@ -1,0 +1,44 @@
+#!/bin/sh
+# dpv against PyTorch on the same training steps, in the same run on the same machine.
+#   bench/compare.sh [path/to/dpv] [iters]
+# Runs `dpv bench` (cpu:1, cpu:2, cpu:4) and bench/pytorch_step.py (PyTorch on the CPU, one thread),
+# then prints one row per model: ms/step of each, the ratio (dpv faster by X), DataParallel's
+# speed-up on 2 and 4 simulated devices, and the engine's GEMM rate against OpenBLAS's own.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+dpv=${1:-$here/../build/release/cli/dpv}
+iters=${2:-30}
+[ -x "$dpv" ] || { echo "compare.sh: no dpv binary at $dpv (build it, or pass its path)" >&2; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+echo "== dpv bench ($dpv)"
+"$dpv" bench --devices cpu:1 cpu:2 cpu:4 --iters "$iters" --json "$work/dpv.json"
+echo
+echo "== PyTorch (/usr/bin/python3, torch.set_num_threads(1))"
+/usr/bin/python3 "$here/pytorch_step.py" --iters "$iters" --json "$work/torch.json"
+echo
+/usr/bin/python3 - "$work/dpv.json" "$work/torch.json" <<'PY'
+import json, sys
+dpv = json.load(open(sys.argv[1]))
+torch = {r["model"]: r for r in json.load(open(sys.argv[2]))["results"]}
+rows = {}
+for r in dpv["results"]:
+    rows.setdefault(r["model"], {})[r["device_count"]] = r
+print(f"{'model':10s} {'batch':>5s} {'dpv ms':>9s} {'torch ms':>9s} {'dpv faster':>10s} {'cpu:2 vs 1':>10s} {'cpu:4 vs 1':>10s}")
+for model, by_count in rows.items():
+    one = by_count.get(1)
+    t = torch.get(model)
+    if not one:
+        continue
+    ratio = f"{t['ms_per_step'] / one['ms_per_step']:.2f}x" if t else "-"
+    dp = [f"{one['ms_per_step'] / by_count[k]['ms_per_step']:.2f}x" if k in by_count else "-" for k in (2, 4)]
+    print(f"{model:10s} {one['batch']:5d} {one['ms_per_step']:9.3f} {t['ms_per_step'] if t else float('nan'):9.3f} "
+          f"{ratio:>10s} {dp[0]:>10s} {dp[1]:>10s}")
+g = dpv.get("gemm")
+if g:
+    print(f"\nmlp-large GEMMs (batch {g['batch']}, {g['flops_per_step'] / 1e9:.2f} GFLOP per step): OpenBLAS alone "
+          f"{g['openblas_gflops']:.1f} GFLOP/s, the engine's whole step {g['engine_gflops']:.1f} GFLOP/s "
+          f"= {100 * g['engine_to_openblas']:.0f}% of OpenBLAS")
+print(f"machine: {dpv['machine']['hardware_threads']} hardware threads, OpenBLAS {dpv['machine']['openblas']}")
+PY

@@ -1,0 +1,207 @@
+// `dpv bench`: throughput of DataParallel training steps, one device versus several, for the
+// preset models at their usual batch sizes; where the time goes (per-stage totals); and for the
+// large MLP the engine's achieved GEMM rate against OpenBLAS's own rate on the same GEMMs.
+// Benchmarks print figures; nothing here is a pass/fail check.
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/validators.h"
+#include "cli/format.h"
+#include "cli/gemm_reference.h"
+#include "cli/model_data.h"
+#include "cli/stage_totals.h"
+#include "engine/data_parallel.h"
+#include "engine/device.h"
+#include "engine/io/atomic_file.h"
+#include "engine/model.h"
+
+namespace dpv::cli {
+namespace {
+
+struct BenchOptions {
+  std::vector<std::string> devices;  // empty: cpu:1 cpu:2 cpu:4 (or the GPUs)
+  std::vector<std::string> models{"simple", "mnist-mlp", "mlp-large", "cnn"};
+  int iters = 30, warmup = 3, stage_iters = 5;  // iters: timed, in three rounds (the best one counts)
+  std::string json;
+  uint64_t seed = 0;
+};
+
+struct Measurement {
+  std::string model, devices;
+  int64_t batch = 0;
+  int device_count = 0;
+  std::vector<int64_t> chunks;
+  double seconds_per_step = 0;
+  StageTotals stages;  // over stage_iters iterations
+  int stage_iters = 0;
+  std::vector<GemmShape> gemm_shapes;  // with a GEMM reference: the step's GEMMs
+  GemmRate blas;                       // OpenBLAS alone on them, timed between the engine's rounds
+};
+
+std::vector<std::string> default_devices() {
+  if (cuda_available()) {
+    std::vector<std::string> d{"cuda:0"};
+    if (DeviceSet::create("cuda")->size() > 1) d.push_back("cuda");
+    return d;
+  }
+  return {"cpu:1", "cpu:2", "cpu:4"};
+}
+
+Measurement measure(const std::string& preset, const std::string& device_spec, const BenchOptions& o,
+                    bool gemm_reference) {
+  Measurement m;
+  m.model = preset;
+  m.devices = device_spec;
+  ModelSpec spec = preset_model(preset);
+  m.batch = default_batch(preset);
+  Dataset data = make_data_for_model(spec, m.batch, o.seed + 1);
+  auto devices = DeviceSet::create(device_spec);
+  m.device_count = devices->size();
+  Model model(spec);
+  TensorMap state = model.initial_state(o.seed);
+  Trainer trainer(devices, std::move(model), state, TrainOptions{0.01, 0.0, 0.0, false});
+  for (int i = 0; i < o.warmup; ++i) Iteration(trainer, data.inputs, data.targets).run_to_end();
+
+  std::unique_ptr<GemmReference> reference;
+  if (gemm_reference) {
+    m.gemm_shapes = mlp_step_gemms(spec, m.batch);
+    reference = std::make_unique<GemmReference>(m.gemm_shapes, spec.dtype == DType::Float64);
+    m.blas.flops_per_step = reference->flops_per_pass();
+    m.blas.seconds = 1e30;
+    reference->time_one_pass();  // warm-up
+  }
+  // Best of up to three rounds: on a shared machine noise only ever adds time (pytorch_step.py does the same).
+  // The OpenBLAS reference runs between the rounds, so both see the same load.
+  const int rounds = std::min(3, o.iters), per_round = std::max(1, o.iters / rounds);
+  m.seconds_per_step = 1e30;
+  for (int round = 0; round < rounds; ++round) {
+    if (reference) m.blas.seconds = std::min(m.blas.seconds, reference->time_one_pass());
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < per_round; ++i) {
+      Iteration it(trainer, data.inputs, data.targets);
+      it.run_to_end();
+      if (m.chunks.empty()) m.chunks = it.chunks();
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / per_round;
+    m.seconds_per_step = std::min(m.seconds_per_step, s);
+  }
+
+  // A separate pass with an observer, so its snapshots do not slow the timed loop.
+  m.stage_iters = o.stage_iters;
+  for (int i = 0; i < o.stage_iters; ++i) Iteration(trainer, data.inputs, data.targets, &m.stages).run_to_end();
+  return m;
+}
+
+nlohmann::json stages_json(const Measurement& m) {
+  nlohmann::json j = nlohmann::json::object();
+  for (int k = 0; k < kStageKinds; ++k) {
+    const double ms = 1e3 * m.stages.seconds[static_cast<size_t>(k)] / std::max(m.stage_iters, 1);
+    if (ms > 0) j[stage_kind_name(static_cast<StageKind>(k))] = ms;
+  }
+  return j;
+}
+
+// "forward 61% backward 30% reduce_grads 4% ..." in decreasing order.
+std::string stages_line(const Measurement& m) {
+  std::vector<std::pair<double, std::string>> parts;
+  const double total = m.stages.total();
+  for (int k = 0; k < kStageKinds; ++k) {
+    const double s = m.stages.seconds[static_cast<size_t>(k)];
+    if (s > 0) parts.emplace_back(s, stage_kind_name(static_cast<StageKind>(k)));
+  }
+  std::sort(parts.rbegin(), parts.rend());
+  std::string line;
+  for (const auto& [s, name] : parts) line += strf("%s %.0f%%  ", name.c_str(), total > 0 ? 100.0 * s / total : 0.0);
+  return line;
+}
+
+void run_bench(const BenchOptions& o) {
+  const std::vector<std::string> device_specs = o.devices.empty() ? default_devices() : o.devices;
+  nlohmann::json out;
+  out["machine"] = {{"hardware_threads", std::thread::hardware_concurrency()},
+                    {"openblas", openblas_get_config()},
+                    {"openblas_core", openblas_get_corename()}};
+  out["iters"] = o.iters;
+  out["results"] = nlohmann::json::array();
+
+  std::cout << strf("%-10s %5s %-8s %-14s %9s %9s %11s %8s\n", "model", "batch", "devices", "chunks", "ms/step",
+                    "steps/s", "samples/s", "vs 1 dev");
+  for (const std::string& preset : o.models) {
+    double one_device = 0;
+    for (const std::string& spec : device_specs) {
+      // The GEMM yardstick: the large MLP on one device, against OpenBLAS on the same shapes.
+      const bool gemm_reference = preset == "mlp-large" && !out.contains("gemm") && DeviceSet::create(spec)->size() == 1;
+      Measurement m = measure(preset, spec, o, gemm_reference);
+      if (m.device_count == 1 && one_device == 0) one_device = m.seconds_per_step;
+      const double speedup = one_device > 0 ? one_device / m.seconds_per_step : 0;
+      std::cout << strf("%-10s %5lld %-8s %-14s %9.3f %9.1f %11.0f %8s\n", preset.c_str(),
+                        static_cast<long long>(m.batch), spec.c_str(), list_str(m.chunks).c_str(),
+                        1e3 * m.seconds_per_step, 1.0 / m.seconds_per_step, m.batch / m.seconds_per_step,
+                        speedup > 0 ? strf("%.2fx", speedup).c_str() : "-");
+      std::cout << "           time per stage: " << stages_line(m) << "\n";
+      nlohmann::json r = {{"model", preset},
+                          {"batch", m.batch},
+                          {"devices", spec},
+                          {"device_count", m.device_count},
+                          {"chunks", m.chunks},
+                          {"ms_per_step", 1e3 * m.seconds_per_step},
+                          {"steps_per_s", 1.0 / m.seconds_per_step},
+                          {"samples_per_s", m.batch / m.seconds_per_step},
+                          {"stage_ms_per_step", stages_json(m)}};
+      if (speedup > 0) r["speedup_vs_one_device"] = speedup;
+      out["results"].push_back(r);
+
+      if (gemm_reference) {
+        const GemmRate& blas = m.blas;
+        const double engine_gflops = blas.flops_per_step / m.seconds_per_step / 1e9;
+        const double ratio = engine_gflops / blas.gflops();
+        std::cout << strf("           GEMM: %.2f GFLOP per step; OpenBLAS alone %.1f GFLOP/s (%.2f ms); "
+                          "engine step %.1f GFLOP/s = %.0f%% of OpenBLAS\n",
+                          blas.flops_per_step / 1e9, blas.gflops(), 1e3 * blas.seconds, engine_gflops, 100 * ratio);
+        const auto& shapes = m.gemm_shapes;
+        nlohmann::json shapes_json = nlohmann::json::array();
+        for (const auto& s : shapes) shapes_json.push_back({{"what", s.what}, {"M", s.M}, {"N", s.N}, {"K", s.K}});
+        out["gemm"] = {{"model", preset},
+                       {"devices", spec},
+                       {"batch", m.batch},
+                       {"shapes", shapes_json},
+                       {"flops_per_step", blas.flops_per_step},
+                       {"openblas_gflops", blas.gflops()},
+                       {"openblas_ms", 1e3 * blas.seconds},
+                       {"engine_gflops", engine_gflops},
+                       {"engine_to_openblas", ratio}};
+      }
+    }
+  }
+  if (!o.json.empty()) {
+    write_file_atomic(o.json, out.dump(1) + "\n");
+    std::cout << "JSON -> " << o.json << "\n";
+  }
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, Action& run) {
+  auto o = std::make_shared<BenchOptions>();
+  auto* sub = app.add_subcommand("bench", "Training-step throughput: one device versus DataParallel; JSON out");
+  sub->add_option("--devices", o->devices, "Device specs to compare (default: cpu:1 cpu:2 cpu:4, or the GPUs)");
+  sub->add_option("--models", o->models, "Presets: simple mnist-mlp mlp-large cnn")->capture_default_str();
+  sub->add_option("--iters", o->iters, "Timed iterations per model and device set")->capture_default_str()->check(at_least(1));
+  sub->add_option("--warmup", o->warmup, "Untimed iterations first")->capture_default_str()->check(at_least(0));
+  sub->add_option("--stage-iters", o->stage_iters, "Iterations observed for the per-stage times")->capture_default_str()->check(at_least(0));
+  sub->add_option("--json", o->json, "Write the figures as JSON");
+  sub->add_option("--seed", o->seed, "Seed for weights and data")->capture_default_str();
+  sub->callback([o, &run] { run = [o] { run_bench(*o); }; });
+}
+
+}  // namespace dpv::cli

@@ -1,0 +1,116 @@
+// `dpv step`: N DataParallel training iterations on one batch, everything written to safetensors
+// so scripts (and tests/fixtures/compare_with_pytorch.py) can compare it with PyTorch.
+//
+// Output tensors: output, loss (0-dim)          of the last iteration, before its step
+//                 grad/<param>                  reduced gradients on device 0, last iteration
+//                 state/<name>                  the whole state dict after the last step
+//                 stats/<i>/dev<d>/{mean,var}   per-device BatchNorm batch statistics (biased var)
+//                 stats/<i>/global/{mean,var}   with --sync-bn: the synchronised statistics
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/validators.h"
+#include "cli/format.h"
+#include "engine/data_parallel.h"
+#include "engine/device.h"
+#include "engine/error.h"
+#include "engine/io/safetensors.h"
+#include "engine/model.h"
+#include "engine/model_spec.h"
+
+namespace dpv::cli {
+namespace {
+
+struct StepOptions {
+  std::string model, state, batch, devices, out;
+  bool sync_bn = false;
+  double lr = 0.01, momentum = 0.0, weight_decay = 0.0;
+  int steps = 1;
+  uint64_t seed = 0;
+};
+
+// A state file may be a plain state dict ("0.weight") or the output of an earlier `dpv step`
+// ("state/0.weight"); the latter is read with its prefix removed so steps can be chained.
+TensorMap state_dict_from_file(const std::string& path) {
+  TensorMap file = load_safetensors(path);
+  const std::string prefix = "state/";
+  TensorMap stripped;
+  for (const auto& [name, t] : file.items()) {
+    if (name.rfind(prefix, 0) == 0) stripped.set(name.substr(prefix.size()), t);
+  }
+  return stripped.empty() ? file : stripped;
+}
+
+std::string stats_key(const BatchNormStats& s, const char* what) {
+  std::string where = s.device < 0 ? "global" : "dev" + std::to_string(s.device);
+  return "stats/" + std::to_string(s.layer) + "/" + where + "/" + what;
+}
+
+void run_step(const StepOptions& o) {
+  Model model(load_model_spec(o.model));
+  const DType dtype = model.dtype();
+
+  const std::string batch_what = "the batch file '" + o.batch + "'";
+  TensorMap batch = load_safetensors(o.batch);
+  Tensor input = batch.at("input", batch_what);
+  Tensor target = batch.at("target", batch_what);
+  check(target.dtype() == DType::Int64,
+        "expected scalar type Long but found " + std::string(dtype_torch_name(target.dtype())) +
+            " for 'target' in " + batch_what + " (cross_entropy takes int64 class indices)");
+
+  TensorMap state = o.state.empty() ? model.initial_state(o.seed) : state_dict_from_file(o.state);
+  auto devices = DeviceSet::create(o.devices);
+  TrainOptions options{o.lr, o.momentum, o.weight_decay, o.sync_bn};
+  Trainer trainer(devices, std::move(model), state, options);
+
+  std::unique_ptr<Iteration> last;
+  for (int s = 0; s < o.steps; ++s) {
+    last = std::make_unique<Iteration>(trainer, input, target);
+    last->run_to_end();
+  }
+
+  TensorMap out;
+  out.set("output", last->output().to(nullptr));
+  out.set("loss", Tensor::from_doubles({}, dtype, {last->loss()}));
+  for (const auto& [name, g] : trainer.grads().items()) out.set("grad/" + name, g.to(nullptr));
+  const TensorMap final_state = trainer.state_to_host();
+  for (const auto& [name, t] : final_state.items()) out.set("state/" + name, t);
+  for (const BatchNormStats& s : last->batchnorm_stats()) {
+    const Shape c{static_cast<int64_t>(s.mean.size())};
+    out.set(stats_key(s, "mean"), Tensor::from_doubles(c, dtype, s.mean));
+    out.set(stats_key(s, "var"), Tensor::from_doubles(c, dtype, s.var));
+  }
+  save_safetensors(o.out, out,
+                   {{"producer", "dpv step"},
+                    {"devices", o.devices},
+                    {"chunks", list_str(last->chunks())},
+                    {"steps", std::to_string(o.steps)},
+                    {"sync_bn", o.sync_bn ? "true" : "false"}});
+  std::cout << "dpv step: " << o.steps << " iteration" << (o.steps == 1 ? "" : "s") << " on " << o.devices
+            << ", chunks " << list_str(last->chunks()) << ", loss " << strf("%.6f", last->loss()) << " -> "
+            << o.out << "\n";
+}
+
+}  // namespace
+
+void add_step_command(CLI::App& app, Action& run) {
+  auto o = std::make_shared<StepOptions>();
+  auto* sub = app.add_subcommand("step", "N DataParallel training iterations on one batch; results to safetensors");
+  sub->add_option("--model", o->model, "Model spec (JSON)")->required();
+  sub->add_option("--state", o->state, "Initial state dict (safetensors); default: initialised from --seed");
+  sub->add_option("--batch", o->batch, "Batch (safetensors with 'input' and int64 'target')")->required();
+  sub->add_option("--devices", o->devices, "Device spec: cpu:K, cuda, cuda:0,1, cuda:0xK")->required();
+  sub->add_flag("--sync-bn", o->sync_bn, "BatchNorm layers use the statistics of the whole batch (DDP + SyncBatchNorm)");
+  sub->add_option("--lr", o->lr, "SGD learning rate")->capture_default_str()->check(at_least(0));
+  sub->add_option("--momentum", o->momentum, "SGD momentum")->capture_default_str()->check(at_least(0));
+  sub->add_option("--weight-decay", o->weight_decay, "SGD weight decay")->capture_default_str()->check(at_least(0));
+  sub->add_option("--steps", o->steps, "Iterations on the batch")->capture_default_str()->check(at_least(1));
+  sub->add_option("--seed", o->seed, "Seed for the initial weights when --state is not given")->capture_default_str();
+  sub->add_option("--out", o->out, "Output file (safetensors), written atomically")->required();
+  sub->callback([o, &run] { run = [o] { run_step(*o); }; });
+}
+
+}  // namespace dpv::cli

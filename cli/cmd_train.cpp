@@ -1,0 +1,146 @@
+// `dpv train`: DataParallel training with a progress line (loss, accuracy, samples/s) on the
+// built-in data sets (spiral, blobs, images) or MNIST IDX files; optional Chrome trace.
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/validators.h"
+#include "cli/format.h"
+#include "cli/model_data.h"
+#include "cli/progress.h"
+#include "engine/data_parallel.h"
+#include "engine/device.h"
+#include "engine/error.h"
+#include "engine/model.h"
+#include "engine/trace.h"
+
+namespace dpv::cli {
+namespace {
+
+struct TrainCliOptions {
+  std::string preset = "mlp-bn", model_file, devices = "cpu:1", data = "auto";
+  std::string trace, idx_images, idx_labels;
+  int64_t steps = 200, batch = 0, samples = 0;
+  int trace_steps = 5;
+  bool sync_bn = false;
+  double lr = 0.1, momentum = 0.0, weight_decay = 0.0;
+  uint64_t seed = 0;
+};
+
+// Fraction of rows of logits [B, K] whose argmax is the target.
+double batch_accuracy(const Tensor& logits, const Tensor& target) {
+  const std::vector<double> v = logits.to(nullptr).to_doubles();
+  const std::vector<int64_t> t = target.to_int64();
+  const int64_t rows = logits.dim(0), k = logits.dim(1);
+  int64_t right = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto begin = v.begin() + r * k;
+    if (std::max_element(begin, begin + k) - begin == t[static_cast<size_t>(r)]) ++right;
+  }
+  return rows ? static_cast<double>(right) / static_cast<double>(rows) : 0.0;
+}
+
+const char* batchnorm_mode(const ModelSpec& spec, bool sync_bn) {
+  const bool has_bn = std::any_of(spec.layers.begin(), spec.layers.end(),
+                                  [](const LayerSpec& l) { return l.type.rfind("batchnorm", 0) == 0; });
+  if (!has_bn) return "no BatchNorm";
+  return sync_bn ? "SyncBatchNorm (global statistics)" : "per-device BatchNorm";
+}
+
+void run_train(const TrainCliOptions& o) {
+  check(o.idx_images.empty() == o.idx_labels.empty(), "--idx-images and --idx-labels go together", "ValueError");
+  ModelSpec spec = o.model_file.empty() ? preset_model(o.preset) : load_model_spec(o.model_file);
+  const int64_t batch = o.batch > 0 ? o.batch : default_batch(o.preset);
+  Dataset data;
+  if (!o.idx_images.empty()) {
+    data = load_idx_for_model(spec, o.idx_images, o.idx_labels);
+  } else {
+    const bool images = input_shape_of(spec).image;
+    const int64_t n = o.samples > 0 ? o.samples : std::clamp<int64_t>(batch * (images ? 16 : 32), 1024, 8192);
+    data = make_data_for_model(spec, n, o.seed + 1, o.data);
+  }
+  const int64_t n = data.inputs.dim(0);
+  check(n >= batch, "the data set has " + std::to_string(n) + " samples, fewer than one batch of " +
+                        std::to_string(batch), "ValueError");
+
+  auto devices = DeviceSet::create(o.devices);
+  Model model(spec);
+  TensorMap state = model.initial_state(o.seed);
+  Trainer trainer(devices, std::move(model), state, TrainOptions{o.lr, o.momentum, o.weight_decay, o.sync_bn});
+
+  std::cout << "dpv train: " << (o.model_file.empty() ? o.preset : o.model_file) << " on " << data.name << " ("
+            << n << " samples, " << data.classes << " classes), batch " << batch << ", " << o.devices << " ("
+            << devices->size() << " device" << (devices->size() == 1 ? "" : "s") << ", chunks "
+            << list_str(chunk_sizes(batch, devices->size())) << "), "
+            << batchnorm_mode(spec, o.sync_bn) << ", lr " << o.lr << "\n";
+
+  TraceRecorder trace;
+  ProgressReporter progress(std::cout, o.steps, ProgressReporter::stdout_is_terminal());
+  ProgressSample sample;
+  constexpr int kWindow = 20;  // loss and accuracy are averaged over the last kWindow steps
+  std::vector<double> losses, accs;
+  const auto t0 = std::chrono::steady_clock::now();
+  int64_t begin = 0;
+  for (int64_t step = 0; step < o.steps; ++step) {
+    if (begin + batch > n) begin = 0;  // next epoch; the last partial batch is dropped
+    Dataset b = take_batch(data, begin, batch);
+    begin += batch;
+    const bool traced = !o.trace.empty() && step < o.trace_steps;
+    if (traced) trace.begin_iteration();
+    Iteration it(trainer, b.inputs, b.targets, traced ? &trace : nullptr);
+    it.run_to_end();
+    losses.push_back(it.loss());
+    accs.push_back(batch_accuracy(it.output(), b.targets));
+    if (losses.size() > kWindow) {
+      losses.erase(losses.begin());
+      accs.erase(accs.begin());
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    sample.step = step + 1;
+    sample.loss = 0;
+    sample.accuracy = 0;
+    for (size_t i = 0; i < losses.size(); ++i) {
+      sample.loss += losses[i] / static_cast<double>(losses.size());
+      sample.accuracy += accs[i] / static_cast<double>(accs.size());
+    }
+    sample.samples_per_s = seconds > 0 ? static_cast<double>(batch * (step + 1)) / seconds : 0;
+    progress.update(sample);
+  }
+  progress.finish(sample);
+  if (!o.trace.empty()) {
+    trace.save(o.trace);
+    std::cout << "trace: " << std::min<int64_t>(o.steps, o.trace_steps) << " iteration(s), " << trace.events().size()
+              << " stages -> " << o.trace << " (open in https://ui.perfetto.dev or chrome://tracing)\n";
+  }
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app, Action& run) {
+  auto o = std::make_shared<TrainCliOptions>();
+  auto* sub = app.add_subcommand("train", "DataParallel training with a progress bar, loss and accuracy");
+  std::string presets;
+  for (const auto& p : preset_names()) presets += (presets.empty() ? "" : ", ") + p;
+  auto* preset = sub->add_option("--preset", o->preset, "Model preset: " + presets)->capture_default_str();
+  sub->add_option("--model", o->model_file, "Model spec (JSON) instead of a preset")->excludes(preset);
+  sub->add_option("--devices", o->devices, "Device spec: cpu:K, cuda, cuda:0,1, cuda:0xK")->capture_default_str();
+  sub->add_option("--steps", o->steps, "Training iterations")->capture_default_str()->check(at_least(1));
+  sub->add_option("--batch", o->batch, "Batch size (default: the preset's)")->check(at_least(1));
+  sub->add_flag("--sync-bn", o->sync_bn, "BatchNorm layers use the statistics of the whole batch (DDP + SyncBatchNorm)");
+  sub->add_option("--lr", o->lr, "SGD learning rate")->capture_default_str()->check(at_least(0));
+  sub->add_option("--momentum", o->momentum, "SGD momentum")->capture_default_str()->check(at_least(0));
+  sub->add_option("--weight-decay", o->weight_decay, "SGD weight decay")->capture_default_str()->check(at_least(0));
+  sub->add_option("--seed", o->seed, "Seed for weights and data")->capture_default_str();
+  sub->add_option("--data", o->data, "Built-in data: auto, spiral, blobs")->capture_default_str();
+  sub->add_option("--samples", o->samples, "Size of the built-in data set (default: from the batch)")->check(at_least(1));
+  sub->add_option("--idx-images", o->idx_images, "MNIST IDX image file (e.g. train-images-idx3-ubyte)");
+  sub->add_option("--idx-labels", o->idx_labels, "MNIST IDX label file (e.g. train-labels-idx1-ubyte)");
+  sub->add_option("--trace", o->trace, "Write a Chrome trace (JSON) of the first --trace-steps iterations");
+  sub->add_option("--trace-steps", o->trace_steps, "Iterations recorded in the trace")->capture_default_str()->check(at_least(1));
+  sub->callback([o, &run] { run = [o] { run_train(*o); }; });
+}
+
+}  // namespace dpv::cli

@@ -1,0 +1,19 @@
+#pragma once
+// The subcommands of `dpv`. Each add_*_command registers its options on `app`; when the user picks
+// that subcommand, parsing stores the action in `run`, and main() runs it inside the one place that
+// turns dpv::Error into "dpv: error: ..." and exit status 1.
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace dpv::cli {
+
+using Action = std::function<void()>;
+
+void add_devices_command(CLI::App& app, Action& run);
+void add_sample_command(CLI::App& app, Action& run);
+void add_step_command(CLI::App& app, Action& run);
+void add_train_command(CLI::App& app, Action& run);
+void add_bench_command(CLI::App& app, Action& run);
+
+}  // namespace dpv::cli

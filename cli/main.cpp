@@ -1,0 +1,57 @@
+// dpv: the engine's command-line front end (devices, sample, step, train, bench).
+// Exit status: 0 on success, 1 on an engine error ("dpv: error: ValueError: ..." on one line of
+// stderr), 2 on a command-line parse error (CLI11's message). Output files are written atomically
+// and only after every computation succeeded, so a failure never leaves a partial file.
+#include <exception>
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "engine/error.h"
+
+namespace {
+
+// Error texts may carry a Python-style traceback over several lines; the CLI promises one line.
+std::string one_line(std::string text) {
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  return text;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"dpv: run, check and measure nn.DataParallel training with the dpviz engine"};
+  app.require_subcommand(1);
+  app.fallthrough(false);
+  dpv::cli::Action run;
+  dpv::cli::add_devices_command(app, run);
+  dpv::cli::add_sample_command(app, run);
+  dpv::cli::add_step_command(app, run);
+  dpv::cli::add_train_command(app, run);
+  dpv::cli::add_bench_command(app, run);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);  // prints help, or the parse error and a hint
+    return code == 0 ? 0 : 2;
+  }
+
+  try {
+    if (run) run();
+  } catch (const dpv::Error& e) {
+    std::cout.flush();
+    std::cerr << "dpv: error: " << one_line(e.full()) << std::endl;
+    return 1;
+  } catch (const std::exception& e) {
+    std::cout.flush();
+    std::cerr << "dpv: error: " << one_line(e.what()) << std::endl;
+    return 1;
+  }
+  return 0;
+}

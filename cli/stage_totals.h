@@ -1,0 +1,28 @@
+#pragma once
+// An observer that adds up the measured time of every DataParallel stage kind (scatter,
+// replicate, forward, ...), for "where the time goes" in `dpv bench`.
+#include <array>
+#include <cstdint>
+
+#include "engine/observer.h"
+
+namespace dpv::cli {
+
+constexpr int kStageKinds = static_cast<int>(StageKind::Step) + 1;
+
+class StageTotals : public Observer {
+ public:
+  void on_stage(const StageEvent& e) override {
+    seconds[static_cast<size_t>(e.stage.kind)] += e.t_end - e.t_start;
+    bytes[static_cast<size_t>(e.stage.kind)] += e.bytes_moved;
+  }
+  double total() const {
+    double t = 0;
+    for (double s : seconds) t += s;
+    return t;
+  }
+  std::array<double, kStageKinds> seconds{};
+  std::array<uint64_t, kStageKinds> bytes{};
+};
+
+}  // namespace dpv::cli
