@@ -72,6 +72,7 @@ Dataset load_idx_for_model(const ModelSpec& spec, const std::string& images, con
 }
 
 int64_t default_batch(const std::string& preset) {
+  if (preset == "gpu-mlp") return 4096;
   if (preset == "mlp-large") return 256;
   if (preset == "mnist-mlp" || preset == "mlp-bn") return 64;
   return 32;

@@ -212,7 +212,11 @@ ModelSpec parse_model_spec(const std::string& json_text, const std::string& sour
   try {
     root = Json::parse(json_text);
   } catch (const Json::parse_error& err) {
-    throw Error(source + ": not valid JSON (at byte " + std::to_string(err.byte) + "): " + err.what(), "ValueError");
+    // nlohmann quotes the last bytes it read; a binary file would put raw bytes on the terminal.
+    std::string why = err.what();
+    for (auto& ch : why)
+      if (!std::isprint(static_cast<unsigned char>(ch))) ch = '?';
+    throw Error(source + ": not valid JSON (at byte " + std::to_string(err.byte) + "): " + why, "ValueError");
   } catch (const Json::exception& err) {  // e.g. a number too large for a double
     throw Error(source + ": not valid JSON: " + err.what(), "ValueError");
   }

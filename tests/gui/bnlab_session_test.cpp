@@ -1,0 +1,127 @@
+// The BatchNorm lab's training core without threads: batches, pooled statistics, the callout text.
+#include <algorithm>
+#include <cmath>
+#include <gtest/gtest.h>
+#include <set>
+
+#include "engine/data_parallel.h"
+#include "engine/error.h"
+#include "gui/bnlab_callout.h"
+#include "gui/bnlab_session.h"
+
+namespace {
+
+BnLabConfig labConfig(int64_t batch, bool sorted) {
+  BnLabConfig c;
+  c.devices = "cpu:4";
+  c.batchSize = batch;
+  c.classSorted = sorted;
+  c.seed = 3;
+  return c;
+}
+
+}  // namespace
+
+TEST(BnLabBatch, ReproducibleDistinctRowsAndSortedByClassWhenAsked) {
+  const BnLabConfig sorted = labConfig(48, true);
+  const dpv::Dataset data = bnlab_dataset(sorted);
+  const dpv::Dataset a = bnlab_batch(data, sorted, 5);
+  const dpv::Dataset b = bnlab_batch(data, sorted, 5);
+  const dpv::Dataset c = bnlab_batch(data, sorted, 6);
+  ASSERT_EQ(a.inputs.dim(0), 48);
+  EXPECT_EQ(a.inputs.to_doubles(), b.inputs.to_doubles()) << "the same step must give the same batch";
+  EXPECT_NE(a.inputs.to_doubles(), c.inputs.to_doubles()) << "another step must give another batch";
+  const auto labels = a.targets.to_int64();
+  EXPECT_TRUE(std::is_sorted(labels.begin(), labels.end()));
+  EXPECT_NE(labels.front(), labels.back()) << "a 48-row batch of a two-class spiral should hold both classes";
+
+  const auto xs = a.inputs.to_doubles();  // [48, 2]
+  std::set<std::pair<double, double>> rows;
+  for (size_t r = 0; r < 48; ++r) rows.insert({xs[2 * r], xs[2 * r + 1]});
+  EXPECT_EQ(rows.size(), 48u) << "rows are drawn without replacement";
+
+  const BnLabConfig shuffled = labConfig(48, false);
+  const auto mixed = bnlab_batch(data, shuffled, 5).targets.to_int64();
+  EXPECT_FALSE(std::is_sorted(mixed.begin(), mixed.end()));
+  EXPECT_THROW(bnlab_batch(data, labConfig(100000, true), 0), dpv::Error);
+}
+
+TEST(BnLabPool, PooledStatisticsEqualThoseOfTheConcatenation) {
+  // Two channels, chunks of 3, 1 and 2 values per channel.
+  const std::vector<std::vector<std::vector<double>>> chunks = {
+      {{1, 2, 4}, {0, 0, 3}}, {{10}, {-1}}, {{-2, 5}, {2, 2}}};
+  std::vector<dpv::BatchNormStats> stats;
+  std::vector<std::vector<double>> all(2);
+  for (size_t d = 0; d < chunks.size(); ++d) {
+    dpv::BatchNormStats s;
+    s.layer = 1;
+    s.device = static_cast<int>(d);
+    s.count = static_cast<double>(chunks[d][0].size());
+    for (const auto& values : chunks[d]) {
+      double mean = 0, var = 0;
+      for (double v : values) mean += v / static_cast<double>(values.size());
+      for (double v : values) var += (v - mean) * (v - mean) / static_cast<double>(values.size());
+      s.mean.push_back(mean);
+      s.var.push_back(var);
+    }
+    for (int c = 0; c < 2; ++c) all[static_cast<size_t>(c)].insert(all[c].end(), chunks[d][c].begin(), chunks[d][c].end());
+    stats.push_back(s);
+  }
+  const dpv::BatchNormStats pooled = bnlab_pool_stats(stats);
+  EXPECT_EQ(pooled.device, -1);
+  EXPECT_EQ(pooled.count, 6);
+  for (int c = 0; c < 2; ++c) {
+    const auto& values = all[static_cast<size_t>(c)];
+    double mean = 0, var = 0;
+    for (double v : values) mean += v / 6;
+    for (double v : values) var += (v - mean) * (v - mean) / 6;
+    EXPECT_NEAR(pooled.mean[static_cast<size_t>(c)], mean, 1e-12);
+    EXPECT_NEAR(pooled.var[static_cast<size_t>(c)], var, 1e-12);
+  }
+}
+
+TEST(BnLabSession, StepsAllThreeModelsAndProbesOneSampleChunks) {
+  BnLabSession good(labConfig(32, true));
+  EXPECT_EQ(good.deviceCount(), 4);
+  EXPECT_EQ(good.batchnormLayers().size(), 2u);
+  EXPECT_TRUE(good.probeFirstStep().second.empty());
+  const BnLabStep step = good.step();
+  EXPECT_EQ(step.step, 1);
+  EXPECT_EQ(step.chunks, (std::vector<int64_t>{8, 8, 8, 8}));
+  for (const auto& m : step.models) {
+    EXPECT_TRUE(std::isfinite(m.loss));
+    ASSERT_EQ(m.layers.size(), 2u);
+  }
+  EXPECT_EQ(step.models[BnLabPerDevice].layers[0].chunks.size(), 4u);
+  EXPECT_EQ(step.models[BnLabReference].layers[0].chunks.size(), 1u);
+  EXPECT_TRUE(std::isnan(step.models[BnLabReference].paramDistance));
+
+  BnLabSession bad(labConfig(10, true));  // chunks 3, 3, 3, 1
+  const auto [model, error] = bad.probeFirstStep();
+  EXPECT_EQ(model, "per-device BatchNorm");
+  EXPECT_NE(error.find("Expected more than 1 value per channel when training"), std::string::npos) << error;
+  EXPECT_EQ(bad.stepsTaken(), 0) << "the probe must not train the real models";
+  EXPECT_THROW(bad.step(), dpv::Error);
+  EXPECT_TRUE(bad.failed());
+  EXPECT_EQ(bad.failure(), error);
+}
+
+TEST(BnLabCallout, NamesOneSampleChunksAndIdleDevices) {
+  BnLabCalloutInput in;
+  in.devices = 4;
+  in.batchSize = 32;
+  EXPECT_TRUE(bnlab_callout_paragraphs(in).isEmpty());
+  in.batchSize = 10;
+  const QString oneSample = bnlab_callout_paragraphs(in).join(' ');
+  EXPECT_TRUE(oneSample.contains("3, 3, 3, 1")) << oneSample.toStdString();
+  EXPECT_TRUE(oneSample.contains("GPU 3")) << oneSample.toStdString();
+  in.batchSize = 5;  // 2, 2, 1: one idle device and a one-sample chunk
+  const QStringList both = bnlab_callout_paragraphs(in);
+  ASSERT_EQ(both.size(), 2);
+  EXPECT_TRUE(both[0].contains("GPU 3 gets no rows")) << both[0].toStdString();
+  EXPECT_TRUE(both[1].contains("GPU 2 gets a single sample")) << both[1].toStdString();
+  in.failure = "ValueError: <engine> & text";
+  in.failureModel = "per-device BatchNorm";
+  const QString html = bnlab_callout_html(in);
+  EXPECT_TRUE(html.contains("&lt;engine&gt; &amp; text")) << "engine text is quoted verbatim, escaped";
+}
