@@ -7,6 +7,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
 
 #include "engine/backend.h"
 #include "engine/device.h"
@@ -40,12 +43,33 @@ class CpuBackend final : public Backend {
  public:
   CpuBackend() { openblas_single_thread(); }
 
+  ~CpuBackend() override {
+    for (auto& [bytes, blocks] : cache_)
+      for (void* p : blocks) std::free(p);
+  }
+
+  // A caching allocator, as PyTorch's device allocators are: blocks freed by one iteration are
+  // reused by the next instead of going back to the system (large blocks would otherwise be
+  // unmapped and page-faulted in again every step). Memory counters still see live tensors only.
   void* allocate(size_t bytes) override {
-    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    const size_t rounded = (bytes + 63) / 64 * 64;
+    {
+      std::lock_guard lock(cache_mutex_);
+      auto it = cache_.find(rounded);
+      if (it != cache_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(64, rounded);
     if (!p) throw Error("out of memory on a simulated device allocating " + std::to_string(bytes) + " bytes");
     return p;
   }
-  void release(void* ptr, size_t) override { std::free(ptr); }
+  void release(void* ptr, size_t bytes) override {
+    std::lock_guard lock(cache_mutex_);
+    cache_[(bytes + 63) / 64 * 64].push_back(ptr);
+  }
   void copy(void* dst, const Device*, const void* src, const Device*, size_t bytes) override {
     std::memcpy(dst, src, bytes);
   }
@@ -207,6 +231,23 @@ class CpuBackend final : public Backend {
       using T = std::remove_pointer_t<decltype(tag)>;
       const T* px = x.data<T>();
       const double n = static_cast<double>(R * S);
+      if (S == 1) {
+        // [R, C]: walk rows in memory order with one accumulator per channel (still two passes in double).
+        std::vector<double> sum(static_cast<size_t>(C), 0.0), sq(static_cast<size_t>(C), 0.0);
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t c = 0; c < C; ++c) sum[static_cast<size_t>(c)] += px[r * C + c];
+        for (auto& v : sum) v = n > 0 ? v / n : 0.0;
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t c = 0; c < C; ++c) {
+            const double d = px[r * C + c] - sum[static_cast<size_t>(c)];
+            sq[static_cast<size_t>(c)] += d * d;
+          }
+        for (int64_t c = 0; c < C; ++c) {
+          mean.data<T>()[c] = static_cast<T>(sum[static_cast<size_t>(c)]);
+          var_b.data<T>()[c] = static_cast<T>(n > 0 ? sq[static_cast<size_t>(c)] / n : 0.0);
+        }
+        return;
+      }
       for (int64_t c = 0; c < C; ++c) {
         double sum = 0;
         for (int64_t r = 0; r < R; ++r)
@@ -230,14 +271,25 @@ class CpuBackend final : public Backend {
       using T = std::remove_pointer_t<decltype(tag)>;
       const T* px = x.data<T>();
       T* py = y.data<T>();
+      // PyTorch CPU folds the affine transform: y = x * alpha + shift, alpha = invstd * gamma.
+      std::vector<T> alpha(static_cast<size_t>(C)), shift(static_cast<size_t>(C));
       for (int64_t c = 0; c < C; ++c) {
-        // PyTorch CPU folds the affine transform: y = x * alpha + beta', alpha = invstd * gamma.
-        const T alpha = invstd.data<T>()[c] * gamma.data<T>()[c];
-        const T shift = beta.data<T>()[c] - mean.data<T>()[c] * alpha;
+        alpha[static_cast<size_t>(c)] = invstd.data<T>()[c] * gamma.data<T>()[c];
+        shift[static_cast<size_t>(c)] = beta.data<T>()[c] - mean.data<T>()[c] * alpha[static_cast<size_t>(c)];
+      }
+      if (S == 1) {
+        const T* a = alpha.data();
+        const T* b = shift.data();
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t c = 0; c < C; ++c) py[r * C + c] = px[r * C + c] * a[c] + b[c];
+        return;
+      }
+      for (int64_t c = 0; c < C; ++c) {
+        const T alpha_c = alpha[static_cast<size_t>(c)], shift_c = shift[static_cast<size_t>(c)];
         for (int64_t r = 0; r < R; ++r) {
           const T* in = px + (r * C + c) * S;
           T* out = py + (r * C + c) * S;
-          for (int64_t s = 0; s < S; ++s) out[s] = in[s] * alpha + shift;
+          for (int64_t s = 0; s < S; ++s) out[s] = in[s] * alpha_c + shift_c;
         }
       }
     });
@@ -249,6 +301,21 @@ class CpuBackend final : public Backend {
       using T = std::remove_pointer_t<decltype(tag)>;
       const T* px = x.data<T>();
       const T* pdy = dy.data<T>();
+      if (S == 1) {
+        std::vector<double> sdy(static_cast<size_t>(C), 0.0), sdxm(static_cast<size_t>(C), 0.0), m(static_cast<size_t>(C));
+        for (int64_t c = 0; c < C; ++c) m[static_cast<size_t>(c)] = mean.data<T>()[c];
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t c = 0; c < C; ++c) {
+            const double g = pdy[r * C + c];
+            sdy[static_cast<size_t>(c)] += g;
+            sdxm[static_cast<size_t>(c)] += g * (px[r * C + c] - m[static_cast<size_t>(c)]);
+          }
+        for (int64_t c = 0; c < C; ++c) {
+          sum_dy.data<T>()[c] = static_cast<T>(sdy[static_cast<size_t>(c)]);
+          sum_dy_xmu.data<T>()[c] = static_cast<T>(sdxm[static_cast<size_t>(c)]);
+        }
+        return;
+      }
       for (int64_t c = 0; c < C; ++c) {
         const double m = mean.data<T>()[c];
         double sdy = 0, sdxm = 0;
@@ -272,11 +339,26 @@ class CpuBackend final : public Backend {
       const T* px = x.data<T>();
       const T* pdy = dy.data<T>();
       T* pdx = dx.data<T>();
+      std::vector<T> mv(static_cast<size_t>(C)), mdy(static_cast<size_t>(C)), pr(static_cast<size_t>(C)), sc(static_cast<size_t>(C));
       for (int64_t c = 0; c < C; ++c) {
-        const T m = mean.data<T>()[c], is = invstd.data<T>()[c], w = gamma.data<T>()[c];
-        const T mean_dy = static_cast<T>(sum_dy.data<T>()[c] / count);
-        const T proj = static_cast<T>(sum_dy_xmu.data<T>()[c] / count) * is * is;
-        const T scale = is * w;
+        const T is = invstd.data<T>()[c];
+        mv[static_cast<size_t>(c)] = mean.data<T>()[c];
+        mdy[static_cast<size_t>(c)] = static_cast<T>(sum_dy.data<T>()[c] / count);
+        pr[static_cast<size_t>(c)] = static_cast<T>(sum_dy_xmu.data<T>()[c] / count) * is * is;
+        sc[static_cast<size_t>(c)] = is * gamma.data<T>()[c];
+      }
+      if (S == 1) {
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t c = 0; c < C; ++c) {
+            const int64_t i = r * C + c;
+            pdx[i] = (pdy[i] - mdy[static_cast<size_t>(c)] - (px[i] - mv[static_cast<size_t>(c)]) * pr[static_cast<size_t>(c)]) *
+                     sc[static_cast<size_t>(c)];
+          }
+        return;
+      }
+      for (int64_t c = 0; c < C; ++c) {
+        const T m = mv[static_cast<size_t>(c)], mean_dy = mdy[static_cast<size_t>(c)], proj = pr[static_cast<size_t>(c)],
+                scale = sc[static_cast<size_t>(c)];
         for (int64_t r = 0; r < R; ++r)
           for (int64_t s = 0; s < S; ++s) {
             const int64_t i = (r * C + c) * S + s;
@@ -387,6 +469,10 @@ class CpuBackend final : public Backend {
       }
     });
   }
+
+ private:
+  std::mutex cache_mutex_;
+  std::unordered_map<size_t, std::vector<void*>> cache_;
 };
 
 }  // namespace
