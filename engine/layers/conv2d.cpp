@@ -57,37 +57,39 @@ Tensor Conv2d::forward(LayerRun& run, const Tensor& x) {
   const Shape os = output_shape(x.shape());
   const Backend::ConvGeometry g{x.dim(0), cin_, x.dim(2), x.dim(3), k_, k_, stride_, pad_, os[2], os[3]};
   const int64_t rows = cin_ * k_ * k_, L = g.OH * g.OW;
-  Tensor col = Tensor::empty({g.N, rows, L}, x.dtype(), run.replica.device);  // [N, C*k*k, OH*OW]
+  // One GEMM for the whole batch: columns laid out [C*k*k, N*L] so the product is wide enough for BLAS.
+  Tensor col = Tensor::empty({g.N, rows, L}, x.dtype(), run.replica.device);  // [N, C*k*k, L]
   run.backend.im2col(x, col, g);
+  Tensor col_t = Tensor::empty({rows, g.N, L}, x.dtype(), run.replica.device);  // [C*k*k, N, L]
+  run.backend.permute_nos(col, col_t, g.N, rows, L);
+  Tensor y_t = Tensor::empty({cout_, g.N, L}, x.dtype(), run.replica.device);  // [O, N, L]
+  run.backend.gemm(false, false, cout_, g.N * L, rows, 1.0, w, col_t, 0.0, y_t);
   Tensor y = Tensor::empty(os, x.dtype(), run.replica.device);  // [N, O, OH, OW]
-  for (int64_t n = 0; n < g.N; ++n) {
-    Tensor yn = y.slice0(n, n + 1);
-    run.backend.gemm(false, false, cout_, L, rows, 1.0, w, col.slice0(n, n + 1), 0.0, yn);
-  }
+  run.backend.permute_nos(y_t, y, cout_, g.N, L);
   if (bias_) run.backend.add_channel_bias(y, run.param("bias"), g.N, cout_, L);
   run.cache.input = x;
-  run.cache.aux = col;
+  run.cache.aux = col_t;
   return y;
 }
 
 Tensor Conv2d::backward(LayerRun& run, const Tensor& dy) {
   const Tensor& x = run.cache.input;
-  const Tensor& col = run.cache.aux;
+  const Tensor& col_t = run.cache.aux;  // [C*k*k, N, L]
   const Shape os = dy.shape();
   const Backend::ConvGeometry g{x.dim(0), cin_, x.dim(2), x.dim(3), k_, k_, stride_, pad_, os[2], os[3]};
   const int64_t rows = cin_ * k_ * k_, L = g.OH * g.OW;
   Tensor& w = run.param("weight");
-  Tensor& dw = run.grad("weight");  // [O, C*k*k] viewed
-  Tensor dcol = run.need_input_grad ? Tensor::empty({g.N, rows, L}, x.dtype(), run.replica.device) : Tensor();
-  for (int64_t n = 0; n < g.N; ++n) {
-    const Tensor dyn = dy.slice0(n, n + 1);  // [O, L]
-    run.backend.gemm(false, true, cout_, rows, L, 1.0, dyn, col.slice0(n, n + 1), 1.0, dw);
-    if (!run.need_input_grad) continue;
-    Tensor dcn = dcol.slice0(n, n + 1);
-    run.backend.gemm(true, false, rows, L, cout_, 1.0, w, dyn, 0.0, dcn);
-  }
+  Tensor dy_t = Tensor::empty({cout_, g.N, L}, dy.dtype(), run.replica.device);  // [O, N, L]
+  run.backend.permute_nos(dy, dy_t, g.N, cout_, L);
+  // dW[O, C*k*k] += dy_t[O, N*L] @ col_t[C*k*k, N*L]^T
+  run.backend.gemm(false, true, cout_, rows, g.N * L, 1.0, dy_t, col_t, 1.0, run.grad("weight"));
   if (bias_) run.backend.sum_channels(dy, run.grad("bias"), g.N, cout_, L, true);
   if (!run.need_input_grad) return {};
+  // dcol_t[C*k*k, N*L] = W^T @ dy_t, then back to [N, C*k*k, L] and scattered into the image.
+  Tensor dcol_t = Tensor::empty({rows, g.N, L}, dy.dtype(), run.replica.device);
+  run.backend.gemm(true, false, rows, g.N * L, cout_, 1.0, w, dy_t, 0.0, dcol_t);
+  Tensor dcol = Tensor::empty({g.N, rows, L}, dy.dtype(), run.replica.device);
+  run.backend.permute_nos(dcol_t, dcol, rows, g.N, L);
   Tensor dx = Tensor::empty(x.shape(), x.dtype(), run.replica.device);
   run.backend.col2im(dcol, dx, g);
   return dx;

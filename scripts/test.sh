@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The README's second command: install what is missing, build, and run the whole test suite:
+# every GoogleTest suite through ctest (GUI tests offscreen, GPU tests skip without a GPU, the
+# PyTorch comparison where python3-torch is installed), then the engine tests under ASan+UBSan
+# and the collectives and DataParallel tests under TSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export QT_QPA_PLATFORM=offscreen
+jobs="${DPV_JOBS:-$(nproc)}"
+bash scripts/install_deps.sh
+bash scripts/build.sh
+
+echo "== ctest (release)"
+ctest --preset release -j "$jobs"
+
+echo "== engine tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+cmake --preset asan >/dev/null
+cmake --build --preset asan -j "$jobs" --target dpv_engine_tests
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  build/asan/tests/dpv_engine_tests --gtest_brief=1
+
+echo "== collectives and DataParallel under ThreadSanitizer"
+cmake --preset tsan >/dev/null
+cmake --build --preset tsan -j "$jobs" --target dpv_engine_tests
+TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/dpv_engine_tests --gtest_brief=1 \
+  --gtest_filter='HostCollectives*:DataParallel*:SyncBatchNorm*'
+
+echo "dpviz: all test stages passed"
