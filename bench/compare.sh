@@ -15,8 +15,10 @@ trap 'rm -rf "$work"' EXIT
 echo "== dpv bench ($dpv)"
 "$dpv" bench --devices cpu:1 cpu:2 cpu:4 --iters "$iters" --json "$work/dpv.json"
 echo
-echo "== PyTorch (/usr/bin/python3, torch.set_num_threads(1))"
-/usr/bin/python3 "$here/pytorch_step.py" --iters "$iters" --json "$work/torch.json"
+echo "== PyTorch (/usr/bin/python3, torch.set_num_threads(1), one OpenBLAS thread)"
+# Debian's torch calls the system OpenBLAS (pthreads build), which keeps its own thread pool:
+# torch.set_num_threads does not reach it, so pin it here as dpv pins it per device.
+OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 /usr/bin/python3 "$here/pytorch_step.py" --iters "$iters" --json "$work/torch.json"
 echo
 /usr/bin/python3 - "$work/dpv.json" "$work/torch.json" <<'PY'
 import json, sys

@@ -171,6 +171,15 @@ std::shared_ptr<DeviceSet> DeviceSet::create(const std::string& text) {
 std::vector<std::exception_ptr> DeviceSet::run_parallel_collect(int count, const std::function<void(int)>& fn) const {
   check(count <= size(), "run_parallel: " + std::to_string(count) + " jobs for " + std::to_string(size()) + " devices");
   std::vector<std::exception_ptr> errors(static_cast<size_t>(count));
+  if (count == 1) {
+    // As parallel_apply runs a single replica inline in the calling thread: no thread hop.
+    try {
+      fn(0);
+    } catch (...) {
+      errors[0] = std::current_exception();
+    }
+    return errors;
+  }
   std::vector<std::promise<void>> done(static_cast<size_t>(count));
   for (int i = 0; i < count; ++i) {
     devices_[static_cast<size_t>(i)]->worker().submit([&, i] {

@@ -94,7 +94,8 @@ class DeviceSet {
   Device& operator[](int i) const { return *devices_.at(static_cast<size_t>(i)); }
   std::shared_ptr<Device> shared(int i) const { return devices_.at(static_cast<size_t>(i)); }
   const DeviceSpec& spec() const { return spec_; }
-  // Runs fn(i) for i in [0, count) on device i's worker thread and waits for all of them.
+  // Runs fn(i) for i in [0, count) on device i's worker thread and waits for all of them; a single
+  // job runs inline in the calling thread, as parallel_apply runs a single replica.
   // If some fail, rethrows the lowest index's exception (as parallel_apply re-raises the
   // lowest failing replica), after every job has finished.
   void run_parallel(int count, const std::function<void(int)>& fn) const;

@@ -16,6 +16,16 @@ Tensor& LayerRun::grad(const std::string& n) {
   return replica.grads.at(full);
 }
 
+Tensor& LayerRun::grad(const std::string& n, bool& fresh) {
+  const std::string full = prefix + n;
+  fresh = false;
+  if (Tensor* g = replica.grads.find(full)) return *g;
+  const Tensor& p = param(n);
+  replica.grads.set(full, Tensor::empty(p.shape(), p.dtype(), replica.device));
+  fresh = true;
+  return replica.grads.at(full);
+}
+
 void Layer::initialise(TensorMap&, const std::string&, Rng&) const {}
 
 std::unique_ptr<Layer> make_layer(const LayerSpec& spec) {

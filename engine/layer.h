@@ -51,8 +51,11 @@ struct LayerRun {
   bool need_input_grad = true;  // false for the first layer: the batch needs no gradient
   Tensor& param(const std::string& n) { return replica.params.at(prefix + n, "the replica's parameters"); }
   Tensor& buffer(const std::string& n) { return replica.buffers.at(prefix + n, "the replica's buffers"); }
-  // The gradient slot for a parameter, allocated (zeroed) on first use.
+  // The gradient slot for a parameter, allocated zeroed on first use.
   Tensor& grad(const std::string& n);
+  // Same, but a slot allocated now is left uninitialised and `fresh` says so: the caller then
+  // overwrites it (beta = 0) instead of accumulating, saving a pass over the weights.
+  Tensor& grad(const std::string& n, bool& fresh);
 };
 
 class Layer {

@@ -458,14 +458,22 @@ class CpuBackend final : public Backend {
       const T* g = grad.data<T>();
       T* buf = momentum != 0 ? momentum_buf.data<T>() : nullptr;
       const T wd = static_cast<T>(weight_decay), mom = static_cast<T>(momentum), step = static_cast<T>(lr);
-      for (int64_t i = 0, n = param.numel(); i < n; ++i) {
-        T d = g[i];
-        if (weight_decay != 0) d += wd * p[i];
-        if (buf) {
-          buf[i] = first_step ? d : mom * buf[i] + d;
-          d = buf[i];
+      const int64_t n = param.numel();
+      // Separate loops per case so each one vectorises.
+      if (!buf && weight_decay == 0) {
+        for (int64_t i = 0; i < n; ++i) p[i] -= step * g[i];
+      } else if (!buf) {
+        for (int64_t i = 0; i < n; ++i) p[i] -= step * (g[i] + wd * p[i]);
+      } else if (first_step) {
+        for (int64_t i = 0; i < n; ++i) {
+          buf[i] = g[i] + wd * p[i];
+          p[i] -= step * buf[i];
         }
-        p[i] -= step * d;
+      } else {
+        for (int64_t i = 0; i < n; ++i) {
+          buf[i] = mom * buf[i] + (g[i] + wd * p[i]);
+          p[i] -= step * buf[i];
+        }
       }
     });
   }

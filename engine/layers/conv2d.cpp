@@ -82,8 +82,13 @@ Tensor Conv2d::backward(LayerRun& run, const Tensor& dy) {
   Tensor dy_t = Tensor::empty({cout_, g.N, L}, dy.dtype(), run.replica.device);  // [O, N, L]
   run.backend.permute_nos(dy, dy_t, g.N, cout_, L);
   // dW[O, C*k*k] += dy_t[O, N*L] @ col_t[C*k*k, N*L]^T
-  run.backend.gemm(false, true, cout_, rows, g.N * L, 1.0, dy_t, col_t, 1.0, run.grad("weight"));
-  if (bias_) run.backend.sum_channels(dy, run.grad("bias"), g.N, cout_, L, true);
+  bool fresh = false;
+  Tensor& dw = run.grad("weight", fresh);
+  run.backend.gemm(false, true, cout_, rows, g.N * L, 1.0, dy_t, col_t, fresh ? 0.0 : 1.0, dw);
+  if (bias_) {
+    Tensor& db = run.grad("bias", fresh);
+    run.backend.sum_channels(dy, db, g.N, cout_, L, !fresh);
+  }
   if (!run.need_input_grad) return {};
   // dcol_t[C*k*k, N*L] = W^T @ dy_t, then back to [N, C*k*k, L] and scattered into the image.
   Tensor dcol_t = Tensor::empty({rows, g.N, L}, dy.dtype(), run.replica.device);

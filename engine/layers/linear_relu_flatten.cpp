@@ -74,8 +74,13 @@ Tensor Linear::backward(LayerRun& run, const Tensor& dy) {
   const int64_t N = x.dim(0);
   Tensor& w = run.param("weight");
   // dW[out, in] += dy^T @ x; db[out] += sum over rows of dy; dx[N, in] = dy @ W
-  run.backend.gemm(true, false, out_, in_, N, 1.0, dy, x, 1.0, run.grad("weight"));
-  if (bias_) run.backend.sum_channels(dy, run.grad("bias"), N, out_, 1, true);
+  bool fresh = false;
+  Tensor& dw = run.grad("weight", fresh);
+  run.backend.gemm(true, false, out_, in_, N, 1.0, dy, x, fresh ? 0.0 : 1.0, dw);
+  if (bias_) {
+    Tensor& db = run.grad("bias", fresh);
+    run.backend.sum_channels(dy, db, N, out_, 1, !fresh);
+  }
   if (!run.need_input_grad) return {};
   Tensor dx = Tensor::empty(x.shape(), x.dtype(), run.replica.device);
   run.backend.gemm(false, false, N, in_, out_, 1.0, dy, w, 0.0, dx);
