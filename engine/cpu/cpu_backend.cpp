@@ -12,23 +12,13 @@
 #include <vector>
 
 #include "engine/backend.h"
+#include "engine/dtype_dispatch.h"
 #include "engine/device.h"
 #include "engine/error.h"
 
 namespace dpv {
 
 namespace {
-
-// Calls f with a typed zero pointer for the tensor's floating dtype.
-template <typename F>
-void dispatch_float(DType dtype, const char* op, F&& f) {
-  if (dtype == DType::Float32)
-    f(static_cast<float*>(nullptr));
-  else if (dtype == DType::Float64)
-    f(static_cast<double*>(nullptr));
-  else
-    throw Error(std::string(op) + " expects a floating tensor, got int64", "RuntimeError");
-}
 
 void openblas_single_thread() {
   // Each simulated device is one worker thread; OpenBLAS must not spawn its own threads inside it.

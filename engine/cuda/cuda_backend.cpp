@@ -1,6 +1,7 @@
 // The CUDA backend: memory (stream-ordered cudaMallocAsync), copies, the event clock, cuBLAS
 // matrix products and the element-wise and convolution kernels. Batch norm, the loss and the
 // optimizer are in cuda_backend_norm.cpp.
+#include "engine/dtype_dispatch.h"
 #include "engine/cuda/cuda_backend.h"
 
 #include <chrono>
@@ -196,16 +197,6 @@ double CudaBackend::now() {
 // --- dense algebra
 
 namespace {
-
-template <typename F>
-void dispatch_float(DType dtype, const char* op, F&& f) {
-  if (dtype == DType::Float32)
-    f(static_cast<float*>(nullptr));
-  else if (dtype == DType::Float64)
-    f(static_cast<double*>(nullptr));
-  else
-    throw Error(std::string(op) + " expects a floating tensor, got int64");
-}
 
 int blas_int(int64_t v, const char* what) {
   if (v < 0 || v > INT_MAX) throw Error(std::string("gemm: ") + what + " = " + std::to_string(v) + " is beyond cuBLAS's int range");

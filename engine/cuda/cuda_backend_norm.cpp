@@ -1,6 +1,7 @@
 // The CUDA backend, part two: batch norm (plain and SyncBatchNorm's merge), cross-entropy and SGD.
 #include <string>
 
+#include "engine/dtype_dispatch.h"
 #include "engine/cuda/cuda_backend.h"
 #include "engine/cuda/cuda_check.h"
 #include "engine/error.h"
@@ -17,16 +18,6 @@
 namespace dpv {
 
 namespace {
-
-template <typename F>
-void dispatch_float(DType dtype, const char* op, F&& f) {
-  if (dtype == DType::Float32)
-    f(static_cast<float*>(nullptr));
-  else if (dtype == DType::Float64)
-    f(static_cast<double*>(nullptr));
-  else
-    throw Error(std::string(op) + " expects a floating tensor, got int64");
-}
 
 // Typed device pointer of an optional tensor (null when undefined: affine=False, no running stats).
 template <typename T>
