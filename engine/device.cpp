@@ -127,7 +127,10 @@ Device::~Device() = default;
 std::string Device::name() const {
   if (kind_ == DeviceKind::Cpu) return "cpu:" + std::to_string(index_);
   std::string n = "cuda:" + std::to_string(physical_);
-  if (is_virtual_) n += "#" + std::to_string(index_);
+  if (is_virtual_) {
+    n.push_back('#');  // appended piecewise: GCC 12 warns falsely (-Wrestrict) on "#" + to_string
+    n.append(std::to_string(index_));
+  }
   return n;
 }
 

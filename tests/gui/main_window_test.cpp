@@ -5,6 +5,7 @@
 #include <QFile>
 #include <QImage>
 #include <QRegularExpression>
+#include <QSettings>
 #include <QTemporaryDir>
 #include <qcustomplot.h>
 
@@ -134,4 +135,37 @@ TEST(MainWindow, ScreenshotAllWritesEveryPageAt1280x800) {
   for (const QString& id : MainWindow::pageIds()) {
     EXPECT_TRUE(std::any_of(written.begin(), written.end(), [&](const QString& p) { return p.contains(QLatin1Char('-') + id); })) << id.toStdString();
   }
+}
+
+TEST(MainWindow, RemembersSettingsPageAndThemeBetweenRuns) {
+  QTemporaryDir dir;
+  ASSERT_TRUE(dir.isValid());
+  QSettings::setDefaultFormat(QSettings::IniFormat);
+  QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, dir.path());
+  QSettings().clear();
+  MainWindow::Options options;
+  options.persistent = true;
+  options.theme = QStringLiteral("dark");
+  {
+    AppContext context;
+    auto* engine = new EngineController();
+    MainWindow window(&context, engine, options);
+    engine->setParent(&window);
+    context.setSettings(settingsFor(QStringLiteral("cpu:3"), QStringLiteral("mlp-bn"), 24));
+    window.showPage(QStringLiteral("quiz"));
+    window.close();
+  }
+  AppContext restored;
+  auto* engine = new EngineController();
+  options.theme.clear();  // take the saved one
+  MainWindow window(&restored, engine, options);
+  engine->setParent(&window);
+  EXPECT_EQ(restored.settings().devices, QStringLiteral("cpu:3"));
+  EXPECT_EQ(restored.settings().preset, QStringLiteral("mlp-bn"));
+  EXPECT_EQ(restored.settings().batchSize, 24);
+  EXPECT_EQ(window.currentPageId(), QStringLiteral("quiz"));
+  EXPECT_EQ(QSettings().value(QStringLiteral("window/theme")).toString(), QStringLiteral("dark"));
+  window.close();
+  QSettings().clear();
+  QSettings::setDefaultFormat(QSettings::NativeFormat);
 }
