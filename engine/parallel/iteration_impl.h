@@ -13,6 +13,7 @@ struct Iteration::Impl {
   Trainer& tr;
   DeviceSet& devs;
   int R = 0;           // replicas actually used (number of chunks)
+  std::vector<int64_t> chunk_begin;  // [R] first row of each chunk in the batch
   bool multi = false;  // DataParallel's multi-device path (more than one device in the set)
   bool failed = false;
 
@@ -36,6 +37,11 @@ struct Iteration::Impl {
   // failing replica's error the way parallel_apply does.
   void run_replicas(const std::function<void(int)>& fn);
   LayerRun layer_run(int j, int layer);
+  // Rows of chunk j of a batch-major tensor (a view).
+  Tensor chunk_of(const Tensor& t, int j) const;
+  // A stage made of one collective per tensor: every replica is busy from `start` to now, and the
+  // per-tensor reports add up to one report for the stage.
+  void finish_collective_stage(StageEvent& e, CollectiveReport& total, double start);
 
   // Stage runners fill the event's payload (bytes, collectives, statistics, summary).
   void scatter(StageEvent& e);

@@ -9,14 +9,8 @@ namespace dpv {
 
 void Iteration::Impl::grad_scatter(StageEvent& e) {
   // Gather.backward = Scatter with the exact forward sizes (split_with_sizes).
-  std::vector<int64_t> starts;
-  int64_t begin = 0;
-  for (int64_t c : it.chunks_) {
-    starts.push_back(begin);
-    begin += c;
-  }
   run_replicas([&](int j) {
-    const Tensor view = dlogits.slice0(starts[static_cast<size_t>(j)], starts[static_cast<size_t>(j)] + it.chunks_[static_cast<size_t>(j)]);
+    const Tensor view = chunk_of(dlogits, j);
     flow[static_cast<size_t>(j)] = j == 0 ? view : view.to(devs.shared(j));
   });
   for (int j = 0; j < R; ++j) {
@@ -85,15 +79,7 @@ void Iteration::Impl::reduce_grads(StageEvent& e) {
     }
     tr.grads().set(d.name, bufs[0]);
   }
-  const double end = now();
-  for (int j = 0; j < R; ++j) {
-    busy_start[static_cast<size_t>(j)] = start;
-    busy_end[static_cast<size_t>(j)] = end;
-  }
-  if (R > 1) {
-    finish_report(total);
-    e.collectives.push_back(total);
-  }
+  finish_collective_stage(e, total, start);
   grads_reduced = true;
   e.summary = R > 1 ? "Broadcast's backward (ReduceAddCoalesced): every parameter's gradients from the " +
                           std::to_string(R) + " replicas are SUMMED onto device 0, not averaged. The loss's 1/N "

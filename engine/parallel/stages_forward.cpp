@@ -9,6 +9,11 @@ namespace dpv {
 Iteration::Impl::Impl(Iteration& iteration, Trainer& trainer)
     : it(iteration), tr(trainer), devs(trainer.devices()), t0(std::chrono::steady_clock::now()) {
   R = static_cast<int>(it.chunks_.size());
+  int64_t begin = 0;
+  for (int64_t c : it.chunks_) {
+    chunk_begin.push_back(begin);
+    begin += c;
+  }
   multi = devs.size() > 1;
   busy_start.assign(static_cast<size_t>(devs.size()), 0.0);
   busy_end.assign(static_cast<size_t>(devs.size()), 0.0);
@@ -57,6 +62,23 @@ void Iteration::Impl::run_replicas(const std::function<void(int)>& fn) {
   }
 }
 
+Tensor Iteration::Impl::chunk_of(const Tensor& t, int j) const {
+  const auto b = chunk_begin[static_cast<size_t>(j)];
+  return t.slice0(b, b + it.chunks_[static_cast<size_t>(j)]);
+}
+
+void Iteration::Impl::finish_collective_stage(StageEvent& e, CollectiveReport& total, double start) {
+  const double end = now();
+  for (int j = 0; j < R; ++j) {
+    busy_start[static_cast<size_t>(j)] = start;
+    busy_end[static_cast<size_t>(j)] = end;
+  }
+  if (R > 1) {
+    finish_report(total);
+    e.collectives.push_back(total);
+  }
+}
+
 LayerRun Iteration::Impl::layer_run(int j, int layer) {
   Replica& rep = replicas[static_cast<size_t>(j)];
   LayerRun run{rep.device->backend(), rep, rep.caches[static_cast<size_t>(layer)], tr.model().layer_prefix(layer)};
@@ -67,14 +89,8 @@ LayerRun Iteration::Impl::layer_run(int j, int layer) {
 void Iteration::Impl::scatter(StageEvent& e) {
   const auto& chunks = it.chunks_;
   chunk_inputs.resize(static_cast<size_t>(R));
-  int64_t begin = 0;
-  std::vector<int64_t> starts;
-  for (int64_t c : chunks) {
-    starts.push_back(begin);
-    begin += c;
-  }
   run_replicas([&](int j) {
-    const Tensor view = input_dev0.slice0(starts[static_cast<size_t>(j)], starts[static_cast<size_t>(j)] + chunks[static_cast<size_t>(j)]);
+    const Tensor view = chunk_of(input_dev0, j);
     // A chunk already on its target device is a view, not a copy (chunk 0 on device 0).
     chunk_inputs[static_cast<size_t>(j)] = j == 0 ? view : view.to(devs.shared(j));
   });
@@ -119,15 +135,7 @@ void Iteration::Impl::replicate(StageEvent& e) {
   const double start = now();
   broadcast_all(tr.model().parameter_decls(), true);
   broadcast_all(tr.model().buffer_decls(), false);
-  const double end = now();
-  for (int j = 0; j < R; ++j) {
-    busy_start[static_cast<size_t>(j)] = start;
-    busy_end[static_cast<size_t>(j)] = end;
-  }
-  if (R > 1) {
-    finish_report(total);
-    e.collectives.push_back(total);
-  }
+  finish_collective_stage(e, total, start);
   e.summary = R > 1 ? "Parameters and buffers broadcast from device 0 to " + std::to_string(R - 1) +
                           " device" + (R == 2 ? "" : "s") + ". Replica 0 is the original module itself: same parameter "
                           "storage, same BatchNorm buffers."
@@ -235,14 +243,8 @@ void Iteration::Impl::gather(StageEvent& e) {
   Shape shape = out0.shape();
   shape[0] = input_dev0.dim(0);
   it.output_ = Tensor::empty(shape, out0.dtype(), devs.shared(0));  // [N, K] on device 0
-  std::vector<int64_t> starts;
-  int64_t begin = 0;
-  for (int64_t c : it.chunks_) {
-    starts.push_back(begin);
-    begin += c;
-  }
   run_replicas([&](int j) {
-    Tensor dst = it.output_.slice0(starts[static_cast<size_t>(j)], starts[static_cast<size_t>(j)] + it.chunks_[static_cast<size_t>(j)]);
+    Tensor dst = chunk_of(it.output_, j);
     dst.copy_from(flow[static_cast<size_t>(j)]);
   });
   for (int j = 1; j < R; ++j) e.bytes_moved += flow[static_cast<size_t>(j)].nbytes();

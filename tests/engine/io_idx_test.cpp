@@ -6,21 +6,14 @@
 
 #include "engine/error.h"
 #include "engine/io/atomic_file.h"
+#include "tests/engine/error_text.h"
 #include "engine/io/idx.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const dpv::Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using dpv::testing::error_of;
 
 std::string be32(uint32_t v) {
   return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8), static_cast<char>(v)};

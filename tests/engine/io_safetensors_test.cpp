@@ -10,6 +10,7 @@
 
 #include "engine/error.h"
 #include "engine/io/atomic_file.h"
+#include "tests/engine/error_text.h"
 #include "engine/io/safetensors.h"
 
 namespace fs = std::filesystem;
@@ -19,15 +20,7 @@ using dpv::TensorMap;
 
 namespace {
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const dpv::Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using dpv::testing::error_of;
 
 // A fresh empty folder per test, removed afterwards.
 class TempFolder {

@@ -6,6 +6,7 @@
 
 #include "engine/error.h"
 #include "engine/io/atomic_file.h"
+#include "tests/engine/error_text.h"
 #include "engine/model_spec.h"
 
 using dpv::LayerSpec;
@@ -13,15 +14,7 @@ using dpv::ModelSpec;
 
 namespace {
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const dpv::Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using dpv::testing::error_of;
 
 std::string spec_error(const std::string& text) {
   return error_of([&] { dpv::parse_model_spec(text, "m.json"); });

@@ -9,20 +9,7 @@
 namespace dpv::test {
 namespace {
 
-class DenseParity : public ::testing::TestWithParam<DType> {
- protected:
-  void SetUp() override {
-    if (cuda_device_count() == 0)
-      GTEST_SKIP() << "no CUDA GPU on this machine (" << cuda_build_info()
-                   << "): the CUDA backend tests run only where a GPU exists";
-    seed_ = fresh_seed();
-    rng_.seed(seed_);
-  }
-  DType dt() const { return GetParam(); }
-  Backend& gpu_be() { return gpu()->backend(); }
-  uint64_t seed_ = 0;
-  std::mt19937_64 rng_;
-};
+class DenseParity : public GpuParity {};
 
 TEST_P(DenseParity, Fill) {
   SCOPED_TRACE("seed " + std::to_string(seed_));

@@ -8,20 +8,7 @@
 namespace dpv::test {
 namespace {
 
-class NormParity : public ::testing::TestWithParam<DType> {
- protected:
-  void SetUp() override {
-    if (cuda_device_count() == 0)
-      GTEST_SKIP() << "no CUDA GPU on this machine (" << cuda_build_info()
-                   << "): the CUDA backend tests run only where a GPU exists";
-    seed_ = fresh_seed();
-    rng_.seed(seed_);
-  }
-  DType dt() const { return GetParam(); }
-  Backend& gpu_be() { return gpu()->backend(); }
-  uint64_t seed_ = 0;
-  std::mt19937_64 rng_;
-};
+class NormParity : public GpuParity {};
 
 // Both layouts of the channel reductions: S == 1 (BatchNorm1d after Linear, column blocks) and
 // S > 1 (BatchNorm2d, one block per channel); C not a multiple of 32.

@@ -96,4 +96,21 @@ inline ::testing::AssertionResult close(const Tensor& got, const Tensor& ref, do
 
 inline const char* dtype_label(DType dt) { return dt == DType::Float32 ? "float32" : "float64"; }
 
+// Base of the per-op parity suites: skips without a GPU, seeds a fresh generator per test
+// (printed on failure through SCOPED_TRACE in each test), parameterised on the dtype.
+class GpuParity : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override {
+    if (cuda_device_count() == 0)
+      GTEST_SKIP() << "no CUDA GPU on this machine (" << cuda_build_info()
+                   << "): the CUDA backend tests run only where a GPU exists";
+    seed_ = fresh_seed();
+    rng_.seed(seed_);
+  }
+  DType dt() const { return GetParam(); }
+  Backend& gpu_be() { return gpu()->backend(); }
+  uint64_t seed_ = 0;
+  std::mt19937_64 rng_;
+};
+
 }  // namespace dpv::test
