@@ -1,0 +1,53 @@
+#pragma once
+// One rank's view of a group of W ranks: the seam between the DDP plan and the transport.
+// Three implementations:
+//   - in-process ranks (threads of one process, one simulated device each): a ring all-reduce
+//     whose every step (which chunk moves from which rank to which, bytes, time) is reported;
+//   - Gloo over TCP for launched CPU processes (`dpv launch --backend gloo`);
+//   - NCCL for launched GPU processes (`dpv launch --backend nccl`).
+// The DDP plan is written once against this interface and runs unchanged on each.
+//
+// Calls are blocking and collective: every rank of the group must make the same calls in the same
+// order (as with torch.distributed). Overlap of communication with the backward comes from the
+// caller issuing them on a communication thread of its own, never from this interface.
+// Every call returns a CollectiveReport with bytes, time, algbw and busbw (nccl-tests definitions).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/collectives.h"
+#include "engine/tensor.h"
+
+namespace dpv {
+
+// One step of a ring collective as this rank saw it: what it sent to whom and what it received.
+struct RingStep {
+  std::string phase;   // "reduce-scatter" or "all-gather"
+  int step = 0;        // 0 .. W-2 within the phase
+  int send_to = -1;    // rank this rank sent to (rank + 1 mod W)
+  int recv_from = -1;  // rank this rank received from (rank - 1 mod W)
+  int send_chunk = -1; // index of the chunk (0 .. W-1) of the buffer that was sent
+  int recv_chunk = -1; // index of the chunk received (and, in reduce-scatter, added)
+  size_t bytes = 0;    // bytes sent in this step
+  double seconds = 0;  // time of this step on this rank
+};
+
+class ProcessGroup {
+ public:
+  virtual ~ProcessGroup() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string backend() const = 0;  // "in-process ring", "gloo", "nccl"
+
+  // buf (contiguous, on this rank's device) becomes the elementwise sum over all ranks.
+  // `steps`, when not null, receives the ring steps this rank took (in-process ring only; other
+  // backends leave it empty because their library does not expose them).
+  virtual CollectiveReport all_reduce_sum(Tensor& buf, std::vector<RingStep>* steps = nullptr) = 0;
+  // Every rank's buf becomes root's.
+  virtual CollectiveReport broadcast(Tensor& buf, int root) = 0;
+  // out ([W * numel(in)] elements, same dtype) = every rank's `in` concatenated in rank order.
+  virtual CollectiveReport all_gather(const Tensor& in, Tensor& out) = 0;
+  virtual void barrier() = 0;
+};
+
+}  // namespace dpv
