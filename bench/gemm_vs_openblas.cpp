@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/backend.h"
+#include "engine/backend_registry.h"
 #include "engine/data_parallel.h"
 #include "engine/datasets.h"
 #include "engine/device.h"

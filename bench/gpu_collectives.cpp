@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/backend.h"
+#include "engine/backend_registry.h"
 #include "engine/collectives.h"
 #include "engine/device.h"
 #include "engine/error.h"

@@ -20,6 +20,7 @@
 #include "cli/gemm_reference.h"
 #include "cli/model_data.h"
 #include "cli/stage_totals.h"
+#include "engine/backend_registry.h"
 #include "engine/data_parallel.h"
 #include "engine/device.h"
 #include "engine/io/atomic_file.h"

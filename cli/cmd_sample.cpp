@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "engine/backend_registry.h"
 #include "engine/data_parallel.h"
 #include "engine/datasets.h"
 #include "engine/device.h"

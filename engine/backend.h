@@ -88,8 +88,6 @@ class Backend {
                           double weight_decay, bool first_step) = 0;
 };
 
-std::unique_ptr<Backend> make_cpu_backend();
-// Defined in the CUDA backend when it is built; throws dpv::Error otherwise.
-std::unique_ptr<Backend> make_cuda_backend(int ordinal, int virtual_slot);
+// Backends are made by engine/backend_registry.h (make_cpu_backend, make_cuda_backend).
 
 }  // namespace dpv

@@ -41,12 +41,6 @@ class Collectives {
   virtual CollectiveReport all_gather(const std::vector<Tensor>& in, std::vector<Tensor>& out) = 0;
 };
 
-// The host-thread implementation: every rank's work runs on its own device worker thread.
-std::unique_ptr<Collectives> make_host_collectives(std::shared_ptr<DeviceSet> devices);
-// CUDA sets: NCCL when every device is a distinct GPU, peer copies + a reduction kernel for virtual
-// devices sharing a GPU. Defined by the CUDA backend (the no-CUDA stub throws).
-std::unique_ptr<Collectives> make_cuda_collectives(std::shared_ptr<DeviceSet> devices);
-// Picks the right implementation for a set (host threads for CPU devices; CUDA ones when built).
-std::unique_ptr<Collectives> make_collectives(std::shared_ptr<DeviceSet> devices);
+// Implementations are made by engine/backend_registry.h (make_collectives picks one for a set).
 
 }  // namespace dpv

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "engine/backend.h"
+#include "engine/backend_registry.h"
 #include "engine/error.h"
 
 namespace dpv {
@@ -145,7 +146,7 @@ std::shared_ptr<DeviceSet> DeviceSet::create(const std::string& text) {
   }
   if (!cuda_available())
     throw Error("CUDA is not available for device spec '" + text + "'" +
-                (cuda_device_count() == 0 && cuda_build_info().rfind("no CUDA", 0) == 0
+                (!cuda_compiled_in()
                      ? ": this build has no CUDA backend"
                      : ": no usable GPU was found (" + cuda_build_info() + ")") +
                 "; use --devices cpu:K for simulated devices");

@@ -109,10 +109,4 @@ class DeviceSet {
 
 // What `dpv devices` prints: CPU workers, CUDA devices, NCCL version, build flags.
 std::string describe_machine();
-// Defined by the CUDA backend, or by the no-CUDA stub (false, 0, throws).
-bool cuda_available();
-int cuda_device_count();
-std::string cuda_device_name(int ordinal);  // "NVIDIA H200"
-std::string cuda_build_info();             // "CUDA 13.0, NCCL 2.27.3" or "no CUDA backend"
-
 }  // namespace dpv

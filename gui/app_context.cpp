@@ -5,6 +5,9 @@
 #include <QFileInfo>
 #include <QStandardPaths>
 
+#include "course/lessons.h"
+#include "engine/error.h"
+
 AppContext::AppContext(QObject* parent) : QObject(parent) {}
 
 void AppContext::setSettings(const AppSettings& settings) {
@@ -20,14 +23,14 @@ void AppContext::setTheme(const QString& theme) {
 }
 
 QString AppContext::lessonsDir() const {
-  const QString fromEnv = qEnvironmentVariable("DPVIZ_LESSONS");
-  if (!fromEnv.isEmpty()) return QDir(fromEnv).absolutePath();
-  // Installed layouts first, then a build tree next to the sources.
-  const QString appDir = QCoreApplication::applicationDirPath();
-  for (const QString& candidate : {appDir + QStringLiteral("/../share/dpviz/lessons"), appDir + QStringLiteral("/../lessons")}) {
-    if (QFileInfo(candidate + QStringLiteral("/intro.md")).exists()) return QDir(candidate).absolutePath();
+  // One rule for the app, its tests and the installed copy (course/lessons.h). When nothing is
+  // found the pages show the error of loading from the expected installed place.
+  const std::string appDir = QCoreApplication::applicationDirPath().toStdString();
+  try {
+    return QString::fromStdString(dpv::course::find_lessons_dir(appDir));
+  } catch (const dpv::Error&) {
+    return QDir(QCoreApplication::applicationDirPath() + QStringLiteral("/../share/dpviz/lessons")).absolutePath();
   }
-  return QDir(QStringLiteral(DPV_SOURCE_DIR "/lessons")).absolutePath();
 }
 
 QString AppContext::dataDir() const {

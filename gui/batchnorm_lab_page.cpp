@@ -20,7 +20,7 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
-#include "engine/course/lessons.h"
+#include "course/lessons.h"
 #include "engine/data_parallel.h"
 #include "engine/device.h"
 #include "engine/error.h"

@@ -2,8 +2,8 @@
 
 #include <QFile>
 
-#if __has_include("engine/course/lessons.h")
-#include "engine/course/lessons.h"
+#if __has_include("course/lessons.h")
+#include "course/lessons.h"
 #include "engine/error.h"
 #define DPVIZ_HAVE_LESSON_LOADER 1
 #endif

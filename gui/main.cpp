@@ -8,6 +8,7 @@
 #include <QTimer>
 #include <cstdio>
 
+#include "course/lessons.h"
 #include "gui/app_context.h"
 #include "gui/engine_controller.h"
 #include "gui/engine_types.h"
@@ -67,12 +68,16 @@ int main(int argc, char** argv) {
 
   if (!screenshotMode) return app.exec();
 
+  // Screenshots of pages without their lessons would look fine and teach nothing: a missing or
+  // broken lesson fails the run (this is what the install test relies on).
+  const std::vector<std::string> lessonProblems = dpv::course::check_lessons(context.lessonsDir().toStdString());
   ScreenshotRunner runner(&window, parser.value(shots));
   QObject::connect(&runner, &ScreenshotRunner::finished, &app, [&](bool ok) {
     for (const QString& path : runner.written()) std::printf("%s\n", qPrintable(path));
     for (const QString& problem : runner.problems()) std::fprintf(stderr, "dpviz: %s\n", qPrintable(problem));
+    for (const std::string& problem : lessonProblems) std::fprintf(stderr, "dpviz: %s\n", problem.c_str());
     engine.shutdown();
-    app.exit(ok ? 0 : 1);
+    app.exit(ok && lessonProblems.empty() ? 0 : 1);
   });
   QTimer::singleShot(0, &runner, &ScreenshotRunner::start);
   return app.exec();

@@ -8,9 +8,9 @@
 #include <QPointer>
 #include <QStringList>
 
-#include "engine/course/progress.h"
-#include "engine/course/quiz.h"
-#include "engine/course/scenario.h"
+#include "course/progress.h"
+#include "course/quiz.h"
+#include "course/scenario.h"
 #include "gui/page.h"
 
 class QLabel;

@@ -4,8 +4,8 @@
 #include <QString>
 #include <QStringList>
 
-#include "engine/course/quiz.h"
-#include "engine/course/scenario.h"
+#include "course/quiz.h"
+#include "course/scenario.h"
 
 namespace quiz_text {
 

@@ -6,6 +6,7 @@
 #include <QLabel>
 #include <QSpinBox>
 
+#include "engine/backend_registry.h"
 #include "engine/device.h"
 #include "engine/model_spec.h"
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/backend.h"
+#include "engine/backend_registry.h"
 #include "engine/dtype_dispatch.h"
 #include "engine/device.h"
 #include "engine/error.h"

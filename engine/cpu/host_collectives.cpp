@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "engine/backend.h"
+#include "engine/backend_registry.h"
 #include "engine/collectives.h"
 #include "engine/device.h"
 #include "engine/error.h"
@@ -113,11 +114,6 @@ class HostCollectives final : public Collectives {
 
 std::unique_ptr<Collectives> make_host_collectives(std::shared_ptr<DeviceSet> devices) {
   return std::make_unique<HostCollectives>(std::move(devices));
-}
-
-std::unique_ptr<Collectives> make_collectives(std::shared_ptr<DeviceSet> devices) {
-  if (devices->size() > 0 && (*devices)[0].kind() == DeviceKind::Cuda) return make_cuda_collectives(std::move(devices));
-  return make_host_collectives(std::move(devices));
 }
 
 }  // namespace dpv

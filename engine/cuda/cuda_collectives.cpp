@@ -19,6 +19,7 @@
 #include "engine/collectives.h"
 #include "engine/cuda/cuda_backend.h"
 #include "engine/cuda/cuda_check.h"
+#include "engine/cuda/cuda_entry.h"
 #include "engine/device.h"
 #include "engine/error.h"
 #include "kernels/add_inplace.h"
@@ -308,7 +309,7 @@ class CudaCollectives final : public Collectives {
 
 }  // namespace
 
-std::unique_ptr<Collectives> make_cuda_collectives(std::shared_ptr<DeviceSet> devices) {
+std::unique_ptr<Collectives> cuda_entry::make_collectives(std::shared_ptr<DeviceSet> devices) {
   return std::make_unique<CudaCollectives>(std::move(devices));
 }
 

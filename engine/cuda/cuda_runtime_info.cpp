@@ -11,6 +11,7 @@
 #include "engine/backend.h"
 #include "engine/cuda/cuda_backend.h"
 #include "engine/cuda/cuda_check.h"
+#include "engine/cuda/cuda_entry.h"
 #include "engine/device.h"
 #include "engine/error.h"
 
@@ -83,18 +84,18 @@ void check_ordinal(int ordinal) {
 
 }  // namespace
 
-bool cuda_available() { return probe().count > 0; }
+bool cuda_entry::available() { return probe().count > 0; }
 
-int cuda_device_count() { return probe().count; }
+int cuda_entry::device_count() { return probe().count; }
 
-std::string cuda_device_name(int ordinal) {
+std::string cuda_entry::device_name(int ordinal) {
   check_ordinal(ordinal);
   cudaDeviceProp prop{};
   DPV_CUDA_CHECK(cudaGetDeviceProperties(&prop, ordinal));
   return prop.name;
 }
 
-std::string cuda_build_info() {
+std::string cuda_entry::build_info() {
   int runtime = 0, driver = 0;
   cudaRuntimeGetVersion(&runtime);
   cudaDriverGetVersion(&driver);
@@ -107,7 +108,7 @@ std::string cuda_build_info() {
   return info;
 }
 
-std::unique_ptr<Backend> make_cuda_backend(int ordinal, int virtual_slot) {
+std::unique_ptr<Backend> cuda_entry::make_backend(int ordinal, int virtual_slot) {
   check_ordinal(ordinal);
   return std::make_unique<CudaBackend>(ordinal, virtual_slot);
 }

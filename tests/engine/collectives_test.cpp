@@ -2,6 +2,7 @@
 // Also run under ThreadSanitizer in CI (the tsan preset).
 #include <gtest/gtest.h>
 
+#include "engine/backend_registry.h"
 #include "engine/collectives.h"
 #include "engine/device.h"
 #include "engine/error.h"

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/backend.h"
+#include "engine/backend_registry.h"
 #include "engine/layers/batchnorm.h"
 #include "tests/engine/dp_test_support.h"
 

@@ -15,7 +15,7 @@
 #include <functional>
 #include <memory>
 
-#include "engine/course/progress.h"
+#include "course/progress.h"
 #include "gui/app_context.h"
 #include "gui/quiz_option_button.h"
 #include "gui/quiz_page.h"
@@ -42,7 +42,7 @@ class QuizPageTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(dataDir_.isValid());
     qputenv("DPVIZ_DATA_DIR", dataDir_.path().toUtf8());
-    qputenv("DPVIZ_LESSONS", QByteArray(DPV_SOURCE_DIR "/lessons"));
+    qputenv("DPVIZ_LESSONS", QByteArray(DPV_LESSONS_SOURCE_DIR));
     context_ = std::make_unique<AppContext>();
     page_ = std::make_unique<QuizPage>(context_.get());
     page_->resize(1280, 800);

@@ -3,6 +3,7 @@
 // and the reports (bytes, seconds, bandwidths).
 #include <gtest/gtest.h>
 
+#include "engine/backend_registry.h"
 #include "engine/collectives.h"
 #include "engine/error.h"
 #include "tests/kernels/kernel_test_util.h"

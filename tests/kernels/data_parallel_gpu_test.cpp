@@ -4,6 +4,7 @@
 // and SyncBatchNorm; float64 (tight) and float32 (rounding-level) models.
 #include <gtest/gtest.h>
 
+#include "engine/backend_registry.h"
 #include "engine/data_parallel.h"
 #include "engine/datasets.h"
 #include "engine/error.h"

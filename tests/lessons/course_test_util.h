@@ -7,7 +7,7 @@
 
 namespace dpv::course::testing {
 
-inline std::string lessons_dir() { return std::string(DPV_SOURCE_DIR) + "/lessons"; }
+inline std::string lessons_dir() { return std::string(DPV_LESSONS_SOURCE_DIR); }
 inline std::string quiz_dir() { return lessons_dir() + "/quiz"; }
 
 // A fresh folder under the system temp dir, removed when the object goes away.

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "course_test_util.h"
-#include "engine/course/lessons.h"
+#include "course/lessons.h"
 #include "engine/error.h"
 
 namespace dpv::course {

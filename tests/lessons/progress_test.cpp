@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "course_test_util.h"
-#include "engine/course/progress.h"
+#include "course/progress.h"
 #include "engine/error.h"
 
 namespace dpv::course {

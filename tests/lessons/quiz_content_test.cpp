@@ -8,8 +8,8 @@
 #include <sstream>
 
 #include "course_test_util.h"
-#include "engine/course/lessons.h"
-#include "engine/course/quiz.h"
+#include "course/lessons.h"
+#include "course/quiz.h"
 
 namespace dpv::course {
 namespace {

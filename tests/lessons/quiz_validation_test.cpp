@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "course_test_util.h"
-#include "engine/course/quiz.h"
-#include "engine/course/scenario.h"
+#include "course/quiz.h"
+#include "course/scenario.h"
 
 namespace dpv::course {
 namespace {

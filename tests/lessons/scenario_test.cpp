@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "course_test_util.h"
-#include "engine/course/quiz.h"
-#include "engine/course/scenario.h"
+#include "course/quiz.h"
+#include "course/scenario.h"
 #include "engine/data_parallel.h"
 
 namespace dpv::course {

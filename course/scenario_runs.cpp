@@ -4,7 +4,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "engine/course/scenario_support.h"
+#include "course/scenario_support.h"
 #include "engine/error.h"
 #include "engine/model.h"
 

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/course/quiz.h"
+#include "course/quiz.h"
 
 namespace dpv::course {
 

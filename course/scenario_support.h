@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/course/scenario.h"
+#include "course/scenario.h"
 #include "engine/data_parallel.h"
 #include "engine/model_spec.h"
 #include "engine/observer.h"

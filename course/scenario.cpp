@@ -4,7 +4,7 @@
 #include <map>
 #include <sstream>
 
-#include "engine/course/scenario_support.h"
+#include "course/scenario_support.h"
 #include "engine/datasets.h"
 #include "engine/error.h"
 #include "engine/model.h"

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <regex>
 
-#include "engine/course/scenario_support.h"
+#include "course/scenario_support.h"
 #include "engine/error.h"
 
 namespace dpv::course::detail {

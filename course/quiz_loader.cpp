@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/course/lessons.h"
-#include "engine/course/quiz.h"
-#include "engine/course/scenario.h"
+#include "course/lessons.h"
+#include "course/quiz.h"
+#include "course/scenario.h"
 #include "engine/error.h"
 
 namespace dpv::course {

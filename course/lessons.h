@@ -22,3 +22,14 @@ std::vector<std::string> check_lessons(const std::string& lessons_dir);
 std::string utf8_problem(const std::string& bytes);
 
 }  // namespace dpv::course
+
+namespace dpv::course {
+
+// Where the lessons are, for a program whose executable lives in `exe_dir`: the folder named by
+// the environment variable DPVIZ_LESSONS; else the first `share/dpviz/lessons` found beside the
+// executable or up to three folders above it (an installed prefix: bin/../share/dpviz/lessons; a
+// build tree, where CMake links build/share/dpviz/lessons to the sources). A folder counts when
+// it holds intro.md. Throws dpv::Error listing the places tried and naming DPVIZ_LESSONS.
+std::string find_lessons_dir(const std::string& exe_dir);
+
+}  // namespace dpv::course

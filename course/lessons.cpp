@@ -1,6 +1,7 @@
-#include "engine/course/lessons.h"
+#include "course/lessons.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -107,6 +108,29 @@ std::vector<std::string> check_lessons(const std::string& lessons_dir) {
     }
   }
   return problems;
+}
+
+std::string find_lessons_dir(const std::string& exe_dir) {
+  if (const char* env = std::getenv("DPVIZ_LESSONS"); env != nullptr && *env != '\0') {
+    std::error_code ec;
+    const fs::path dir = fs::absolute(env, ec);
+    if (!fs::is_regular_file(dir / "intro.md", ec))
+      throw Error("DPVIZ_LESSONS names " + dir.string() + ", which holds no intro.md: point it at the lessons/ "
+                  "folder of a dpviz checkout or installation, or unset it");
+    return dir.lexically_normal().string();
+  }
+  std::string tried;
+  fs::path base = fs::path(exe_dir);
+  for (int up = 0; up <= 3; ++up) {
+    const fs::path candidate = base / "share" / "dpviz" / "lessons";
+    std::error_code ec;
+    if (fs::is_regular_file(candidate / "intro.md", ec)) return fs::weakly_canonical(candidate, ec).string();
+    tried += (tried.empty() ? "" : ", ") + candidate.lexically_normal().string();
+    if (!base.has_parent_path() || base.parent_path() == base) break;
+    base = base.parent_path();
+  }
+  throw Error("the lessons were not found (tried " + tried + "); install dpviz with `cmake --install`, run it "
+              "from its build tree, or set DPVIZ_LESSONS to the lessons/ folder");
 }
 
 }  // namespace dpv::course

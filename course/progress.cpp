@@ -1,4 +1,4 @@
-#include "engine/course/progress.h"
+#include "course/progress.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,0 +1,55 @@
+// The backend registry. DPV_HAVE_CUDA is defined for this one file when the CUDA target is linked
+// in; everything else in the engine core is the same in both builds.
+#include "engine/backend_registry.h"
+
+#include "engine/backend.h"
+#include "engine/collectives.h"
+#include "engine/device.h"
+#include "engine/error.h"
+
+#ifdef DPV_HAVE_CUDA
+#include "engine/cuda/cuda_entry.h"
+#endif
+
+namespace dpv {
+
+namespace {
+
+[[maybe_unused]] const char* kNoCuda =
+    "CUDA is not available: this build of dpviz has no CUDA backend (no CUDA toolkit was found when it "
+    "was configured); use --devices cpu:K for simulated devices";
+
+}  // namespace
+
+#ifdef DPV_HAVE_CUDA
+
+bool cuda_compiled_in() { return true; }
+bool cuda_available() { return cuda_entry::available(); }
+int cuda_device_count() { return cuda_entry::device_count(); }
+std::string cuda_device_name(int ordinal) { return cuda_entry::device_name(ordinal); }
+std::string cuda_build_info() { return cuda_entry::build_info(); }
+std::unique_ptr<Backend> make_cuda_backend(int ordinal, int virtual_slot) {
+  return cuda_entry::make_backend(ordinal, virtual_slot);
+}
+static std::unique_ptr<Collectives> make_gpu_collectives(std::shared_ptr<DeviceSet> devices) {
+  return cuda_entry::make_collectives(std::move(devices));
+}
+
+#else
+
+bool cuda_compiled_in() { return false; }
+bool cuda_available() { return false; }
+int cuda_device_count() { return 0; }
+std::string cuda_device_name(int) { throw Error(kNoCuda); }
+std::string cuda_build_info() { return "no CUDA backend (built without the CUDA toolkit)"; }
+std::unique_ptr<Backend> make_cuda_backend(int, int) { throw Error(kNoCuda); }
+static std::unique_ptr<Collectives> make_gpu_collectives(std::shared_ptr<DeviceSet>) { throw Error(kNoCuda); }
+
+#endif
+
+std::unique_ptr<Collectives> make_collectives(std::shared_ptr<DeviceSet> devices) {
+  if (devices->size() > 0 && (*devices)[0].kind() == DeviceKind::Cuda) return make_gpu_collectives(std::move(devices));
+  return make_host_collectives(std::move(devices));
+}
+
+}  // namespace dpv

@@ -1,0 +1,30 @@
+#pragma once
+// Which backends this build has and how to make them: the only code that knows whether the CUDA
+// target was linked in. Front ends ask `cuda_compiled_in()` (a build fact) and `cuda_available()`
+// (a machine fact) instead of parsing version strings.
+#include <memory>
+#include <string>
+
+namespace dpv {
+
+class Backend;
+class Collectives;
+class DeviceSet;
+
+// True when this build contains the CUDA backend (cuBLAS, NCCL, the kernels).
+bool cuda_compiled_in();
+// True when the CUDA backend is built and at least one GPU can be used.
+bool cuda_available();
+int cuda_device_count();                 // 0 without a CUDA backend
+std::string cuda_device_name(int ordinal);  // "NVIDIA H200"; throws without a CUDA backend
+std::string cuda_build_info();           // "CUDA 13.0 ..., NCCL 2.27.3" or "no CUDA backend (...)"
+
+std::unique_ptr<Backend> make_cpu_backend();
+// Throws dpv::Error naming the fix (use --devices cpu:K) when the build has no CUDA backend.
+std::unique_ptr<Backend> make_cuda_backend(int ordinal, int virtual_slot);
+
+// The collectives of a device set: host threads for CPU devices; NCCL or peer copies for GPUs.
+std::unique_ptr<Collectives> make_host_collectives(std::shared_ptr<DeviceSet> devices);
+std::unique_ptr<Collectives> make_collectives(std::shared_ptr<DeviceSet> devices);
+
+}  // namespace dpv

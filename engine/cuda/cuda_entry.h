@@ -1,0 +1,23 @@
+#pragma once
+// The CUDA target's entry points, called only by engine/backend_registry.cpp when the target is
+// linked in. No CUDA types here: the registry is ordinary C++ of the engine core.
+#include <memory>
+#include <string>
+
+namespace dpv {
+class Backend;
+class Collectives;
+class DeviceSet;
+}  // namespace dpv
+
+namespace dpv::cuda_entry {
+
+std::unique_ptr<Backend> make_backend(int ordinal, int virtual_slot);
+// NCCL when every device of the set is a distinct GPU, peer copies for virtual devices.
+std::unique_ptr<Collectives> make_collectives(std::shared_ptr<DeviceSet> devices);
+bool available();                      // at least one usable GPU
+int device_count();
+std::string device_name(int ordinal);  // "NVIDIA H200"
+std::string build_info();              // "CUDA 13.0 (runtime ..., driver ...), cuBLAS ..., NCCL ..."
+
+}  // namespace dpv::cuda_entry
