@@ -2,7 +2,7 @@
 // nn.DataParallel, one iteration as an explicit plan of stages. Running the plan straight through
 // and stepping it one stage at a time use the same code (Iteration::step).
 //
-// Semantics (shared/reference/pytorch-dataparallel.md):
+// Semantics (what PyTorch 1.13 does, read from torch/nn/parallel/*.py):
 //  - Scatter: torch.chunk sizes, ceil(N/k) rows per chunk, so fewer replicas when the batch is
 //    small; chunk 0 is a view when the batch is already on device 0.
 //  - Replicate: parameters and buffers broadcast to devices 1..r-1; replica 0 *is* the original.
