@@ -19,11 +19,11 @@ cmake --build --preset asan -j "$jobs" --target dpv_engine_tests
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   build/asan/tests/dpv_engine_tests --gtest_brief=1
 
-echo "== collectives and DataParallel under ThreadSanitizer"
+echo "== collectives, DataParallel, the in-process group and DDP under ThreadSanitizer"
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j "$jobs" --target dpv_engine_tests
 TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/dpv_engine_tests --gtest_brief=1 \
-  --gtest_filter='HostCollectives*:DataParallel*:SyncBatchNorm*'
+  --gtest_filter='HostCollectives*:DataParallel*:SyncBatchNorm*:InProcessGroup*:Ddp*'
 
 total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' build/release/ctest-summary.log | tail -n 1)
 skipped=$(grep -c '\*\*\*Skipped' build/release/ctest-summary.log || true)

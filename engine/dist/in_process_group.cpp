@@ -1,0 +1,228 @@
+// The in-process ring: W endpoints over one hub (see in_process_group.h).
+#include "engine/dist/in_process_group.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+#include "engine/backend.h"
+#include "engine/device.h"
+#include "engine/error.h"
+
+namespace dpv {
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int mod(int a, int w) { return ((a % w) + w) % w; }
+
+// dst += src for two equal-sized flat views. Host-readable memory is added in place; other devices
+// copy the neighbour's chunk over first (the peer copy) and add on the receiving device.
+void add_chunk(Tensor dst, const Tensor& src) {
+  if (dst.numel() == 0) return;
+  if (dst.on_host_memory() && src.on_host_memory()) {
+    const int64_t n = dst.numel();
+    switch (dst.dtype()) {
+      case DType::Float32: {
+        float* d = dst.data<float>();
+        const float* s = src.data<float>();
+        for (int64_t i = 0; i < n; ++i) d[i] += s[i];
+        return;
+      }
+      case DType::Float64: {
+        double* d = dst.data<double>();
+        const double* s = src.data<double>();
+        for (int64_t i = 0; i < n; ++i) d[i] += s[i];
+        return;
+      }
+      case DType::Int64: {
+        int64_t* d = dst.data<int64_t>();
+        const int64_t* s = src.data<int64_t>();
+        for (int64_t i = 0; i < n; ++i) d[i] += s[i];
+        return;
+      }
+    }
+  }
+  Tensor received = Tensor::empty(dst.shape(), dst.dtype(), dst.device_ptr());
+  received.copy_from(src);
+  dst.device()->backend().add_inplace(dst, received);
+}
+
+Tensor flat(const Tensor& t) { return t.reshape({t.numel()}); }
+}  // namespace
+
+std::vector<int64_t> ring_chunk_offsets(int64_t numel, int world_size) {
+  check(world_size >= 1, "world_size must be at least 1, got " + std::to_string(world_size));
+  std::vector<int64_t> offsets{0};
+  const int64_t base = numel / world_size, extra = numel % world_size;
+  for (int c = 0; c < world_size; ++c) offsets.push_back(offsets.back() + base + (c < extra ? 1 : 0));
+  return offsets;
+}
+
+class InProcessHub {
+ public:
+  explicit InProcessHub(int world_size)
+      : world_size_(world_size), posted_(static_cast<size_t>(world_size)) {}
+  int world_size() const { return world_size_; }
+
+  // What each rank brings to the current collective.
+  struct Post {
+    const Tensor* tensor = nullptr;
+    int64_t numel = 0;
+    DType dtype = DType::Float32;
+  };
+
+  // Posts this rank's tensor and waits until every rank has posted; then checks they agree.
+  void post_and_wait(int rank, const Tensor* t, const char* op) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      posted_[static_cast<size_t>(rank)] = {t, t ? t->numel() : 0, t ? t->dtype() : DType::Float32};
+    }
+    wait_all();
+    const Post& first = posted_[0];
+    for (int w = 1; w < world_size_; ++w) {
+      const Post& p = posted_[static_cast<size_t>(w)];
+      check(p.numel == first.numel && p.dtype == first.dtype,
+            std::string(op) + ": rank " + std::to_string(w) + " brought " + std::to_string(p.numel) + " " +
+                dtype_name(p.dtype) + " elements but rank 0 brought " + std::to_string(first.numel) + " " +
+                dtype_name(first.dtype) + "; every rank must call the same collectives with the same sizes");
+    }
+  }
+  const Tensor& posted(int rank) const { return *posted_[static_cast<size_t>(rank)].tensor; }
+
+  // Every rank of the group meets here. Throws once the hub is aborted.
+  void wait_all() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (aborted_) throw Error("the in-process group was aborted: " + reason_);
+    const uint64_t generation = generation_;
+    if (++arrived_ == world_size_) {
+      arrived_ = 0;
+      ++generation_;
+      cv_.notify_all();
+      return;
+    }
+    cv_.wait(lock, [&] { return generation_ != generation || aborted_; });
+    if (generation_ == generation) throw Error("the in-process group was aborted: " + reason_);
+  }
+
+  void abort(const std::string& reason) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!aborted_) reason_ = reason;
+    aborted_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  int world_size_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int arrived_ = 0;
+  uint64_t generation_ = 0;
+  bool aborted_ = false;
+  std::string reason_;
+  std::vector<Post> posted_;
+};
+
+namespace {
+
+class InProcessGroup final : public ProcessGroup {
+ public:
+  InProcessGroup(std::shared_ptr<InProcessHub> hub, int rank) : hub_(std::move(hub)), rank_(rank) {}
+  int rank() const override { return rank_; }
+  int size() const override { return hub_->world_size(); }
+  std::string backend() const override { return "in-process ring"; }
+  InProcessHub& hub() { return *hub_; }
+
+  CollectiveReport all_reduce_sum(Tensor& buf, std::vector<RingStep>* steps) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    const int W = size();
+    CollectiveReport r{"all_reduce", W, buf.nbytes()};
+    if (steps) steps->clear();
+    hub_->post_and_wait(rank_, &buf, "all_reduce");
+    const Tensor mine = flat(buf);
+    const auto off = ring_chunk_offsets(buf.numel(), W);
+    const size_t esize = dtype_size(buf.dtype());
+    auto chunk = [&](const Tensor& t, int c) { return t.slice0(off[static_cast<size_t>(c)], off[static_cast<size_t>(c) + 1]); };
+    const int from = mod(rank_ - 1, W), to = mod(rank_ + 1, W);
+    for (int phase = 0; phase < 2 && W > 1; ++phase) {
+      for (int s = 0; s < W - 1; ++s) {
+        const auto ts = std::chrono::steady_clock::now();
+        // Reduce-scatter: send chunk r-s, receive and add chunk r-1-s. All-gather: send r+1-s, receive r-s.
+        const int send = phase == 0 ? mod(rank_ - s, W) : mod(rank_ + 1 - s, W);
+        const int recv = phase == 0 ? mod(rank_ - 1 - s, W) : mod(rank_ - s, W);
+        const Tensor src = chunk(flat(hub_->posted(from)), recv);
+        Tensor dst = chunk(mine, recv);
+        if (phase == 0)
+          add_chunk(dst, src);
+        else
+          dst.copy_from(src);
+        hub_->wait_all();  // nobody reads a chunk of step s+1 before every rank finished step s
+        if (steps) {
+          const size_t bytes = static_cast<size_t>(off[static_cast<size_t>(send) + 1] - off[static_cast<size_t>(send)]) * esize;
+          steps->push_back({phase == 0 ? "reduce-scatter" : "all-gather", s, to, from, send, recv, bytes, seconds_since(ts)});
+        }
+      }
+    }
+    r.seconds = seconds_since(t0);
+    finish_report(r);
+    return r;
+  }
+
+  CollectiveReport broadcast(Tensor& buf, int root) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    check(root >= 0 && root < size(), "broadcast: invalid root " + std::to_string(root));
+    CollectiveReport r{"broadcast", size(), buf.nbytes()};
+    hub_->post_and_wait(rank_, &buf, "broadcast");
+    if (rank_ != root) buf.copy_from(hub_->posted(root));
+    hub_->wait_all();
+    r.seconds = seconds_since(t0);
+    finish_report(r);
+    return r;
+  }
+
+  CollectiveReport all_gather(const Tensor& in, Tensor& out) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    const int W = size();
+    check(out.numel() == in.numel() * W && out.dtype() == in.dtype(),
+          "all_gather: the output must hold world_size * " + std::to_string(in.numel()) + " " + dtype_name(in.dtype()) +
+              " elements, got " + std::to_string(out.numel()) + " " + dtype_name(out.dtype()));
+    CollectiveReport r{"all_gather", W, out.nbytes()};
+    hub_->post_and_wait(rank_, &in, "all_gather");
+    const Tensor dst = flat(out);
+    const int64_t n = in.numel();
+    for (int w = 0; w < W; ++w) {
+      Tensor part = dst.slice0(w * n, (w + 1) * n);
+      part.copy_from(flat(hub_->posted(w)));
+    }
+    hub_->wait_all();
+    r.seconds = seconds_since(t0);
+    finish_report(r);
+    return r;
+  }
+
+  void barrier() override { hub_->wait_all(); }
+
+ private:
+  std::shared_ptr<InProcessHub> hub_;
+  int rank_;
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<ProcessGroup>> make_in_process_group(int world_size) {
+  check(world_size >= 1, "an in-process group needs at least one rank, got " + std::to_string(world_size));
+  auto hub = std::make_shared<InProcessHub>(world_size);
+  std::vector<std::unique_ptr<ProcessGroup>> ranks;
+  for (int r = 0; r < world_size; ++r) ranks.push_back(std::make_unique<InProcessGroup>(hub, r));
+  return ranks;
+}
+
+void abort_in_process_group(ProcessGroup& group, const std::string& reason) {
+  auto* g = dynamic_cast<InProcessGroup*>(&group);
+  check(g != nullptr, "abort_in_process_group: the group (" + group.backend() + ") is not an in-process group");
+  g->hub().abort(reason);
+}
+
+}  // namespace dpv
