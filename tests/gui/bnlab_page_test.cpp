@@ -15,10 +15,12 @@
 
 #include "engine/data_parallel.h"
 #include "engine/device.h"
-#include "gui/app_context.h"
-#include "gui/batchnorm_lab_page.h"
-#include "gui/bnlab_charts.h"
-#include "gui/bnlab_session.h"
+#include "gui/app/context.h"
+#include "gui/bnlab/charts.h"
+#include "gui/bnlab/page.h"
+#include "gui/bnlab/session.h"
+
+namespace gui {
 
 namespace {
 
@@ -354,3 +356,5 @@ TEST(BnLabPageShots, ScreenshotTrainsThenCallsDone) {
   EXPECT_GE(page.charts()->stepCount(), 10);
   EXPECT_FALSE(page.charts()->seriesData(BnLabCharts::BatchMean, BnLabCharts::chunkSeries(BnLabPerDevice)).isEmpty());
 }
+
+}  // namespace gui

@@ -6,8 +6,10 @@
 
 #include "engine/data_parallel.h"
 #include "engine/error.h"
-#include "gui/bnlab_callout.h"
-#include "gui/bnlab_session.h"
+#include "gui/bnlab/callout.h"
+#include "gui/bnlab/session.h"
+
+namespace gui {
 
 namespace {
 
@@ -125,3 +127,5 @@ TEST(BnLabCallout, NamesOneSampleChunksAndIdleDevices) {
   const QString html = bnlab_callout_html(in);
   EXPECT_TRUE(html.contains("&lt;engine&gt; &amp; text")) << "engine text is quoted verbatim, escaped";
 }
+
+}  // namespace gui

@@ -7,8 +7,10 @@
 #include <QStandardPaths>
 #include <QTemporaryDir>
 
-#include "gui/engine_types.h"
-#include "gui/theme.h"
+#include "gui/app/theme.h"
+#include "gui/runtime/engine_types.h"
+
+using namespace gui;  // this file only holds main() and its helpers
 
 int main(int argc, char** argv) {
   qputenv("QT_QPA_PLATFORM", "offscreen");  // before the QApplication: no display needed

@@ -8,10 +8,12 @@
 #include <functional>
 #include <memory>
 
-#include "gui/app_context.h"
-#include "gui/engine_controller.h"
-#include "gui/iteration_page.h"
-#include "gui/iteration_scene.h"
+#include "gui/app/context.h"
+#include "gui/iteration/page.h"
+#include "gui/iteration/scene.h"
+#include "gui/runtime/engine_controller.h"
+
+namespace gui {
 
 // Runs the event loop until `condition` holds or `ms` passed; returns whether it holds.
 inline bool waitUntil(const std::function<bool()>& condition, int ms = 20000) { return QTest::qWaitFor(condition, ms); }
@@ -66,3 +68,5 @@ class IterationPageTest : public ::testing::Test {
   std::unique_ptr<EngineController> engine_;
   std::unique_ptr<IterationPage> page_;
 };
+
+}  // namespace gui

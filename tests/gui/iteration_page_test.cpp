@@ -5,9 +5,11 @@
 #include <QTemporaryDir>
 
 #include "engine/data_parallel.h"
-#include "gui/code_view.h"
-#include "gui/lesson_panel.h"
-#include "gui/tensor_inspector.h"
+#include "gui/iteration/code_view.h"
+#include "gui/iteration/lesson_panel.h"
+#include "gui/iteration/tensor_inspector.h"
+
+namespace gui {
 
 namespace {
 
@@ -217,3 +219,5 @@ TEST(CodeMapping, EveryStageKindHasALineInBothTabs) {
   const auto sync = userCodeLines(QStringLiteral("mlp-bn"), true, 10, 0.01, QStringLiteral("cpu:4"));
   EXPECT_TRUE(std::any_of(sync.begin(), sync.end(), [](const CodeLine& l) { return l.text.contains(QLatin1String("SyncBatchNorm")); }));
 }
+
+}  // namespace gui

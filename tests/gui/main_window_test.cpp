@@ -9,14 +9,16 @@
 #include <QTemporaryDir>
 #include <qcustomplot.h>
 
-#include "gui/app_context.h"
-#include "gui/engine_controller.h"
-#include "gui/intro_page.h"
-#include "gui/iteration_page.h"
-#include "gui/main_window.h"
-#include "gui/screenshot_runner.h"
-#include "gui/timeline_page.h"
+#include "gui/app/context.h"
+#include "gui/app/main_window.h"
+#include "gui/app/screenshot_runner.h"
+#include "gui/intro/page.h"
+#include "gui/iteration/page.h"
+#include "gui/runtime/engine_controller.h"
+#include "gui/timeline/page.h"
 #include "gui_test_support.h"
+
+namespace gui {
 
 namespace {
 
@@ -169,3 +171,5 @@ TEST(MainWindow, RemembersSettingsPageAndThemeBetweenRuns) {
   QSettings().clear();
   QSettings::setDefaultFormat(QSettings::NativeFormat);
 }
+
+}  // namespace gui

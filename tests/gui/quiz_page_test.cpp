@@ -16,9 +16,11 @@
 #include <memory>
 
 #include "course/progress.h"
-#include "gui/app_context.h"
-#include "gui/quiz_option_button.h"
-#include "gui/quiz_page.h"
+#include "gui/app/context.h"
+#include "gui/quiz/option_button.h"
+#include "gui/quiz/page.h"
+
+namespace gui {
 
 namespace {
 
@@ -254,3 +256,5 @@ TEST_F(QuizPageTest, LayoutFitsCommonWindowSizes) {
 }
 
 }  // namespace
+
+}  // namespace gui

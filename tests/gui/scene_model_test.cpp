@@ -1,7 +1,9 @@
 // sceneStateFor: the scene's content from a snapshot alone (no engine needed).
 #include <gtest/gtest.h>
 
-#include "gui/scene_model.h"
+#include "gui/iteration/scene_model.h"
+
+namespace gui {
 
 namespace {
 
@@ -81,3 +83,5 @@ TEST(SceneModel, ParametersAndBuffersShareOneChipAndGradsGetTheirOwn) {
   EXPECT_EQ(chips[2].role, QStringLiteral("grad"));
   EXPECT_TRUE(s.devices[0].note.contains(QLatin1String("summed")));
 }
+
+}  // namespace gui

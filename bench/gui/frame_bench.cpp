@@ -1,0 +1,107 @@
+// dpviz_frame_bench: prints (1) the time to render one frame of the Iteration scene with 8
+// devices offscreen, per stage, and (2) the GUI thread's longest stall while the engine trains
+// on its worker thread. Targets: < 8 ms per frame, no stall over 16 ms. Figures only, no pass/fail.
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QImage>
+#include <QPainter>
+#include <QTimer>
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "gui/app/context.h"
+#include "gui/app/theme.h"
+#include "gui/iteration/scene.h"
+#include "gui/runtime/engine_controller.h"
+#include "gui/runtime/engine_types.h"
+
+using namespace gui;  // this file only holds main() and its helpers
+
+int main(int argc, char** argv) {
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+  QApplication app(argc, argv);
+  initDpvizResources();
+  registerEngineMetaTypes();
+  const QString devices = argc > 1 ? QString::fromLocal8Bit(argv[1]) : QStringLiteral("cpu:8");
+  const QString preset = argc > 2 ? QString::fromLocal8Bit(argv[2]) : QStringLiteral("mlp-bn");
+
+  EngineController engine;
+  AppSettings settings;
+  settings.devices = devices;
+  settings.preset = preset;
+  settings.batchSize = 64;
+  engine.applySettings(settings);
+
+  IterationScene scene;
+  SceneView view(&scene);
+  view.resize(900, 640);
+  std::vector<double> frameMs;
+  std::vector<double> stalls;
+  int iterations = 0;
+  constexpr int kStallIterations = 20;
+  QElapsedTimer tick;
+  QTimer heartbeat;  // 1 ms timer on the GUI thread: the gaps between its ticks are the stalls
+  heartbeat.setInterval(1);
+
+  auto renderFrames = [&](const dpv::StageEvent* event) {
+    scene.showState(sceneStateFor(engine.info(), event), false);
+    QImage image(view.viewport()->size(), QImage::Format_ARGB32_Premultiplied);
+    for (int i = 0; i < 5; ++i) {
+      QElapsedTimer t;
+      t.start();
+      QPainter p(&image);
+      view.render(&p);
+      p.end();
+      frameMs.push_back(t.nsecsElapsed() / 1e6);
+    }
+  };
+
+  QObject::connect(&engine, &EngineController::iterationStarted, &app, [&](const IterationInfo& info) {
+    if (iterations == 0) {
+      scene.setInfo(info);
+      view.fit();
+      renderFrames(nullptr);
+    }
+  });
+  QObject::connect(&engine, &EngineController::stageRecorded, &app, [&](const dpv::StageEvent& event) {
+    if (iterations == 0) renderFrames(&event);
+  });
+  QObject::connect(&engine, &EngineController::engineError, &app, [&](const QString& message) {
+    std::fprintf(stderr, "engine error: %s\n", qPrintable(message));
+    app.exit(1);
+  });
+  QObject::connect(&heartbeat, &QTimer::timeout, &app, [&] {
+    if (tick.isValid()) stalls.push_back(tick.nsecsElapsed() / 1e6);
+    tick.restart();
+  });
+  QObject::connect(&engine, &EngineController::iterationCompleted, &app, [&] {
+    ++iterations;
+    if (iterations == 1) {
+      heartbeat.start();  // phase 2: train on the worker while the GUI thread ticks
+      tick.start();
+    }
+    if (iterations > kStallIterations) {
+      heartbeat.stop();
+      app.quit();
+      return;
+    }
+    engine.requestIteration();
+  });
+  engine.requestIteration();
+  const int rc = app.exec();
+  if (rc != 0) return rc;
+
+  auto report = [](const char* what, std::vector<double> v, double target) {
+    if (v.empty()) return;
+    std::sort(v.begin(), v.end());
+    double sum = 0;
+    for (double x : v) sum += x;
+    std::printf("%-34s n=%zu mean=%.3f ms median=%.3f ms p95=%.3f ms max=%.3f ms (target < %.0f ms)\n", what, v.size(),
+                sum / v.size(), v[v.size() / 2], v[std::min(v.size() - 1, v.size() * 95 / 100)], v.back(), target);
+  };
+  std::printf("dpviz_frame_bench: %s, preset %s, batch 64, view 900x640, offscreen\n", qPrintable(devices), qPrintable(preset));
+  report("frame render (Iteration scene)", frameMs, 8);
+  report("GUI thread gap while training", stalls, 16);
+  return 0;
+}

@@ -1,0 +1,283 @@
+#include "gui/app/main_window.h"
+
+#include <QActionGroup>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QListWidget>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QSettings>
+#include <QStackedWidget>
+#include <QStatusBar>
+#include <QVBoxLayout>
+
+#include "engine/error.h"
+#include "engine/trace.h"
+#include "gui/app/settings_bar.h"
+#include "gui/app/theme.h"
+#include "gui/bnlab/page.h"
+#include "gui/intro/page.h"
+#include "gui/iteration/page.h"
+#include "gui/quiz/page.h"
+#include "gui/runtime/engine_controller.h"
+#include "gui/timeline/page.h"
+
+namespace gui {
+
+QStringList MainWindow::pageIds() {
+  return {QStringLiteral("intro"), QStringLiteral("iteration"), QStringLiteral("bnlab"), QStringLiteral("timeline"), QStringLiteral("quiz")};
+}
+
+MainWindow::MainWindow(AppContext* context, EngineController* engine, const Options& options, QWidget* parent)
+    : QMainWindow(parent), context_(context), engine_(engine), options_(options) {
+  setWindowTitle(tr("dpviz — DataParallel, step by step"));
+  setWindowIcon(QIcon(QStringLiteral(":/icons/dpviz.svg")));
+  context_->setEngine(engine_);
+
+  // Settings before the pages exist, so they start with the remembered ones.
+  if (options_.persistent) {
+    QSettings s;
+    AppSettings a = context_->settings();
+    a.devices = s.value(QStringLiteral("engine/devices"), a.devices).toString();
+    a.preset = s.value(QStringLiteral("engine/preset"), a.preset).toString();
+    a.batchSize = s.value(QStringLiteral("engine/batch"), a.batchSize).toInt();
+    a.syncBatchNorm = s.value(QStringLiteral("engine/syncBatchNorm"), a.syncBatchNorm).toBool();
+    a.learningRate = s.value(QStringLiteral("engine/lr"), a.learningRate).toDouble();
+    a.seed = s.value(QStringLiteral("engine/seed"), a.seed).toULongLong();
+    context_->setSettings(a);
+  }
+  requestedTheme_ = options_.theme;
+  if (requestedTheme_.isEmpty()) {
+    requestedTheme_ = options_.persistent ? QSettings().value(QStringLiteral("window/theme"), QStringLiteral("system")).toString()
+                                          : QStringLiteral("light");
+  }
+  if (auto* app = qobject_cast<QApplication*>(QCoreApplication::instance())) context_->setTheme(applyTheme(*app, requestedTheme_));
+  if (engine_) engine_->follow(context_);
+
+  auto* central = new QWidget(this);
+  auto* outer = new QVBoxLayout(central);
+  outer->setContentsMargins(0, 0, 0, 0);
+  outer->setSpacing(0);
+  settingsBar_ = new SettingsBar(context_, central);
+  outer->addWidget(settingsBar_);
+  auto* body = new QHBoxLayout();
+  body->setContentsMargins(0, 0, 0, 0);
+  body->setSpacing(0);
+  nav_ = new QListWidget(central);
+  nav_->setObjectName(QStringLiteral("navigation"));
+  nav_->setFixedWidth(178);
+  nav_->setIconSize(QSize(20, 20));
+  nav_->setFrameShape(QFrame::NoFrame);
+  stack_ = new QStackedWidget(central);
+  body->addWidget(nav_);
+  body->addWidget(stack_, 1);
+  outer->addLayout(body, 1);
+  setCentralWidget(central);
+
+  addPage(QStringLiteral("intro"), tr("Introduction"), QStringLiteral("intro"), new IntroPage(context_));
+  addPage(QStringLiteral("iteration"), tr("Iteration"), QStringLiteral("iteration"), new IterationPage(context_));
+  addPage(QStringLiteral("bnlab"), tr("BatchNorm lab"), QStringLiteral("bnlab"), new BatchNormLabPage(context_));
+  addPage(QStringLiteral("timeline"), tr("Timeline"), QStringLiteral("timeline"), new TimelinePage(context_));
+  addPage(QStringLiteral("quiz"), tr("Quiz"), QStringLiteral("quiz"), new QuizPage(context_));
+  connect(nav_, &QListWidget::currentRowChanged, stack_, &QStackedWidget::setCurrentIndex);
+  connect(context_, &AppContext::navigateRequested, this, &MainWindow::showPage);
+
+  engineStatus_ = new QLabel(this);
+  statusBar()->addPermanentWidget(engineStatus_);
+  connect(context_, &AppContext::statusMessage, this, [this](const QString& text) { statusBar()->showMessage(text, 8000); });
+  if (engine_) {
+    connect(engine_, &EngineController::iterationStarted, this, &MainWindow::updateEngineStatus);
+    connect(engine_, &EngineController::stageRecorded, this, &MainWindow::updateEngineStatus);
+    connect(engine_, &EngineController::settingsApplied, this, &MainWindow::updateEngineStatus);
+  }
+  updateEngineStatus();
+
+  buildMenus();
+  resize(1280, 800);
+  showPage(QStringLiteral("intro"));
+  restoreState();
+}
+
+MainWindow::~MainWindow() {
+  // Pages hold connections to the engine; stop it before they go.
+  if (engine_) engine_->shutdown();
+}
+
+void MainWindow::addPage(const QString& id, const QString& title, const QString& icon, Page* page) {
+  auto* item = new QListWidgetItem(QIcon(QStringLiteral(":/icons/%1.svg").arg(icon)), title, nav_);
+  item->setData(Qt::UserRole, id);
+  stack_->addWidget(page);
+  pages_.insert(id, page);
+  order_.append(id);
+}
+
+QString MainWindow::currentPageId() const { return order_.value(stack_->currentIndex()); }
+
+void MainWindow::showPage(const QString& id) {
+  // The seed's sample program is run from the Introduction page.
+  const QString page = id == QStringLiteral("sample") ? QStringLiteral("intro") : id;
+  const int index = static_cast<int>(order_.indexOf(page));
+  if (index >= 0) nav_->setCurrentRow(index);
+}
+
+void MainWindow::setTheme(const QString& requested) {
+  requestedTheme_ = requested;
+  if (auto* app = qobject_cast<QApplication*>(QCoreApplication::instance())) context_->setTheme(applyTheme(*app, requested));
+  if (themeGroup_) {
+    for (QAction* a : themeGroup_->actions()) a->setChecked(a->data().toString() == requested);
+  }
+}
+
+void MainWindow::buildMenus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  file->addAction(tr("Export &trace (Chrome JSON)…"), this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export trace"), QStringLiteral("dpviz-trace.json"), tr("Chrome trace (*.json)"));
+    if (path.isEmpty()) return;
+    const QString error = exportTrace(path);
+    if (!error.isEmpty()) QMessageBox::warning(this, tr("Export trace"), error);
+    else statusBar()->showMessage(tr("Trace written to %1 (open it in Perfetto or chrome://tracing)").arg(path), 8000);
+  });
+  file->addAction(tr("Export &screenshot (PNG)…"), this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export screenshot"), QStringLiteral("dpviz-%1.png").arg(currentPageId()), tr("PNG image (*.png)"));
+    if (path.isEmpty()) return;
+    const QString error = exportScreenshot(path);
+    if (!error.isEmpty()) QMessageBox::warning(this, tr("Export screenshot"), error);
+  });
+#ifdef DPVIZ_HAVE_QUIZ
+  file->addSeparator();
+  file->addAction(tr("&Reset quiz progress…"), this, [this] {
+    if (QMessageBox::question(this, tr("Reset quiz progress"), tr("Forget every answer given so far?")) != QMessageBox::Yes) return;
+    if (auto* quiz = qobject_cast<QuizPage*>(page(QStringLiteral("quiz")))) quiz->resetProgress();
+  });
+#endif
+  file->addSeparator();
+  QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+  quit->setShortcut(QKeySequence::Quit);
+
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  for (int i = 0; i < order_.size(); ++i) {
+    const QString id = order_[i];
+    QAction* a = view->addAction(nav_->item(i)->icon(), nav_->item(i)->text(), this, [this, id] { showPage(id); });
+    a->setShortcut(QKeySequence(Qt::CTRL | static_cast<Qt::Key>(Qt::Key_1 + i)));
+  }
+  view->addSeparator();
+  QMenu* themeMenu = view->addMenu(tr("&Theme"));
+  themeGroup_ = new QActionGroup(this);
+  const QList<QPair<QString, QString>> themes = {{QStringLiteral("light"), tr("Light")}, {QStringLiteral("dark"), tr("Dark")},
+                                                 {QStringLiteral("system"), tr("Follow the system")}};
+  for (const auto& [id, label] : themes) {
+    QAction* a = themeMenu->addAction(label);
+    a->setCheckable(true);
+    a->setData(id);
+    a->setChecked(id == requestedTheme_);
+    themeGroup_->addAction(a);
+    connect(a, &QAction::triggered, this, [this, id = id] { setTheme(id); });
+  }
+
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&Keyboard shortcuts"), this, &MainWindow::showShortcuts)->setShortcut(QKeySequence::HelpContents);
+  help->addAction(tr("&About dpviz"), this, &MainWindow::showAbout);
+}
+
+QString MainWindow::exportTrace(const QString& path) const {
+  if (!engine_) return tr("The engine is not running.");
+  const auto& events = engine_->lastCompleted().isEmpty() ? engine_->events() : engine_->lastCompleted();
+  if (events.isEmpty()) return tr("No iteration has run yet: step through one on the Iteration page, or run one on the Timeline page.");
+  try {
+    dpv::TraceRecorder recorder;
+    recorder.begin_iteration();
+    for (const auto& e : events) recorder.on_stage(e);
+    recorder.save(path.toStdString());
+  } catch (const dpv::Error& e) {
+    return QString::fromStdString(e.full());
+  } catch (const std::exception& e) {
+    return QString::fromStdString(e.what());
+  }
+  return QString();
+}
+
+QString MainWindow::exportScreenshot(const QString& path) {
+  QWidget* current = stack_->currentWidget();
+  if (!current) return tr("No page is shown.");
+  if (!current->grab().save(path, "PNG")) return tr("Could not write %1.").arg(path);
+  return QString();
+}
+
+void MainWindow::updateEngineStatus() {
+  if (!engine_) {
+    engineStatus_->setText(tr("Engine: not running"));
+    return;
+  }
+  const AppSettings& s = engine_->settings();
+  QString text = tr("Engine: %1").arg(s.devices);
+  if (engine_->hasIteration()) {
+    const IterationInfo& info = engine_->info();
+    const bool simulated = info.deviceSpec.startsWith(QLatin1String("cpu"));
+    text = tr("Engine: %1 (%2 %3, %4)").arg(info.deviceSpec).arg(info.deviceLabels.size())
+               .arg(simulated ? tr("simulated devices on CPU") : tr("GPU devices"), info.transport);
+    if (!engine_->events().isEmpty()) {
+      const auto& last = engine_->events().back();
+      for (const auto& ev : engine_->events()) {
+        if (ev.loss) text += tr(" · loss %1").arg(*ev.loss, 0, 'f', 4);
+      }
+      text += tr(" · last stage %1 ms").arg((last.t_end - last.t_start) * 1e3, 0, 'f', 3);
+    }
+  }
+  engineStatus_->setText(text);
+}
+
+void MainWindow::showShortcuts() {
+  QMessageBox::information(this, tr("Keyboard shortcuts"),
+                           tr("<table cellpadding='3'>"
+                              "<tr><td><b>Space</b></td><td>play / pause the iteration</td></tr>"
+                              "<tr><td><b>→</b></td><td>next stage</td></tr>"
+                              "<tr><td><b>←</b></td><td>previous stage (from the recording)</td></tr>"
+                              "<tr><td><b>Home</b></td><td>back to the start of the iteration</td></tr>"
+                              "<tr><td><b>Ctrl+1 … Ctrl+5</b></td><td>Introduction, Iteration, BatchNorm lab, Timeline, Quiz</td></tr>"
+                              "<tr><td><b>%1</b></td><td>quit</td></tr></table>")
+                               .arg(QKeySequence(QKeySequence::Quit).toString(QKeySequence::NativeText)));
+}
+
+void MainWindow::showAbout() {
+  QMessageBox::about(this, tr("About dpviz"),
+                     tr("<h3>dpviz %1</h3><p>Teaches PyTorch's <code>nn.DataParallel</code> by running it: scatter, "
+                        "replicate, forward, gather, loss, backward, gradient reduce and the optimizer step, on real "
+                        "(or simulated) devices, with every number coming from the engine.</p><p>Qt %2.</p>")
+                         .arg(QStringLiteral(DPVIZ_VERSION), QString::fromLatin1(qVersion())));
+}
+
+void MainWindow::restoreState() {
+  if (!options_.persistent) return;
+  QSettings s;
+  restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
+  QMainWindow::restoreState(s.value(QStringLiteral("window/state")).toByteArray());
+  const QString pageId = s.value(QStringLiteral("window/page")).toString();
+  if (!pageId.isEmpty()) showPage(pageId);
+}
+
+void MainWindow::saveState() const {
+  if (!options_.persistent) return;
+  QSettings s;
+  s.setValue(QStringLiteral("window/geometry"), saveGeometry());
+  s.setValue(QStringLiteral("window/state"), QMainWindow::saveState());
+  s.setValue(QStringLiteral("window/page"), currentPageId());
+  s.setValue(QStringLiteral("window/theme"), requestedTheme_);
+  const AppSettings& a = context_->settings();
+  s.setValue(QStringLiteral("engine/devices"), a.devices);
+  s.setValue(QStringLiteral("engine/preset"), a.preset);
+  s.setValue(QStringLiteral("engine/batch"), a.batchSize);
+  s.setValue(QStringLiteral("engine/syncBatchNorm"), a.syncBatchNorm);
+  s.setValue(QStringLiteral("engine/lr"), a.learningRate);
+  s.setValue(QStringLiteral("engine/seed"), static_cast<qulonglong>(a.seed));
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  saveState();
+  if (engine_) engine_->shutdown();  // waits for the stage in progress, then the worker thread ends
+  event->accept();
+}
+
+}  // namespace gui

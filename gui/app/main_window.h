@@ -1,0 +1,66 @@
+#pragma once
+// The main window: navigation list, settings bar, the pages, menus, status line; window state
+// and settings remembered between runs (QSettings).
+#include <QHash>
+#include <QMainWindow>
+
+#include "gui/app/context.h"
+
+class QActionGroup;
+class QLabel;
+class QListWidget;
+class QStackedWidget;
+
+namespace gui {
+
+class EngineController;
+class Page;
+class SettingsBar;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  struct Options {
+    bool persistent = true;       // read and write QSettings (off for --screenshot-all and tests)
+    QString theme;                // "light", "dark", "system"; empty: the saved one (default system)
+  };
+  MainWindow(AppContext* context, EngineController* engine, const Options& options, QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // Page ids in navigation order: intro, iteration, bnlab, timeline, quiz.
+  static QStringList pageIds();
+  Page* page(const QString& id) const { return pages_.value(id); }
+  QString currentPageId() const;
+  void showPage(const QString& id);
+  void setTheme(const QString& requested);  // light, dark, system
+  SettingsBar* settingsBar() const { return settingsBar_; }
+  // File > Export trace: the last iteration's StageEvents as Chrome trace JSON. Returns "" or the error.
+  QString exportTrace(const QString& path) const;
+  QString exportScreenshot(const QString& path);
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+
+ private:
+  void buildMenus();
+  void addPage(const QString& id, const QString& title, const QString& icon, Page* page);
+  void restoreState();
+  void saveState() const;
+  void updateEngineStatus();
+  void showShortcuts();
+  void showAbout();
+
+  AppContext* context_;
+  EngineController* engine_;
+  Options options_;
+  QString requestedTheme_;
+  QListWidget* nav_ = nullptr;
+  QStackedWidget* stack_ = nullptr;
+  SettingsBar* settingsBar_ = nullptr;
+  QLabel* engineStatus_ = nullptr;
+  QActionGroup* themeGroup_ = nullptr;
+  QHash<QString, Page*> pages_;
+  QStringList order_;
+};
+
+}  // namespace gui

@@ -1,0 +1,39 @@
+#pragma once
+// The settings bar above the pages: devices, model preset, batch size, BatchNorm mode, learning
+// rate, seed. Edits go to AppContext::setSettings (spin boxes after a short pause, so typing "128"
+// does not start three engines).
+#include <QFrame>
+#include <QTimer>
+
+#include "gui/app/context.h"
+
+class QComboBox;
+class QDoubleSpinBox;
+class QSpinBox;
+
+namespace gui {
+
+// Device specs offered: cpu:1..cpu:8, and the GPUs when the engine has CUDA.
+QStringList deviceChoices();
+
+class SettingsBar : public QFrame {
+  Q_OBJECT
+ public:
+  SettingsBar(AppContext* context, QWidget* parent = nullptr);
+  void showSettings(const AppSettings& settings);  // without emitting
+  AppSettings current() const;
+
+ private:
+  void commit();
+  AppContext* context_;
+  QComboBox* devices_;
+  QComboBox* preset_;
+  QSpinBox* batch_;
+  QComboBox* batchNorm_;
+  QDoubleSpinBox* lr_;
+  QSpinBox* seed_;
+  QTimer debounce_;
+  bool updating_ = false;
+};
+
+}  // namespace gui

@@ -1,0 +1,34 @@
+#include "gui/app/ui_helpers.h"
+
+#include <QLabel>
+#include <QVBoxLayout>
+
+namespace gui {
+
+QFrame* makeCard(QWidget* parent) {
+  auto* card = new QFrame(parent);
+  card->setObjectName(QStringLiteral("card"));
+  card->setFrameShape(QFrame::NoFrame);
+  return card;
+}
+
+QFrame* wrapInCard(const QString& title, QWidget* content, QWidget* parent) {
+  QFrame* card = makeCard(parent);
+  auto* layout = new QVBoxLayout(card);
+  layout->setContentsMargins(12, 10, 12, 10);
+  layout->setSpacing(6);
+  auto* label = new QLabel(title, card);
+  label->setObjectName(QStringLiteral("cardTitle"));
+  layout->addWidget(label);
+  content->setParent(card);
+  layout->addWidget(content, 1);
+  return card;
+}
+
+QLabel* makePageTitle(const QString& text, QWidget* parent) {
+  auto* label = new QLabel(text, parent);
+  label->setObjectName(QStringLiteral("pageTitle"));
+  return label;
+}
+
+}  // namespace gui

@@ -1,0 +1,480 @@
+#include "gui/bnlab/charts.h"
+
+#include <QEvent>
+#include <QGridLayout>
+#include <QTimer>
+#include <algorithm>
+#include <cmath>
+#include <qcustomplot.h>
+
+#include "gui/bnlab/chart_style.h"
+
+namespace gui {
+
+namespace {
+
+constexpr int kPerDeviceSlot = 0, kSyncSlot = 1;
+
+double floored_distance(double d) { return std::isfinite(d) ? std::max(d, BnLabCharts::kDistanceFloor) : d; }
+
+QString model_short(BnLabModel m) {
+  switch (m) {
+    case BnLabPerDevice: return QStringLiteral("per-device BN");
+    case BnLabSync: return QStringLiteral("SyncBN");
+    case BnLabReference: return QStringLiteral("reference");
+  }
+  return {};
+}
+
+// Value at `channel` of a per-channel vector, NaN when absent (a model that reported nothing).
+double at_channel(const std::vector<double>& v, int channel) {
+  return channel >= 0 && static_cast<size_t>(channel) < v.size() ? v[static_cast<size_t>(channel)]
+                                                                 : std::numeric_limits<double>::quiet_NaN();
+}
+
+const BnLabLayerStats* layer_of(const BnLabModelStep& m, int slot) {
+  return slot >= 0 && static_cast<size_t>(slot) < m.layers.size() ? &m.layers[static_cast<size_t>(slot)] : nullptr;
+}
+
+}  // namespace
+
+QString BnLabCharts::chartId(Chart chart) {
+  static const char* ids[] = {"batch-mean", "batch-var", "running-mean", "running-var", "loss-accuracy", "distance"};
+  return QString::fromLatin1(ids[chart]);
+}
+
+QString BnLabCharts::chartTitle(Chart chart) {
+  switch (chart) {
+    case BatchMean: return tr("Batch mean");
+    case BatchVar: return tr("Batch variance");
+    case RunningMean: return tr("Running mean");
+    case RunningVar: return tr("Running variance");
+    case LossAccuracy: return tr("Training loss and accuracy");
+    case Distance: return tr("Distance from the one-device reference");
+  }
+  return {};
+}
+
+QString BnLabCharts::chunkSeries(BnLabModel m) {
+  return m == BnLabSync ? QStringLiteral("SyncBN: chunk (local only)") : QStringLiteral("per-device: chunk (normalises)");
+}
+QString BnLabCharts::wholeSeries(BnLabModel m) {
+  switch (m) {
+    case BnLabPerDevice: return QStringLiteral("per-device: whole batch (unused)");
+    case BnLabSync: return QStringLiteral("SyncBN: global (normalises)");
+    case BnLabReference: return QStringLiteral("reference: whole batch");
+  }
+  return {};
+}
+QString BnLabCharts::runningSeries(BnLabModel m) { return model_short(m); }
+QString BnLabCharts::device0EmaSeries() { return QStringLiteral("from GPU 0's chunks alone"); }
+QString BnLabCharts::lossSeries(BnLabModel m) { return model_short(m); }
+QString BnLabCharts::accuracySeries(BnLabModel m) { return model_short(m) + QStringLiteral(" accuracy"); }
+QString BnLabCharts::paramDistanceSeries(BnLabModel m) { return model_short(m) + QStringLiteral(": parameters"); }
+QString BnLabCharts::gradDistanceSeries(BnLabModel m) { return model_short(m) + QStringLiteral(": gradients"); }
+
+BnLabCharts::BnLabCharts(QWidget* parent) : QWidget(parent), replotTimer_(new QTimer(this)) {
+  // One chart per event-loop turn: the longest pause the window sees is one chart's redraw.
+  replotTimer_->setInterval(2);
+  connect(replotTimer_, &QTimer::timeout, this, &BnLabCharts::replotNextDirty);
+  buildPlots();
+  applyPalette();
+  clear(1);
+}
+
+BnLabCharts::~BnLabCharts() = default;
+
+void BnLabCharts::buildPlots() {
+  auto* grid = new QGridLayout(this);
+  grid->setContentsMargins(0, 0, 0, 0);
+  grid->setSpacing(6);
+  for (int c = 0; c < kChartCount; ++c) {
+    auto* plot = new QCustomPlot(this);
+    plot->setObjectName(chartId(static_cast<Chart>(c)));
+    plot->setMinimumSize(240, 170);
+    plot->setNoAntialiasingOnDrag(true);
+    // Lines as one polyline each: several times faster for wide pens, which keeps every replot
+    // well inside a frame however many steps the curves hold.
+    plot->setPlottingHint(QCP::phFastPolylines, true);
+    plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    plot->plotLayout()->insertRow(0);
+    titles_[c] = new QCPTextElement(plot, chartTitle(static_cast<Chart>(c)));
+    plot->plotLayout()->addElement(0, 0, titles_[c]);
+    // The legend sits below the axes, so it never hides bars or curves.
+    plot->legend->setVisible(true);
+    plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
+    plot->legend->setWrap(2);
+    plot->legend->setRowSpacing(0);
+    plot->legend->setColumnSpacing(6);
+    plot->legend->setIconSize(22, 10);
+    plot->plotLayout()->addElement(2, 0, plot->legend);
+    plot->plotLayout()->setRowStretchFactor(2, 0.001);
+    plot->installEventFilter(this);
+    emptyNotes_[c] = new QCPItemText(plot);
+    emptyNotes_[c]->position->setType(QCPItemPosition::ptAxisRectRatio);
+    emptyNotes_[c]->position->setCoords(0.5, 0.45);
+    emptyNotes_[c]->setText(tr("No training step yet: press Start"));
+    emptyNotes_[c]->setClipToAxisRect(true);
+    plots_[c] = plot;
+    grid->addWidget(plot, c / 2, c % 2);
+  }
+
+  // Batch statistics: bars per device for both models, lines for the whole-batch values.
+  for (int s = 0; s < 2; ++s) {
+    QCustomPlot* plot = plots_[s == 0 ? BatchMean : BatchVar];
+    auto* group = new QCPBarsGroup(plot);
+    for (int m = 0; m < 2; ++m) {
+      auto* bars = new QCPBars(plot->xAxis, plot->yAxis);
+      bars->setName(chunkSeries(static_cast<BnLabModel>(m)));
+      bars->setWidth(0.36);
+      bars->setBarsGroup(group);
+      chunkBars_[s][m] = bars;
+    }
+    for (int m = 0; m < kBnLabModelCount; ++m) {
+      auto* line = plot->addGraph();
+      line->setName(wholeSeries(static_cast<BnLabModel>(m)));
+      wholeLines_[s][m] = line;
+    }
+    plot->xAxis->setLabel(tr("device (rows in its chunk)"));
+    plot->yAxis->setLabel(s == 0 ? tr("mean") : tr("biased variance"));
+    plot->xAxis->setTicker(QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText));
+  }
+
+  // Running statistics over the steps.
+  for (int s = 0; s < 2; ++s) {
+    QCustomPlot* plot = plots_[s == 0 ? RunningMean : RunningVar];
+    // Drawn bottom to top: the wide per-device curve, the wide translucent reference, the thin
+    // SyncBN curve, the dashed device-0 rebuild; where curves coincide each stays visible.
+    for (int m : {BnLabPerDevice, BnLabReference, BnLabSync}) {
+      auto* g = plot->addGraph();
+      g->setName(runningSeries(static_cast<BnLabModel>(m)));
+      runningGraphs_[s][m] = g;
+    }
+    emaGraphs_[s] = plot->addGraph();
+    emaGraphs_[s]->setName(device0EmaSeries());
+    plot->xAxis->setLabel(tr("training step"));
+    plot->yAxis->setLabel(s == 0 ? tr("running_mean") : tr("running_var"));
+  }
+
+  // Loss (left axis, solid) and accuracy (right axis, dashed).
+  {
+    QCustomPlot* plot = plots_[LossAccuracy];
+    plot->yAxis2->setVisible(true);
+    for (int m : {BnLabReference, BnLabSync, BnLabPerDevice}) {
+      lossGraphs_[m] = plot->addGraph(plot->xAxis, plot->yAxis);
+      lossGraphs_[m]->setName(lossSeries(static_cast<BnLabModel>(m)));
+    }
+    for (int m : {BnLabReference, BnLabSync, BnLabPerDevice}) {
+      accuracyGraphs_[m] = plot->addGraph(plot->xAxis, plot->yAxis2);
+      accuracyGraphs_[m]->setName(accuracySeries(static_cast<BnLabModel>(m)));
+      accuracyGraphs_[m]->removeFromLegend();  // same colour as the loss; the axis label says "dashed"
+      accuracyGraphs_[m]->setAntialiased(false);  // antialiased dashes cost most of this chart's redraw
+    }
+    plot->xAxis->setLabel(tr("training step"));
+    plot->yAxis->setLabel(tr("loss (nats), solid"));
+    plot->yAxis2->setLabel(tr("accuracy (%), dashed"));
+    plot->yAxis2->setRange(0, 100);
+  }
+
+  // Distance from the reference, on a log axis.
+  {
+    QCustomPlot* plot = plots_[Distance];
+    for (int m = 0; m < 2; ++m) {
+      paramDistanceGraphs_[m] = plot->addGraph();
+      paramDistanceGraphs_[m]->setName(paramDistanceSeries(static_cast<BnLabModel>(m)));
+      gradDistanceGraphs_[m] = plot->addGraph();
+      gradDistanceGraphs_[m]->setName(gradDistanceSeries(static_cast<BnLabModel>(m)));
+      gradDistanceGraphs_[m]->setAntialiased(false);
+    }
+    plot->yAxis->setScaleType(QCPAxis::stLogarithmic);
+    plot->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
+    plot->yAxis->setNumberFormat(QStringLiteral("eb"));
+    plot->yAxis->setNumberPrecision(0);
+    plot->xAxis->setLabel(tr("training step"));
+    plot->yAxis->setLabel(tr("max |Δ| (0 at 1e-12)"));
+    plot->yAxis->setRange(1e-9, 1);
+  }
+}
+
+void BnLabCharts::applyPalette() {
+  const BnLabChartColours colours = bnlab_chart_colours(palette());
+  for (auto* plot : plots_) bnlab_style_plot(plot, palette());
+  QColor faint = colours.text;
+  faint.setAlpha(140);
+  for (int c = 0; c < kChartCount; ++c) {
+    titles_[c]->setTextColor(colours.text);
+    emptyNotes_[c]->setColor(faint);
+  }
+
+  const std::array<QColor, 3> model = {colours.perDevice, colours.sync, colours.reference};
+  for (int s = 0; s < 2; ++s) {
+    for (int m = 0; m < 2; ++m) {
+      QColor fill = model[m];
+      fill.setAlpha(m == kSyncSlot ? 110 : 200);  // the SyncBN chunks are context, kept lighter
+      chunkBars_[s][m]->setBrush(fill);
+      chunkBars_[s][m]->setPen(QPen(model[m].darker(120), 1));
+    }
+    wholeLines_[s][BnLabPerDevice]->setPen(QPen(model[BnLabPerDevice], 2, Qt::DashLine));
+    wholeLines_[s][BnLabSync]->setPen(QPen(model[BnLabSync], 2.5, Qt::SolidLine));
+    wholeLines_[s][BnLabReference]->setPen(QPen(model[BnLabReference], 2, Qt::DotLine));
+
+    QColor wide = model[BnLabReference];
+    wide.setAlpha(150);
+    runningGraphs_[s][BnLabReference]->setPen(QPen(wide, 5));
+    runningGraphs_[s][BnLabSync]->setPen(QPen(model[BnLabSync], 1.8));
+    // Wide under thin: where the device-0 rebuild lies on the per-device curve, both stay visible.
+    runningGraphs_[s][BnLabPerDevice]->setPen(QPen(model[BnLabPerDevice], 4.5));
+    emaGraphs_[s]->setPen(QPen(colours.device0, 1.5, Qt::DashLine));
+  }
+  for (int m = 0; m < kBnLabModelCount; ++m) {
+    lossGraphs_[m]->setPen(QPen(model[m], m == BnLabReference ? 3.5 : 1.5));
+    accuracyGraphs_[m]->setPen(QPen(model[m], m == BnLabReference ? 2.5 : 1.2, Qt::DashLine));
+  }
+  for (int m = 0; m < 2; ++m) {
+    paramDistanceGraphs_[m]->setPen(QPen(model[m], 2));
+    gradDistanceGraphs_[m]->setPen(QPen(model[m], 1.5, Qt::DashLine));
+  }
+  markDirty();
+}
+
+bool BnLabCharts::eventFilter(QObject* watched, QEvent* event) {
+  if (event->type() == QEvent::Resize)
+    if (auto* plot = qobject_cast<QCustomPlot*>(watched)) {
+      // As many legend columns as fit; a legend wider than its chart would be cut off.
+      int widest = 1;
+      for (int i = 0; i < plot->legend->itemCount(); ++i)
+        if (QCPAbstractLegendItem* item = plot->legend->item(i))  // a wrapped grid has empty cells
+          widest = std::max(widest, item->minimumOuterSizeHint().width());
+      const int columns = std::clamp((plot->width() - 16) / (widest + 24), 1, 4);
+      if (plot->legend->wrap() != columns) plot->legend->setWrap(columns);
+    }
+  return QWidget::eventFilter(watched, event);
+}
+
+void BnLabCharts::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange) applyPalette();
+}
+
+void BnLabCharts::clear(int deviceCount, const std::vector<int64_t>& expectedChunks) {
+  deviceCount_ = std::max(1, deviceCount);
+  expectedChunks_ = expectedChunks;
+  history_.clear();
+  latest_ = BnLabStep{};
+  for (auto* plot : plots_)
+    for (int i = 0; i < plot->plottableCount(); ++i) {
+      if (auto* g = qobject_cast<QCPGraph*>(plot->plottable(i))) g->data()->clear();
+      if (auto* b = qobject_cast<QCPBars*>(plot->plottable(i))) b->data()->clear();
+    }
+  for (Chart c : {RunningMean, RunningVar, LossAccuracy, Distance}) plots_[c]->xAxis->setRange(0, 10);
+  for (Chart c : {RunningMean, RunningVar, LossAccuracy}) plots_[c]->yAxis->setRange(0, 1);
+  plots_[Distance]->yAxis->setRange(1e-9, 1);
+  for (auto* note : emptyNotes_) note->setVisible(true);
+  updateBatchCharts();
+  updateTitles();
+  markDirty();
+}
+
+void BnLabCharts::setSelection(int layerSlot, int channel, const QString& layerTitle) {
+  layerSlot_ = std::max(0, layerSlot);
+  channel_ = std::max(0, channel);
+  layerTitle_ = layerTitle;
+  rebuildRunningCharts();
+  updateBatchCharts();
+  updateTitles();
+  markDirty();
+}
+
+void BnLabCharts::appendSteps(const QVector<BnLabStep>& steps) {
+  if (steps.isEmpty()) return;
+  for (const BnLabStep& step : steps) {
+    // Only the newest step's per-chunk statistics are drawn; older ones are dropped to keep
+    // long runs small (the running statistics, loss and distances stay for every step).
+    if (!history_.empty())
+      for (auto& m : history_.back().models)
+        for (auto& layer : m.layers) {
+          layer.chunks.clear();
+          layer.chunks.shrink_to_fit();
+        }
+    history_.push_back(step);
+    appendRunningPoint(step);
+    const double x = static_cast<double>(step.step);
+    for (int m = 0; m < kBnLabModelCount; ++m) {
+      const BnLabModelStep& ms = step.models[static_cast<size_t>(m)];
+      lossGraphs_[m]->addData(x, ms.loss);
+      accuracyGraphs_[m]->addData(x, 100.0 * ms.accuracy);
+    }
+    for (int m = 0; m < 2; ++m) {
+      paramDistanceGraphs_[m]->addData(x, floored_distance(step.models[static_cast<size_t>(m)].paramDistance));
+      gradDistanceGraphs_[m]->addData(x, floored_distance(step.models[static_cast<size_t>(m)].gradDistance));
+    }
+  }
+  latest_ = steps.back();
+  for (auto* note : emptyNotes_) note->setVisible(false);
+
+  const double lastX = static_cast<double>(latest_.step);
+  for (Chart c : {RunningMean, RunningVar, LossAccuracy, Distance}) {
+    QCustomPlot* plot = plots_[c];
+    plot->xAxis->setRange(0, std::max(10.0, lastX));
+    if (c == Distance) continue;  // a fixed decade range reads better than a jumping one; see below
+    bool found = false;
+    QCPRange range;
+    for (int i = 0; i < plot->graphCount(); ++i) {
+      QCPGraph* g = plot->graph(i);
+      if (g->valueAxis() != plot->yAxis) continue;
+      bool ok = false;
+      const QCPRange r = g->getValueRange(ok);
+      if (!ok) continue;
+      range = found ? QCPRange(std::min(range.lower, r.lower), std::max(range.upper, r.upper)) : r;
+      found = true;
+    }
+    if (found) {
+      const double pad = std::max(1e-6, 0.06 * range.size());
+      plot->yAxis->setRange(range.lower - pad, range.upper + pad);
+    }
+  }
+  // Distance: whole decades from the smallest to the largest value plotted.
+  {
+    double lo = 1.0, hi = 1e-9;
+    for (int i = 0; i < plots_[Distance]->graphCount(); ++i) {
+      bool ok = false;
+      const QCPRange r = plots_[Distance]->graph(i)->getValueRange(ok, QCP::sdPositive);
+      if (!ok) continue;
+      lo = std::min(lo, r.lower);
+      hi = std::max(hi, r.upper);
+    }
+    plots_[Distance]->yAxis->setRange(std::pow(10.0, std::floor(std::log10(lo))),
+                                      std::pow(10.0, std::ceil(std::log10(hi)) + 0.3));
+  }
+  updateBatchCharts();
+  updateTitles();
+  markDirty();
+}
+
+void BnLabCharts::appendRunningPoint(const BnLabStep& step) {
+  const double x = static_cast<double>(step.step);
+  for (int m = 0; m < kBnLabModelCount; ++m) {
+    const BnLabLayerStats* layer = layer_of(step.models[static_cast<size_t>(m)], layerSlot_);
+    if (!layer) continue;
+    runningGraphs_[0][m]->addData(x, at_channel(layer->runningMean, channel_));
+    runningGraphs_[1][m]->addData(x, at_channel(layer->runningVar, channel_));
+    if (m == BnLabPerDevice) {
+      emaGraphs_[0]->addData(x, at_channel(layer->device0EmaMean, channel_));
+      emaGraphs_[1]->addData(x, at_channel(layer->device0EmaVar, channel_));
+    }
+  }
+}
+
+void BnLabCharts::rebuildRunningCharts() {
+  for (int s = 0; s < 2; ++s) {
+    for (auto* g : runningGraphs_[s]) g->data()->clear();
+    emaGraphs_[s]->data()->clear();
+  }
+  for (const BnLabStep& step : history_) appendRunningPoint(step);
+  for (Chart c : {RunningMean, RunningVar})
+    if (!history_.empty()) {
+      plots_[c]->yAxis->rescale();
+      const QCPRange r = plots_[c]->yAxis->range();
+      const double pad = std::max(1e-6, 0.06 * r.size());
+      plots_[c]->yAxis->setRange(r.lower - pad, r.upper + pad);
+    }
+}
+
+void BnLabCharts::updateBatchCharts() {
+  // Device ticks: every device of the set, idle ones marked, so fewer chunks than devices shows.
+  const std::vector<int64_t>& chunks = history_.empty() ? expectedChunks_ : latest_.chunks;
+  auto ticker = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
+  for (int d = 0; d < deviceCount_; ++d) {
+    const bool active = static_cast<size_t>(d) < chunks.size();
+    ticker->addTick(d, active && chunks[static_cast<size_t>(d)] > 0 ? tr("GPU %1 (%2)").arg(d).arg(chunks[static_cast<size_t>(d)])
+                                                                   : tr("GPU %1 (idle)").arg(d));
+  }
+  for (int s = 0; s < 2; ++s) {
+    QCustomPlot* plot = plots_[s == 0 ? BatchMean : BatchVar];
+    plot->xAxis->setTicker(ticker);
+    plot->xAxis->setRange(-0.6, deviceCount_ - 0.4);
+    double lo = 0, hi = 0;  // bars start at zero, so the range always holds it
+    auto take = [&](double v) {
+      if (!std::isfinite(v)) return;
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    };
+    for (int m = 0; m < 2; ++m) {
+      chunkBars_[s][m]->data()->clear();
+      const BnLabLayerStats* layer = layer_of(latest_.models[static_cast<size_t>(m)], layerSlot_);
+      if (!layer) continue;
+      for (const auto& chunk : layer->chunks) {
+        const double v = at_channel(s == 0 ? chunk.mean : chunk.var, channel_);
+        chunkBars_[s][m]->addData(chunk.device, v);
+        take(v);
+      }
+    }
+    for (int m = 0; m < kBnLabModelCount; ++m) {
+      wholeLines_[s][m]->data()->clear();
+      const BnLabLayerStats* layer = layer_of(latest_.models[static_cast<size_t>(m)], layerSlot_);
+      if (!layer) continue;
+      const double v = at_channel(s == 0 ? layer->whole.mean : layer->whole.var, channel_);
+      wholeLines_[s][m]->addData(-0.5, v);
+      wholeLines_[s][m]->addData(deviceCount_ - 0.5, v);
+      take(v);
+    }
+    if (hi - lo <= 0) hi = 1;  // nothing plotted yet
+    const double pad = std::max(1e-6, 0.08 * (hi - lo));
+    plot->yAxis->setRange(lo - (lo < 0 ? pad : 0), hi + pad);
+  }
+}
+
+void BnLabCharts::updateTitles() {
+  const QString where = layerTitle_.isEmpty() ? QString() : tr(" · %1 · channel %2").arg(layerTitle_).arg(channel_);
+  const QString when = history_.empty() ? tr(" · no step yet") : tr(" · step %1").arg(latest_.step);
+  titles_[BatchMean]->setText(chartTitle(BatchMean) + where + when);
+  titles_[BatchVar]->setText(chartTitle(BatchVar) + where + when);
+  titles_[RunningMean]->setText(chartTitle(RunningMean) + where);
+  titles_[RunningVar]->setText(chartTitle(RunningVar) + where);
+}
+
+void BnLabCharts::markDirty() {
+  dirty_.fill(true);
+  if (!replotTimer_->isActive()) replotTimer_->start();
+}
+
+void BnLabCharts::replotNextDirty() {
+  for (int i = 0; i < kChartCount; ++i) {
+    const int c = (nextReplot_ + i) % kChartCount;
+    if (!dirty_[c]) continue;
+    dirty_[c] = false;
+    nextReplot_ = (c + 1) % kChartCount;
+    plots_[c]->replot(QCustomPlot::rpQueuedReplot);
+    return;
+  }
+  replotTimer_->stop();
+}
+
+void BnLabCharts::replotNow() {
+  dirty_.fill(false);
+  replotTimer_->stop();
+  for (auto* plot : plots_) plot->replot(QCustomPlot::rpImmediateRefresh);
+}
+
+QStringList BnLabCharts::seriesNames(Chart chart) const {
+  QStringList names;
+  QCustomPlot* plot = plots_[chart];
+  for (int i = 0; i < plot->plottableCount(); ++i) names << plot->plottable(i)->name();
+  return names;
+}
+
+QVector<QPointF> BnLabCharts::seriesData(Chart chart, const QString& series) const {
+  QVector<QPointF> points;
+  QCustomPlot* plot = plots_[chart];
+  for (int i = 0; i < plot->plottableCount(); ++i) {
+    QCPAbstractPlottable* p = plot->plottable(i);
+    if (p->name() != series) continue;
+    QCPPlottableInterface1D* data = p->interface1D();
+    if (!data) break;
+    for (int k = 0; k < data->dataCount(); ++k) points.append(QPointF(data->dataMainKey(k), data->dataMainValue(k)));
+    break;
+  }
+  return points;
+}
+
+}  // namespace gui

@@ -1,0 +1,589 @@
+#include "gui/bnlab/page.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QDoubleSpinBox>
+#include <QEvent>
+#include <QFileDialog>
+#include <QFrame>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTextBlock>
+#include <QTextBrowser>
+#include <QTextCursor>
+#include <QTextDocument>
+#include <QThread>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include "course/lessons.h"
+#include "engine/data_parallel.h"
+#include "engine/device.h"
+#include "engine/error.h"
+#include "gui/bnlab/callout.h"
+#include "gui/bnlab/chart_style.h"
+#include "gui/bnlab/charts.h"
+#include "gui/bnlab/session.h"
+
+namespace gui {
+
+namespace {
+
+struct Speed {
+  const char* label;
+  int stepsPerSecond;  // 0: as fast as the devices go
+};
+constexpr Speed kSpeeds[] = {{"2 steps/s", 2}, {"10 steps/s", 10}, {"50 steps/s", 50}, {"200 steps/s", 200},
+                             {"as fast as possible", 0}};
+constexpr int kDefaultSpeed = 2;
+
+QLabel* caption(const QString& text, QWidget* buddy, QWidget* parent) {
+  auto* label = new QLabel(text, parent);
+  label->setBuddy(buddy);
+  return label;
+}
+
+}  // namespace
+
+BatchNormLabPage::BatchNormLabPage(AppContext* context, QWidget* parent) : Page(context, parent) {
+  BnLabWorker::registerTypes();
+  setObjectName(QStringLiteral("bnlab"));
+
+  resetTimer_ = new QTimer(this);
+  resetTimer_->setSingleShot(true);
+  resetTimer_->setInterval(250);  // one reset after a burst of edits, not one per keystroke
+  connect(resetTimer_, &QTimer::timeout, this, &BatchNormLabPage::reset);
+
+  charts_ = new BnLabCharts(this);
+  auto* chartColumn = new QWidget(this);
+  auto* chartLayout = new QVBoxLayout(chartColumn);
+  chartLayout->setContentsMargins(0, 0, 0, 0);
+  chartLayout->addWidget(buildChartToolbar());
+  chartLayout->addWidget(charts_, 1);
+
+  splitter_ = new QSplitter(Qt::Horizontal, this);
+  auto* splitter = splitter_;
+  splitter->addWidget(chartColumn);
+  splitter->addWidget(buildSidePanel());
+  splitter->setStretchFactor(0, 3);
+  splitter->setStretchFactor(1, 1);
+  splitter->setChildrenCollapsible(false);
+
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(8, 8, 8, 8);
+  layout->addWidget(buildControls());
+  layout->addWidget(splitter, 1);
+
+  loadExplanation();
+  styleCallout();
+
+  thread_ = new QThread(this);
+  thread_->setObjectName(QStringLiteral("bnlab-worker"));
+  worker_ = new BnLabWorker;  // no parent: it lives on thread_ and is deleted after the thread ends
+  worker_->moveToThread(thread_);
+  connectWorker();
+  thread_->start();
+
+  if (AppContext* ctx = this->context()) {
+    connect(ctx, &AppContext::settingsChanged, this, &BatchNormLabPage::applySettings);
+    applySettings(ctx->settings());
+  }
+  emit stepsPerSecondRequested(kSpeeds[kDefaultSpeed].stepsPerSecond);
+  emit stepLimitRequested(stepLimit_);
+  reset();
+}
+
+BatchNormLabPage::~BatchNormLabPage() {
+  // Stop training and free the devices on the worker's own thread (it finishes the step under
+  // way first), then end the thread and delete the worker, which no thread runs any more.
+  resetTimer_->stop();
+  if (thread_->isRunning()) {
+    QMetaObject::invokeMethod(worker_, &BnLabWorker::shutdown, Qt::BlockingQueuedConnection);
+    thread_->quit();
+    thread_->wait();
+  }
+  delete worker_;
+}
+
+void BatchNormLabPage::connectWorker() {
+  connect(this, &BatchNormLabPage::configureRequested, worker_, &BnLabWorker::configure);
+  connect(this, &BatchNormLabPage::startRequested, worker_, &BnLabWorker::start);
+  connect(this, &BatchNormLabPage::pauseRequested, worker_, &BnLabWorker::pause);
+  connect(this, &BatchNormLabPage::stepRequested, worker_, &BnLabWorker::stepOnce);
+  connect(this, &BatchNormLabPage::stepsPerSecondRequested, worker_, &BnLabWorker::setStepsPerSecond);
+  connect(this, &BatchNormLabPage::stepLimitRequested, worker_, &BnLabWorker::setStepLimit);
+  connect(worker_, &BnLabWorker::configured, this, &BatchNormLabPage::onConfigured);
+  connect(worker_, &BnLabWorker::updated, this, &BatchNormLabPage::onUpdated);
+  connect(worker_, &BnLabWorker::runningChanged, this, &BatchNormLabPage::onRunningChanged);
+  connect(worker_, &BnLabWorker::failed, this, &BatchNormLabPage::onFailed);
+}
+
+QWidget* BatchNormLabPage::buildControls() {
+  auto* box = new QWidget(this);
+  auto* rows = new QVBoxLayout(box);
+  rows->setContentsMargins(0, 0, 0, 0);
+
+  auto* run = new QHBoxLayout;
+  startButton_ = new QPushButton(tr("Start"), box);
+  startButton_->setToolTip(tr("Train all three models (Space)"));
+  startButton_->setShortcut(QKeySequence(Qt::Key_Space));
+  pauseButton_ = new QPushButton(tr("Pause"), box);
+  stepButton_ = new QPushButton(tr("One step"), box);
+  stepButton_->setToolTip(tr("Train one step of all three models"));
+  resetButton_ = new QPushButton(tr("Reset"), box);
+  resetButton_->setToolTip(tr("Back to the initial weights (same seed); the charts start again"));
+  connect(startButton_, &QPushButton::clicked, this, &BatchNormLabPage::start);
+  connect(pauseButton_, &QPushButton::clicked, this, &BatchNormLabPage::pause);
+  connect(stepButton_, &QPushButton::clicked, this, &BatchNormLabPage::stepOnce);
+  connect(resetButton_, &QPushButton::clicked, this, &BatchNormLabPage::reset);
+
+  speedBox_ = new QComboBox(box);
+  for (const Speed& s : kSpeeds) speedBox_->addItem(tr(s.label), s.stepsPerSecond);
+  speedBox_->setCurrentIndex(kDefaultSpeed);
+  connect(speedBox_, &QComboBox::currentIndexChanged, this,
+          [this](int) { emit stepsPerSecondRequested(speedBox_->currentData().toInt()); });
+  limitSpin_ = new QSpinBox(box);
+  limitSpin_->setRange(1, 10000);  // about 4 KB of chart data per step
+  limitSpin_->setValue(static_cast<int>(stepLimit_));
+  limitSpin_->setSuffix(tr(" steps"));
+  limitSpin_->setToolTip(tr("Training pauses after this many steps"));
+  connect(limitSpin_, &QSpinBox::valueChanged, this, [this](int v) { setStepLimit(v); });
+
+  sortedBox_ = new QCheckBox(tr("Class-sorted batches"), box);
+  sortedBox_->setChecked(true);
+  sortedBox_->setToolTip(tr("Sort every batch by class, so each device's chunk holds other classes (skewed chunks)"));
+
+  for (QWidget* w : {static_cast<QWidget*>(startButton_), static_cast<QWidget*>(pauseButton_),
+                     static_cast<QWidget*>(stepButton_), static_cast<QWidget*>(resetButton_)})
+    run->addWidget(w);
+  run->addSpacing(12);
+  run->addWidget(caption(tr("Speed"), speedBox_, box));
+  run->addWidget(speedBox_);
+  run->addWidget(caption(tr("Stop after"), limitSpin_, box));
+  run->addWidget(limitSpin_);
+  run->addSpacing(12);
+  run->addWidget(sortedBox_);
+  run->addStretch(1);
+  rows->addLayout(run);
+
+  auto* setup = new QHBoxLayout;
+  devicesSpin_ = new QSpinBox(box);
+  devicesSpin_->setRange(1, 16);
+  devicesSpin_->setToolTip(tr("Devices of the two DataParallel models (the reference always uses one)"));
+  devicesKind_ = new QLabel(box);
+  batchSpin_ = new QSpinBox(box);
+  batchSpin_->setRange(1, 1024);
+  batchSpin_->setToolTip(tr("Rows per training step; each device gets a torch.chunk of them"));
+  lrSpin_ = new QDoubleSpinBox(box);
+  lrSpin_->setDecimals(4);
+  lrSpin_->setRange(0.0001, 10.0);
+  lrSpin_->setSingleStep(0.01);
+  sgdMomentumSpin_ = new QDoubleSpinBox(box);
+  sgdMomentumSpin_->setRange(0.0, 0.99);
+  sgdMomentumSpin_->setSingleStep(0.1);
+  sgdMomentumSpin_->setToolTip(tr("torch.optim.SGD momentum"));
+  bnMomentumSpin_ = new QDoubleSpinBox(box);
+  bnMomentumSpin_->setDecimals(3);
+  bnMomentumSpin_->setRange(0.001, 1.0);
+  bnMomentumSpin_->setSingleStep(0.05);
+  bnMomentumSpin_->setValue(0.1);
+  bnMomentumSpin_->setToolTip(tr("BatchNorm momentum: how much of each batch's statistic enters the running one"));
+
+  setup->addWidget(caption(tr("Devices"), devicesSpin_, box));
+  setup->addWidget(devicesSpin_);
+  setup->addWidget(devicesKind_);
+  setup->addSpacing(8);
+  setup->addWidget(caption(tr("Batch"), batchSpin_, box));
+  setup->addWidget(batchSpin_);
+  setup->addWidget(caption(tr("Learning rate"), lrSpin_, box));
+  setup->addWidget(lrSpin_);
+  setup->addWidget(caption(tr("SGD momentum"), sgdMomentumSpin_, box));
+  setup->addWidget(sgdMomentumSpin_);
+  setup->addWidget(caption(tr("BN momentum"), bnMomentumSpin_, box));
+  setup->addWidget(bnMomentumSpin_);
+  setup->addStretch(1);
+  rows->addLayout(setup);
+
+  // Any change of what is trained starts the lab again: the three models must share every step.
+  connect(devicesSpin_, &QSpinBox::valueChanged, this, &BatchNormLabPage::scheduleReset);
+  connect(batchSpin_, &QSpinBox::valueChanged, this, &BatchNormLabPage::scheduleReset);
+  connect(lrSpin_, &QDoubleSpinBox::valueChanged, this, &BatchNormLabPage::scheduleReset);
+  connect(sgdMomentumSpin_, &QDoubleSpinBox::valueChanged, this, &BatchNormLabPage::scheduleReset);
+  connect(bnMomentumSpin_, &QDoubleSpinBox::valueChanged, this, &BatchNormLabPage::scheduleReset);
+  connect(sortedBox_, &QCheckBox::toggled, this, &BatchNormLabPage::scheduleReset);
+  return box;
+}
+
+QWidget* BatchNormLabPage::buildChartToolbar() {
+  auto* bar = new QWidget(this);
+  auto* row = new QHBoxLayout(bar);
+  row->setContentsMargins(0, 0, 0, 0);
+  layerBox_ = new QComboBox(bar);
+  const dpv::ModelSpec spec = bnlab_model_spec(0.1);
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    const auto& l = spec.layers[i];
+    if (l.type != "batchnorm1d" && l.type != "batchnorm2d") continue;
+    const QString type = l.type == "batchnorm1d" ? QStringLiteral("BatchNorm1d") : QStringLiteral("BatchNorm2d");
+    layerBox_->addItem(tr("layer %1: %2(%3)").arg(i).arg(type).arg(l.num_features),
+                       QVariant::fromValue(static_cast<int>(l.num_features)));
+  }
+  channelSpin_ = new QSpinBox(bar);
+  channelSpin_->setPrefix(tr("channel "));
+  connect(layerBox_, &QComboBox::currentIndexChanged, this, &BatchNormLabPage::updateSelection);
+  connect(channelSpin_, &QSpinBox::valueChanged, this, &BatchNormLabPage::updateSelection);
+  auto* savePng = new QPushButton(tr("Save PNG…"), bar);
+  savePng->setToolTip(tr("Save every chart as a PNG image into a folder"));
+  auto* saveCsv = new QPushButton(tr("Save CSV…"), bar);
+  saveCsv->setToolTip(tr("Save the data of every chart as CSV into a folder"));
+  connect(savePng, &QPushButton::clicked, this, [this] { chooseFolderAndSave(true, false); });
+  connect(saveCsv, &QPushButton::clicked, this, [this] { chooseFolderAndSave(false, true); });
+  // The status line takes the room that is left and never widens the page; the full text is
+  // in its tooltip.
+  statusLabel_ = new QLabel(bar);
+  statusLabel_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  statusLabel_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  row->addWidget(caption(tr("BatchNorm layer"), layerBox_, bar));
+  row->addWidget(layerBox_);
+  row->addWidget(channelSpin_);
+  row->addSpacing(12);
+  row->addWidget(statusLabel_, 1);
+  row->addWidget(savePng);
+  row->addWidget(saveCsv);
+  updateSelection();
+  return bar;
+}
+
+QWidget* BatchNormLabPage::buildSidePanel() {
+  auto* panel = new QWidget(this);
+  auto* column = new QVBoxLayout(panel);
+  column->setContentsMargins(0, 0, 0, 0);
+  callout_ = new QFrame(panel);
+  callout_->setObjectName(QStringLiteral("bnlabCallout"));
+  callout_->setFrameShape(QFrame::StyledPanel);
+  auto* calloutLayout = new QVBoxLayout(callout_);
+  calloutLabel_ = new QLabel(callout_);
+  calloutLabel_->setWordWrap(true);
+  calloutLabel_->setTextFormat(Qt::RichText);
+  calloutLabel_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  calloutLayout->addWidget(calloutLabel_);
+  callout_->hide();
+  explanation_ = new QTextBrowser(panel);
+  explanation_->setOpenExternalLinks(true);
+  explanation_->setMinimumWidth(260);
+  column->addWidget(callout_);
+  column->addWidget(explanation_, 1);
+  return panel;
+}
+
+void BatchNormLabPage::loadExplanation() {
+  const QString dir = context() ? context()->lessonsDir() : QString();
+  try {
+    explanation_->setMarkdown(QString::fromStdString(dpv::course::load_lesson(dir.toStdString(), "batchnorm-lab")));
+    shrinkHeadings();
+  } catch (const dpv::Error& e) {
+    // Visible, not silent: the charts still work without the text.
+    explanation_->setHtml(tr("<h3>Explanation missing</h3><p>The text beside these charts could not be read:</p>"
+                             "<p><code>%1</code></p><p>Set DPVIZ_LESSONS to the lessons/ folder of dpviz.</p>")
+                              .arg(QString::fromStdString(e.what()).toHtmlEscaped()));
+  }
+}
+
+void BatchNormLabPage::shrinkHeadings() {
+  // Markdown headings come out at xx-large sizes (a size adjustment on their characters); in a
+  // side panel one step up for the title and bold body size for the rest read better.
+  QTextDocument* doc = explanation_->document();
+  for (QTextBlock block = doc->begin(); block.isValid(); block = block.next()) {
+    const int level = block.blockFormat().headingLevel();
+    if (level <= 0) continue;
+    QTextCursor cursor(block);
+    cursor.movePosition(QTextCursor::EndOfBlock, QTextCursor::KeepAnchor);
+    QTextCharFormat format;
+    format.setProperty(QTextFormat::FontSizeAdjustment, level == 1 ? 1 : 0);
+    format.setFontWeight(QFont::Bold);
+    cursor.mergeCharFormat(format);
+  }
+}
+
+void BatchNormLabPage::applySettings(const AppSettings& settings) {
+  const QSignalBlocker b1(devicesSpin_), b2(batchSpin_), b3(lrSpin_);
+  baseSpec_ = settings.devices;
+  seed_ = settings.seed;
+  batchSpin_->setValue(settings.batchSize);
+  lrSpin_->setValue(settings.learningRate);
+  try {
+    const dpv::DeviceSpec spec = dpv::parse_device_spec(baseSpec_.toStdString());
+    devicesSpin_->setValue(spec.count);
+    // Only CPU sets and virtual devices on one GPU have a count this page can change.
+    devicesSpin_->setEnabled(spec.kind == dpv::DeviceKind::Cpu || spec.is_virtual);
+    devicesKind_->setText(spec.kind == dpv::DeviceKind::Cpu ? tr("simulated on CPU") : tr("CUDA (%1)").arg(baseSpec_));
+  } catch (const dpv::Error&) {
+    devicesKind_->setText(tr("spec \"%1\"").arg(baseSpec_));  // the worker reports the error in the callout
+  }
+  scheduleReset();
+}
+
+QString BatchNormLabPage::deviceSpec() const {
+  try {
+    const dpv::DeviceSpec spec = dpv::parse_device_spec(baseSpec_.toStdString());
+    const int k = devicesSpin_->value();
+    if (spec.kind == dpv::DeviceKind::Cpu) return QStringLiteral("cpu:%1").arg(k);
+    if (spec.is_virtual && !spec.gpus.empty()) return QStringLiteral("cuda:%1x%2").arg(spec.gpus.front()).arg(k);
+  } catch (const dpv::Error&) {
+  }
+  return baseSpec_;
+}
+
+int BatchNormLabPage::deviceCountFromSpec() const {
+  if (!deviceLabels_.isEmpty()) return static_cast<int>(deviceLabels_.size());
+  return devicesSpin_->value();
+}
+
+BnLabConfig BatchNormLabPage::config() const {
+  BnLabConfig c;
+  c.devices = deviceSpec().toStdString();
+  c.batchSize = batchSpin_->value();
+  c.learningRate = lrSpin_->value();
+  c.sgdMomentum = sgdMomentumSpin_->value();
+  c.bnMomentum = bnMomentumSpin_->value();
+  c.classSorted = sortedBox_->isChecked();
+  c.seed = seed_;
+  return c;
+}
+
+void BatchNormLabPage::setConfig(const BnLabConfig& c) {
+  {
+    const QSignalBlocker b1(devicesSpin_), b2(batchSpin_), b3(lrSpin_), b4(sgdMomentumSpin_), b5(bnMomentumSpin_),
+        b6(sortedBox_);
+    baseSpec_ = QString::fromStdString(c.devices);
+    try {
+      devicesSpin_->setValue(dpv::parse_device_spec(c.devices).count);
+    } catch (const dpv::Error&) {
+    }
+    batchSpin_->setValue(static_cast<int>(c.batchSize));
+    lrSpin_->setValue(c.learningRate);
+    sgdMomentumSpin_->setValue(c.sgdMomentum);
+    bnMomentumSpin_->setValue(c.bnMomentum);
+    sortedBox_->setChecked(c.classSorted);
+    seed_ = c.seed;
+  }
+  reset();
+}
+
+void BatchNormLabPage::setStepsPerSecond(int stepsPerSecond) {
+  for (int i = 0; i < speedBox_->count(); ++i)
+    if (speedBox_->itemData(i).toInt() == stepsPerSecond) {
+      speedBox_->setCurrentIndex(i);  // emits the request
+      return;
+    }
+  emit stepsPerSecondRequested(stepsPerSecond);
+}
+
+void BatchNormLabPage::setStepLimit(qint64 steps) {
+  stepLimit_ = std::clamp<qint64>(steps, 1, limitSpin_->maximum());
+  {
+    const QSignalBlocker block(limitSpin_);
+    limitSpin_->setValue(static_cast<int>(stepLimit_));
+  }
+  emit stepLimitRequested(stepLimit_);
+  updateButtons();
+}
+
+void BatchNormLabPage::selectLayer(int layerSlot, int channel) {
+  layerBox_->setCurrentIndex(layerSlot);
+  channelSpin_->setValue(channel);
+  updateSelection();
+}
+
+void BatchNormLabPage::updateSelection() {
+  const int channels = layerBox_->currentData().toInt();
+  {
+    const QSignalBlocker block(channelSpin_);
+    channelSpin_->setRange(0, std::max(0, channels - 1));
+  }
+  charts_->setSelection(std::max(0, layerBox_->currentIndex()), channelSpin_->value(), layerBox_->currentText());
+}
+
+void BatchNormLabPage::scheduleReset() { resetTimer_->start(); }
+
+void BatchNormLabPage::reset() {
+  resetTimer_->stop();
+  ++generation_;  // anything still queued from the old session is ignored from here on
+  running_ = false;
+  configured_ = false;
+  failure_.clear();
+  failureModel_.clear();
+  probeError_.clear();
+  probeModel_.clear();
+  deviceLabels_.clear();
+  charts_->clear(devicesSpin_->value(), dpv::chunk_sizes(batchSpin_->value(), devicesSpin_->value()));
+  emit configureRequested(config(), generation_);
+  updateCallout();
+  updateButtons();
+  updateStatus();
+}
+
+void BatchNormLabPage::start() {
+  if (!configured_ || hasFailed() || running_) return;
+  if (charts_->stepCount() >= stepLimit_) return;
+  running_ = true;  // optimistic; the worker confirms with runningChanged
+  emit startRequested();
+  updateButtons();
+}
+
+void BatchNormLabPage::pause() { emit pauseRequested(); }
+
+void BatchNormLabPage::stepOnce() {
+  if (!configured_ || hasFailed() || running_) return;
+  emit stepRequested();
+}
+
+void BatchNormLabPage::onConfigured(const BnLabInfo& info) {
+  if (info.generation != generation_) return;
+  configured_ = true;
+  deviceLabels_ = info.deviceLabels;
+  probeError_ = info.probeError;
+  probeModel_ = info.probeModel;
+  charts_->clear(deviceCountFromSpec(), dpv::chunk_sizes(batchSpin_->value(), deviceCountFromSpec()));
+  updateCallout();
+  updateButtons();
+  updateStatus();
+  emit labConfigured();
+}
+
+void BatchNormLabPage::onUpdated(const BnLabUpdate& update, quint64 generation) {
+  if (generation != generation_) return;
+  charts_->appendSteps(update.steps);
+  updateButtons();
+  updateStatus();
+  emit stepsShown(charts_->stepCount());
+}
+
+void BatchNormLabPage::onRunningChanged(bool running, quint64 generation) {
+  if (generation != generation_) return;
+  running_ = running;
+  updateButtons();
+  updateStatus();
+  emit runningStateChanged(running);
+}
+
+void BatchNormLabPage::onFailed(const QString& model, const QString& message, quint64 generation) {
+  if (generation != generation_) return;
+  running_ = false;
+  failure_ = message;
+  failureModel_ = model;
+  if (model == QLatin1String("setup")) configured_ = false;
+  updateCallout();
+  updateButtons();
+  updateStatus();
+  if (context()) emit context()->statusMessage(tr("BatchNorm lab stopped: %1").arg(message));
+  emit labFailed(message);
+}
+
+void BatchNormLabPage::updateCallout() {
+  BnLabCalloutInput in;
+  in.batchSize = batchSpin_->value();
+  in.devices = deviceCountFromSpec();
+  in.probeModel = probeModel_;
+  in.probeError = probeError_;
+  if (failureModel_ == QLatin1String("setup")) {
+    in.setupError = failure_;
+  } else {
+    in.failureModel = failureModel_;
+    in.failure = failure_;
+  }
+  const QString html = bnlab_callout_html(in);
+  calloutLabel_->setText(html);
+  callout_->setVisible(!html.isEmpty());
+}
+
+QString BatchNormLabPage::calloutText() const { return calloutLabel_->text(); }
+bool BatchNormLabPage::calloutVisible() const { return !callout_->isHidden(); }
+QString BatchNormLabPage::explanationText() const { return explanation_->toPlainText(); }
+
+void BatchNormLabPage::updateButtons() {
+  const bool canTrain = configured_ && !hasFailed() && charts_->stepCount() < stepLimit_;
+  startButton_->setEnabled(canTrain && !running_);
+  pauseButton_->setEnabled(running_);
+  stepButton_->setEnabled(canTrain && !running_);
+}
+
+void BatchNormLabPage::updateStatus() {
+  const BnLabStep* last = charts_->latestStep();
+  QString text;
+  if (!configured_ && !hasFailed()) text = tr("Preparing the devices…");
+  else if (!last) text = tr("Ready: %1 device(s), batch %2. Press Start.").arg(deviceCountFromSpec()).arg(batchSpin_->value());
+  else {
+    QStringList sizes;
+    for (int64_t c : last->chunks) sizes << QString::number(c);
+    text = tr("Step %1 of %2 · chunks %3 · loss: per-device %4, SyncBN %5, ref. %6")
+               .arg(last->step)
+               .arg(stepLimit_)
+               .arg(sizes.join(QStringLiteral(", ")))
+               .arg(last->models[BnLabPerDevice].loss, 0, 'f', 3)
+               .arg(last->models[BnLabSync].loss, 0, 'f', 3)
+               .arg(last->models[BnLabReference].loss, 0, 'f', 3);
+  }
+  if (running_) text = tr("Training · ") + text;
+  statusLabel_->setText(text);
+  statusLabel_->setToolTip(text);
+}
+
+void BatchNormLabPage::styleCallout() {
+  // A warm tint of the palette's own base colour, so it reads as a warning in light and dark themes.
+  const BnLabChartColours colours = bnlab_chart_colours(palette());
+  const QColor base = palette().color(QPalette::Base);
+  const QColor accent = colours.perDevice;
+  const QColor tint = QColor::fromRgbF(base.redF() * 0.82 + accent.redF() * 0.18,
+                                       base.greenF() * 0.82 + accent.greenF() * 0.18,
+                                       base.blueF() * 0.82 + accent.blueF() * 0.18);
+  callout_->setStyleSheet(QStringLiteral("#bnlabCallout { background: %1; border: 2px solid %2; border-radius: 6px; }"
+                                         "#bnlabCallout QLabel { color: %3; background: transparent; }")
+                              .arg(tint.name(), accent.name(), palette().color(QPalette::Text).name()));
+}
+
+void BatchNormLabPage::showEvent(QShowEvent* event) {
+  Page::showEvent(event);
+  if (splitterSized_) return;
+  // About a quarter of the width for the explanation, at any window size; the learner can move it.
+  splitterSized_ = true;
+  const int total = splitter_->width();
+  const int side = std::clamp(total * 27 / 100, 260, 520);
+  splitter_->setSizes({total - side, side});
+}
+
+void BatchNormLabPage::changeEvent(QEvent* event) {
+  Page::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange && callout_) styleCallout();
+}
+
+QStringList BatchNormLabPage::saveCharts(const QString& dir, bool png, bool csv) {
+  QStringList problems;
+  if (!QDir().mkpath(dir)) return {tr("cannot create the folder %1").arg(dir)};
+  for (int c = 0; c < BnLabCharts::kChartCount; ++c) {
+    const auto chart = static_cast<BnLabCharts::Chart>(c);
+    const QString stem = QDir(dir).filePath(QStringLiteral("bnlab-") + BnLabCharts::chartId(chart));
+    if (png)
+      if (QString e = charts_->savePng(chart, stem + QStringLiteral(".png")); !e.isEmpty()) problems << e;
+    if (csv)
+      if (QString e = charts_->saveCsv(chart, stem + QStringLiteral(".csv")); !e.isEmpty()) problems << e;
+  }
+  return problems;
+}
+
+void BatchNormLabPage::chooseFolderAndSave(bool png, bool csv) {
+  const QString dir = QFileDialog::getExistingDirectory(this, png ? tr("Save the charts as PNG into")
+                                                                  : tr("Save the chart data as CSV into"));
+  if (dir.isEmpty()) return;
+  const QStringList problems = saveCharts(dir, png, csv);
+  const QString message = problems.isEmpty()
+                              ? tr("Saved %1 charts (%2) in %3").arg(BnLabCharts::kChartCount).arg(png ? "PNG" : "CSV").arg(dir)
+                              : tr("Saving failed: %1").arg(problems.join(QStringLiteral("; ")));
+  statusLabel_->setText(message);
+  if (context()) emit context()->statusMessage(message);
+}
+
+}  // namespace gui

@@ -1,0 +1,278 @@
+#include "gui/bnlab/session.h"
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+
+#include "engine/device.h"
+#include "engine/error.h"
+#include "engine/model_spec.h"
+
+namespace gui {
+
+namespace {
+
+bool is_batchnorm_type(const std::string& type) {
+  return type == "batchnorm1d" || type == "batchnorm2d";
+}
+
+int class_count(const dpv::ModelSpec& spec) {
+  for (auto it = spec.layers.rbegin(); it != spec.layers.rend(); ++it)
+    if (it->type == "linear") return static_cast<int>(it->out_features);
+  return 2;
+}
+
+// Fraction of rows whose largest logit is the target class. `logits` is [N, classes].
+double accuracy_of(const dpv::Tensor& logits, const dpv::Tensor& targets) {
+  if (!logits.defined() || logits.ndim() != 2) return BnLabModelStep::kNaN;
+  const std::vector<double> values = logits.to_doubles();  // [N, classes]
+  const std::vector<int64_t> labels = targets.to_int64();  // [N]
+  const int64_t rows = logits.dim(0), classes = logits.dim(1);
+  if (rows == 0 || static_cast<int64_t>(labels.size()) != rows) return BnLabModelStep::kNaN;
+  int64_t right = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto begin = values.begin() + r * classes;
+    const int64_t predicted = std::max_element(begin, begin + classes) - begin;
+    if (predicted == labels[static_cast<size_t>(r)]) ++right;
+  }
+  return static_cast<double>(right) / static_cast<double>(rows);
+}
+
+}  // namespace
+
+const char* bnlab_model_name(BnLabModel which) {
+  switch (which) {
+    case BnLabPerDevice: return "per-device BatchNorm";
+    case BnLabSync: return "SyncBatchNorm";
+    case BnLabReference: return "single-device reference";
+  }
+  return "?";
+}
+
+dpv::ModelSpec bnlab_model_spec(double bnMomentum) {
+  dpv::ModelSpec spec = dpv::preset_model("mlp-bn");
+  for (auto& layer : spec.layers)
+    if (is_batchnorm_type(layer.type)) layer.momentum = bnMomentum;
+  return spec;
+}
+
+dpv::Dataset bnlab_dataset(const BnLabConfig& config) {
+  dpv::check(config.datasetSize >= 2, "the BatchNorm lab needs a data set of at least 2 points", "ValueError");
+  const dpv::ModelSpec spec = bnlab_model_spec(config.bnMomentum);
+  // A seed of its own for the data, so the data set does not repeat the weights' random stream.
+  return dpv::make_spiral(config.datasetSize, class_count(spec), config.seed ^ 0xDA7A5E7ull, spec.dtype);
+}
+
+dpv::Dataset bnlab_batch(const dpv::Dataset& data, const BnLabConfig& config, int64_t step) {
+  const int64_t rows = data.inputs.dim(0);
+  dpv::check(config.batchSize >= 1, "batch size must be at least 1, got " + std::to_string(config.batchSize),
+             "ValueError");
+  dpv::check(config.batchSize <= rows,
+             "batch size " + std::to_string(config.batchSize) + " is larger than the lab's data set (" +
+                 std::to_string(rows) + " points)",
+             "ValueError");
+  const int64_t features = data.inputs.numel() / rows;
+  const std::vector<double> inputs = data.inputs.to_doubles();   // [rows, features]
+  const std::vector<int64_t> targets = data.targets.to_int64();  // [rows]
+
+  // A partial Fisher-Yates shuffle drawn from (seed, step): distinct rows, reproducible per step.
+  dpv::Rng rng(config.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(step) * 0xBF58476D1CE4E5B9ull + 1);
+  std::vector<int64_t> order(static_cast<size_t>(rows));
+  for (int64_t i = 0; i < rows; ++i) order[static_cast<size_t>(i)] = i;
+  std::vector<double> batchInputs;    // [batch, features]
+  std::vector<int64_t> batchTargets;  // [batch]
+  batchInputs.reserve(static_cast<size_t>(config.batchSize * features));
+  batchTargets.reserve(static_cast<size_t>(config.batchSize));
+  for (int64_t i = 0; i < config.batchSize; ++i) {
+    const int64_t j = i + rng.randint(rows - i);
+    std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)]);
+    const int64_t row = order[static_cast<size_t>(i)];
+    batchInputs.insert(batchInputs.end(), inputs.begin() + row * features, inputs.begin() + (row + 1) * features);
+    batchTargets.push_back(targets[static_cast<size_t>(row)]);
+  }
+  dpv::Shape shape = data.inputs.shape();
+  shape[0] = config.batchSize;
+  dpv::Dataset batch;
+  batch.inputs = dpv::Tensor::from_doubles(shape, data.inputs.dtype(), batchInputs);
+  batch.targets = dpv::Tensor::from_int64({config.batchSize}, batchTargets);
+  batch.classes = data.classes;
+  batch.name = data.name;
+  return config.classSorted ? dpv::sort_by_class(batch) : batch;
+}
+
+dpv::BatchNormStats bnlab_pool_stats(const std::vector<dpv::BatchNormStats>& chunks) {
+  dpv::BatchNormStats pooled;
+  pooled.device = -1;
+  if (chunks.empty()) return pooled;
+  pooled.layer = chunks.front().layer;
+  const size_t channels = chunks.front().mean.size();
+  pooled.mean.assign(channels, 0.0);
+  pooled.var.assign(channels, 0.0);
+  for (const auto& c : chunks) pooled.count += c.count;
+  if (pooled.count <= 0) return pooled;
+  for (const auto& c : chunks)
+    for (size_t ch = 0; ch < channels && ch < c.mean.size(); ++ch) pooled.mean[ch] += c.count * c.mean[ch];
+  for (auto& m : pooled.mean) m /= pooled.count;
+  // Biased variance of the union: within-chunk spread plus the spread of the chunk means.
+  for (const auto& c : chunks)
+    for (size_t ch = 0; ch < channels && ch < c.var.size(); ++ch) {
+      const double d = c.mean[ch] - pooled.mean[ch];
+      pooled.var[ch] += c.count * (c.var[ch] + d * d);
+    }
+  for (auto& v : pooled.var) v /= pooled.count;
+  return pooled;
+}
+
+double bnlab_max_abs_difference(const dpv::TensorMap& a, const dpv::TensorMap& b,
+                                const std::vector<std::string>& names) {
+  double worst = -1;
+  for (const auto& name : names) {
+    const dpv::Tensor* x = a.find(name);
+    const dpv::Tensor* y = b.find(name);
+    if (!x || !y || !x->defined() || !y->defined() || x->numel() != y->numel()) continue;
+    const std::vector<double> xs = x->to_doubles(), ys = y->to_doubles();
+    for (size_t i = 0; i < xs.size(); ++i) worst = std::max(worst, std::fabs(xs[i] - ys[i]));
+  }
+  return worst < 0 ? BnLabModelStep::kNaN : worst;
+}
+
+BnLabSession::BnLabSession(const BnLabConfig& config)
+    : config_(config), model_(bnlab_model_spec(config.bnMomentum)), data_(bnlab_dataset(config)) {
+  for (int i = 0; i < model_.num_layers(); ++i)
+    if (model_.layer(i).is_batchnorm()) bnLayers_.push_back(i);
+
+  initial_ = model_.initial_state(config.seed);
+  const dpv::TensorMap& initial = initial_;
+  for (int which = 0; which < kBnLabModelCount; ++which) {
+    dpv::TrainOptions options;
+    options.lr = config.learningRate;
+    options.momentum = config.sgdMomentum;
+    options.sync_bn = which == BnLabSync;
+    // Each model gets its own device set so the two DataParallel models never share worker
+    // threads or memory counters; the reference always runs on one device with the whole batch.
+    auto devices = dpv::DeviceSet::create(which == BnLabReference ? std::string("cpu:1") : config.devices);
+    trainers_[static_cast<size_t>(which)] = std::make_unique<dpv::Trainer>(
+        std::move(devices), dpv::Model(bnlab_model_spec(config.bnMomentum)), initial, options);
+  }
+  for (int layer : bnLayers_) {
+    const std::string prefix = model_.layer_prefix(layer);
+    emaMean_.push_back(initial.at(prefix + "running_mean").to_doubles());
+    emaVar_.push_back(initial.at(prefix + "running_var").to_doubles());
+  }
+}
+
+BnLabSession::~BnLabSession() = default;
+
+int BnLabSession::deviceCount() const { return trainers_[BnLabPerDevice]->devices().size(); }
+
+std::vector<std::string> BnLabSession::deviceLabels() const {
+  std::vector<std::string> labels;
+  const dpv::DeviceSet& set = trainers_[BnLabPerDevice]->devices();
+  for (int i = 0; i < set.size(); ++i) labels.push_back(set[i].label());
+  return labels;
+}
+
+void BnLabSession::updateDevice0Ema(BnLabLayerStats& stats, size_t slot) {
+  if (stats.chunks.empty()) return;
+  const dpv::BatchNormStats& first = stats.chunks.front();  // device 0's chunk
+  const double m = config_.bnMomentum;
+  const double n = first.count;
+  // PyTorch's update: the biased batch variance, corrected to unbiased with n/(n-1).
+  const double unbias = n > 1 ? n / (n - 1) : 1.0;
+  auto& mean = emaMean_[slot];
+  auto& var = emaVar_[slot];
+  for (size_t c = 0; c < mean.size() && c < first.mean.size(); ++c) {
+    mean[c] = (1 - m) * mean[c] + m * first.mean[c];
+    var[c] = (1 - m) * var[c] + m * first.var[c] * unbias;
+  }
+  stats.device0EmaMean = mean;
+  stats.device0EmaVar = var;
+}
+
+std::pair<std::string, std::string> BnLabSession::probeFirstStep() {
+  const dpv::Dataset batch = bnlab_batch(data_, config_, 0);
+  for (BnLabModel which : {BnLabPerDevice, BnLabSync, BnLabReference}) {
+    const dpv::Trainer& real = trainer(which);
+    try {
+      dpv::Trainer copy(real.devices_ptr(), dpv::Model(real.model().spec()), initial_, real.options());
+      dpv::Iteration iteration(copy, batch.inputs, batch.targets);
+      iteration.run_to_end();
+    } catch (const dpv::Error& e) {
+      return {bnlab_model_name(which), e.full()};
+    } catch (const std::exception& e) {
+      return {bnlab_model_name(which), e.what()};
+    }
+  }
+  return {};
+}
+
+BnLabModelStep BnLabSession::runModel(BnLabModel which, const dpv::Dataset& batch) {
+  dpv::Trainer& tr = trainer(which);
+  dpv::Iteration iteration(tr, batch.inputs, batch.targets);
+  iteration.run_to_end();
+
+  BnLabModelStep result;
+  result.loss = iteration.loss();
+  result.accuracy = accuracy_of(iteration.output(), batch.targets);
+  const auto& all = iteration.batchnorm_stats();
+  for (size_t slot = 0; slot < bnLayers_.size(); ++slot) {
+    const int layer = bnLayers_[slot];
+    BnLabLayerStats stats;
+    stats.layer = layer;
+    const dpv::BatchNormStats* global = nullptr;
+    for (const auto& s : all) {
+      if (s.layer != layer) continue;
+      if (s.device < 0) global = &s;
+      else stats.chunks.push_back(s);
+    }
+    std::sort(stats.chunks.begin(), stats.chunks.end(),
+              [](const dpv::BatchNormStats& a, const dpv::BatchNormStats& b) { return a.device < b.device; });
+    if (global) stats.whole = *global;
+    else if (stats.chunks.size() == 1) stats.whole = stats.chunks.front();
+    else stats.whole = bnlab_pool_stats(stats.chunks);
+    const std::string prefix = model_.layer_prefix(layer);
+    stats.runningMean = tr.state().at(prefix + "running_mean").to_doubles();
+    stats.runningVar = tr.state().at(prefix + "running_var").to_doubles();
+    if (which == BnLabPerDevice) updateDevice0Ema(stats, slot);
+    result.layers.push_back(std::move(stats));
+  }
+  return result;
+}
+
+BnLabStep BnLabSession::step() {
+  if (failed())
+    throw dpv::Error("the lab stopped after an error in the " + failedModel_ + " model; reset it to train again");
+  BnLabStep out;
+  const dpv::Dataset batch = bnlab_batch(data_, config_, steps_);
+  out.chunks = dpv::chunk_sizes(config_.batchSize, deviceCount());
+  // The per-device model first: it is the one a one-sample chunk stops, and failing before the
+  // others have stepped keeps the three models at the same step.
+  for (BnLabModel which : {BnLabPerDevice, BnLabSync, BnLabReference}) {
+    try {
+      out.models[static_cast<size_t>(which)] = runModel(which, batch);
+    } catch (const dpv::Error& e) {
+      failedModel_ = bnlab_model_name(which);
+      failure_ = e.full();
+      throw;
+    } catch (const std::exception& e) {
+      failedModel_ = bnlab_model_name(which);
+      failure_ = e.what();
+      throw;
+    }
+  }
+  // Keep only the devices that held rows (chunk_sizes(0, k) gives k zeros).
+  out.chunks.erase(std::remove(out.chunks.begin(), out.chunks.end(), int64_t{0}), out.chunks.end());
+
+  std::vector<std::string> params;
+  for (const auto& decl : model_.parameter_decls()) params.push_back(decl.name);
+  dpv::Trainer& reference = trainer(BnLabReference);
+  for (BnLabModel which : {BnLabPerDevice, BnLabSync}) {
+    auto& m = out.models[static_cast<size_t>(which)];
+    m.paramDistance = bnlab_max_abs_difference(trainer(which).state(), reference.state(), params);
+    m.gradDistance = bnlab_max_abs_difference(trainer(which).grads(), reference.grads(), params);
+  }
+  out.step = ++steps_;
+  return out;
+}
+
+}  // namespace gui

@@ -1,0 +1,88 @@
+#pragma once
+// The BatchNorm lab's training, without Qt threads: three trainers from one seed (per-device
+// BatchNorm under DataParallel, SyncBatchNorm under DataParallel, a single-device reference), fed
+// the same batches, one step at a time. The worker (gui/bnlab/worker.h) drives it on its own thread;
+// tests drive it directly.
+#include <array>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/data_parallel.h"
+#include "engine/datasets.h"
+#include "gui/bnlab/types.h"
+
+namespace gui {
+
+// The model the lab trains: the "mlp-bn" preset (2-16-BN-ReLU-16-BN-ReLU-2) with the lab's
+// BatchNorm momentum.
+dpv::ModelSpec bnlab_model_spec(double bnMomentum);
+
+// The lab's data set: a two-arm spiral generated from the seed.
+dpv::Dataset bnlab_dataset(const BnLabConfig& config);
+
+// The batch of step `step` (0-based): `batchSize` distinct rows drawn from the seed and the step,
+// sorted by class (dpv::sort_by_class) when config.classSorted. A pure function, so tests can
+// rebuild any batch the lab used.
+dpv::Dataset bnlab_batch(const dpv::Dataset& data, const BnLabConfig& config, int64_t step);
+
+// Whole-batch statistics pooled from per-chunk ones (Chan's parallel merge of mean and biased
+// variance, weighted by each chunk's count): what SyncBatchNorm would normalise with.
+dpv::BatchNormStats bnlab_pool_stats(const std::vector<dpv::BatchNormStats>& chunks);
+
+// max |a - b| over the tensors both maps hold under the same name (NaN when none are shared).
+double bnlab_max_abs_difference(const dpv::TensorMap& a, const dpv::TensorMap& b,
+                                const std::vector<std::string>& names);
+
+class BnLabSession {
+ public:
+  // Builds the devices and the three trainers; throws dpv::Error (bad device spec, no CUDA, ...).
+  explicit BnLabSession(const BnLabConfig& config);
+  ~BnLabSession();
+
+  const BnLabConfig& config() const { return config_; }
+  const dpv::Model& model() const { return model_; }
+  const std::vector<int>& batchnormLayers() const { return bnLayers_; }
+  int64_t stepsTaken() const { return steps_; }
+  // The device labels of the DataParallel models' set ("GPU 1 (simulated on CPU)").
+  std::vector<std::string> deviceLabels() const;
+  int deviceCount() const;
+
+  // One training step of all three models on the next batch. On an engine error the session
+  // stays failed: `failed()` is true, `failure()` names the model and holds the engine's text
+  // ("ValueError: Caught ValueError in replica 3 ..."), and further steps throw.
+  BnLabStep step();
+  bool failed() const { return !failure_.empty(); }
+  // Runs the first batch through throwaway copies of the three models (the real ones are not
+  // touched) and returns the first engine error, so the page can show it before training starts:
+  // {model name, "ValueError: ..."}; both empty when the settings train fine.
+  std::pair<std::string, std::string> probeFirstStep();
+  const std::string& failure() const { return failure_; }
+  const std::string& failedModel() const { return failedModel_; }
+
+  // The trainers, for tests that compare against an independent computation.
+  dpv::Trainer& trainer(BnLabModel which) { return *trainers_.at(static_cast<size_t>(which)); }
+  const dpv::Dataset& dataset() const { return data_; }
+
+ private:
+  BnLabModelStep runModel(BnLabModel which, const dpv::Dataset& batch);
+  void updateDevice0Ema(BnLabLayerStats& stats, size_t layerSlot);
+
+  BnLabConfig config_;
+  dpv::Model model_;
+  dpv::Dataset data_;
+  dpv::TensorMap initial_;  // the state all three models start from (host)
+  std::vector<int> bnLayers_;
+  std::array<std::unique_ptr<dpv::Trainer>, kBnLabModelCount> trainers_;
+  // Device 0's chunk statistics folded with the BatchNorm update rule, per BatchNorm layer.
+  std::vector<std::vector<double>> emaMean_, emaVar_;
+  int64_t steps_ = 0;
+  std::string failure_;
+  std::string failedModel_;
+};
+
+// Display names of the three models ("per-device BatchNorm", "SyncBatchNorm", "single-device reference").
+const char* bnlab_model_name(BnLabModel which);
+
+}  // namespace gui

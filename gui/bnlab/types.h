@@ -1,0 +1,75 @@
+#pragma once
+// Plain value types of the BatchNorm lab. They cross from the training worker's thread to the GUI
+// thread in queued signals, so they hold values only (no tensors, no pointers into the engine).
+#include <QMetaType>
+#include <QVector>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "engine/observer.h"
+
+namespace gui {
+
+// The three models the lab trains from the same initial state on the same batches.
+enum BnLabModel : int {
+  BnLabPerDevice = 0,  // nn.DataParallel with plain BatchNorm: each replica normalises its own chunk
+  BnLabSync = 1,       // the same with SyncBatchNorm's merge (what DDP + SyncBatchNorm computes)
+  BnLabReference = 2,  // one device, the whole batch: what the other two should agree with
+};
+constexpr int kBnLabModelCount = 3;
+
+struct BnLabConfig {
+  std::string devices = "cpu:4";  // device spec of the two DataParallel models
+  int64_t batchSize = 32;
+  double learningRate = 0.05;
+  double sgdMomentum = 0.0;       // torch.optim.SGD(momentum=...)
+  double bnMomentum = 0.1;        // nn.BatchNorm1d(momentum=...): weight of the new batch statistic
+  bool classSorted = true;        // batches sorted by class, so each device's chunk sees other classes
+  uint64_t seed = 0;
+  int64_t datasetSize = 2048;     // points of the built-in spiral
+};
+
+// Statistics of one BatchNorm layer in one model for one training step.
+struct BnLabLayerStats {
+  int layer = -1;                            // index in the model ("1" for "1.running_mean")
+  std::vector<dpv::BatchNormStats> chunks;   // one per device that held a replica, device order
+  // The whole batch: the engine's synchronised statistics (SyncBN model), the pooled statistics of
+  // this model's own chunks (per-device model: what SyncBN would have used), or the single
+  // device's statistics (reference).
+  dpv::BatchNormStats whole;
+  std::vector<double> runningMean, runningVar;  // [C] after this step's update
+  // Per-device model only: running statistics rebuilt from device 0's chunk alone, with the
+  // BatchNorm update rule; they coincide with runningMean/runningVar because only replica 0's
+  // buffers survive a DataParallel forward.
+  std::vector<double> device0EmaMean, device0EmaVar;  // [C]
+};
+
+struct BnLabModelStep {
+  static constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  double loss = kNaN;       // cross-entropy (mean over the batch), before the step's update
+  double accuracy = kNaN;   // fraction of the batch classified right, before the update
+  double paramDistance = kNaN;  // max |param - reference param| after the update (NaN for the reference)
+  double gradDistance = kNaN;   // max |grad - reference grad| of this step (NaN for the reference)
+  std::vector<BnLabLayerStats> layers;  // one per BatchNorm layer, model order
+};
+
+struct BnLabStep {
+  int64_t step = 0;              // steps taken so far, this one included (1-based)
+  std::vector<int64_t> chunks;   // rows per device with a replica
+  std::array<BnLabModelStep, kBnLabModelCount> models;
+};
+
+// What the worker sends at most every 50 ms: the steps taken since the last update.
+struct BnLabUpdate {
+  QVector<BnLabStep> steps;
+  bool running = false;          // still training after these steps
+};
+
+}  // namespace gui
+
+Q_DECLARE_METATYPE(gui::BnLabConfig)
+Q_DECLARE_METATYPE(gui::BnLabUpdate)

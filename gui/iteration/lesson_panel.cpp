@@ -1,0 +1,91 @@
+#include "gui/iteration/lesson_panel.h"
+
+#include <QFile>
+
+#if __has_include("course/lessons.h")
+#include "course/lessons.h"
+#include "engine/error.h"
+#define DPVIZ_HAVE_LESSON_LOADER 1
+#endif
+
+namespace gui {
+
+QString loadLessonMarkdown(const QString& lessonsDir, const QString& id, QString* error) {
+#ifdef DPVIZ_HAVE_LESSON_LOADER
+  try {
+    return QString::fromStdString(dpv::course::load_lesson(lessonsDir.toStdString(), id.toStdString()));
+  } catch (const dpv::Error& e) {
+    if (error) *error = QString::fromStdString(e.what());
+    return QString();
+  }
+#else
+  QFile file(lessonsDir + QLatin1Char('/') + id + QStringLiteral(".md"));
+  if (!file.open(QIODevice::ReadOnly)) {
+    if (error) *error = QObject::tr("cannot open %1: %2").arg(file.fileName(), file.errorString());
+    return QString();
+  }
+  return QString::fromUtf8(file.readAll());
+#endif
+}
+
+LessonPanel::LessonPanel(QWidget* parent) : QTextBrowser(parent) {
+  setOpenExternalLinks(true);
+  setFrameShape(QFrame::NoFrame);
+}
+
+void LessonPanel::showMessage(const QString& markdown) {
+  markdown_ = markdown;
+  setMarkdown(markdown);
+}
+
+void LessonPanel::showStage(const IterationInfo& info, const dpv::StageEvent* event) {
+  missing_ = false;
+  QString md;
+  if (!event) {
+    md += tr("### Before the first stage\n\nThe batch %1 is in host memory and the module is on GPU 0. "
+             "Press **Step** (→) to run the first stage of `model(inputs)`, or **Play** (Space) to watch the whole "
+             "iteration.\n\n")
+              .arg(info.inputShape);
+    md += tr("**This iteration's plan** (%1 stages):\n\n").arg(info.plan.size());
+    QString last;
+    for (const auto& stage : info.plan) {
+      const QString title = stageShortTitle(stage.kind);
+      if (title == last) continue;  // one line for the Forward and Backward runs of layers
+      last = title;
+      md += QStringLiteral("1. %1\n").arg(title);
+    }
+    showMessage(md);
+    return;
+  }
+  const QString id = QStringLiteral("stages/") + stageLessonId(event->stage.kind);
+  QString error;
+  const QString lesson = loadLessonMarkdown(lessonsDir_, id, &error);
+  if (lesson.isEmpty()) {
+    missing_ = true;
+    md += tr("### %1\n\n> **The lesson text for this stage is missing** (%2). The animation, the code and "
+             "the numbers below still show what happened.\n\n")
+              .arg(stageShortTitle(event->stage.kind), error.toHtmlEscaped());
+  } else {
+    md += lesson.trimmed() + QStringLiteral("\n\n");
+  }
+  md += QStringLiteral("---\n\n");
+  md += tr("**In this run — %1**\n\n").arg(QString::fromStdString(event->stage.title));
+  if (!event->summary.empty()) md += QString::fromStdString(event->summary) + QStringLiteral("\n\n");
+  QStringList chunks;
+  for (int64_t c : event->chunk_sizes) chunks << QString::number(c);
+  if (!chunks.isEmpty()) md += tr("- chunk sizes: [%1]\n").arg(chunks.join(QStringLiteral(", ")));
+  md += tr("- stage time: %1 ms\n").arg((event->t_end - event->t_start) * 1e3, 0, 'f', 3);
+  if (event->bytes_moved > 0) md += tr("- bytes moved: %1\n").arg(formatBytes(static_cast<double>(event->bytes_moved)));
+  for (const auto& c : event->collectives) {
+    md += tr("- %1 over %2 devices: %3, algbw %4 GB/s, busbw %5 GB/s\n")
+              .arg(QString::fromStdString(c.op))
+              .arg(c.ranks)
+              .arg(formatBytes(static_cast<double>(c.bytes)))
+              .arg(c.algbw, 0, 'f', 2)
+              .arg(c.busbw, 0, 'f', 2);
+  }
+  if (event->loss) md += tr("- loss: %1\n").arg(*event->loss, 0, 'f', 4);
+  showMessage(md);
+}
+
+}  // namespace gui

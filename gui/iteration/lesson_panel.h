@@ -1,0 +1,32 @@
+#pragma once
+// "What happens now": the stage's lesson (lessons/stages/<id>.md, Markdown) followed by what the
+// engine did in this very iteration (chunk sizes, bytes, time, loss). A missing lesson file is
+// said plainly in the panel; the numbers and the rest of the page keep working.
+#include <QTextBrowser>
+
+#include "gui/runtime/engine_types.h"
+
+namespace gui {
+
+// Reads lessons/<id>.md ("intro", "stages/scatter"); on failure returns an empty string and
+// puts the reason in `error`.
+QString loadLessonMarkdown(const QString& lessonsDir, const QString& id, QString* error);
+
+class LessonPanel : public QTextBrowser {
+  Q_OBJECT
+ public:
+  explicit LessonPanel(QWidget* parent = nullptr);
+  void setLessonsDir(const QString& dir) { lessonsDir_ = dir; }
+  // event == nullptr: before the first stage (the plan is listed instead).
+  void showStage(const IterationInfo& info, const dpv::StageEvent* event);
+  void showMessage(const QString& markdown);
+  QString lastMarkdown() const { return markdown_; }
+  bool lessonMissing() const { return missing_; }
+
+ private:
+  QString lessonsDir_;
+  QString markdown_;
+  bool missing_ = false;
+};
+
+}  // namespace gui

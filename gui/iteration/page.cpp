@@ -1,0 +1,495 @@
+#include "gui/iteration/page.h"
+
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QRegularExpression>
+#include <QShortcut>
+#include <QSlider>
+#include <QStyle>
+#include <QSplitter>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include "gui/app/context.h"
+#include "gui/app/theme.h"
+#include "gui/app/ui_helpers.h"
+#include "gui/iteration/code_view.h"
+#include "gui/iteration/lesson_panel.h"
+#include "gui/iteration/scene.h"
+#include "gui/iteration/tensor_inspector.h"
+#include "gui/runtime/engine_controller.h"
+
+namespace gui {
+
+namespace {
+
+constexpr int kBaseDurationMs = 700;
+constexpr int kBaseDwellMs = 450;
+const double kSpeeds[] = {0.25, 0.5, 1.0, 2.0, 4.0};
+
+// The chip worth opening in the inspector for a stage (used for screenshots).
+QString roleShownFor(dpv::StageKind kind) {
+  switch (kind) {
+    case dpv::StageKind::Scatter: return QStringLiteral("input");
+    case dpv::StageKind::Replicate: return QStringLiteral("param");
+    case dpv::StageKind::Forward: return QStringLiteral("activation");
+    case dpv::StageKind::Gather: return QStringLiteral("output");
+    case dpv::StageKind::Loss: return QStringLiteral("loss");
+    case dpv::StageKind::GradScatter:
+    case dpv::StageKind::Backward:
+    case dpv::StageKind::ReduceGrads: return QStringLiteral("grad");
+    case dpv::StageKind::Step: return QStringLiteral("param");
+  }
+  return QString();
+}
+
+}  // namespace
+
+IterationPage::IterationPage(AppContext* context, QWidget* parent) : Page(context, parent) {
+  buildUi();
+  dwell_.setSingleShot(true);
+  connect(&dwell_, &QTimer::timeout, this, &IterationPage::stepForward);
+  connect(scene_, &IterationScene::animationFinished, this, &IterationPage::onAnimationFinished);
+  connect(scene_, &IterationScene::chipClicked, this, [this](const ChipView& chip, int device) {
+    DeviceBox* box = scene_->deviceBox(device);
+    inspector_->showChip(chip, box ? box->view().title : tr("device %1").arg(device));
+  });
+  connect(context, &AppContext::settingsChanged, this, [this](const AppSettings& s) {
+    code_->setUserCode(userCodeLines(s.preset, s.syncBatchNorm, s.batchSize, s.learningRate, s.devices));
+  });
+  connect(context, &AppContext::themeChanged, this, [this](const QString& theme) {
+    scene_->setTheme(theme);
+    code_->setDark(theme == QLatin1String("dark"));
+  });
+  scene_->setTheme(context->theme());
+  const AppSettings& s = context->settings();
+  code_->setUserCode(userCodeLines(s.preset, s.syncBatchNorm, s.batchSize, s.learningRate, s.devices));
+
+  if (EngineController* e = engine()) {
+    connect(e, &EngineController::settingsApplied, this, &IterationPage::onSettingsApplied);
+    connect(e, &EngineController::iterationStarted, this, &IterationPage::onIterationStarted);
+    connect(e, &EngineController::stageRecorded, this, &IterationPage::onStageRecorded);
+    connect(e, &EngineController::engineError, this, &IterationPage::onEngineError);
+    connect(e, &EngineController::busyChanged, this, &IterationPage::updateControls);
+    if (e->hasIteration()) {
+      onIterationStarted(e->info());
+    } else {
+      e->requestPrepare();
+    }
+  }
+
+  // Keyboard: active while the page is visible.
+  auto shortcut = [this](QKeySequence key, void (IterationPage::*slot)()) {
+    auto* s = new QShortcut(key, this);
+    connect(s, &QShortcut::activated, this, slot);
+  };
+  shortcut(QKeySequence(Qt::Key_Space), &IterationPage::togglePlay);
+  shortcut(QKeySequence(Qt::Key_Right), &IterationPage::stepForward);
+  shortcut(QKeySequence(Qt::Key_Left), &IterationPage::stepBack);
+  shortcut(QKeySequence(Qt::Key_Home), &IterationPage::restart);
+  updateControls();
+}
+
+IterationPage::~IterationPage() { dwell_.stop(); }
+
+EngineController* IterationPage::engine() const { return context()->engine(); }
+
+void IterationPage::buildUi() {
+  // Top: the stage strip across the page. Below, left: error banner, the scene, the transport
+  // controls; right: explanation, code, inspector.
+  auto* page = new QVBoxLayout(this);
+  page->setContentsMargins(12, 12, 12, 12);
+  page->setSpacing(10);
+  auto* stripCard = makeCard(this);
+  stageStrip_ = stripCard;
+  stageStripLayout_ = new QHBoxLayout(stripCard);
+  stageStripLayout_->setContentsMargins(10, 5, 10, 5);
+  stageStripLayout_->setSpacing(2);
+  page->addWidget(stripCard);
+  auto* outer = new QHBoxLayout();
+  outer->setSpacing(12);
+  page->addLayout(outer, 1);
+
+  auto* left = new QVBoxLayout();
+  left->setSpacing(10);
+
+  errorBanner_ = new QLabel(this);
+  errorBanner_->setObjectName(QStringLiteral("errorBanner"));
+  errorBanner_->setWordWrap(true);
+  errorBanner_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  errorBanner_->setVisible(false);
+  left->addWidget(errorBanner_);
+
+  scene_ = new IterationScene(this);
+  auto* sceneCard = makeCard(this);
+  auto* sceneLayout = new QVBoxLayout(sceneCard);
+  sceneLayout->setContentsMargins(4, 4, 4, 4);
+  view_ = new SceneView(scene_, sceneCard);
+  sceneLayout->addWidget(view_);
+  left->addWidget(sceneCard, 1);
+
+  auto* controls = makeCard(this);
+  auto* row = new QHBoxLayout(controls);
+  row->setContentsMargins(10, 6, 10, 6);
+  auto button = [this, controls](const QString& icon, const QString& text, const QString& tip) {
+    auto* b = new QToolButton(controls);
+    b->setIcon(QIcon(icon));
+    b->setText(text);
+    b->setToolTip(tip);
+    b->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    b->setAutoRaise(true);
+    b->setFocusPolicy(Qt::NoFocus);  // Space belongs to play/pause, not to the focused button
+    return b;
+  };
+  restartButton_ = button(QStringLiteral(":/icons/restart.svg"), tr("Restart"), tr("Back to the start of this iteration (Home)"));
+  backButton_ = button(QStringLiteral(":/icons/step-back.svg"), tr("Back"), tr("Show the previous stage again (←)"));
+  playButton_ = button(QStringLiteral(":/icons/play.svg"), tr("Play"), tr("Play the iteration (Space)"));
+  stepButton_ = button(QStringLiteral(":/icons/step.svg"), tr("Step"), tr("Run the next stage (→)"));
+  connect(restartButton_, &QToolButton::clicked, this, &IterationPage::restart);
+  connect(backButton_, &QToolButton::clicked, this, &IterationPage::stepBack);
+  connect(playButton_, &QToolButton::clicked, this, &IterationPage::togglePlay);
+  connect(stepButton_, &QToolButton::clicked, this, &IterationPage::stepForward);
+  for (auto* b : {restartButton_, backButton_, playButton_, stepButton_}) row->addWidget(b);
+  row->addSpacing(12);
+  auto* speedTitle = new QLabel(tr("Speed"), controls);
+  speed_ = new QSlider(Qt::Horizontal, controls);
+  speed_->setRange(0, 4);
+  speed_->setValue(2);
+  speed_->setPageStep(1);
+  speed_->setFixedWidth(110);
+  speed_->setFocusPolicy(Qt::NoFocus);
+  speedLabel_ = new QLabel(QStringLiteral("1×"), controls);
+  speedLabel_->setMinimumWidth(34);
+  connect(speed_, &QSlider::valueChanged, this, [this](int v) { setSpeed(kSpeeds[qBound(0, v, 4)]); });
+  row->addWidget(speedTitle);
+  row->addWidget(speed_);
+  row->addWidget(speedLabel_);
+  position_ = new QLabel(controls);
+  position_->setObjectName(QStringLiteral("hintLabel"));
+  position_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // long stage titles must not widen the window
+  position_->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
+  row->addWidget(position_, 1);
+  left->addWidget(controls);
+  outer->addLayout(left, 1);
+
+  // Right: what happens now, the code, the inspector.
+  auto* right = new QSplitter(Qt::Vertical, this);
+  right->setChildrenCollapsible(false);
+  right->setMinimumWidth(330);
+  right->setMaximumWidth(600);
+  lesson_ = new LessonPanel();
+  lesson_->setLessonsDir(context()->lessonsDir());
+  right->addWidget(wrapInCard(tr("What happens now"), lesson_, this));
+  code_ = new CodeView();
+  right->addWidget(wrapInCard(tr("The PyTorch code"), code_, this));
+  inspector_ = new TensorInspector();
+  right->addWidget(wrapInCard(tr("Tensor inspector"), inspector_, this));
+  right->setStretchFactor(0, 5);
+  right->setStretchFactor(1, 4);
+  right->setStretchFactor(2, 3);
+  outer->addWidget(right);
+}
+
+void IterationPage::setSpeed(double factor) {
+  durationMs_ = factor > 0 ? static_cast<int>(kBaseDurationMs / factor) : 0;
+  scene_->setDuration(durationMs_);
+  dwell_.setInterval(factor > 0 ? static_cast<int>(kBaseDwellMs / factor) : 0);
+  speedLabel_->setText(factor > 0 ? QStringLiteral("%1×").arg(factor) : tr("instant"));
+}
+
+bool IterationPage::atEnd() const {
+  return haveInfo_ && cursor_ >= 0 && cursor_ == static_cast<int>(info_.plan.size()) - 1;
+}
+
+QString IterationPage::errorText() const { return errorBanner_->isVisible() ? errorBanner_->text() : QString(); }
+
+QString IterationPage::positionText() const { return position_->text(); }
+
+void IterationPage::onSettingsApplied() {
+  pause();
+  waiting_ = false;
+  newIterationWanted_ = false;
+  haveInfo_ = false;
+  cursor_ = -1;
+  errorBanner_->setVisible(false);
+  inspector_->clear();
+  if (seekTarget_ >= -1) {  // a pending seek ends here; its caller is not left waiting
+    seekTarget_ = -2;
+    if (auto done = std::exchange(seekDone_, {})) done();
+  }
+  if (EngineController* e = engine()) e->requestPrepare();
+  updateControls();
+}
+
+void IterationPage::onIterationStarted(const IterationInfo& info) {
+  info_ = info;
+  haveInfo_ = true;
+  cursor_ = -1;
+  scene_->setFailure(-1, QString());
+  scene_->setMemoryScale(1);
+  scene_->setInfo(info);
+  inspector_->clear();
+  rebuildStageStrip();
+  showStage(-1, false);
+}
+
+void IterationPage::requestNext() {
+  EngineController* e = engine();
+  if (!e || waiting_) return;
+  waiting_ = true;
+  e->requestStage();
+  updateControls();
+}
+
+void IterationPage::onStageRecorded(const dpv::StageEvent& event) {
+  errorBanner_->setVisible(false);
+  if (!waiting_) {  // recorded for someone else (e.g. the Timeline page): just show it is available
+    updateControls();
+    return;
+  }
+  waiting_ = false;
+  if (seekTarget_ >= -1) {
+    if (event.index >= seekTarget_) {
+      showStage(seekTarget_, false);
+      seekTarget_ = -2;
+      if (auto done = std::exchange(seekDone_, {})) done();
+    } else {
+      requestNext();
+    }
+    return;
+  }
+  showStage(event.index, true);
+}
+
+void IterationPage::onEngineError(const QString& message) {
+  waiting_ = false;
+  pause();
+  QString advice = tr("Change the settings above and step again.");
+  if (message.contains(QLatin1String("Expected more than 1 value per channel"))) {
+    advice = tr("One device got a chunk of a single sample, and BatchNorm cannot normalise one value per channel "
+                "in training. Pick a batch size that leaves at least 2 samples per chunk, or switch to SyncBatchNorm.");
+  }
+  errorBanner_->setText(tr("The engine stopped with an error (PyTorch raises the same):\n%1\n%2").arg(message, advice));
+  errorBanner_->setVisible(true);
+  static const QRegularExpression replica(QStringLiteral("replica (\\d+)"));
+  const auto match = replica.match(message);
+  if (match.hasMatch()) {
+    const bool bn = message.contains(QLatin1String("Expected more than 1 value per channel"));
+    scene_->setFailure(match.captured(1).toInt(), bn ? tr("1 sample: BatchNorm refuses") : tr("this replica failed"));
+  }
+  emit context()->statusMessage(tr("Engine error: %1").arg(message.section(QLatin1Char('\n'), 0, 0)));
+  if (seekTarget_ >= -1) {
+    seekTarget_ = -2;
+    if (auto done = std::exchange(seekDone_, {})) done();
+  }
+  updateControls();
+}
+
+void IterationPage::showStage(int index, bool animate) {
+  EngineController* e = engine();
+  if (!e || !haveInfo_) return;
+  const auto& events = e->events();
+  index = std::clamp(index, -1, static_cast<int>(events.size()) - 1);
+  cursor_ = index;
+  const dpv::StageEvent* event = index >= 0 ? &events[index] : nullptr;
+  qint64 scale = 1;
+  for (const auto& ev : events) {
+    for (const auto& d : ev.devices) scale = std::max<qint64>(scale, d.memory_peak);
+  }
+  scene_->setMemoryScale(scale);
+  if (!event) scene_->setFailure(-1, QString());
+  scene_->showState(sceneStateFor(info_, event), animate);
+  code_->highlight(event != nullptr, event ? event->stage.kind : dpv::StageKind::Scatter, event ? event->stage.layer : -1);
+  lesson_->showStage(info_, event);
+  inspector_->clear();
+  updateControls();
+  emit stageShown(index);
+  if (!scene_->animating()) afterShown();
+}
+
+void IterationPage::onAnimationFinished() { afterShown(); }
+
+void IterationPage::afterShown() {
+  if (!playing_) return;
+  if (atEnd()) {
+    pause();
+    return;
+  }
+  dwell_.start();
+}
+
+void IterationPage::stepForward() {
+  EngineController* e = engine();
+  if (!e || !haveInfo_ || waiting_) return;
+  scene_->finishAnimations();
+  if (cursor_ + 1 < static_cast<int>(e->events().size())) {
+    showStage(cursor_ + 1, true);
+    return;
+  }
+  // Past the last recorded stage: ask the engine (after the last stage that starts the next iteration).
+  newIterationWanted_ = atEnd();
+  requestNext();
+}
+
+void IterationPage::stepBack() {
+  pause();
+  scene_->finishAnimations();
+  if (cursor_ >= 0) showStage(cursor_ - 1, false);
+}
+
+void IterationPage::restart() {
+  pause();
+  scene_->finishAnimations();
+  showStage(-1, false);
+}
+
+void IterationPage::play() {
+  if (playing_ || !haveInfo_) return;
+  playing_ = true;
+  updateControls();
+  stepForward();
+}
+
+void IterationPage::pause() {
+  if (!playing_) return;
+  playing_ = false;
+  dwell_.stop();
+  updateControls();
+}
+
+void IterationPage::togglePlay() { playing_ ? pause() : play(); }
+
+void IterationPage::seekTo(int index, std::function<void()> done) {
+  pause();
+  scene_->finishAnimations();
+  EngineController* e = engine();
+  seekDone_ = std::move(done);
+  auto finish = [this] {
+    seekTarget_ = -2;
+    if (auto d = std::exchange(seekDone_, {})) d();
+  };
+  if (!e || !haveInfo_) return finish();
+  index = std::clamp(index, -1, static_cast<int>(info_.plan.size()) - 1);
+  if (index < static_cast<int>(e->events().size())) {
+    showStage(index, false);
+    return finish();
+  }
+  seekTarget_ = index;
+  if (!waiting_) requestNext();
+}
+
+bool IterationPage::inspectChip(int device, const QString& role) {
+  for (ChipItem* chip : scene_->chipsOn(device)) {
+    if (chip->view().role == role) {
+      emit chip->clicked(chip);
+      return true;
+    }
+  }
+  return false;
+}
+
+void IterationPage::rebuildStageStrip() {
+  qDeleteAll(stagePills_);
+  stagePills_.clear();
+  pillFirstIndex_.clear();
+  while (QLayoutItem* item = stageStripLayout_->takeAt(0)) {
+    delete item->widget();
+    delete item;
+  }
+  for (int i = 0; i < static_cast<int>(info_.plan.size()); ++i) {
+    const auto kind = info_.plan[static_cast<size_t>(i)].kind;
+    if (i > 0 && info_.plan[static_cast<size_t>(i - 1)].kind == kind) continue;  // one pill per run of layers
+    if (!stagePills_.isEmpty()) {
+      auto* sep = new QLabel(QStringLiteral("›"), stageStrip_);
+      sep->setObjectName(QStringLiteral("hintLabel"));
+      stageStripLayout_->addWidget(sep);
+    }
+    auto* pill = new QToolButton(stageStrip_);
+    pill->setObjectName(QStringLiteral("stagePill"));
+    pill->setCheckable(true);
+    pill->setFocusPolicy(Qt::NoFocus);
+    pill->setText(stageShortTitle(kind));
+    pill->setToolTip(tr("Jump to %1").arg(stageShortTitle(kind)));
+    const int first = i;
+    connect(pill, &QToolButton::clicked, this, [this, first] { seekTo(first); });
+    stageStripLayout_->addWidget(pill);
+    stagePills_.append(pill);
+    pillFirstIndex_.append(first);
+  }
+  stageStripLayout_->addStretch(1);
+}
+
+void IterationPage::updateControls() {
+  EngineController* e = engine();
+  const int recorded = e ? static_cast<int>(e->events().size()) : 0;
+  const int total = static_cast<int>(info_.plan.size());
+  // Pills: the active group is checked; its layer shown for Forward/Backward.
+  for (int p = 0; p < stagePills_.size(); ++p) {
+    const int first = pillFirstIndex_[p];
+    const int next = p + 1 < pillFirstIndex_.size() ? pillFirstIndex_[p + 1] : total;
+    const bool active = cursor_ >= first && cursor_ < next;
+    const auto kind = info_.plan[static_cast<size_t>(first)].kind;
+    QString text = stageShortTitle(kind);
+    if (active && next - first > 1) text += QStringLiteral(" %1/%2").arg(cursor_ - first + 1).arg(next - first);
+    stagePills_[p]->setText(text);
+    stagePills_[p]->setChecked(active);
+    stagePills_[p]->setProperty("done", first < recorded);
+    stagePills_[p]->style()->unpolish(stagePills_[p]);
+    stagePills_[p]->style()->polish(stagePills_[p]);
+  }
+  playButton_->setIcon(QIcon(playing_ ? QStringLiteral(":/icons/pause.svg") : QStringLiteral(":/icons/play.svg")));
+  playButton_->setText(playing_ ? tr("Pause") : tr("Play"));
+  backButton_->setEnabled(cursor_ >= 0);
+  restartButton_->setEnabled(cursor_ >= 0);
+  stepButton_->setEnabled(haveInfo_ && !waiting_);
+  playButton_->setEnabled(haveInfo_);
+  if (!haveInfo_) {
+    position_->setText(e && e->busy() ? tr("preparing the engine…") : tr("no iteration"));
+    return;
+  }
+  QString where = tr("before the first stage");
+  position_->setToolTip(QString());
+  if (cursor_ >= 0) {
+    const dpv::Stage& stage = info_.plan[static_cast<size_t>(cursor_)];
+    QString name = stageShortTitle(stage.kind);
+    if (stage.layer >= 0) name += tr(" (layer %1)").arg(stage.layer);
+    where = tr("stage %1 of %2").arg(cursor_ + 1).arg(total);  // the stage's name is on the strip above
+    position_->setToolTip(tr("%1 — %2").arg(name, QString::fromStdString(stage.title)));
+  }
+  if (waiting_) where += tr(" · running…");
+  position_->setText(tr("%1 · iteration %2").arg(where).arg(info_.iteration));
+}
+
+QList<Page::Shot> IterationPage::screenshots() {
+  const QList<dpv::StageKind> kinds = {dpv::StageKind::Scatter, dpv::StageKind::Replicate, dpv::StageKind::Forward,
+                                       dpv::StageKind::Gather,  dpv::StageKind::Loss,      dpv::StageKind::Backward,
+                                       dpv::StageKind::ReduceGrads, dpv::StageKind::Step};
+  QList<Shot> shots;
+  shots.append(Shot{QStringLiteral("stage-00-start"), [this](std::function<void()> done) {
+                      seekTo(-1, std::move(done));
+                    }});
+  int n = 1;
+  for (dpv::StageKind kind : kinds) {
+    const QString suffix = QStringLiteral("stage-%1-%2").arg(n++, 2, 10, QLatin1Char('0')).arg(stageLessonId(kind));
+    shots.append(Shot{suffix, [this, kind](std::function<void()> done) {
+                        // The stage's first occurrence; for Forward the middle layer (BatchNorm in mlp-bn).
+                        QList<int> matches;
+                        for (int i = 0; i < static_cast<int>(info_.plan.size()); ++i) {
+                          if (info_.plan[static_cast<size_t>(i)].kind == kind) matches.append(i);
+                        }
+                        if (matches.isEmpty()) return done();
+                        const int index = kind == dpv::StageKind::Forward ? matches[matches.size() / 2] : matches.first();
+                        seekTo(index, [this, kind, done] {
+                          const int last = scene_->deviceCount() - 1;
+                          const QString role = roleShownFor(kind);
+                          for (int d = std::max(0, last); d >= 0; --d) {
+                            if (inspectChip(d, role)) break;
+                          }
+                          done();
+                        });
+                      }});
+  }
+  return shots;
+}
+
+}  // namespace gui

@@ -1,0 +1,107 @@
+#pragma once
+// The Iteration page: one DataParallel iteration, stage by stage. The engine runs each stage on
+// its worker thread when asked; the page animates the recorded StageEvent, explains it, marks the
+// code line, and lets the learner step back through what was recorded.
+#include <QPointer>
+#include <QTimer>
+#include <functional>
+
+#include "gui/app/page.h"
+#include "gui/iteration/scene_model.h"
+#include "gui/runtime/engine_types.h"
+
+class QHBoxLayout;
+class QLabel;
+class QSlider;
+class QToolButton;
+
+namespace gui {
+
+class CodeView;
+class EngineController;
+class IterationScene;
+class LessonPanel;
+class SceneView;
+class TensorInspector;
+
+class IterationPage : public Page {
+  Q_OBJECT
+ public:
+  IterationPage(AppContext* context, QWidget* parent = nullptr);
+  ~IterationPage() override;
+  QList<Shot> screenshots() override;
+
+  // Transport (also on the buttons and the Space / Right / Left / Home keys).
+  void stepForward();
+  void stepBack();
+  void play();
+  void pause();
+  void togglePlay();
+  void restart();
+  // Shows recorded stage `index` (-1: before the first); runs stages on the engine until it is
+  // recorded when it lies ahead. `done` is called once it is shown (or the engine failed).
+  void seekTo(int index, std::function<void()> done = {});
+  // Speed factor 0.25..4 (1: one stage animates in 0.7 s). 0 switches animation off.
+  void setSpeed(double factor);
+
+  bool playing() const { return playing_; }
+  int cursor() const { return cursor_; }  // index of the stage shown; -1 before the first
+  bool atEnd() const;                     // the last stage of the iteration is shown
+  bool waitingForEngine() const { return waiting_; }
+  IterationScene* scene() const { return scene_; }
+  CodeView* codeView() const { return code_; }
+  LessonPanel* lessonPanel() const { return lesson_; }
+  TensorInspector* inspector() const { return inspector_; }
+  QString errorText() const;              // the error banner's text ("" when hidden)
+  QString positionText() const;
+  // Opens a chip of a device in the inspector (as a click would); false when there is none.
+  bool inspectChip(int device, const QString& role);
+
+ signals:
+  void stageShown(int index);
+
+ private:
+  void buildUi();
+  void onSettingsApplied();
+  void onIterationStarted(const IterationInfo& info);
+  void onStageRecorded(const dpv::StageEvent& event);
+  void onEngineError(const QString& message);
+  void onAnimationFinished();
+  void showStage(int index, bool animate);
+  void afterShown();
+  void rebuildStageStrip();
+  void updateControls();
+  void requestNext();
+  EngineController* engine() const;
+
+  IterationScene* scene_ = nullptr;
+  SceneView* view_ = nullptr;
+  CodeView* code_ = nullptr;
+  LessonPanel* lesson_ = nullptr;
+  TensorInspector* inspector_ = nullptr;
+  QLabel* errorBanner_ = nullptr;
+  QLabel* position_ = nullptr;
+  QLabel* speedLabel_ = nullptr;
+  QSlider* speed_ = nullptr;
+  QToolButton* restartButton_ = nullptr;
+  QToolButton* backButton_ = nullptr;
+  QToolButton* playButton_ = nullptr;
+  QToolButton* stepButton_ = nullptr;
+  QWidget* stageStrip_ = nullptr;
+  QHBoxLayout* stageStripLayout_ = nullptr;
+  QList<QToolButton*> stagePills_;
+  QList<int> pillFirstIndex_;
+  QTimer dwell_;  // the pause between stages while playing
+
+  IterationInfo info_;
+  bool haveInfo_ = false;
+  int cursor_ = -1;
+  int seekTarget_ = -2;     // >= -1 while seeking ahead
+  bool waiting_ = false;    // a stage was asked for and the page will show it when it comes
+  bool playing_ = false;
+  bool newIterationWanted_ = false;
+  std::function<void()> seekDone_;
+  int durationMs_ = 700;
+};
+
+}  // namespace gui

@@ -1,0 +1,378 @@
+#include "gui/iteration/scene.h"
+
+#include <QGraphicsPathItem>
+#include <QParallelAnimationGroup>
+#include <QPropertyAnimation>
+#include <QSequentialAnimationGroup>
+#include <QSet>
+#include <cmath>
+#include <optional>
+
+namespace gui {
+
+namespace {
+constexpr qreal kMargin = 16;
+constexpr qreal kSpacing = 12;
+constexpr qreal kHostGap = 34;
+}  // namespace
+
+IterationScene::IterationScene(QObject* parent) : QGraphicsScene(parent) {}
+
+IterationScene::~IterationScene() {
+  if (group_) group_->stop();
+}
+
+void IterationScene::setTheme(const QString& theme) {
+  theme_ = theme;
+  setBackgroundBrush(sceneColors(theme).background);
+  if (host_) host_->setTheme(theme);
+  for (auto* box : boxes_) box->setTheme(theme);
+  for (auto* chip : chips_) chip->setTheme(theme);
+  buildConnectors();
+}
+
+QString IterationScene::chipKey(int device, const QString& role) const {
+  return QString::number(device) + QLatin1Char(':') + role;
+}
+
+void IterationScene::setInfo(const IterationInfo& info) {
+  finishAnimations();
+  info_ = info;
+  selected_ = nullptr;
+  chips_.clear();
+  boxes_.clear();
+  connectors_.clear();
+  host_ = nullptr;
+  clear();  // deletes every item
+  setBackgroundBrush(sceneColors(theme_).background);
+
+  const int n = static_cast<int>(info.deviceLabels.size());
+  const BoxGeometry g = BoxGeometry::forDevices(n);
+  const int cols = n > 4 ? 4 : std::max(1, n);
+  const int rows = n == 0 ? 0 : (n + cols - 1) / cols;
+  const qreal rowWidth = cols * g.width + (cols - 1) * kSpacing;
+  host_ = new HostBox(std::max<qreal>(rowWidth, 420), theme_);
+  host_->setPos(kMargin, kMargin);
+  host_->setContent(info.inputShape, info.inputDtype, info.targetShape, info.transport);
+  addItem(host_);
+  const qreal top = kMargin + HostBox::kHeight + kHostGap;
+  for (int d = 0; d < n; ++d) {
+    auto* box = new DeviceBox(d, info.layerNames, g, theme_);
+    box->setPos(kMargin + (d % cols) * (g.width + kSpacing), top + (d / cols) * (g.height + kSpacing));
+    addItem(box);
+    boxes_.append(box);
+  }
+  const qreal width = std::max<qreal>(rowWidth, 420) + 2 * kMargin;
+  const qreal height = top + rows * g.height + std::max(0, rows - 1) * kSpacing + kMargin;
+  setSceneRect(0, 0, width, height);
+  buildConnectors();
+  state_ = SceneState{};
+  showState(sceneStateFor(info, nullptr), false);
+}
+
+void IterationScene::buildConnectors() {
+  for (auto* item : connectors_) {
+    removeItem(item);
+    delete item;
+  }
+  connectors_.clear();
+  if (!host_ || boxes_.isEmpty()) return;
+  // A bus from the host to every device of the first row: the path chunks and results take.
+  const SceneColors& c = sceneColors(theme_);
+  QPainterPath path;
+  const qreal busY = host_->y() + HostBox::kHeight + kHostGap / 2;
+  path.moveTo(host_->x() + 40, host_->y() + HostBox::kHeight);
+  path.lineTo(host_->x() + 40, busY);
+  qreal right = host_->x() + 40;
+  for (auto* box : boxes_) {
+    if (box->y() > boxes_.first()->y()) break;
+    const qreal x = box->x() + box->boundingRect().width() / 2;
+    path.moveTo(x, busY);
+    path.lineTo(x, box->y());
+    right = std::max(right, x);
+  }
+  path.moveTo(host_->x() + 40, busY);
+  path.lineTo(right, busY);
+  auto* item = addPath(path, QPen(c.panelBorder, 1.5, Qt::DashLine));
+  item->setZValue(-1);
+  connectors_.append(item);
+}
+
+QPointF IterationScene::chipScenePos(int device, int row) const {
+  DeviceBox* box = boxes_.value(device);
+  return box ? box->mapToScene(box->chipPos(row)) : QPointF();
+}
+
+ChipItem* IterationScene::makeChip(const ChipView& view, int device) {
+  DeviceBox* box = boxes_.at(device);
+  auto* chip = new ChipItem(view, box->chipWidth(), box->geometry().chipH, theme_);
+  addItem(chip);
+  connect(chip, &ChipItem::clicked, this, &IterationScene::onChipClicked);
+  return chip;
+}
+
+void IterationScene::onChipClicked(ChipItem* chip) {
+  if (selected_ && chips_.values().contains(selected_)) selected_->setSelectedChip(false);
+  selected_ = chip;
+  chip->setSelectedChip(true);
+  emit chipClicked(chip->view(), chips_.key(chip).section(QLatin1Char(':'), 0, 0).toInt());
+}
+
+void IterationScene::addFlight(const ChipView& view, QPointF from, QPointF to, qreal width) {
+  if (!group_) return;
+  auto* ghost = new ChipItem(view, width, boxes_.isEmpty() ? 24 : boxes_.first()->geometry().chipH, theme_);
+  ghost->setZValue(5);
+  ghost->setAcceptedMouseButtons(Qt::NoButton);
+  ghost->setPos(from);
+  addItem(ghost);
+  ghosts_.append(ghost);
+  auto* move = new QPropertyAnimation(ghost, "pos");
+  move->setStartValue(from);
+  move->setEndValue(to);
+  move->setDuration(duration_);
+  move->setEasingCurve(QEasingCurve::InOutCubic);
+  auto* fade = new QPropertyAnimation(ghost, "opacity");
+  fade->setStartValue(0.95);
+  fade->setKeyValueAt(0.8, 0.9);
+  fade->setEndValue(0.0);
+  fade->setDuration(duration_);
+  group_->addAnimation(move);
+  group_->addAnimation(fade);
+}
+
+void IterationScene::finishAnimations() {
+  if (group_) {
+    QParallelAnimationGroup* g = group_;
+    group_ = nullptr;
+    g->disconnect(this);  // cut short: no animationFinished (the caller moves on by itself)
+    g->setCurrentTime(g->totalDuration());
+    g->stop();
+    g->deleteLater();
+  }
+  for (auto* ghost : ghosts_) {
+    removeItem(ghost);
+    ghost->deleteLater();
+  }
+  ghosts_.clear();
+  for (auto* chip : chips_) chip->setOpacity(1.0);
+}
+
+bool IterationScene::animating() const { return group_ && group_->state() == QAbstractAnimation::Running; }
+
+void IterationScene::setFailure(int device, const QString& reason) {
+  for (auto* box : boxes_) {
+    if (device < 0 || box->device() == device) box->setFailed(device < 0 ? QString() : reason);
+  }
+}
+
+QList<ChipItem*> IterationScene::chipsOn(int device) const {
+  QList<ChipItem*> list;
+  for (auto it = chips_.begin(); it != chips_.end(); ++it) {
+    if (it.key().section(QLatin1Char(':'), 0, 0).toInt() == device) list.append(it.value());
+  }
+  std::sort(list.begin(), list.end(), [](ChipItem* a, ChipItem* b) { return a->y() < b->y(); });
+  return list;
+}
+
+void IterationScene::showState(const SceneState& next, bool animateRequested) {
+  finishAnimations();
+  const SceneState previous = state_;
+  state_ = next;
+  const bool animate = animateRequested && duration_ > 0 && next.started;
+  if (animate) group_ = new QParallelAnimationGroup(this);
+
+  // Where a chip that is new on a device comes from, by stage: the host's batch on Scatter, the
+  // original parameters on device 0 on Replicate; elsewhere it grows in place.
+  auto sourceFor = [&](int device, const QString& role, QPointF target) -> std::optional<QPointF> {
+    if (next.kind == dpv::StageKind::Scatter && role == QLatin1String("input") && host_) return host_->batchAnchor();
+    if (next.kind == dpv::StageKind::Replicate && role == QLatin1String("param") && device != 0) {
+      if (ChipItem* original = chips_.value(chipKey(0, QStringLiteral("param")))) return original->pos();
+    }
+    (void)target;
+    return std::nullopt;
+  };
+
+  QSet<QString> keep;
+  for (const DeviceView& dv : next.devices) {
+    DeviceBox* box = boxes_.value(dv.device);
+    if (!box) continue;
+    const bool layerStage = next.kind == dpv::StageKind::Forward || next.kind == dpv::StageKind::Backward;
+    box->setView(dv, next.started && layerStage ? next.layer : -1, memoryScale_);
+    for (int row = 0; row < dv.chips.size(); ++row) {
+      const ChipView& cv = dv.chips[row];
+      const QString key = chipKey(dv.device, cv.role);
+      keep.insert(key);
+      const QPointF target = chipScenePos(dv.device, row);
+      ChipItem* chip = chips_.value(key);
+      if (chip) {
+        const bool changed = chip->view().text != cv.text;
+        chip->setView(cv);
+        if (animate && chip->pos() != target) {
+          auto* move = new QPropertyAnimation(chip, "pos");
+          move->setStartValue(chip->pos());
+          move->setEndValue(target);
+          move->setDuration(duration_ / 2);
+          group_->addAnimation(move);
+        } else {
+          chip->setPos(target);
+        }
+        if (animate && changed) {  // a new value in the same place: a short flash
+          auto* flash = new QPropertyAnimation(chip, "opacity");
+          flash->setStartValue(0.25);
+          flash->setEndValue(1.0);
+          flash->setDuration(duration_ / 2);
+          group_->addAnimation(flash);
+        }
+        continue;
+      }
+      chip = makeChip(cv, dv.device);
+      chips_.insert(key, chip);
+      const auto source = animate ? sourceFor(dv.device, cv.role, target) : std::nullopt;
+      if (source) {
+        chip->setPos(*source);
+        auto* move = new QPropertyAnimation(chip, "pos");
+        move->setStartValue(*source);
+        move->setEndValue(target);
+        move->setDuration(duration_);
+        move->setEasingCurve(QEasingCurve::InOutCubic);
+        group_->addAnimation(move);
+      } else {
+        chip->setPos(target);
+        if (animate) {
+          chip->setOpacity(0.0);
+          auto* fade = new QPropertyAnimation(chip, "opacity");
+          fade->setStartValue(0.0);
+          fade->setEndValue(1.0);
+          fade->setDuration(duration_ * 2 / 3);
+          group_->addAnimation(fade);
+        }
+      }
+    }
+  }
+  // Chips the stage removed (freed activations, grads of replicas thrown away).
+  for (auto it = chips_.begin(); it != chips_.end();) {
+    if (keep.contains(it.key())) {
+      ++it;
+      continue;
+    }
+    ChipItem* chip = it.value();
+    if (chip == selected_) selected_ = nullptr;
+    it = chips_.erase(it);
+    if (animate) {
+      // Fade out as a ghost (no longer clickable), deleted with the other ghosts.
+      chip->setAcceptedMouseButtons(Qt::NoButton);
+      ghosts_.append(chip);
+      auto* fade = new QPropertyAnimation(chip, "opacity");
+      fade->setStartValue(chip->opacity());
+      fade->setEndValue(0.0);
+      fade->setDuration(duration_ / 2);
+      group_->addAnimation(fade);
+    } else {
+      removeItem(chip);
+      delete chip;
+    }
+  }
+
+  // Flights between devices: the collectives of this stage, drawn as chips in transit.
+  if (animate) {
+    const int n = static_cast<int>(next.devices.size());
+    auto chipOf = [&](int device, std::initializer_list<const char*> roles) -> ChipItem* {
+      for (const char* role : roles) {
+        if (ChipItem* c = chips_.value(chipKey(device, QLatin1String(role)))) return c;
+      }
+      return nullptr;
+    };
+    const qreal width = boxes_.isEmpty() ? 180 : boxes_.first()->chipWidth();
+    if (next.kind == dpv::StageKind::Gather) {
+      ChipItem* dst = chipOf(0, {"output", "activation"});
+      for (int d = 1; d < n && dst; ++d) {
+        if (const DeviceView& pv = previous.devices.value(d); pv.hasReplica) {
+          ChipView v{QStringLiteral("output"), tr("output of GPU %1").arg(d), {}, true};
+          addFlight(v, chipScenePos(d, std::max<int>(0, static_cast<int>(pv.chips.size()) - 1)), dst->pos(), width);
+        }
+      }
+    } else if (next.kind == dpv::StageKind::GradScatter) {
+      ChipItem* src = chipOf(0, {"loss", "output"});
+      for (int d = 1; d < n && src; ++d) {
+        if (next.devices[d].hasReplica) {
+          ChipView v{QStringLiteral("grad"), tr("grad of output → GPU %1").arg(d), {}, true};
+          addFlight(v, src->pos(), chipScenePos(d, std::max<int>(0, static_cast<int>(next.devices[d].chips.size()) - 1)), width);
+        }
+      }
+    } else if (next.kind == dpv::StageKind::ReduceGrads) {
+      ChipItem* dst = chipOf(0, {"grad"});
+      for (int d = 1; d < n && dst; ++d) {
+        const DeviceView& pv = previous.devices.value(d);
+        for (int row = 0; row < pv.chips.size(); ++row) {
+          if (pv.chips[row].role == QLatin1String("grad")) {
+            addFlight(pv.chips[row], chipScenePos(d, row), dst->pos(), width);
+          }
+        }
+      }
+    } else if (next.kind == dpv::StageKind::Step) {
+      if (ChipItem* params = chipOf(0, {"param"})) {
+        auto* pulse = new QPropertyAnimation(params, "scale");
+        pulse->setStartValue(1.0);
+        pulse->setKeyValueAt(0.5, 1.06);
+        pulse->setEndValue(1.0);
+        pulse->setDuration(duration_);
+        group_->addAnimation(pulse);
+      }
+    }
+  }
+
+  if (group_) {
+    if (group_->animationCount() == 0) {
+      group_->deleteLater();
+      group_ = nullptr;
+      return;
+    }
+    connect(group_, &QAbstractAnimation::finished, this, [this] {
+      for (auto* ghost : ghosts_) {
+        removeItem(ghost);
+        ghost->deleteLater();
+      }
+      ghosts_.clear();
+      if (group_) {
+        group_->deleteLater();
+        group_ = nullptr;
+      }
+      emit animationFinished();
+    });
+    group_->start();
+  }
+}
+
+// ---------------------------------------------------------------- SceneView
+
+SceneView::SceneView(QGraphicsScene* scene, QWidget* parent) : QGraphicsView(scene, parent) {
+  setRenderHints(QPainter::Antialiasing | QPainter::TextAntialiasing | QPainter::SmoothPixmapTransform);
+  setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  setViewportUpdateMode(QGraphicsView::SmartViewportUpdate);
+  setFrameShape(QFrame::NoFrame);
+  setMinimumSize(360, 260);
+  connect(scene, &QGraphicsScene::sceneRectChanged, this, &SceneView::fit);
+}
+
+void SceneView::fit() {
+  if (!scene()) return;
+  const QRectF r = scene()->sceneRect();
+  if (r.isEmpty()) return;
+  // Never enlarge beyond 1.25x: big text on a big screen looks like a toy.
+  const qreal s = std::min({viewport()->width() / r.width(), viewport()->height() / r.height(), 1.25});
+  setTransform(QTransform::fromScale(s, s));
+  centerOn(r.center());
+}
+
+void SceneView::resizeEvent(QResizeEvent* event) {
+  QGraphicsView::resizeEvent(event);
+  fit();
+}
+
+void SceneView::showEvent(QShowEvent* event) {
+  QGraphicsView::showEvent(event);
+  fit();
+}
+
+}  // namespace gui

@@ -1,0 +1,84 @@
+#pragma once
+// The Iteration page's picture: the host, one box per device, and tensor chips that move between
+// them as the stages run (QPropertyAnimation on pos and opacity). The scene is driven only by
+// SceneStates built from the engine's recorded StageEvents, so replaying a recorded stage draws
+// exactly what the engine reported.
+#include <QGraphicsScene>
+#include <QGraphicsView>
+#include <QHash>
+#include <QPointer>
+
+#include "gui/iteration/scene_items.h"
+#include "gui/iteration/scene_model.h"
+
+class QParallelAnimationGroup;
+
+namespace gui {
+
+class IterationScene : public QGraphicsScene {
+  Q_OBJECT
+ public:
+  explicit IterationScene(QObject* parent = nullptr);
+  ~IterationScene() override;
+
+  void setTheme(const QString& theme);
+  // Rebuilds the boxes for an iteration's devices and shows the state before its first stage.
+  void setInfo(const IterationInfo& info);
+  // Shows a state; with `animate`, chips travel from where the stage takes them from.
+  void showState(const SceneState& state, bool animate);
+  // Milliseconds one stage's animation takes (0: no animation).
+  void setDuration(int ms) { duration_ = ms; }
+  int duration() const { return duration_; }
+  // Bytes that fill a memory bar completely (the largest peak of the iteration).
+  void setMemoryScale(qint64 bytes) { memoryScale_ = bytes; }
+  // Marks a device as the one whose replica failed (device < 0 clears every mark).
+  void setFailure(int device, const QString& reason);
+  void finishAnimations();  // jumps every running animation to its end
+  bool animating() const;
+
+  int deviceCount() const { return static_cast<int>(boxes_.size()); }
+  DeviceBox* deviceBox(int device) const { return boxes_.value(device); }
+  HostBox* hostBox() const { return host_; }
+  QList<ChipItem*> chipsOn(int device) const;  // top to bottom
+  const SceneState& state() const { return state_; }
+  const IterationInfo& info() const { return info_; }
+
+ signals:
+  void chipClicked(const ChipView& chip, int device);
+  void animationFinished();
+
+ private:
+  QString chipKey(int device, const QString& role) const;
+  QPointF chipScenePos(int device, int row) const;
+  ChipItem* makeChip(const ChipView& view, int device);
+  void addFlight(const ChipView& view, QPointF from, QPointF to, qreal width);
+  void onChipClicked(ChipItem* chip);
+  void buildConnectors();
+
+  QString theme_ = QStringLiteral("light");
+  IterationInfo info_;
+  SceneState state_;
+  HostBox* host_ = nullptr;
+  QList<DeviceBox*> boxes_;
+  QHash<QString, ChipItem*> chips_;
+  QList<QGraphicsItem*> connectors_;
+  QList<ChipItem*> ghosts_;  // chips flying for Gather/GradScatter/ReduceGrads, deleted at the end
+  QPointer<QParallelAnimationGroup> group_;
+  ChipItem* selected_ = nullptr;
+  int duration_ = 700;
+  qint64 memoryScale_ = 1;
+};
+
+// A view that keeps the whole scene visible (scaled to fit, aspect kept) and follows the theme.
+class SceneView : public QGraphicsView {
+  Q_OBJECT
+ public:
+  explicit SceneView(QGraphicsScene* scene, QWidget* parent = nullptr);
+  void fit();
+
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+  void showEvent(QShowEvent* event) override;
+};
+
+}  // namespace gui

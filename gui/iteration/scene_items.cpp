@@ -1,0 +1,255 @@
+#include "gui/iteration/scene_items.h"
+
+#include <QFontMetricsF>
+#include <QGraphicsSceneMouseEvent>
+#include <QCursor>
+#include <QPainter>
+
+namespace gui {
+
+namespace {
+
+QFont sceneFont(qreal pointSize, bool bold = false) {
+  QFont f;
+  f.setPixelSize(qRound(pointSize));
+  f.setBold(bold);
+  return f;
+}
+
+void drawElided(QPainter* p, const QRectF& r, const QString& text, int flags = Qt::AlignLeft | Qt::AlignVCenter) {
+  const QString elided = QFontMetricsF(p->font()).elidedText(text, Qt::ElideRight, r.width());
+  p->drawText(r, flags, elided);
+}
+
+}  // namespace
+
+QString shortLayerName(const QString& type) {
+  if (type.startsWith(QLatin1String("BatchNorm")) || type.startsWith(QLatin1String("SyncBatchNorm"))) return QStringLiteral("BN");
+  if (type == QLatin1String("Linear")) return QStringLiteral("Linear");
+  if (type == QLatin1String("Conv2d")) return QStringLiteral("Conv");
+  if (type == QLatin1String("Flatten")) return QStringLiteral("Flat");
+  return type;
+}
+
+// ---------------------------------------------------------------- ChipItem
+
+ChipItem::ChipItem(const ChipView& view, qreal width, qreal height, const QString& theme, QGraphicsItem* parent)
+    : QGraphicsObject(parent), view_(view), width_(width), height_(height), theme_(theme) {
+  setCursor(Qt::PointingHandCursor);
+  setAcceptedMouseButtons(Qt::LeftButton);
+  setToolTip(QObject::tr("%1 — click to inspect").arg(view.text));
+  setZValue(2);
+}
+
+void ChipItem::setView(const ChipView& view) {
+  view_ = view;
+  setToolTip(QObject::tr("%1 — click to inspect").arg(view.text));
+  update();
+}
+
+void ChipItem::setTheme(const QString& theme) {
+  theme_ = theme;
+  update();
+}
+
+void ChipItem::setSelectedChip(bool selected) {
+  selected_ = selected;
+  update();
+}
+
+QRectF ChipItem::boundingRect() const { return QRectF(-1, -1, width_ + 2, height_ + 2); }
+
+void ChipItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) {
+  const SceneColors& c = sceneColors(theme_);
+  painter->setRenderHint(QPainter::Antialiasing);
+  const QRectF r(0, 0, width_, height_);
+  painter->setPen(QPen(selected_ ? c.accent : c.chipFor(view_.role).darker(130), selected_ ? 2.0 : 1.0));
+  painter->setBrush(c.chipFor(view_.role));
+  painter->drawRoundedRect(r, 5, 5);
+  painter->setPen(c.chipText);
+  painter->setFont(sceneFont(height_ < 22 ? 11 : 12));
+  drawElided(painter, r.adjusted(8, 0, -6, 0), view_.text);
+}
+
+void ChipItem::mousePressEvent(QGraphicsSceneMouseEvent* event) {
+  emit clicked(this);
+  event->accept();
+}
+
+// ---------------------------------------------------------------- HostBox
+
+HostBox::HostBox(qreal width, const QString& theme) : width_(width), theme_(theme) {}
+
+void HostBox::setContent(const QString& inputShape, const QString& inputDtype, const QString& targetShape,
+                         const QString& transport) {
+  inputShape_ = inputShape;
+  inputDtype_ = inputDtype;
+  targetShape_ = targetShape;
+  transport_ = transport;
+  update();
+}
+
+void HostBox::setTheme(const QString& theme) {
+  theme_ = theme;
+  update();
+}
+
+QPointF HostBox::batchAnchor() const { return mapToScene(QPointF(16, 44)); }
+
+QRectF HostBox::boundingRect() const { return QRectF(0, 0, width_, kHeight); }
+
+void HostBox::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) {
+  const SceneColors& c = sceneColors(theme_);
+  painter->setRenderHint(QPainter::Antialiasing);
+  painter->setPen(QPen(c.panelBorder, 1));
+  painter->setBrush(c.panel);
+  painter->drawRoundedRect(boundingRect().adjusted(0.5, 0.5, -0.5, -0.5), 8, 8);
+  painter->setPen(c.text);
+  painter->setFont(sceneFont(14, true));
+  painter->drawText(QRectF(14, 8, width_ - 28, 20), Qt::AlignLeft | Qt::AlignVCenter, QObject::tr("Host (CPU memory)"));
+  painter->setFont(sceneFont(12));
+  painter->setPen(c.subtext);
+  drawElided(painter, QRectF(14, 32, width_ - 28, 18),
+             QObject::tr("batch %1 %2   ·   labels %3 int64").arg(inputShape_, inputDtype_, targetShape_));
+  drawElided(painter, QRectF(14, 52, width_ - 28, 18),
+             QObject::tr("collectives between devices: %1").arg(transport_.isEmpty() ? QObject::tr("(not started)") : transport_));
+}
+
+// ---------------------------------------------------------------- DeviceBox
+
+BoxGeometry BoxGeometry::forDevices(int count) {
+  if (count > 4) {
+    //            width height titleH subT  repT repH chipT chipH step noteT memT
+    return BoxGeometry{196, 262, 22, 0, 28, 38, 72, 20, 23, 212, 232, true};
+  }
+  return BoxGeometry{204, 340, 22, 28, 48, 44, 100, 24, 28, 272, 304, false};
+}
+
+DeviceBox::DeviceBox(int device, const QStringList& layerNames, const BoxGeometry& geometry, const QString& theme)
+    : device_(device), layerNames_(layerNames), g_(geometry), theme_(theme) {
+  view_.device = device;
+}
+
+void DeviceBox::setView(const DeviceView& view, int activeLayer, qint64 memoryScale) {
+  view_ = view;
+  activeLayer_ = activeLayer;
+  memoryScale_ = std::max<qint64>(1, memoryScale);
+  update();
+}
+
+void DeviceBox::setFailed(const QString& reason) {
+  failure_ = reason;
+  update();
+}
+
+void DeviceBox::setTheme(const QString& theme) {
+  theme_ = theme;
+  update();
+}
+
+QRectF DeviceBox::boundingRect() const { return QRectF(0, 0, g_.width, g_.height); }
+
+void DeviceBox::paintLayers(QPainter* painter, const QRectF& area, const SceneColors& c) const {
+  const int n = static_cast<int>(layerNames_.size());
+  if (n == 0) return;
+  const qreal gap = 3;
+  const qreal w = (area.width() - gap * (n - 1)) / n;
+  painter->setFont(sceneFont(n > 5 ? 9 : 11));
+  for (int i = 0; i < n; ++i) {
+    const QRectF r(area.left() + i * (w + gap), area.top(), w, area.height());
+    const bool active = i == activeLayer_;
+    painter->setPen(Qt::NoPen);
+    painter->setBrush(active ? c.layerActive : c.layerPill);
+    painter->drawRoundedRect(r, 3, 3);
+    painter->setPen(active ? c.layerActiveText : c.subtext);
+    const QString label = shortLayerName(layerNames_.at(i));
+    if (QFontMetricsF(painter->font()).horizontalAdvance(label) <= r.width() - 2) painter->drawText(r, Qt::AlignCenter, label);
+  }
+}
+
+void DeviceBox::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) {
+  const SceneColors& c = sceneColors(theme_);
+  const qreal W = g_.width;
+  painter->setRenderHint(QPainter::Antialiasing);
+  const QRectF box = boundingRect().adjusted(0.5, 0.5, -0.5, -0.5);
+  const bool failed = !failure_.isEmpty();
+  const QColor border = failed ? c.failed : (device_ == 0 ? c.accent : c.panelBorder);
+  painter->setPen(QPen(border, failed || device_ == 0 ? 2.0 : 1.0));
+  painter->setBrush(view_.idle ? c.idleFill : c.panel);
+  painter->drawRoundedRect(box, 8, 8);
+
+  // Title and what the device really is ("simulated on CPU"); one line in compact boxes.
+  painter->setPen(view_.idle ? c.idleText : c.text);
+  painter->setFont(sceneFont(g_.compact ? 14 : 15, true));
+  const QFontMetricsF titleMetrics(painter->font());
+  painter->drawText(QRectF(10, 6, W - 20, g_.titleH), Qt::AlignLeft | Qt::AlignVCenter, view_.title);
+  painter->setFont(sceneFont(11));
+  painter->setPen(c.subtext);
+  if (g_.compact) {
+    const qreal x = 10 + titleMetrics.horizontalAdvance(view_.title) + 8;
+    drawElided(painter, QRectF(x, 6, W - 10 - x, g_.titleH), view_.subtitle);
+  } else {
+    drawElided(painter, QRectF(10, g_.subtitleTop, W - 20, 16), view_.subtitle);
+  }
+
+  // Replica panel: which copy of the module this device holds, and the layer running now.
+  const QRectF replica(10, g_.replicaTop, W - 20, g_.replicaH);
+  painter->setPen(QPen(c.panelBorder, 1, view_.hasReplica ? Qt::SolidLine : Qt::DashLine));
+  painter->setBrush(Qt::NoBrush);
+  painter->drawRoundedRect(replica, 5, 5);
+  painter->setFont(sceneFont(11));
+  painter->setPen(view_.hasReplica ? c.text : c.subtext);
+  QString replicaTitle;
+  if (view_.hasReplica) {
+    replicaTitle = device_ == 0 ? QObject::tr("replica 0 (the original)") : QObject::tr("replica %1 (a copy)").arg(device_);
+  } else {
+    replicaTitle = device_ == 0 ? QObject::tr("the module (original weights)") : QObject::tr("no replica yet");
+  }
+  const qreal pillH = g_.compact ? 14 : 16;
+  drawElided(painter, QRectF(replica.left() + 7, replica.top() + 2, replica.width() - 14, replica.height() - pillH - 6), replicaTitle);
+  if (view_.hasReplica || device_ == 0) {
+    paintLayers(painter, QRectF(replica.left() + 7, replica.bottom() - pillH - 5, replica.width() - 14, pillH), c);
+  }
+
+  // Idle or failed: one clear line where the chips would be.
+  if (view_.idle) {
+    painter->setPen(c.idleText);
+    painter->setFont(sceneFont(16, true));
+    painter->drawText(QRectF(10, g_.chipTop + 4, W - 20, 24), Qt::AlignCenter, QObject::tr("idle"));
+    painter->setFont(sceneFont(11));
+    painter->drawText(QRectF(14, g_.chipTop + 30, W - 28, 48), Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap,
+                      QObject::tr("no chunk of the batch: torch.chunk made fewer chunks than devices"));
+  }
+  const QRectF noteRect(10, g_.noteTop, W - 20, g_.memoryTop - g_.noteTop - 2);
+  if (failed) {
+    painter->setPen(c.failed);
+    painter->setFont(sceneFont(11, true));
+    painter->drawText(noteRect, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, failure_);
+  } else if (!view_.note.isEmpty()) {
+    painter->setPen(c.subtext);
+    painter->setFont(sceneFont(11));
+    painter->drawText(noteRect, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, view_.note);
+  }
+
+  // Memory bar: current engine allocations with the peak marked, on one scale for all devices.
+  painter->setFont(sceneFont(11));
+  painter->setPen(c.subtext);
+  drawElided(painter, QRectF(10, g_.memoryTop, W - 20, 15),
+             QObject::tr("memory %1 · peak %2").arg(formatBytes(static_cast<double>(view_.memoryBytes)),
+                                                 formatBytes(static_cast<double>(view_.memoryPeak))));
+  const QRectF track(10, g_.memoryTop + 17, W - 20, 9);
+  painter->setPen(Qt::NoPen);
+  painter->setBrush(c.memoryTrack);
+  painter->drawRoundedRect(track, 3, 3);
+  const qreal fill = std::clamp(static_cast<qreal>(view_.memoryBytes) / static_cast<qreal>(memoryScale_), 0.0, 1.0);
+  painter->setBrush(c.memoryFill);
+  if (fill > 0) painter->drawRoundedRect(QRectF(track.left(), track.top(), std::max<qreal>(3, track.width() * fill), track.height()), 3, 3);
+  const qreal peak = std::clamp(static_cast<qreal>(view_.memoryPeak) / static_cast<qreal>(memoryScale_), 0.0, 1.0);
+  if (peak > 0) {
+    painter->setPen(QPen(c.memoryPeak, 2));
+    const qreal x = track.left() + track.width() * peak;
+    painter->drawLine(QPointF(x, track.top() - 2), QPointF(x, track.bottom() + 2));
+  }
+}
+
+}  // namespace gui

@@ -1,0 +1,96 @@
+#pragma once
+// The graphics items of the Iteration scene: the host box, one box per device (replica, chips,
+// memory bar, idle/failed state) and tensor chips, which are QGraphicsObjects so their position
+// and opacity can be animated with QPropertyAnimation.
+#include <QGraphicsObject>
+#include <QStringList>
+
+#include "gui/app/theme.h"
+#include "gui/iteration/scene_model.h"
+
+namespace gui {
+
+class ChipItem : public QGraphicsObject {
+  Q_OBJECT
+ public:
+  ChipItem(const ChipView& view, qreal width, qreal height, const QString& theme, QGraphicsItem* parent = nullptr);
+  const ChipView& view() const { return view_; }
+  void setView(const ChipView& view);
+  void setTheme(const QString& theme);
+  void setSelectedChip(bool selected);
+  QRectF boundingRect() const override;
+  void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
+
+ signals:
+  void clicked(ChipItem* chip);
+
+ protected:
+  void mousePressEvent(QGraphicsSceneMouseEvent* event) override;
+
+ private:
+  ChipView view_;
+  qreal width_;
+  qreal height_;
+  QString theme_;
+  bool selected_ = false;
+};
+
+class HostBox : public QGraphicsObject {
+  Q_OBJECT
+ public:
+  HostBox(qreal width, const QString& theme);
+  void setContent(const QString& inputShape, const QString& inputDtype, const QString& targetShape, const QString& transport);
+  void setTheme(const QString& theme);
+  // Scene position where chips leave the host (the batch chip).
+  QPointF batchAnchor() const;
+  QRectF boundingRect() const override;
+  void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
+  static constexpr qreal kHeight = 78;
+
+ private:
+  qreal width_;
+  QString theme_;
+  QString inputShape_, inputDtype_, targetShape_, transport_;
+};
+
+// Vertical layout of a device box; compact for more than four devices (two rows of boxes).
+struct BoxGeometry {
+  qreal width, height, titleH, subtitleTop, replicaTop, replicaH, chipTop, chipH, chipStep, noteTop, memoryTop;
+  bool compact;
+  static BoxGeometry forDevices(int count);
+};
+
+class DeviceBox : public QGraphicsObject {
+  Q_OBJECT
+ public:
+  DeviceBox(int device, const QStringList& layerNames, const BoxGeometry& geometry, const QString& theme);
+  int device() const { return device_; }
+  const DeviceView& view() const { return view_; }
+  void setView(const DeviceView& view, int activeLayer, qint64 memoryScale);
+  void setFailed(const QString& reason);  // empty: not failed
+  QString failure() const { return failure_; }
+  bool isIdle() const { return view_.idle; }
+  void setTheme(const QString& theme);
+  const BoxGeometry& geometry() const { return g_; }
+  // Chip geometry inside the box (item coordinates): the `row`-th chip from the top.
+  QPointF chipPos(int row) const { return QPointF(10, g_.chipTop + row * g_.chipStep); }
+  qreal chipWidth() const { return g_.width - 20; }
+  QRectF boundingRect() const override;
+  void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
+
+ private:
+  void paintLayers(QPainter* painter, const QRectF& area, const SceneColors& c) const;
+  int device_;
+  QStringList layerNames_;
+  BoxGeometry g_;
+  QString theme_;
+  DeviceView view_;
+  int activeLayer_ = -1;
+  qint64 memoryScale_ = 1;
+  QString failure_;
+};
+
+// "Linear" -> "Lin", "BatchNorm1d" -> "BN", ... for the layer strip in a replica.
+QString shortLayerName(const QString& type);
+
+}  // namespace gui

@@ -1,0 +1,130 @@
+#pragma once
+// The practice quiz: one question at a time, immediate feedback, a hint, the worked solution,
+// "Run it" for questions the engine can show (run on a worker thread), links to other pages,
+// a summary with the score and "Retry missed". Progress is saved after every answer.
+// Keyboard: 1-6 or A-F choose, Enter = next, H = hint.
+#include <QHash>
+#include <QList>
+#include <QPointer>
+#include <QStringList>
+
+#include "course/progress.h"
+#include "course/quiz.h"
+#include "course/scenario.h"
+#include "gui/app/page.h"
+
+class QLabel;
+class QPlainTextEdit;
+class QPushButton;
+class QScrollArea;
+class QStackedWidget;
+class QThread;
+class QVBoxLayout;
+
+namespace gui {
+
+class QuizOptionButton;
+
+class QuizPage : public Page {
+  Q_OBJECT
+ public:
+  explicit QuizPage(AppContext* context, QWidget* parent = nullptr);
+  ~QuizPage() override;
+
+  QList<Shot> screenshots() override;
+
+  // State, for the main window and the tests.
+  int questionCount() const { return static_cast<int>(sequence_.size()); }  // in the current round
+  int currentIndex() const { return index_; }
+  QString currentQuestionId() const;
+  const dpv::course::QuizQuestion* currentQuestion() const;
+  bool isSummaryShown() const;
+  bool isAnswered() const;               // the current question, in this round
+  bool hintVisible() const;
+  bool solutionVisible() const;
+  QString feedbackText() const;
+  QString solutionText() const;
+  QString summaryText() const;
+  QString scenarioText() const;
+  bool scenarioRunning() const { return runThread_ != nullptr; }
+  QStringList problems() const { return problems_; }  // quiz files that did not load, progress trouble
+  const dpv::course::Progress& progress() const { return progress_; }
+  QuizOptionButton* optionButton(const QString& label) const;
+
+ public slots:
+  // Forgets every saved answer and starts again at the first question (the main window's menu).
+  void resetProgress();
+  // Answers the current question as if the option were clicked; false if it was already answered
+  // or there is no such option.
+  bool chooseOption(const QString& label);
+  void showHint();
+  void next();       // the last question leads to the summary
+  void previous();
+  void goToQuestion(int index);
+  void showSummary();
+  void retryMissed();  // a round of the questions answered wrongly
+  void restartAll();   // a round of every question
+  void runScenario();  // the current question's scenario, on a worker thread
+
+ signals:
+  void answered(const QString& questionId, bool correct);
+  void scenarioFinished(const QString& questionId);
+
+ protected:
+  void keyPressEvent(QKeyEvent* event) override;
+
+ private:
+  void buildUi();
+  void loadCourse();
+  void showQuestion();
+  void showAnsweredState(const QString& chosen);
+  void answer(const QString& label, bool record);
+  void saveProgress();
+  void startRound(const QStringList& ids);
+  void updateHeader();
+  void onScenarioResult(int generation, const QString& questionId, const dpv::course::ScenarioResult& result);
+  void setScenarioText(const dpv::course::ScenarioResult& result);
+  QString progressPath() const;
+
+  std::vector<dpv::course::QuizQuestion> questions_;
+  QHash<QString, int> byId_;            // question id -> index in questions_
+  QStringList sequence_;                // ids of this round, in order
+  int index_ = 0;
+  QHash<QString, QString> roundAnswers_;  // id -> chosen label, this round
+  QHash<QString, dpv::course::ScenarioResult> scenarioResults_;  // id -> last run
+  bool retryRound_ = false;
+  dpv::course::Progress progress_;
+  QStringList problems_;
+
+  QThread* runThread_ = nullptr;
+  int runGeneration_ = 0;
+
+  // Widgets.
+  QLabel* title_ = nullptr;
+  QLabel* counter_ = nullptr;
+  QLabel* banner_ = nullptr;
+  QStackedWidget* stack_ = nullptr;
+  QScrollArea* questionScroll_ = nullptr;
+  QLabel* difficulty_ = nullptr;
+  QLabel* prompt_ = nullptr;
+  QPlainTextEdit* code_ = nullptr;
+  QVBoxLayout* optionsLayout_ = nullptr;
+  QList<QuizOptionButton*> optionButtons_;
+  QLabel* feedback_ = nullptr;
+  QPushButton* hintButton_ = nullptr;
+  QLabel* hint_ = nullptr;
+  QLabel* solution_ = nullptr;
+  QWidget* scenarioBox_ = nullptr;
+  QPushButton* runButton_ = nullptr;
+  QLabel* scenarioStatus_ = nullptr;
+  QLabel* scenarioOutput_ = nullptr;
+  QPushButton* linkButton_ = nullptr;
+  QPushButton* prevButton_ = nullptr;
+  QPushButton* nextButton_ = nullptr;
+  QWidget* summaryPage_ = nullptr;
+  QLabel* summary_ = nullptr;
+  QPushButton* retryButton_ = nullptr;
+  QPushButton* restartButton_ = nullptr;
+};
+
+}  // namespace gui

@@ -1,0 +1,90 @@
+#pragma once
+// The GUI-thread side of the engine: starts the EngineWorker on its own QThread, forwards requests
+// to it as queued calls, and records what comes back (the current iteration's StageEvents and the
+// last finished iteration's) so pages can replay and chart them. Replies that belong to older
+// settings (a "generation") are dropped, so changing settings mid-iteration is always safe.
+#include <QObject>
+#include <QThread>
+#include <QVector>
+#include <atomic>
+
+#include "gui/app/context.h"
+#include "gui/runtime/engine_types.h"
+
+namespace gui {
+
+class EngineWorker;
+
+class EngineController : public QObject {
+  Q_OBJECT
+ public:
+  explicit EngineController(QObject* parent = nullptr);
+  ~EngineController() override;  // stops the worker thread (waits for the stage in progress)
+
+  // Starts a new generation: what was recorded is cleared and the next request uses `settings`.
+  void applySettings(const AppSettings& settings);
+  // Follows a context's settings from now on (applies the current ones at once).
+  void follow(AppContext* context);
+
+  void requestPrepare();    // announce the iteration (iterationStarted) without running a stage
+  void requestStage();      // run the next stage (a new iteration after the last one)
+  void requestIteration();  // run the rest of the current iteration (or a whole new one)
+  quint64 requestSample(const AppSettings& settings);  // the seed's sample program; returns a request id
+
+  bool busy() const { return pending_ > 0; }
+  bool running() const { return thread_.isRunning(); }
+  quint64 generation() const { return generation_; }
+  const AppSettings& settings() const { return settings_; }
+  const IterationInfo& info() const { return info_; }
+  bool hasIteration() const { return hasInfo_; }
+  // Events of the iteration in progress (or just finished), in plan order.
+  const QVector<dpv::StageEvent>& events() const { return events_; }
+  // The last iteration that ran to its end (empty until one has).
+  const QVector<dpv::StageEvent>& lastCompleted() const { return lastCompleted_; }
+  const IterationInfo& lastCompletedInfo() const { return lastCompletedInfo_; }
+  QString lastError() const { return lastError_; }
+  bool iterationComplete() const { return hasInfo_ && !events_.isEmpty() && events_.size() == static_cast<int>(info_.plan.size()); }
+
+  // Stops the thread; later requests are ignored. Called by the destructor and on window close.
+  void shutdown();
+
+ signals:
+  void settingsApplied(const AppSettings& settings);  // recorded state was cleared
+  void iterationStarted(const IterationInfo& info);
+  void stageRecorded(const dpv::StageEvent& event);
+  void iterationCompleted();
+  void engineError(const QString& message);  // dpv::Error::full(), plain words
+  void sampleFinished(quint64 requestId, const QString& text, bool ok);
+  void busyChanged(bool busy);
+
+  // To the worker (queued).
+  void configureWorker(const AppSettings& settings, quint64 generation);
+  void prepareWorker(quint64 generation);
+  void stageWorker(quint64 generation);
+  void iterationWorker(quint64 generation);
+  void sampleWorker(const AppSettings& settings, quint64 requestId);
+
+ private:
+  void onIterationStarted(const IterationInfo& info);
+  void onStageFinished(quint64 generation, const dpv::StageEvent& event);
+  void onFailed(quint64 generation, const QString& message);
+  void onRequestDone(quint64 generation);
+  void addPending();
+
+  QThread thread_;
+  EngineWorker* worker_ = nullptr;
+  std::atomic<quint64> latest_{0};
+  std::atomic<bool> stopping_{false};
+  quint64 generation_ = 0;
+  quint64 nextSampleId_ = 0;
+  int pending_ = 0;
+  AppSettings settings_;
+  IterationInfo info_;
+  bool hasInfo_ = false;
+  QVector<dpv::StageEvent> events_;
+  QVector<dpv::StageEvent> lastCompleted_;
+  IterationInfo lastCompletedInfo_;
+  QString lastError_;
+};
+
+}  // namespace gui

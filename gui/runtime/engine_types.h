@@ -1,0 +1,51 @@
+#pragma once
+// Engine values that cross from the worker thread to the GUI thread in queued signals. They are
+// plain values (copied into the event queue), so the GUI never touches engine objects.
+#include <QMetaType>
+#include <QString>
+#include <QStringList>
+#include <vector>
+
+#include "engine/observer.h"
+
+namespace gui {
+
+// What the GUI needs to draw an iteration before its first stage has run.
+struct IterationInfo {
+  quint64 generation = 0;      // settings generation the iteration belongs to
+  int iteration = 0;           // 1 for the first iteration after (re)configuring
+  std::vector<dpv::Stage> plan;
+  std::vector<int64_t> chunks;  // torch.chunk sizes of the batch
+  QStringList deviceLabels;     // "GPU 1 (simulated on CPU)", one per device of the set
+  QString deviceSpec;           // "cpu:4"
+  QString transport;            // "host threads", "NCCL", ...
+  QString inputShape;           // "[10, 10]"
+  QString inputDtype;           // "float32"
+  QString targetShape;          // "[10]"
+  QStringList layerNames;       // "Linear", "BatchNorm1d", ... in model order
+  QString modelText;            // PyTorch repr of the model (Sequential(...))
+  std::vector<double> inputHead;  // a few input values
+};
+
+}  // namespace gui
+
+Q_DECLARE_METATYPE(dpv::StageEvent)
+Q_DECLARE_METATYPE(dpv::TensorInfo)
+Q_DECLARE_METATYPE(gui::IterationInfo)
+
+namespace gui {
+
+// Registers the types above (and AppSettings) for queued connections; idempotent.
+void registerEngineMetaTypes();
+
+// Stage lesson id used for lessons/stages/<id>.md: scatter, replicate, forward, gather, loss,
+// grad_scatter, backward, reduce_grads, step.
+QString stageLessonId(dpv::StageKind kind);
+// Short title for the stage strip: "Scatter", "Replicate", "Forward", ...
+QString stageShortTitle(dpv::StageKind kind);
+// "1.2 KB", "3.4 MB" (powers of 1024, one decimal).
+QString formatBytes(double bytes);
+// "[3, 10]"
+QString formatShape(const dpv::Shape& shape);
+
+}  // namespace gui

@@ -1,0 +1,72 @@
+#pragma once
+// The engine side of the app: lives on a QThread (see EngineController) and owns every engine
+// object (devices, trainer, the iteration in progress). It answers queued requests and replies
+// with value snapshots (IterationInfo, dpv::StageEvent), so the GUI thread only draws.
+#include <QObject>
+#include <atomic>
+#include <memory>
+
+#include "gui/app/context.h"
+#include "gui/runtime/engine_types.h"
+
+namespace dpv {
+class DeviceSet;
+class Trainer;
+class Iteration;
+struct Dataset;
+struct ModelSpec;
+}  // namespace dpv
+
+namespace gui {
+
+// A host batch that fits the first layer of `spec`: the spiral for 2 input features, Gaussian
+// blobs for other Linear inputs, class-dependent images for a Conv2d input. `index` picks a
+// different batch for each iteration. Throws dpv::Error when the model cannot take a batch.
+dpv::Dataset makeBatchFor(const dpv::ModelSpec& spec, int64_t rows, uint64_t seed, int index);
+
+class EngineWorker : public QObject {
+  Q_OBJECT
+ public:
+  // `latestGeneration` is written by the controller: requests from older generations are skipped.
+  EngineWorker(const std::atomic<quint64>* latestGeneration, const std::atomic<bool>* stopping);
+  ~EngineWorker() override;
+
+ public slots:
+  // New settings: drops the trainer and the iteration; they are rebuilt on the next request.
+  void configure(const AppSettings& settings, quint64 generation);
+  // Makes sure an iteration exists (building devices, model and trainer if needed) and announces it.
+  void prepare(quint64 generation);
+  // Runs the next stage of the current iteration; starts the next iteration after the last stage.
+  void runStage(quint64 generation);
+  // Runs the rest of the current iteration (or a whole new one) stage by stage.
+  void runIteration(quint64 generation);
+  // The source document's sample program: SimpleModel, batch 32, lr 0.01, one step on `settings.devices`.
+  void runSample(const AppSettings& settings, quint64 requestId);
+
+ signals:
+  void iterationStarted(const IterationInfo& info);
+  void stageFinished(quint64 generation, const dpv::StageEvent& event);
+  void failed(quint64 generation, const QString& message);
+  void sampleFinished(quint64 requestId, const QString& text, bool ok);
+  // Sent once at the end of every request (also skipped ones), so the controller can count them.
+  void requestDone(quint64 generation);
+
+ private:
+  bool stale(quint64 generation) const;
+  void ensureIteration(quint64 generation);  // throws dpv::Error
+  void stepOnce(quint64 generation);         // throws dpv::Error
+  void reportFailure(quint64 generation, const QString& message);
+
+  const std::atomic<quint64>* latest_;
+  const std::atomic<bool>* stopping_;
+  AppSettings settings_;
+  quint64 generation_ = 0;
+  QString deviceSpecInUse_;
+  std::shared_ptr<dpv::DeviceSet> devices_;
+  std::unique_ptr<dpv::Trainer> trainer_;
+  std::unique_ptr<dpv::Iteration> iteration_;
+  std::unique_ptr<dpv::Dataset> batch_;  // the batch the iteration uses (kept alive with it)
+  int iterationNumber_ = 0;
+};
+
+}  // namespace gui
