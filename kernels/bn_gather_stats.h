@@ -1,5 +1,5 @@
 #pragma once
-// SyncBatchNorm's merge (batch_norm_gather_stats_with_counts, reference §7.3). Per channel c, over
+// SyncBatchNorm's merge (PyTorch's batch_norm_gather_stats_with_counts). Per channel c, over
 // ranks j in rank order (ranks with count < 1 are left out, as PyTorch masks them):
 //   v_j = ((1/invstd_j)^2 - eps) * count_j;  f = 1/(n + count_j)
 //   var_n += v_j + (avg - mean_j)^2 * n * count_j * f;  avg = n*f*avg + count_j*f*mean_j;  n += count_j

@@ -142,7 +142,7 @@ cat > "$WORK/step_compare.py" <<'PY'
 """dpv step on cuda:0x4 against PyTorch on cuda:0: the same model, state and batch, two steps.
 Per-device BatchNorm: DataParallel emulated in PyTorch (torch.chunk, replica 0 owns the buffers,
 replicas share parameters so gradients sum). --sync-bn: single-device BatchNorm on the whole
-batch, which DDP + SyncBatchNorm reproduces (reference section 7.3)."""
+batch, which DDP + SyncBatchNorm reproduces (its merge of the per-rank statistics is exact)."""
 import copy, json, subprocess, sys
 import torch, torch.nn as nn, torch.nn.functional as F
 from safetensors.torch import save_file, load_file

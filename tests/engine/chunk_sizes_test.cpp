@@ -1,4 +1,4 @@
-// torch.chunk sizes against the table verified on PyTorch (reference §1.1).
+// torch.chunk sizes against a table of sizes checked on PyTorch 1.13.
 #include <gtest/gtest.h>
 
 #include "engine/data_parallel.h"

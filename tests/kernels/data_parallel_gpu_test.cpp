@@ -90,7 +90,7 @@ class DataParallelGpu : public ::testing::TestWithParam<bool> {  // parameter: s
 
 TEST_P(DataParallelGpu, MlpWithBatchNormMatchesCpuFloat64) {
   const bool sync_bn = GetParam();
-  // 30 rows over 4 devices: torch.chunk gives 8, 8, 8, 6 (uneven, as §1.1 of the reference).
+  // 30 rows over 4 devices: torch.chunk gives 8, 8, 8, 6 (uneven: ceil(30/4) = 8 rows each, the last takes the rest).
   const Dataset data = make_blobs(30, 3, 2, 7, DType::Float64);
   const ModelSpec spec = with_dtype(preset_model("mlp-bn"), DType::Float64);
   const Result cpu_r = run("cpu:4", spec, data, sync_bn, 3);
