@@ -161,6 +161,13 @@ void Iteration::Impl::forward(StageEvent& e, int layer) {
       const LayerCache& c = replicas[static_cast<size_t>(j)].caches[static_cast<size_t>(layer)];
       record_local_stats(e.batchnorm, layer, j, c.aux, c.var_b, c.count);
     }
+    // SyncBatchNorm on one replica (one device, or a batch too small to split) has nothing to
+    // merge: the whole batch's statistics are the replica's own, and they are reported as global
+    // like any synchronised run reports them.
+    if (tr.options().sync_bn && R == 1) {
+      const LayerCache& c = replicas[0].caches[static_cast<size_t>(layer)];
+      record_local_stats(e.batchnorm, layer, -1, c.aux, c.var_b, c.count);
+    }
     it.bn_stats_.insert(it.bn_stats_.end(), e.batchnorm.begin(), e.batchnorm.end());
     e.summary = "Each replica normalises its chunk with its own chunk's mean and variance. Only replica 0's "
                 "running statistics update lands in the model; the other replicas' updates are discarded.";

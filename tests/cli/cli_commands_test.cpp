@@ -82,6 +82,33 @@ TEST_F(CliCommands, StepWritesOutputLossGradsStateAndStats) {
   for (size_t c = 0; c < g.size(); ++c) EXPECT_NEAR(g[c], 0.5 * (m0[c] + m1[c]), 1e-5);
 }
 
+TEST_F(CliCommands, StepWithSyncBnOnOneDeviceWritesGlobalStatsEqualToTheDevices) {
+  const std::string model = write_text("m.json", bn_mlp_json());
+  const std::string batch = write_batch("b.safetensors", {12, 2}, DType::Float32, 3);
+  const std::string out = path("one.safetensors");
+  auto r = run_dpv({"step", "--model", model, "--batch", batch, "--devices", "cpu:1", "--out", out, "--seed", "3",
+                    "--sync-bn"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  TensorMap t = load_safetensors(out);
+  for (const std::string layer : {"1", "4"}) {
+    for (const std::string what : {"mean", "var"}) {
+      const std::string global = "stats/" + layer + "/global/" + what, dev0 = "stats/" + layer + "/dev0/" + what;
+      ASSERT_TRUE(t.contains(global)) << global;
+      ASSERT_TRUE(t.contains(dev0)) << dev0;
+      EXPECT_EQ(t.at(global).shape(), (Shape{16}));
+      // One device holds the whole batch: its statistics are the global ones, bit for bit.
+      EXPECT_EQ(t.at(global).to_doubles(), t.at(dev0).to_doubles()) << global;
+    }
+  }
+  EXPECT_FALSE(t.contains("stats/1/dev1/mean"));
+
+  // Without --sync-bn there are no global statistics to report, on one device as on several.
+  const std::string plain = path("plain.safetensors");
+  r = run_dpv({"step", "--model", model, "--batch", batch, "--devices", "cpu:1", "--out", plain, "--seed", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(load_safetensors(plain).contains("stats/1/global/mean"));
+}
+
 TEST_F(CliCommands, StepWithoutStateIsDeterministicPerSeed) {
   const std::string model = write_text("m.json", simple_model_json());
   const std::string batch = write_batch("b.safetensors", {32, 10}, DType::Float32);

@@ -44,6 +44,45 @@ TEST(SyncBatchNorm, EqualsSingleDeviceBatchNormForEvenAndUnevenSplits) {
   }
 }
 
+TEST(SyncBatchNorm, OneDeviceReportsGlobalStatisticsEqualToItsOwn) {
+  const ModelSpec spec = mlp_bn();
+  const TensorMap state = Model(spec).initial_state(5);
+  const Batch batch = random_batch(10, 4, 3, 11);
+  TrainOptions sync;
+  sync.sync_bn = true;
+  const Result one = run_iteration("cpu:1", spec, state, batch, sync);
+  const Result plain = run_iteration("cpu:1", spec, state, batch);
+  const Result two = run_iteration("cpu:2", spec, state, batch, sync);
+  expect_same(one, plain, 1e-15, "sync-bn on one device computes what plain BatchNorm does");
+
+  {
+    const int layer = 1;  // mlp_bn's BatchNorm1d
+    const BatchNormStats *dev0 = nullptr, *global = nullptr, *global_two = nullptr;
+    int globals = 0;
+    for (const auto& s : one.bn) {
+      if (s.layer != layer) continue;
+      if (s.device == 0) dev0 = &s;
+      if (s.device == -1) {
+        global = &s;
+        ++globals;
+      }
+    }
+    for (const auto& s : two.bn)
+      if (s.layer == layer && s.device == -1) global_two = &s;
+    ASSERT_NE(dev0, nullptr) << "layer " << layer;
+    ASSERT_NE(global, nullptr) << "layer " << layer << ": sync_bn on one device must report global statistics";
+    EXPECT_EQ(globals, 1) << "layer " << layer;
+    EXPECT_EQ(global->mean, dev0->mean) << "layer " << layer;
+    EXPECT_EQ(global->var, dev0->var) << "layer " << layer;
+    EXPECT_EQ(global->count, 10.0) << "layer " << layer;
+    // The same whole-batch statistics a synchronised run on two devices reports.
+    ASSERT_NE(global_two, nullptr);
+    EXPECT_LT(max_abs_diff(global->mean, global_two->mean), 1e-12) << "layer " << layer;
+    EXPECT_LT(max_abs_diff(global->var, global_two->var), 1e-10) << "layer " << layer;
+  }
+  for (const auto& s : plain.bn) EXPECT_GE(s.device, 0) << "no global statistics without sync_bn";
+}
+
 TEST(SyncBatchNorm, FloatModelStaysAtRoundingError) {
   const ModelSpec spec = mlp_bn(DType::Float32);
   const TensorMap state = Model(spec).initial_state(2);
