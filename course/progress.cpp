@@ -52,10 +52,13 @@ Progress Progress::from_json(const std::string& text, const std::string& source)
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // the whole family: parse_error, and out_of_range for 1e999
     throw Error(source + ": not valid JSON: " + e.what(), "ValueError");
   }
-  if (!doc.is_object() || doc.value("format", std::string()) != "dpviz-quiz-progress")
+  // Types are checked before any value is read: json's typed reads throw on a mismatch.
+  const auto format = doc.is_object() ? doc.find("format") : doc.end();
+  if (!doc.is_object() || format == doc.end() || !format->is_string() ||
+      format->get<std::string>() != "dpviz-quiz-progress")
     throw Error(source + ": not a dpviz quiz progress file (no \"format\": \"dpviz-quiz-progress\")", "ValueError");
   if (!doc.contains("answers") || !doc.at("answers").is_object())
     throw Error(source + ": 'answers' must be an object", "ValueError");
@@ -123,6 +126,8 @@ ProgressLoad load_progress(const std::string& path) {
       out.progress = Progress::from_json(text, path);
       return out;
     } catch (const Error& e) {
+      problem = std::string("is corrupt: ") + e.what();
+    } catch (const std::exception& e) {  // this loader never throws: anything else is a bad file too
       problem = std::string("is corrupt: ") + e.what();
     }
   }

@@ -198,7 +198,7 @@ QuizLoadResult parse_quiz_file(const std::string& json_text, const std::string& 
   json doc;
   try {
     doc = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // the whole family: parse_error, and out_of_range for 1e400
     result.problems.push_back(source + ": not valid JSON: " + e.what());
     return result;
   }
@@ -225,7 +225,7 @@ QuizLoadResult parse_quiz_file(const std::string& json_text, const std::string& 
       result.questions.push_back(std::move(q));
     } catch (const Error& e) {
       result.problems.push_back(source + ": " + question_name(*items[i], i) + ": " + e.what());
-    } catch (const json::exception& e) {
+    } catch (const std::exception& e) {  // json's own exceptions and anything else: one question's problem
       result.problems.push_back(source + ": " + question_name(*items[i], i) + ": " + e.what());
     }
   }

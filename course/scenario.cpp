@@ -194,13 +194,31 @@ std::string check_params(const TypeSpec& spec, const json& p) {
   } else if (p.contains("ask")) {
     return "this scenario type takes no 'ask'";
   }
-  // Ranges the simulated devices can run in well under a second.
-  if (p.contains("devices") && (p.at("devices").get<int>() < 1 || p.at("devices").get<int>() > 8))
-    return "'devices' must be between 1 and 8";
-  if (p.contains("batch") && (p.at("batch").get<int>() < 1 || p.at("batch").get<int>() > 512))
-    return "'batch' must be between 1 and 512";
-  if (p.contains("features") && (p.at("features").get<int>() < 1 || p.at("features").get<int>() > 64))
-    return "'features' must be between 1 and 64";
+  // Ranges the simulated devices can run in well under a second. Read as int64 (an unsigned JSON
+  // integer past int64 is out of range too), so 2^32 + 1 cannot wrap into range as an int would.
+  auto outside = [&p](const char* key, int64_t lo, int64_t hi) {
+    if (!p.contains(key)) return false;
+    const json& v = p.at(key);
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi)) return true;
+    const int64_t x = v.get<int64_t>();
+    return x < lo || x > hi;
+  };
+  if (outside("devices", 1, 8)) return "'devices' must be between 1 and 8";
+  if (outside("batch", 1, 512)) return "'batch' must be between 1 and 512";
+  if (outside("features", 1, 64)) return "'features' must be between 1 and 64";
+  // Shapes: every size at most 4096 (view_as may hold -1) and at most 2^22 elements in all, so a
+  // course file cannot ask the app for gigabytes.
+  for (const char* key : {"input_shape", "view_as"}) {
+    if (!p.contains(key)) continue;
+    int64_t elements = 1;
+    for (const json& d : p.at(key)) {
+      if (d.is_number_unsigned() && d.get<uint64_t>() > 4096) return std::string("'") + key + "' sizes must be at most 4096";
+      const int64_t x = d.get<int64_t>();
+      if (x < -1 || x > 4096) return std::string("'") + key + "' sizes must be between -1 and 4096, got " + d.dump();
+      elements *= x > 0 ? x : 1;
+      if (elements > (int64_t{1} << 22)) return std::string("'") + key + "' holds more than 2^22 elements";
+    }
+  }
   if (p.contains("input_dtype")) {
     try {
       (void)parse_dtype(p.at("input_dtype").get<std::string>());
@@ -241,7 +259,7 @@ std::string scenario_problem(const QuizScenario& scenario) {
   json p;
   try {
     p = json::parse(scenario.params_json.empty() ? "{}" : scenario.params_json);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     return std::string("params are not valid JSON: ") + e.what();
   }
   if (!p.is_object()) return "params must be an object";

@@ -215,6 +215,49 @@ TEST_F(QuizPageTest, CorruptProgressIsMovedAsideAndReported) {
   EXPECT_EQ(savedProgress().score(), 1);
 }
 
+TEST_F(QuizPageTest, SurvivesProgressFilesOfWrongTypesOrHugeNumbers) {
+  // These once threw a JSON library exception out of the page's constructor.
+  for (const char* bytes : {"{\"format\": 1}", "1e999", "{\"format\": \"dpviz-quiz-progress\", \"answers\": [1e999]}"}) {
+    SCOPED_TRACE(bytes);
+    page_.reset();
+    for (const QString& f : QDir(dataDir_.path()).entryList({"progress.json*"})) QFile::remove(dataDir_.filePath(f));
+    {
+      QFile f(QString::fromStdString(progressFile()));
+      ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+      f.write(bytes);
+    }
+    ASSERT_NO_THROW(page_ = std::make_unique<QuizPage>(context_.get()));
+    ASSERT_EQ(page_->problems().size(), 1);
+    EXPECT_TRUE(page_->problems().front().contains("corrupt")) << page_->problems().front().toStdString();
+    EXPECT_TRUE(page_->chooseOption("B"));
+  }
+}
+
+TEST_F(QuizPageTest, SurvivesAQuizFileWithANumberPastDouble) {
+  // A copy of the course with one extra quiz file holding 1e400: that file is a problem, the rest loads.
+  QTemporaryDir lessons;
+  ASSERT_TRUE(lessons.isValid());
+  const QDir source(QStringLiteral(DPV_LESSONS_SOURCE_DIR));
+  ASSERT_TRUE(QFile::copy(source.filePath("intro.md"), lessons.filePath("intro.md")));
+  ASSERT_TRUE(QDir(lessons.path()).mkpath("quiz"));
+  for (const QString& f : QDir(source.filePath("quiz")).entryList({"*.json"}))
+    ASSERT_TRUE(QFile::copy(source.filePath("quiz/" + f), lessons.filePath("quiz/" + f)));
+  {
+    QFile f(lessons.filePath("quiz/99-huge.json"));
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write("{\"id\": \"huge\", \"comment\": 1e400}");
+  }
+  page_.reset();
+  context_.reset();
+  qputenv("DPVIZ_LESSONS", lessons.path().toUtf8());
+  context_ = std::make_unique<AppContext>();
+  const int questions = QuizPage(context_.get()).questionCount();
+  ASSERT_NO_THROW(page_ = std::make_unique<QuizPage>(context_.get()));
+  EXPECT_GT(questions, 0);
+  ASSERT_EQ(page_->problems().size(), 1);
+  EXPECT_TRUE(page_->problems().front().contains("99-huge.json")) << page_->problems().front().toStdString();
+}
+
 TEST_F(QuizPageTest, ScreenshotStatesAreReachedWithoutTouchingProgress) {
   page_->chooseOption("B");
   const auto before = savedProgress().to_json();

@@ -81,6 +81,19 @@ TEST(Progress, CorruptFilesAreRenamedAsideWithAMessage) {
   expect_moved_aside(path, std::string("\0\x01\x02", 3), "not valid JSON");
 }
 
+TEST(Progress, WrongTypesAndHugeNumbersAreCorruptNotExceptions) {
+  // Each of these once threw a JSON library exception out of the loader (it promises never to).
+  TempDir dir;
+  const std::string path = progress_path(dir.str());
+  expect_moved_aside(path, "{\"format\": 1}", "not a dpviz quiz progress file");
+  expect_moved_aside(path, "{\"format\": null, \"answers\": []}", "not a dpviz quiz progress file");
+  expect_moved_aside(path, "1e999", "not valid JSON");
+  expect_moved_aside(path, "{\"format\": \"dpviz-quiz-progress\", \"version\": 1e999, \"answers\": {}}",
+                     "not valid JSON");
+  expect_moved_aside(path, "{\"format\": \"dpviz-quiz-progress\", \"answers\": {\"q\": [1e999]}}", "not valid JSON");
+  expect_moved_aside(path, "{\"format\": \"dpviz-quiz-progress\", \"answers\": {\"q\": [true]}}", "answer for 'q'");
+}
+
 TEST(Progress, AFolderInThePlaceOfTheFileIsReportedNotFatal) {
   TempDir dir;
   const std::string path = progress_path(dir.str());

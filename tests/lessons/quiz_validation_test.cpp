@@ -166,6 +166,30 @@ TEST(QuizValidation, FolderLoadKeepsGoodFilesAndReportsBadOnes) {
   EXPECT_NE(r.problems[3].find("05-latin1.json: not valid UTF-8"), std::string::npos);
 }
 
+TEST(QuizValidation, ANumberPastDoubleIsAProblemOfThatFileOnly) {
+  // nlohmann throws out_of_range (not parse_error) for 1e400; it once escaped and aborted the load.
+  TempDir dir;
+  dir.write("01-good.json", good_question("g1").dump());
+  std::string huge = good_question("h").dump();
+  huge.insert(huge.size() - 1, ", \"comment\": 1e400");
+  dir.write("02-huge.json", huge);
+  dir.write("03-good.json", good_question("g2").dump());
+  QuizLoadResult r;
+  ASSERT_NO_THROW(r = load_quiz(dir.str()));
+  ASSERT_EQ(r.questions.size(), 2u) << all(r.problems);
+  ASSERT_EQ(r.problems.size(), 1u) << all(r.problems);
+  EXPECT_NE(r.problems[0].find("02-huge.json: not valid JSON"), std::string::npos) << r.problems[0];
+}
+
+TEST(QuizValidation, ScenarioSizesCannotWrapOrAskForGigabytes) {
+  // 2^32 + 1 read as an int is 1: it must not pass the 1..8 device range.
+  EXPECT_NE(scenario_problem({"scatter", R"({"batch": 10, "devices": 4294967297, "ask": "chunks"})"}), "");
+  EXPECT_NE(scenario_problem({"scatter", R"({"batch": 18446744073709551615, "devices": 2, "ask": "chunks"})"}), "");
+  EXPECT_NE(scenario_problem({"output_shape", R"({"devices": 2, "input_shape": [100000, 100000, 10]})"}), "");
+  EXPECT_NE(scenario_problem({"output_shape", R"({"devices": 2, "input_shape": [4, -7]})"}), "");
+  EXPECT_EQ(scenario_problem({"output_shape", R"({"devices": 2, "input_shape": [4, 10], "preset": "simple"})"}), "");
+}
+
 TEST(QuizValidation, MissingFolderIsAProblemNotACrash) {
   const QuizLoadResult r = load_quiz("/nonexistent/dpv/quiz");
   EXPECT_TRUE(r.questions.empty());
