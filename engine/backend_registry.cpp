@@ -5,6 +5,7 @@
 #include "engine/backend.h"
 #include "engine/collectives.h"
 #include "engine/device.h"
+#include "engine/dist/process_group.h"
 #include "engine/error.h"
 
 #ifdef DPV_HAVE_CUDA
@@ -34,6 +35,11 @@ std::unique_ptr<Backend> make_cuda_backend(int ordinal, int virtual_slot) {
 static std::unique_ptr<Collectives> make_gpu_collectives(std::shared_ptr<DeviceSet> devices) {
   return cuda_entry::make_collectives(std::move(devices));
 }
+std::unique_ptr<ProcessGroup> make_nccl_process_group(int rank, int world_size, int local_rank, int64_t timeout_ms,
+                                                      StoreSet store_set, StoreGet store_get) {
+  return cuda_entry::make_nccl_process_group(rank, world_size, local_rank, timeout_ms, std::move(store_set),
+                                             std::move(store_get));
+}
 
 #else
 
@@ -44,6 +50,10 @@ std::string cuda_device_name(int) { throw Error(kNoCuda); }
 std::string cuda_build_info() { return "no CUDA backend (built without the CUDA toolkit)"; }
 std::unique_ptr<Backend> make_cuda_backend(int, int) { throw Error(kNoCuda); }
 static std::unique_ptr<Collectives> make_gpu_collectives(std::shared_ptr<DeviceSet>) { throw Error(kNoCuda); }
+std::unique_ptr<ProcessGroup> make_nccl_process_group(int, int, int, int64_t, StoreSet, StoreGet) {
+  throw Error("the nccl backend needs GPUs, but this build of dpviz has no CUDA backend (no CUDA toolkit was found "
+              "when it was configured); use --backend gloo for CPU ranks");
+}
 
 #endif
 

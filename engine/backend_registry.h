@@ -2,14 +2,17 @@
 // Which backends this build has and how to make them: the only code that knows whether the CUDA
 // target was linked in. Front ends ask `cuda_compiled_in()` (a build fact) and `cuda_available()`
 // (a machine fact) instead of parsing version strings.
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace dpv {
 
 class Backend;
 class Collectives;
 class DeviceSet;
+class ProcessGroup;
 
 // True when this build contains the CUDA backend (cuBLAS, NCCL, the kernels).
 bool cuda_compiled_in();
@@ -26,5 +29,15 @@ std::unique_ptr<Backend> make_cuda_backend(int ordinal, int virtual_slot);
 // The collectives of a device set: host threads for CPU devices; NCCL or peer copies for GPUs.
 std::unique_ptr<Collectives> make_host_collectives(std::shared_ptr<DeviceSet> devices);
 std::unique_ptr<Collectives> make_collectives(std::shared_ptr<DeviceSet> devices);
+
+// The NCCL process group of one launched GPU rank (`dpv launch --backend nccl`): cudaSetDevice(local_rank)
+// first, rank 0's ncclUniqueId passed to the others through the rendezvous store (store_set /
+// store_get, which waits for the key), then ncclCommInitRank, as PyTorch does. Collectives run on
+// the tensors' own device streams and give up (aborting the communicator) after `timeout_ms`.
+// Throws dpv::Error naming the fix (--backend gloo) when the build has no CUDA backend.
+using StoreSet = std::function<void(const std::string& key, const std::vector<char>& value)>;
+using StoreGet = std::function<std::vector<char>(const std::string& key)>;
+std::unique_ptr<ProcessGroup> make_nccl_process_group(int rank, int world_size, int local_rank, int64_t timeout_ms,
+                                                      StoreSet store_set, StoreGet store_get);
 
 }  // namespace dpv

@@ -1,13 +1,17 @@
 #pragma once
 // The CUDA target's entry points, called only by engine/backend_registry.cpp when the target is
 // linked in. No CUDA types here: the registry is ordinary C++ of the engine core.
+#include <cstdint>
 #include <memory>
 #include <string>
+
+#include "engine/backend_registry.h"
 
 namespace dpv {
 class Backend;
 class Collectives;
 class DeviceSet;
+class ProcessGroup;
 }  // namespace dpv
 
 namespace dpv::cuda_entry {
@@ -18,6 +22,9 @@ std::unique_ptr<Collectives> make_collectives(std::shared_ptr<DeviceSet> devices
 bool available();                      // at least one usable GPU
 int device_count();
 std::string device_name(int ordinal);  // "NVIDIA H200"
-std::string build_info();              // "CUDA 13.0 (runtime ..., driver ...), cuBLAS ..., NCCL ..."
+std::string build_info();
+// One launched rank's NCCL process group (see make_nccl_process_group in engine/backend_registry.h).
+std::unique_ptr<ProcessGroup> make_nccl_process_group(int rank, int world_size, int local_rank, int64_t timeout_ms,
+                                                      StoreSet store_set, StoreGet store_get);              // "CUDA 13.0 (runtime ..., driver ...), cuBLAS ..., NCCL ..."
 
 }  // namespace dpv::cuda_entry

@@ -1,0 +1,86 @@
+#include "engine/dist/multiprocess/init_process_group.h"
+
+#include <thread>
+
+#include "engine/backend_registry.h"
+#include "engine/dist/multiprocess/gloo_group.h"
+#include "engine/error.h"
+
+namespace dpv::dist {
+
+DistOptions read_dist_options(const EnvLookup& lookup) {
+  DistOptions o;
+  if (auto b = lookup("DPV_BACKEND")) {
+    if (*b != "gloo" && *b != "nccl")
+      throw Error("DPV_BACKEND='" + *b + "' is not a backend: use gloo (CPU ranks) or nccl (GPU ranks)", "ValueError");
+    o.backend = *b;
+  }
+  if (auto t = lookup("DPV_TIMEOUT")) {
+    double seconds = 0;
+    size_t used = 0;
+    try {
+      seconds = std::stod(*t, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != t->size() || !(seconds > 0))
+      throw Error("DPV_TIMEOUT='" + *t + "' is not a positive number of seconds", "ValueError");
+    o.timeout = seconds_to_ms(seconds);
+  }
+  if (auto i = lookup("GLOO_SOCKET_IFNAME")) o.iface = *i;
+  return o;
+}
+
+std::unique_ptr<DistSession> init_process_group(const RankEnv& env, const DistOptions& options) {
+  auto s = std::unique_ptr<DistSession>(new DistSession());
+  s->env_ = env;
+  s->options_ = options;
+  if (env.rank == 0) s->server_ = std::make_unique<TcpStoreServer>(env.master_addr, env.master_port, env.world_size);
+  s->store_ = std::make_unique<TcpStore>(env.master_addr, env.master_port, env.world_size, options.timeout);
+  // Two processes claiming one rank would deadlock Gloo's rendezvous; the store counts claims.
+  if (s->store_->add("dpv/rank/" + std::to_string(env.rank), 1) != 1) {
+    throw Error("two processes were started as rank " + std::to_string(env.rank) +
+                " (check --node-rank on every node: each node needs its own)");
+  }
+  if (options.backend == "nccl") {
+    TcpStore* store = s->store_.get();
+    s->group_ = make_nccl_process_group(
+        env.rank, env.world_size, env.local_rank, options.timeout.count(),
+        [store](const std::string& key, const std::vector<char>& value) { store->set(key, value); },
+        [store](const std::string& key) { return store->get(key); });
+  } else {
+    GlooOptions g;
+    g.iface = options.iface;
+    g.master_addr = env.master_addr;
+    g.timeout = options.timeout;
+    s->group_ = make_gloo_group(*s->store_, env.rank, env.world_size, g);
+  }
+  return s;
+}
+
+std::unique_ptr<DistSession> init_process_group_from_environment() {
+  EnvLookup lookup = environment_lookup();
+  RankEnv env = read_rank_env(lookup);
+  return init_process_group(env, read_dist_options(lookup));
+}
+
+void DistSession::shutdown() {
+  const int64_t done = store_->add("dpv/done", 1);
+  if (env_.rank != 0 || done >= env_.world_size) return;
+  const Clock::time_point deadline = Clock::now() + options_.timeout;
+  while (store_->add("dpv/done", 0) < env_.world_size) {
+    if (Clock::now() >= deadline) {
+      throw Error("timed out after " + describe_seconds(options_.timeout) +
+                  " waiting for every rank to finish (key 'dpv/done' in " + store_->where() + ")");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+DistSession::~DistSession() {
+  group_.reset();  // the transport first, then the store it met through
+  store_.reset();
+  server_.reset();
+}
+
+}  // namespace dpv::dist

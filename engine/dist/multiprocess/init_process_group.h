@@ -1,0 +1,51 @@
+#pragma once
+// torch.distributed.init_process_group("gloo" | "nccl", init_method="env://") for dpv workers:
+// reads the rank variables (rank_env.h), hosts the store on rank 0 and joins it on every rank,
+// then builds the process group of the chosen backend over it.
+//
+// `dpv launch` passes its options to the workers in the environment: DPV_BACKEND (gloo | nccl),
+// DPV_TIMEOUT (seconds) and GLOO_SOCKET_IFNAME. Workers started by mpirun or srun read the same.
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "engine/dist/multiprocess/rank_env.h"
+#include "engine/dist/multiprocess/tcp_store.h"
+#include "engine/dist/process_group.h"
+
+namespace dpv::dist {
+
+struct DistOptions {
+  std::string backend = "gloo";  // "gloo" or "nccl"
+  std::chrono::milliseconds timeout{std::chrono::seconds(300)};
+  std::string iface;  // empty: the interface that routes to MASTER_ADDR
+};
+
+// DPV_BACKEND, DPV_TIMEOUT and GLOO_SOCKET_IFNAME, with the defaults above; throws dpv::Error for bad values.
+DistOptions read_dist_options(const EnvLookup& lookup);
+
+// This rank's membership of the job. Destroy it only after shutdown() (or on an error path).
+class DistSession {
+ public:
+  const RankEnv& env() const { return env_; }
+  ProcessGroup& group() { return *group_; }
+  TcpStore& store() { return *store_; }
+  const DistOptions& options() const { return options_; }
+  // Every rank says it is done; rank 0 keeps the store up until all have (bounded by the timeout).
+  void shutdown();
+  ~DistSession();
+
+ private:
+  friend std::unique_ptr<DistSession> init_process_group(const RankEnv&, const DistOptions&);
+  RankEnv env_;
+  DistOptions options_;
+  std::unique_ptr<TcpStoreServer> server_;  // rank 0 only
+  std::unique_ptr<TcpStore> store_;
+  std::unique_ptr<ProcessGroup> group_;
+};
+
+std::unique_ptr<DistSession> init_process_group(const RankEnv& env, const DistOptions& options);
+// Both from the environment: what a worker started by `dpv launch`, mpirun or srun calls.
+std::unique_ptr<DistSession> init_process_group_from_environment();
+
+}  // namespace dpv::dist

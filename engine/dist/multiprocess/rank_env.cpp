@@ -1,0 +1,137 @@
+#include "engine/dist/multiprocess/rank_env.h"
+
+#include <cstdlib>
+#include <vector>
+
+#include "engine/error.h"
+
+namespace dpv::dist {
+namespace {
+
+struct LauncherVars {
+  const char* launcher;
+  const char* rank;
+  const char* world_size;
+  const char* local_rank;
+  const char* local_world_size;
+};
+
+const std::vector<LauncherVars>& launchers() {
+  static const std::vector<LauncherVars> list{
+      {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
+      {"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+       "OMPI_COMM_WORLD_LOCAL_SIZE"},
+      {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"},
+  };
+  return list;
+}
+
+// Parses the whole value as a non-negative integer. Slurm writes per-node task counts as "2(x3)"
+// or "2,1"; `leading_only` accepts the first number of such a list.
+int parse_int(const std::string& name, const std::string& value, bool leading_only = false) {
+  size_t used = 0;
+  long v = -1;
+  try {
+    v = std::stol(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || (!leading_only && used != value.size()) || v < 0 || v > 1000000) {
+    throw Error(name + "='" + value + "' is not a valid count or index: it must be a non-negative integer", "ValueError");
+  }
+  return static_cast<int>(v);
+}
+
+int required_int(const EnvLookup& lookup, const std::string& name, const char* launcher, bool leading_only = false) {
+  std::optional<std::string> v = lookup(name);
+  if (!v) {
+    throw Error(std::string("environment variable ") + name + " expected, but not set (the " + launcher +
+                    " variables are incomplete; start workers with `dpv launch --nproc-per-node K -- ...`)",
+                "ValueError");
+  }
+  return parse_int(name, *v, leading_only);
+}
+
+}  // namespace
+
+EnvLookup environment_lookup() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (!v) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+bool launched_by_a_launcher(const EnvLookup& lookup) {
+  for (const LauncherVars& l : launchers())
+    if (lookup(l.rank)) return true;
+  return false;
+}
+
+bool launched_by_a_launcher() { return launched_by_a_launcher(environment_lookup()); }
+
+RankEnv read_rank_env(const EnvLookup& lookup) {
+  std::optional<RankEnv> chosen;
+  for (const LauncherVars& l : launchers()) {
+    if (!lookup(l.rank)) continue;
+    RankEnv e;
+    e.launcher = l.launcher;
+    e.rank = required_int(lookup, l.rank, l.launcher);
+    e.world_size = required_int(lookup, l.world_size, l.launcher);
+    e.local_rank = required_int(lookup, l.local_rank, l.launcher);
+    e.local_world_size = required_int(lookup, l.local_world_size, l.launcher, e.launcher == "slurm");
+    if (e.world_size < 1) throw Error(std::string(l.world_size) + " must be at least 1", "ValueError");
+    if (e.rank >= e.world_size) {
+      throw Error(std::string(l.rank) + "=" + std::to_string(e.rank) + " is out of range for " + l.world_size + "=" +
+                      std::to_string(e.world_size) + " (ranks are 0 .. world size - 1)",
+                  "ValueError");
+    }
+    if (e.local_world_size < 1 || e.local_world_size > e.world_size) {
+      throw Error(std::string(l.local_world_size) + "=" + std::to_string(e.local_world_size) +
+                      " must be between 1 and " + l.world_size + "=" + std::to_string(e.world_size),
+                  "ValueError");
+    }
+    if (e.local_rank >= e.local_world_size) {
+      throw Error(std::string(l.local_rank) + "=" + std::to_string(e.local_rank) + " is out of range for " +
+                      l.local_world_size + "=" + std::to_string(e.local_world_size),
+                  "ValueError");
+    }
+    if (chosen) {
+      if (chosen->rank != e.rank || chosen->world_size != e.world_size) {
+        throw Error("two launchers' variables disagree: " + chosen->launcher + " says rank " +
+                        std::to_string(chosen->rank) + " of " + std::to_string(chosen->world_size) + ", " +
+                        e.launcher + " says rank " + std::to_string(e.rank) + " of " + std::to_string(e.world_size) +
+                        " (start the workers with one launcher)",
+                    "ValueError");
+      }
+      continue;  // the first launcher's reading wins; the others agree with it
+    }
+    chosen = e;
+  }
+  if (!chosen) {
+    throw Error("this process was not started by a launcher: none of RANK (torchrun, `dpv launch`), "
+                "OMPI_COMM_WORLD_RANK (mpirun) or SLURM_PROCID (srun) is set; run it as "
+                "`dpv launch --nproc-per-node K -- ...`",
+                "ValueError");
+  }
+  std::optional<std::string> addr = lookup("MASTER_ADDR");
+  if (!addr || addr->empty()) {
+    throw Error("environment variable MASTER_ADDR expected, but not set (the address of the node with rank 0, "
+                "where the store is hosted)",
+                "ValueError");
+  }
+  chosen->master_addr = *addr;
+  std::optional<std::string> port = lookup("MASTER_PORT");
+  if (!port) {
+    throw Error("environment variable MASTER_PORT expected, but not set (a free TCP port on the node with rank 0)",
+                "ValueError");
+  }
+  chosen->master_port = parse_int("MASTER_PORT", *port);
+  if (chosen->master_port < 1 || chosen->master_port > 65535)
+    throw Error("MASTER_PORT=" + *port + " is not a TCP port (1 .. 65535)", "ValueError");
+  return *chosen;
+}
+
+RankEnv read_rank_env_from_environment() { return read_rank_env(environment_lookup()); }
+
+}  // namespace dpv::dist

@@ -1,0 +1,240 @@
+#include "engine/dist/multiprocess/tcp_store.h"
+
+#include <cstring>
+
+#include "engine/error.h"
+
+namespace dpv::dist {
+namespace {
+
+// Wire format (host byte order: every rank of a job runs the same build on the same architecture).
+// Request: u8 command, u32 key count, keys (u32 length + bytes), u64 value length + bytes, i64 number.
+// Reply:   u8 status, u64 payload length + bytes (the value, or the error text), i64 number.
+enum Command : uint8_t { kHello = 1, kSet, kGet, kAdd, kCheck, kWait };
+enum Status : uint8_t { kOk = 0, kTimeout = 1, kRefused = 2 };
+
+// A far deadline for a server waiting on an idle client; poll() waits in chunks, shutdown wakes it.
+Clock::time_point idle_deadline() { return Clock::now() + std::chrono::hours(24 * 365); }
+
+template <typename T>
+void put(Bytes& out, T v) {
+  const char* p = reinterpret_cast<const char*>(&v);
+  out.insert(out.end(), p, p + sizeof(T));
+}
+void put_bytes(Bytes& out, const char* data, size_t size) {
+  put<uint64_t>(out, size);
+  out.insert(out.end(), data, data + size);
+}
+
+template <typename T>
+T get_value(Socket& s, Clock::time_point deadline, const std::string& what) {
+  T v{};
+  s.recv_all(&v, sizeof(T), deadline, what);
+  return v;
+}
+
+Bytes get_blob(Socket& s, uint64_t max, Clock::time_point deadline, const std::string& what) {
+  uint64_t size = get_value<uint64_t>(s, deadline, what);
+  if (size > max) throw Error("malformed message from " + what + " (a value of " + std::to_string(size) + " bytes)");
+  Bytes b(size);
+  if (size) s.recv_all(b.data(), size, deadline, what);
+  return b;
+}
+
+constexpr uint64_t kMaxValue = 1ull << 30;  // 1 GiB: far above any rendezvous value
+constexpr uint32_t kMaxKeys = 1u << 16;
+
+void reply(Socket& s, Status status, const Bytes& payload, int64_t number) {
+  Bytes out;
+  put<uint8_t>(out, status);
+  put_bytes(out, payload.data(), payload.size());
+  put<int64_t>(out, number);
+  s.send_all(out.data(), out.size(), Clock::now() + std::chrono::seconds(30), "a store client");
+}
+
+std::string key_list(const std::vector<std::string>& keys) {
+  std::string text;
+  for (const std::string& k : keys) text += (text.empty() ? "'" : ", '") + k + "'";
+  return text;
+}
+
+}  // namespace
+
+Bytes to_bytes(const std::string& text) { return Bytes(text.begin(), text.end()); }
+std::string to_string(const Bytes& bytes) { return std::string(bytes.begin(), bytes.end()); }
+
+// ---- server
+
+TcpStoreServer::TcpStoreServer(const std::string& host, int port, int world_size)
+    : listener_(listen_tcp(host, port)), port_(bound_port(listener_)), world_size_(world_size) {
+  acceptor_ = std::thread([this] { accept_loop(); });
+}
+
+TcpStoreServer::~TcpStoreServer() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    for (auto& c : clients_) c->shutdown_both();
+  }
+  changed_.notify_all();
+  acceptor_.join();
+  for (std::thread& t : threads_) t.join();
+}
+
+void TcpStoreServer::accept_loop() {
+  for (;;) {
+    Socket client = accept_tcp(listener_, std::chrono::milliseconds(100));
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return;
+    if (!client.valid()) continue;
+    clients_.push_back(std::make_unique<Socket>(std::move(client)));
+    Socket* s = clients_.back().get();
+    threads_.emplace_back([this, s] { serve(s); });
+  }
+}
+
+bool TcpStoreServer::wait_for(std::unique_lock<std::mutex>& lock, const std::vector<std::string>& keys,
+                              Clock::time_point deadline) {
+  auto all_present = [&] {
+    if (stopping_) return true;
+    for (const std::string& k : keys)
+      if (!data_.count(k)) return false;
+    return true;
+  };
+  return changed_.wait_until(lock, deadline, all_present) && !stopping_;
+}
+
+void TcpStoreServer::serve(Socket* client) {
+  const std::string what = "a store client";
+  try {
+    for (;;) {
+      uint8_t command = 0;
+      if (!client->recv_all_or_eof(&command, 1, idle_deadline(), what)) return;
+      const Clock::time_point deadline = Clock::now() + std::chrono::seconds(30);
+      uint32_t key_count = get_value<uint32_t>(*client, deadline, what);
+      if (key_count > kMaxKeys) return;
+      std::vector<std::string> keys;
+      for (uint32_t i = 0; i < key_count; ++i) {
+        uint32_t len = get_value<uint32_t>(*client, deadline, what);
+        if (len > kMaxValue) return;
+        std::string k(len, '\0');
+        if (len) client->recv_all(k.data(), len, deadline, what);
+        keys.push_back(std::move(k));
+      }
+      Bytes value = get_blob(*client, kMaxValue, deadline, what);
+      int64_t number = get_value<int64_t>(*client, deadline, what);
+
+      std::unique_lock<std::mutex> lock(mutex_);
+      switch (command) {
+        case kHello:
+          if (number != world_size_) {
+            lock.unlock();
+            reply(*client, kRefused,
+                  to_bytes("world size mismatch: this rank was started with WORLD_SIZE=" + std::to_string(number) +
+                           " but rank 0 hosting the store has WORLD_SIZE=" + std::to_string(world_size_) +
+                           " (give every node the same --nnodes and --nproc-per-node)"),
+                  0);
+            return;
+          }
+          lock.unlock();
+          reply(*client, kOk, {}, 0);
+          break;
+        case kSet:
+          if (keys.size() != 1) return;
+          data_[keys[0]] = std::move(value);
+          lock.unlock();
+          changed_.notify_all();
+          reply(*client, kOk, {}, 0);
+          break;
+        case kGet:
+        case kWait: {
+          bool ok = wait_for(lock, keys, Clock::now() + std::chrono::milliseconds(number));
+          Bytes out;
+          if (ok && command == kGet && keys.size() == 1) out = data_[keys[0]];
+          lock.unlock();
+          reply(*client, ok ? kOk : kTimeout, out, 0);
+          break;
+        }
+        case kAdd: {
+          if (keys.size() != 1) return;
+          int64_t current = 0;
+          auto it = data_.find(keys[0]);
+          if (it != data_.end()) current = std::stoll(to_string(it->second));
+          current += number;
+          data_[keys[0]] = to_bytes(std::to_string(current));
+          lock.unlock();
+          changed_.notify_all();
+          reply(*client, kOk, {}, current);
+          break;
+        }
+        case kCheck: {
+          bool present = keys.size() == 1 && data_.count(keys[0]);
+          lock.unlock();
+          reply(*client, kOk, {}, present ? 1 : 0);
+          break;
+        }
+        default:
+          return;  // not our protocol: drop the connection
+      }
+    }
+  } catch (const std::exception&) {
+    // A client that vanished or sent garbage only loses its own connection.
+  }
+}
+
+// ---- client
+
+TcpStore::TcpStore(const std::string& host, int port, int world_size, std::chrono::milliseconds timeout)
+    : socket_(connect_tcp(host, port, timeout)), where_("the store at " + endpoint_text(host, port)), timeout_(timeout) {
+  request(kHello, {}, {}, world_size, std::chrono::milliseconds(0), "");
+}
+
+Bytes TcpStore::request(uint8_t command, const std::vector<std::string>& keys, const Bytes& value, int64_t number,
+                        std::chrono::milliseconds wait_timeout, const std::string& awaited) {
+  Bytes out;
+  put<uint8_t>(out, command);
+  put<uint32_t>(out, static_cast<uint32_t>(keys.size()));
+  for (const std::string& k : keys) {
+    put<uint32_t>(out, static_cast<uint32_t>(k.size()));
+    out.insert(out.end(), k.begin(), k.end());
+  }
+  put_bytes(out, value.data(), value.size());
+  put<int64_t>(out, number);
+  // The server answers a wait itself when its time is up; the extra seconds cover a slow network.
+  const Clock::time_point deadline = Clock::now() + wait_timeout + timeout_ + std::chrono::seconds(5);
+  socket_.send_all(out.data(), out.size(), deadline, where_);
+  uint8_t status = get_value<uint8_t>(socket_, deadline, where_);
+  Bytes payload = get_blob(socket_, kMaxValue, deadline, where_);
+  int64_t result = get_value<int64_t>(socket_, deadline, where_);
+  if (status == kTimeout) {
+    throw Error("timed out after " + describe_seconds(wait_timeout) + " waiting for " + awaited + " in " + where_ +
+                " (a rank did not arrive: did it fail or start late? raise --timeout if the job is just slow)");
+  }
+  if (status == kRefused) throw Error(to_string(payload) + " [" + where_ + "]");
+  if (command == kAdd || command == kCheck) return to_bytes(std::to_string(result));
+  return payload;
+}
+
+void TcpStore::set(const std::string& key, const Bytes& value) {
+  request(kSet, {key}, value, 0, std::chrono::milliseconds(0), "");
+}
+
+Bytes TcpStore::get(const std::string& key) {
+  return request(kGet, {key}, {}, timeout_.count(), timeout_, "key '" + key + "'");
+}
+
+int64_t TcpStore::add(const std::string& key, int64_t delta) {
+  return std::stoll(to_string(request(kAdd, {key}, {}, delta, std::chrono::milliseconds(0), "")));
+}
+
+bool TcpStore::check(const std::string& key) {
+  return to_string(request(kCheck, {key}, {}, 0, std::chrono::milliseconds(0), "")) == "1";
+}
+
+void TcpStore::wait(const std::vector<std::string>& keys) { wait(keys, timeout_); }
+
+void TcpStore::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
+  request(kWait, keys, {}, timeout.count(), timeout, (keys.size() == 1 ? "key " : "keys ") + key_list(keys));
+}
+
+}  // namespace dpv::dist

@@ -1,0 +1,82 @@
+#pragma once
+// The rendezvous key-value store, as torch.distributed's TCPStore: rank 0 hosts it at
+// MASTER_ADDR:MASTER_PORT, every rank (rank 0 included) joins it as a client. Ranks use it to
+// exchange addresses (Gloo), the NCCL unique id, and to count who has arrived.
+//
+// Every call that waits has a deadline and its error names the key it waited for, so a missing
+// rank turns into "timed out after 30 s waiting for key 'x' in the store at ..." instead of a hang.
+// Joining checks the world size against rank 0's: a mismatch is an error naming both values.
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/dist/multiprocess/socket.h"
+
+namespace dpv::dist {
+
+using Bytes = std::vector<char>;
+
+// The server: one thread accepting, one thread per client. Stops (and drops its clients) on destruction.
+class TcpStoreServer {
+ public:
+  // Binds host:port (port 0: any free port; see port()). world_size is what joining clients must match.
+  TcpStoreServer(const std::string& host, int port, int world_size);
+  ~TcpStoreServer();
+  TcpStoreServer(const TcpStoreServer&) = delete;
+  TcpStoreServer& operator=(const TcpStoreServer&) = delete;
+  int port() const { return port_; }
+
+ private:
+  void accept_loop();
+  void serve(Socket* client);
+  // Waits (under lock) until every key exists or the deadline passes; false on timeout.
+  bool wait_for(std::unique_lock<std::mutex>& lock, const std::vector<std::string>& keys, Clock::time_point deadline);
+
+  Socket listener_;
+  int port_ = 0;
+  int world_size_ = 0;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<std::string, Bytes> data_;
+  bool stopping_ = false;
+  std::vector<std::unique_ptr<Socket>> clients_;
+  std::vector<std::thread> threads_;
+  std::thread acceptor_;
+};
+
+// A client connection. Not thread-safe: one per thread, or guarded by the caller.
+class TcpStore {
+ public:
+  // Connects (retrying until `timeout`) and checks that the server's world size is world_size.
+  TcpStore(const std::string& host, int port, int world_size, std::chrono::milliseconds timeout);
+  void set(const std::string& key, const Bytes& value);
+  // Waits for the key (up to the timeout) and returns its value.
+  Bytes get(const std::string& key);
+  // Adds delta to the integer stored at key (0 when absent) and returns the new value.
+  int64_t add(const std::string& key, int64_t delta);
+  // True when the key exists, without waiting.
+  bool check(const std::string& key);
+  void wait(const std::vector<std::string>& keys);
+  void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout);
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  const std::string& where() const { return where_; }
+
+ private:
+  Bytes request(uint8_t command, const std::vector<std::string>& args, const Bytes& value, int64_t number,
+                std::chrono::milliseconds wait_timeout, const std::string& awaited);
+
+  Socket socket_;
+  std::string where_;  // "the store at 127.0.0.1:29500"
+  std::chrono::milliseconds timeout_;
+};
+
+Bytes to_bytes(const std::string& text);
+std::string to_string(const Bytes& bytes);
+
+}  // namespace dpv::dist

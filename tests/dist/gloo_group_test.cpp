@@ -1,0 +1,177 @@
+// The Gloo process group with its ranks as threads of this process, meeting through the TCP store
+// on 127.0.0.1: all-reduce, broadcast, all-gather and barrier give the right values and reports,
+// and a rank that never calls makes the others fail within the timeout instead of hanging.
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/dist/multiprocess/gloo_group.h"
+#include "engine/dist/multiprocess/tcp_store.h"
+#include "engine/error.h"
+
+namespace dpv::dist {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Runs body(rank, group) on `world` threads; returns each rank's error text ("" when none).
+std::vector<std::string> with_ranks(int world, const std::function<void(int, ProcessGroup&)>& body,
+                                    milliseconds timeout = milliseconds(20000)) {
+  TcpStoreServer server("127.0.0.1", 0, world);
+  std::vector<std::string> errors(world);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        TcpStore store("127.0.0.1", server.port(), world, timeout);
+        GlooOptions o;
+        o.timeout = timeout;
+        std::unique_ptr<ProcessGroup> group = make_gloo_group(store, r, world, o);
+        body(r, *group);
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return errors;
+}
+
+void expect_no_errors(const std::vector<std::string>& errors) {
+  for (size_t r = 0; r < errors.size(); ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
+class GlooGroupTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(GlooGroupTest, AllReduceSumsEveryRanksBuffer) {
+  const int world = GetParam();
+  const int64_t n = 100003;  // not a multiple of the ring's chunking
+  std::mutex mu;
+  std::vector<CollectiveReport> reports;
+  expect_no_errors(with_ranks(world, [&](int rank, ProcessGroup& g) {
+    EXPECT_EQ(g.rank(), rank);
+    EXPECT_EQ(g.size(), world);
+    EXPECT_EQ(g.backend(), "gloo");
+    std::vector<double> v(n);
+    for (int64_t i = 0; i < n; ++i) v[i] = static_cast<double>((i % 97) * (rank + 1));
+    for (DType dt : {DType::Float32, DType::Float64}) {
+      Tensor t = Tensor::from_doubles({n}, dt, v);
+      std::vector<RingStep> steps{RingStep{}};
+      CollectiveReport r = g.all_reduce_sum(t, &steps);
+      EXPECT_TRUE(steps.empty());
+      std::vector<double> got = t.to_doubles();
+      const double ranks_sum = world * (world + 1) / 2.0;
+      for (int64_t i = 0; i < n; i += 997) ASSERT_DOUBLE_EQ(got[i], (i % 97) * ranks_sum) << i;
+      std::lock_guard<std::mutex> lock(mu);
+      reports.push_back(r);
+    }
+  }));
+  ASSERT_EQ(reports.size(), static_cast<size_t>(2 * world));
+  for (const CollectiveReport& r : reports) {
+    EXPECT_EQ(r.op, "all_reduce");
+    EXPECT_EQ(r.ranks, world);
+    EXPECT_TRUE(r.bytes == n * 4 || r.bytes == n * 8);
+    EXPECT_GT(r.seconds, 0);
+    EXPECT_NEAR(r.busbw, r.algbw * 2.0 * (world - 1) / world, 1e-9 * r.algbw + 1e-12);
+  }
+}
+
+TEST_P(GlooGroupTest, BroadcastAllGatherAndBarrier) {
+  const int world = GetParam();
+  expect_no_errors(with_ranks(world, [&](int rank, ProcessGroup& g) {
+    const int root = world - 1;
+    Tensor b = Tensor::from_doubles({3}, DType::Float64, {rank * 1.0, rank * 2.0, rank * 3.0});
+    CollectiveReport rb = g.broadcast(b, root);
+    EXPECT_EQ(b.to_doubles(), (std::vector<double>{root * 1.0, root * 2.0, root * 3.0}));
+    EXPECT_EQ(rb.op, "broadcast");
+    EXPECT_EQ(rb.bytes, 24u);
+
+    Tensor in = Tensor::from_int64({2}, {rank, 10 * rank});
+    Tensor out = Tensor::zeros({2 * world}, DType::Int64);
+    CollectiveReport rg = g.all_gather(in, out);
+    std::vector<int64_t> want;
+    for (int r = 0; r < world; ++r) {
+      want.push_back(r);
+      want.push_back(10 * r);
+    }
+    EXPECT_EQ(out.to_int64(), want);
+    EXPECT_EQ(rg.bytes, static_cast<size_t>(16 * world));
+    EXPECT_NEAR(rg.busbw, rg.algbw * (world - 1) / world, 1e-9 * rg.algbw + 1e-12);
+    g.barrier();
+  }));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, GlooGroupTest, ::testing::Values(2, 4));
+
+TEST(GlooGroup, WrongShapesAndDevicesAreErrors) {
+  std::vector<std::string> errors = with_ranks(2, [&](int, ProcessGroup& g) {
+    g.barrier();  // both ranks connected: one failing early must not break the other's rendezvous
+    Tensor in = Tensor::zeros({2}, DType::Float32);
+    Tensor out = Tensor::zeros({3}, DType::Float32);
+    g.all_gather(in, out);
+  });
+  for (const std::string& e : errors) EXPECT_NE(e.find("all_gather: the output must hold world size x"), std::string::npos) << e;
+}
+
+TEST(GlooGroup, ARankThatNeverCallsMakesTheOthersTimeOut) {
+  auto start = std::chrono::steady_clock::now();
+  double rank0_waited = 0;
+  std::vector<std::string> errors = with_ranks(
+      2,
+      [&](int rank, ProcessGroup& g) {
+        g.barrier();
+        if (rank == 1) {  // alive, connected, but never joins the all-reduce
+          std::this_thread::sleep_for(milliseconds(2500));
+          return;
+        }
+        Tensor t = Tensor::zeros({1000}, DType::Float32);
+        auto t0 = std::chrono::steady_clock::now();
+        try {
+          g.all_reduce_sum(t);
+        } catch (...) {
+          rank0_waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          throw;
+        }
+      },
+      milliseconds(1000));
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(errors[0].find("gloo all_reduce of 4000 bytes failed on rank 0 of 2 (timeout 1 s"), std::string::npos)
+      << errors[0];
+  EXPECT_NE(errors[0].find("Timed out"), std::string::npos) << errors[0];
+  EXPECT_GE(rank0_waited, 0.9);
+  EXPECT_LT(rank0_waited, 2.4);
+  EXPECT_LT(waited, 15.0);
+}
+
+TEST(GlooGroup, ARankThatStopsMakesTheOthersFailFast) {
+  std::vector<std::string> errors = with_ranks(2, [&](int rank, ProcessGroup& g) {
+    g.barrier();
+    if (rank == 1) return;  // its group is destroyed: the connection closes
+    std::this_thread::sleep_for(milliseconds(200));
+    Tensor t = Tensor::zeros({1000}, DType::Float32);
+    g.all_reduce_sum(t);
+  });
+  EXPECT_NE(errors[0].find("gloo all_reduce of 4000 bytes failed on rank 0 of 2"), std::string::npos) << errors[0];
+}
+
+TEST(GlooGroup, UnknownInterfaceIsAClearError) {
+  TcpStoreServer server("127.0.0.1", 0, 1);
+  TcpStore store("127.0.0.1", server.port(), 1, milliseconds(2000));
+  GlooOptions o;
+  o.iface = "nosuchif0";
+  try {
+    make_gloo_group(store, 0, 1, o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("interface 'nosuchif0'"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace dpv::dist

@@ -1,0 +1,125 @@
+// The rank variables of torchrun / `dpv launch`, mpirun and Slurm, and the errors for bad ones.
+#include <map>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "engine/dist/multiprocess/init_process_group.h"
+#include "engine/dist/multiprocess/rank_env.h"
+#include "engine/error.h"
+
+namespace dpv::dist {
+namespace {
+
+EnvLookup env_of(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+std::string error_of(const std::map<std::string, std::string>& vars) {
+  try {
+    read_rank_env(env_of(vars));
+  } catch (const Error& e) {
+    return e.full();
+  }
+  return "";
+}
+
+const std::map<std::string, std::string> kMaster{{"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "29500"}};
+
+std::map<std::string, std::string> with_master(std::map<std::string, std::string> vars) {
+  vars.insert(kMaster.begin(), kMaster.end());
+  return vars;
+}
+
+TEST(RankEnv, TorchrunVariables) {
+  RankEnv e = read_rank_env(env_of(with_master(
+      {{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "4"}})));
+  EXPECT_EQ(e.launcher, "torchrun");
+  EXPECT_EQ(e.rank, 5);
+  EXPECT_EQ(e.world_size, 8);
+  EXPECT_EQ(e.local_rank, 1);
+  EXPECT_EQ(e.local_world_size, 4);
+  EXPECT_EQ(e.master_addr, "10.0.0.1");
+  EXPECT_EQ(e.master_port, 29500);
+}
+
+TEST(RankEnv, MpirunVariables) {
+  RankEnv e = read_rank_env(env_of(with_master({{"OMPI_COMM_WORLD_RANK", "3"},
+                                                {"OMPI_COMM_WORLD_SIZE", "4"},
+                                                {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                                                {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}})));
+  EXPECT_EQ(e.launcher, "mpirun");
+  EXPECT_EQ(e.rank, 3);
+  EXPECT_EQ(e.world_size, 4);
+  EXPECT_EQ(e.local_rank, 1);
+  EXPECT_EQ(e.local_world_size, 2);
+}
+
+TEST(RankEnv, SlurmVariablesWithItsTaskCountSyntax) {
+  RankEnv e = read_rank_env(env_of(with_master(
+      {{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "6"}, {"SLURM_LOCALID", "0"}, {"SLURM_NTASKS_PER_NODE", "2(x3)"}})));
+  EXPECT_EQ(e.launcher, "slurm");
+  EXPECT_EQ(e.rank, 4);
+  EXPECT_EQ(e.world_size, 6);
+  EXPECT_EQ(e.local_world_size, 2);
+}
+
+TEST(RankEnv, AgreeingLaunchersAreAccepted) {
+  RankEnv e = read_rank_env(env_of(with_master({{"RANK", "1"},
+                                                {"WORLD_SIZE", "2"},
+                                                {"LOCAL_RANK", "1"},
+                                                {"LOCAL_WORLD_SIZE", "2"},
+                                                {"OMPI_COMM_WORLD_RANK", "1"},
+                                                {"OMPI_COMM_WORLD_SIZE", "2"},
+                                                {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                                                {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}})));
+  EXPECT_EQ(e.launcher, "torchrun");
+  EXPECT_EQ(e.rank, 1);
+}
+
+TEST(RankEnv, ErrorsNameTheVariable) {
+  EXPECT_NE(error_of(kMaster).find("not started by a launcher"), std::string::npos) << error_of(kMaster);
+  std::string missing = error_of(with_master({{"RANK", "0"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "1"}}));
+  EXPECT_NE(missing.find("ValueError: environment variable WORLD_SIZE expected, but not set"), std::string::npos)
+      << missing;
+  std::string bad = error_of(with_master({{"RANK", "x1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "2"}}));
+  EXPECT_NE(bad.find("RANK='x1' is not a valid"), std::string::npos) << bad;
+  std::string range = error_of(with_master({{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "2"}}));
+  EXPECT_NE(range.find("RANK=2 is out of range for WORLD_SIZE=2"), std::string::npos) << range;
+  std::string local = error_of(with_master({{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "2"}, {"LOCAL_WORLD_SIZE", "2"}}));
+  EXPECT_NE(local.find("LOCAL_RANK=2 is out of range for LOCAL_WORLD_SIZE=2"), std::string::npos) << local;
+  std::string disagree = error_of(with_master({{"RANK", "1"},
+                                               {"WORLD_SIZE", "2"},
+                                               {"LOCAL_RANK", "1"},
+                                               {"LOCAL_WORLD_SIZE", "2"},
+                                               {"SLURM_PROCID", "0"},
+                                               {"SLURM_NTASKS", "2"},
+                                               {"SLURM_LOCALID", "0"},
+                                               {"SLURM_NTASKS_PER_NODE", "2"}}));
+  EXPECT_NE(disagree.find("two launchers' variables disagree"), std::string::npos) << disagree;
+  std::string no_addr = error_of({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "1"}});
+  EXPECT_NE(no_addr.find("MASTER_ADDR expected"), std::string::npos) << no_addr;
+  std::string port = error_of({{"RANK", "0"},
+                               {"WORLD_SIZE", "1"},
+                               {"LOCAL_RANK", "0"},
+                               {"LOCAL_WORLD_SIZE", "1"},
+                               {"MASTER_ADDR", "127.0.0.1"},
+                               {"MASTER_PORT", "70000"}});
+  EXPECT_NE(port.find("MASTER_PORT=70000 is not a TCP port"), std::string::npos) << port;
+}
+
+TEST(DistOptions, ReadFromTheEnvironmentTheLauncherSets) {
+  DistOptions o = read_dist_options(env_of({{"DPV_BACKEND", "nccl"}, {"DPV_TIMEOUT", "2.5"}, {"GLOO_SOCKET_IFNAME", "lo"}}));
+  EXPECT_EQ(o.backend, "nccl");
+  EXPECT_EQ(o.timeout.count(), 2500);
+  EXPECT_EQ(o.iface, "lo");
+  EXPECT_THROW(read_dist_options(env_of({{"DPV_BACKEND", "mpi"}})), Error);
+  EXPECT_THROW(read_dist_options(env_of({{"DPV_TIMEOUT", "0"}})), Error);
+}
+
+}  // namespace
+}  // namespace dpv::dist
