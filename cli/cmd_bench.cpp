@@ -15,16 +15,16 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "cli/validators.h"
 #include "cli/format.h"
 #include "cli/gemm_reference.h"
-#include "cli/model_data.h"
 #include "cli/stage_totals.h"
+#include "cli/validators.h"
 #include "engine/backend_registry.h"
 #include "engine/data_parallel.h"
 #include "engine/device.h"
 #include "engine/io/atomic_file.h"
 #include "engine/model.h"
+#include "engine/model_data.h"
 
 namespace dpv::cli {
 namespace {

@@ -7,14 +7,14 @@
 #include <string>
 
 #include "cli/commands.h"
-#include "cli/validators.h"
 #include "cli/format.h"
-#include "cli/model_data.h"
 #include "cli/progress.h"
+#include "cli/validators.h"
 #include "engine/data_parallel.h"
 #include "engine/device.h"
 #include "engine/error.h"
 #include "engine/model.h"
+#include "engine/model_data.h"
 #include "engine/trace.h"
 
 namespace dpv::cli {

@@ -4,90 +4,31 @@
 #include <QPlainTextEdit>
 #include <QTextBlock>
 
+#include "course/sample_program.h"
 #include "engine/error.h"
-#include "engine/model_spec.h"
 
 namespace gui {
 
-namespace {
-
 using K = dpv::StageKind;
 
-QString layerCode(const dpv::LayerSpec& l, bool sync) {
-  if (l.type == "linear") {
-    return QStringLiteral("nn.Linear(%1, %2%3)").arg(l.in_features).arg(l.out_features).arg(l.bias ? QString() : QStringLiteral(", bias=False"));
-  }
-  if (l.type == "relu") return QStringLiteral("nn.ReLU()");
-  if (l.type == "flatten") return QStringLiteral("nn.Flatten()");
-  if (l.type == "conv2d") {
-    return QStringLiteral("nn.Conv2d(%1, %2, kernel_size=%3, stride=%4, padding=%5)")
-        .arg(l.in_channels).arg(l.out_channels).arg(l.kernel_size).arg(l.stride).arg(l.padding);
-  }
-  if (l.type == "batchnorm1d" || l.type == "batchnorm2d") {
-    if (sync) return QStringLiteral("nn.SyncBatchNorm(%1)").arg(l.num_features);
-    return QStringLiteral("nn.%1(%2)").arg(l.type == "batchnorm1d" ? QStringLiteral("BatchNorm1d") : QStringLiteral("BatchNorm2d")).arg(l.num_features);
-  }
-  return QString::fromStdString(l.type);
-}
-
-}  // namespace
-
 QVector<CodeLine> userCodeLines(const QString& preset, bool syncBatchNorm, int batchSize, double lr, const QString& devices) {
-  QVector<CodeLine> out;
-  auto add = [&](const QString& text, QList<K> stages = {}, int layer = -1) { out.append(CodeLine{text, stages, layer}); };
-  dpv::ModelSpec spec;
+  dpv::course::ProgramOptions options;
+  options.preset = preset.toStdString();
+  options.sync_bn = syncBatchNorm;
+  options.batch = batchSize;
+  options.lr = lr;
+  options.devices = devices.toStdString();
+  std::vector<dpv::course::ProgramLine> program;
   try {
-    spec = dpv::preset_model(preset.toStdString());
+    program = dpv::course::sample_program(options);
   } catch (const dpv::Error&) {
-    spec = dpv::preset_model("simple");
+    options.preset = dpv::course::kSamplePreset;  // an unknown preset shows the seed's own program
+    program = dpv::course::sample_program(options);
   }
-  add(QStringLiteral("import torch"));
-  add(QStringLiteral("import torch.nn as nn"));
-  add(QStringLiteral("import torch.optim as optim"));
-  add(QString());
-  QString inputShape = QStringLiteral("%1, %2").arg(batchSize).arg(spec.layers.empty() ? 0 : spec.layers.front().in_features);
-  if (!spec.layers.empty() && spec.layers.front().type == "conv2d") {
-    inputShape = QStringLiteral("%1, %2, 32, 32").arg(batchSize).arg(spec.layers.front().in_channels);
+  QVector<CodeLine> out;
+  for (const auto& line : program) {
+    out.append(CodeLine{QString::fromStdString(line.text), QList<K>(line.stages.begin(), line.stages.end()), line.layer});
   }
-  int64_t classes = 2;
-  for (const auto& l : spec.layers) {
-    if (l.type == "linear") classes = l.out_features;
-  }
-  if (preset == QLatin1String("simple")) {
-    add(QStringLiteral("class SimpleModel(nn.Module):"));
-    add(QStringLiteral("    def __init__(self):"));
-    add(QStringLiteral("        super().__init__()"));
-    add(QStringLiteral("        self.linear = %1").arg(layerCode(spec.layers.front(), false)), {}, 0);
-    add(QStringLiteral("    def forward(self, x):"));
-    add(QStringLiteral("        return self.linear(x)"));
-    add(QString());
-    add(QStringLiteral("model = SimpleModel().cuda()"));
-  } else {
-    add(QStringLiteral("model = nn.Sequential("));
-    for (size_t i = 0; i < spec.layers.size(); ++i) {
-      add(QStringLiteral("    %1,").arg(layerCode(spec.layers[i], syncBatchNorm)), {}, static_cast<int>(i));
-    }
-    add(QStringLiteral(").cuda()"));
-  }
-  add(QStringLiteral("# devices: %1").arg(devices));
-  add(QStringLiteral("model = nn.DataParallel(model)"));
-  add(QStringLiteral("criterion = nn.CrossEntropyLoss()"));
-  add(QStringLiteral("optimizer = optim.SGD(model.parameters(), lr=%1)").arg(lr));
-  add(QString());
-  add(QStringLiteral("inputs = torch.randn(%1).cuda()").arg(inputShape));
-  add(QStringLiteral("labels = torch.randint(0, %1, (%2,)).cuda()").arg(classes).arg(batchSize));
-  add(QString());
-  add(QStringLiteral("# scatter, replicate, forward, gather:"));
-  add(QStringLiteral("outputs = model(inputs)"), {K::Scatter, K::Replicate, K::Forward, K::Gather});
-  add(QStringLiteral("# on device 0:"));
-  add(QStringLiteral("loss = criterion(outputs, labels)"), {K::Loss});
-  add(QStringLiteral("optimizer.zero_grad()"));
-  add(QStringLiteral("# grads flow back, summed on device 0:"));
-  add(QStringLiteral("loss.backward()"), {K::GradScatter, K::Backward, K::ReduceGrads});
-  add(QStringLiteral("# SGD on device 0 only:"));
-  add(QStringLiteral("optimizer.step()"), {K::Step});
-  add(QString());
-  add(QStringLiteral("print(f\"Loss: {loss.item():.4f}\")"));
   return out;
 }
 

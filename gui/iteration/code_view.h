@@ -17,7 +17,8 @@ struct CodeLine {
   int layer = -1;                // the model layer defined on this line
 };
 
-// The user's program for a preset: the seed's SimpleModel for "simple", an nn.Sequential otherwise.
+// The user's program for a preset (course/sample_program.h): the seed's SimpleModel for "simple",
+// an nn.Sequential otherwise.
 QVector<CodeLine> userCodeLines(const QString& preset, bool syncBatchNorm, int batchSize, double lr, const QString& devices);
 // DataParallel.forward (torch/nn/parallel/data_parallel.py, abridged) and what autograd runs after it.
 QVector<CodeLine> dataParallelCodeLines();

@@ -2,11 +2,13 @@
 
 #include <exception>
 
+#include "course/sample_program.h"
 #include "engine/data_parallel.h"
 #include "engine/datasets.h"
 #include "engine/device.h"
 #include "engine/error.h"
 #include "engine/model.h"
+#include "engine/model_data.h"
 #include "engine/model_spec.h"
 
 namespace gui {
@@ -14,13 +16,6 @@ namespace gui {
 namespace {
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
-
-int64_t classesOf(const dpv::ModelSpec& spec) {
-  for (auto it = spec.layers.rbegin(); it != spec.layers.rend(); ++it) {
-    if (it->type == "linear") return it->out_features;
-  }
-  return 2;
-}
 
 QString describeException(std::exception_ptr error) {
   try {
@@ -36,18 +31,13 @@ QString describeException(std::exception_ptr error) {
 
 }  // namespace
 
-dpv::Dataset makeBatchFor(const dpv::ModelSpec& spec, int64_t rows, uint64_t seed, int index) {
-  dpv::check(!spec.layers.empty(), "the model has no layers, so it cannot take a batch", "ValueError");
+dpv::Dataset makeBatchFor(const QString& preset, int64_t rows, uint64_t seed, int index) {
+  // SimpleModel trains on the seed program's own data, the same batch every iteration (so the loss
+  // falls as one would see running the program in a loop).
+  if (preset == QLatin1String(dpv::course::kSamplePreset)) return dpv::course::sample_data(rows, seed);
   dpv::check(rows > 0, "the batch size must be at least 1", "ValueError");
-  const auto& first = spec.layers.front();
-  const int classes = static_cast<int>(std::max<int64_t>(2, classesOf(spec)));
-  const uint64_t batchSeed = seed * 1000003ULL + static_cast<uint64_t>(index);
-  if (first.type == "conv2d") return dpv::make_images(rows, classes, first.in_channels, 32, 32, batchSeed, spec.dtype);
-  if (first.type == "linear" && first.in_features == 2) return dpv::make_spiral(rows, classes, batchSeed, spec.dtype);
-  if (first.type == "linear") return dpv::make_blobs(rows, classes, first.in_features, batchSeed, spec.dtype);
-  throw dpv::Error("the app can only feed models that start with Linear or Conv2d (this one starts with " +
-                       first.type + ")",
-                   "ValueError");
+  const dpv::ModelSpec spec = dpv::preset_model(preset.toStdString());
+  return dpv::make_data_for_model(spec, rows, seed * 1000003ULL + static_cast<uint64_t>(index));
 }
 
 EngineWorker::EngineWorker(const std::atomic<quint64>* latestGeneration, const std::atomic<bool>* stopping)
@@ -102,7 +92,7 @@ void EngineWorker::ensureIteration(quint64 generation) {
     trainer_ = std::make_unique<dpv::Trainer>(devices_, std::move(model), state, options);
     iterationNumber_ = 0;
   }
-  batch_ = std::make_unique<dpv::Dataset>(makeBatchFor(modelSpec, settings_.batchSize, settings_.seed, iterationNumber_));
+  batch_ = std::make_unique<dpv::Dataset>(makeBatchFor(settings_.preset, settings_.batchSize, settings_.seed, iterationNumber_));
   iteration_ = std::make_unique<dpv::Iteration>(*trainer_, batch_->inputs, batch_->targets);
   ++iterationNumber_;
 
@@ -170,22 +160,7 @@ void EngineWorker::runSample(const AppSettings& settings, quint64 requestId) {
   bool ok = true;
   try {
     auto devices = dpv::DeviceSet::create(settings.devices.toStdString());
-    // The seed program: model = SimpleModel() (Linear(10, 2)); inputs = torch.randn(32, 10);
-    // labels = torch.randint(0, 2, (32,)); CrossEntropyLoss; SGD(lr=0.01); one step.
-    dpv::Model model(dpv::preset_model("simple"));
-    const dpv::TensorMap state = model.initial_state(settings.seed);
-    dpv::Rng rng(settings.seed + 1);
-    std::vector<double> inputs(32 * 10);
-    for (double& v : inputs) v = rng.normal();
-    std::vector<int64_t> labels(32);
-    for (int64_t& v : labels) v = rng.randint(2);
-    const dpv::Tensor input = dpv::Tensor::from_doubles({32, 10}, model.dtype(), inputs);
-    const dpv::Tensor target = dpv::Tensor::from_int64({32}, labels);
-    dpv::TrainOptions options;
-    options.lr = 0.01;
-    dpv::Trainer trainer(devices, std::move(model), state, options);
-    dpv::Iteration iteration(trainer, input, target);
-    iteration.run_to_end();
+    const dpv::course::SampleRun run = dpv::course::run_sample_program(devices, settings.seed);
 
     const int n = devices->size();
     if (n > 1) {
@@ -196,10 +171,12 @@ void EngineWorker::runSample(const AppSettings& settings, quint64 requestId) {
       text += QStringLiteral("Using single GPU or CPU\n");
     }
     QStringList chunks;
-    for (int64_t c : iteration.chunks()) chunks << QString::number(c);
-    text += QStringLiteral("Loss: %1\n").arg(iteration.loss(), 0, 'f', 4);
+    for (int64_t c : run.chunks) chunks << QString::number(c);
+    text += QStringLiteral("Loss: %1\n").arg(run.loss, 0, 'f', 4);
     text += QStringLiteral("\n# what DataParallel did behind model(inputs):\n");
-    text += QStringLiteral("# the batch of 32 was split into chunks of [%1] rows, one per replica\n").arg(chunks.join(QStringLiteral(", ")));
+    text += QStringLiteral("# the batch of %1 was split into chunks of [%2] rows, one per replica\n")
+                .arg(dpv::course::kSampleBatch)
+                .arg(chunks.join(QStringLiteral(", ")));
     text += QStringLiteral("# devices: %1\n").arg(settings.devices);
   } catch (...) {
     ok = false;

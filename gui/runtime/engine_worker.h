@@ -14,15 +14,15 @@ class DeviceSet;
 class Trainer;
 class Iteration;
 struct Dataset;
-struct ModelSpec;
 }  // namespace dpv
 
 namespace gui {
 
-// A host batch that fits the first layer of `spec`: the spiral for 2 input features, Gaussian
-// blobs for other Linear inputs, class-dependent images for a Conv2d input. `index` picks a
-// different batch for each iteration. Throws dpv::Error when the model cannot take a batch.
-dpv::Dataset makeBatchFor(const dpv::ModelSpec& spec, int64_t rows, uint64_t seed, int index);
+// The host batch the Iteration page trains `preset` on: for SimpleModel the seed program's data
+// (course/sample_program.h: torch.randn inputs, random labels in [0, 2)), the same batch every
+// iteration; for other presets data that fits the model (engine/model_data.h), a different batch
+// for each iteration `index`. Throws dpv::Error when the model cannot take a batch.
+dpv::Dataset makeBatchFor(const QString& preset, int64_t rows, uint64_t seed, int index);
 
 class EngineWorker : public QObject {
   Q_OBJECT

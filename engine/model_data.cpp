@@ -1,9 +1,9 @@
-#include "cli/model_data.h"
+#include "engine/model_data.h"
 
 #include "engine/error.h"
 #include "engine/io/idx.h"
 
-namespace dpv::cli {
+namespace dpv {
 
 ModelInputShape input_shape_of(const ModelSpec& spec) {
   check(!spec.layers.empty(), "the model has no layers", "ValueError");
@@ -78,4 +78,4 @@ int64_t default_batch(const std::string& preset) {
   return 32;
 }
 
-}  // namespace dpv::cli
+}  // namespace dpv

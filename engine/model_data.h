@@ -1,14 +1,14 @@
 #pragma once
-// Training data for a model spec, so `dpv train` and `dpv bench` work with any preset: the spiral
-// for 2-feature MLPs, Gaussian blobs for other MLPs, class-dependent images for CNNs, or MNIST IDX
-// files when given.
+// Which data and how many classes a model takes, and data that fits it, so `dpv train`, `dpv bench`
+// and the app work with any preset: the spiral for 2-feature MLPs, Gaussian blobs for other MLPs,
+// class-dependent images for CNNs, or MNIST IDX files when given.
 #include <cstdint>
 #include <string>
 
 #include "engine/datasets.h"
 #include "engine/model_spec.h"
 
-namespace dpv::cli {
+namespace dpv {
 
 // What the model eats: features per sample (MLPs) or a [C, H, W] image (CNNs), and its classes.
 struct ModelInputShape {
@@ -30,4 +30,4 @@ Dataset load_idx_for_model(const ModelSpec& spec, const std::string& images, con
 // The batch size a preset is usually run with (simple 32, mnist-mlp 64, mlp-large 256, cnn 32, mlp-bn 64).
 int64_t default_batch(const std::string& preset);
 
-}  // namespace dpv::cli
+}  // namespace dpv

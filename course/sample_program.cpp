@@ -1,0 +1,131 @@
+#include "course/sample_program.h"
+
+#include <cstdio>
+
+#include "engine/data_parallel.h"
+#include "engine/device.h"
+#include "engine/error.h"
+#include "engine/model.h"
+#include "engine/model_data.h"
+
+namespace dpv::course {
+
+ModelSpec sample_model() { return preset_model(kSamplePreset); }
+
+Dataset sample_data(int64_t rows, uint64_t seed, DType dtype) {
+  check(rows > 0, "the batch size must be at least 1", "ValueError");
+  Rng rng(seed + 1);
+  std::vector<double> inputs(static_cast<size_t>(rows * kSampleFeatures));
+  for (double& v : inputs) v = rng.normal();  // torch.randn(rows, 10)
+  std::vector<int64_t> labels(static_cast<size_t>(rows));
+  for (int64_t& v : labels) v = rng.randint(kSampleClasses);  // torch.randint(0, 2, (rows,))
+  Dataset d;
+  d.inputs = Tensor::from_doubles({rows, kSampleFeatures}, dtype, inputs);
+  d.targets = Tensor::from_int64({rows}, labels);
+  d.classes = kSampleClasses;
+  d.name = "the sample program's torch.randn inputs and torch.randint labels";
+  return d;
+}
+
+SampleRun run_sample_program(const std::shared_ptr<DeviceSet>& devices, uint64_t seed) {
+  Model model(sample_model());
+  const TensorMap state = model.initial_state(seed);
+  const Dataset data = sample_data(kSampleBatch, seed, model.dtype());
+  TrainOptions options;
+  options.lr = kSampleLr;
+  Trainer trainer(devices, std::move(model), state, options);
+  Iteration iteration(trainer, data.inputs, data.targets);
+  iteration.run_to_end();
+
+  SampleRun run;
+  run.devices = devices->size();
+  run.chunks = iteration.chunks();
+  run.output_shape = iteration.output().shape();
+  run.model_text = trainer.model().layer(0).describe();
+  run.loss = iteration.loss();
+  return run;
+}
+
+namespace {
+
+using K = StageKind;
+
+std::string join(const std::vector<int64_t>& values) {
+  std::string out;
+  for (size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + std::to_string(values[i]);
+  return out;
+}
+
+// PyTorch's constructor call for a layer.
+std::string layer_code(const LayerSpec& l, bool sync_bn) {
+  const auto n = [](int64_t v) { return std::to_string(v); };
+  if (l.type == "linear") return "nn.Linear(" + n(l.in_features) + ", " + n(l.out_features) + (l.bias ? "" : ", bias=False") + ")";
+  if (l.type == "relu") return "nn.ReLU()";
+  if (l.type == "flatten") return "nn.Flatten()";
+  if (l.type == "conv2d") {
+    return "nn.Conv2d(" + n(l.in_channels) + ", " + n(l.out_channels) + ", kernel_size=" + n(l.kernel_size) +
+           ", stride=" + n(l.stride) + ", padding=" + n(l.padding) + ")";
+  }
+  if (sync_bn) return "nn.SyncBatchNorm(" + n(l.num_features) + ")";
+  return std::string(l.type == "batchnorm1d" ? "nn.BatchNorm1d(" : "nn.BatchNorm2d(") + n(l.num_features) + ")";
+}
+
+// Python's repr of a float as the program writes it (0.01, 0.1, 1e-05).
+std::string py_float(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
+}  // namespace
+
+std::vector<ProgramLine> sample_program(const ProgramOptions& o) {
+  const ModelSpec spec = preset_model(o.preset);
+  const ModelInputShape shape = input_shape_of(spec);
+  std::vector<ProgramLine> out;
+  auto add = [&](std::string text, std::vector<K> stages = {}, int layer = -1) {
+    out.push_back(ProgramLine{std::move(text), std::move(stages), layer});
+  };
+  add("import torch");
+  add("import torch.nn as nn");
+  add("import torch.optim as optim");
+  add("");
+  if (o.preset == kSamplePreset) {
+    add("class SimpleModel(nn.Module):");
+    add("    def __init__(self):");
+    add("        super().__init__()");
+    add("        self.linear = " + layer_code(spec.layers.front(), false), {}, 0);
+    add("    def forward(self, x):");
+    add("        return self.linear(x)");
+    add("");
+    add("model = SimpleModel().cuda()");
+  } else {
+    add("model = nn.Sequential(");
+    for (size_t i = 0; i < spec.layers.size(); ++i) add("    " + layer_code(spec.layers[i], o.sync_bn) + ",", {}, static_cast<int>(i));
+    add(").cuda()");
+  }
+  add("# devices: " + o.devices);
+  add("model = nn.DataParallel(model)");
+  add("criterion = nn.CrossEntropyLoss()");
+  add("optimizer = optim.SGD(model.parameters(), lr=" + py_float(o.lr) + ")");
+  add("");
+  const std::vector<int64_t> input = shape.image ? std::vector<int64_t>{o.batch, shape.channels, shape.height, shape.width}
+                                                 : std::vector<int64_t>{o.batch, shape.features};
+  add("inputs = torch.randn(" + join(input) + ").cuda()");
+  add("labels = torch.randint(0, " + std::to_string(shape.classes) + ", (" + std::to_string(o.batch) + ",)).cuda()");
+  add("");
+  add("# scatter, replicate, forward, gather:");
+  add("outputs = model(inputs)", {K::Scatter, K::Replicate, K::Forward, K::Gather});
+  add("# on device 0:");
+  add("loss = criterion(outputs, labels)", {K::Loss});
+  add("optimizer.zero_grad()");
+  add("# grads flow back, summed on device 0:");
+  add("loss.backward()", {K::GradScatter, K::Backward, K::ReduceGrads});
+  add("# SGD on device 0 only:");
+  add("optimizer.step()", {K::Step});
+  add("");
+  add("print(f\"Loss: {loss.item():.4f}\")");
+  return out;
+}
+
+}  // namespace dpv::course

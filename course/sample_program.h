@@ -1,0 +1,70 @@
+#pragma once
+// The seed's sample program, once: its Python text, its model (SimpleModel = nn.Linear(10, 2)) and
+// its data (torch.randn inputs, torch.randint labels). `dpv sample` runs it, the app's Iteration page
+// shows its text and, for the SimpleModel preset, trains on its data.
+//
+//   model = SimpleModel(); model = nn.DataParallel(model)
+//   inputs = torch.randn(32, 10); labels = torch.randint(0, 2, (32,))
+//   loss = CrossEntropyLoss()(model(inputs), labels); SGD(lr=0.01); one step
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/datasets.h"
+#include "engine/model_spec.h"
+#include "engine/observer.h"
+
+namespace dpv {
+class DeviceSet;
+}
+
+namespace dpv::course {
+
+// The program's fixed numbers.
+inline constexpr int64_t kSampleBatch = 32;
+inline constexpr int64_t kSampleFeatures = 10;
+inline constexpr int kSampleClasses = 2;
+inline constexpr double kSampleLr = 0.01;
+inline constexpr const char* kSamplePreset = "simple";  // preset_model's name for SimpleModel
+
+// SimpleModel: nn.Linear(10, 2).
+ModelSpec sample_model();
+
+// The program's data for `rows` samples: inputs [rows, 10] ~ N(0, 1), labels [rows] in [0, 2).
+// The weights take `seed` (Model::initial_state), the data a generator seeded with seed + 1, so the
+// same seed gives the same program run everywhere.
+Dataset sample_data(int64_t rows, uint64_t seed, DType dtype = DType::Float32);
+
+// What one run of the program shows.
+struct SampleRun {
+  int devices = 0;                // devices in the set (DataParallel splits over them when > 1)
+  std::vector<int64_t> chunks;    // torch.chunk sizes of the batch, one per replica
+  Shape output_shape;             // the gathered output [32, 2]
+  std::string model_text;         // "Linear(in_features=10, out_features=2, bias=True)"
+  double loss = 0;                // loss.item() of the one step
+};
+// Builds SimpleModel from `seed`, takes one SGD step (lr 0.01) on the program's 32 samples over
+// `devices`. Throws dpv::Error as the engine does.
+SampleRun run_sample_program(const std::shared_ptr<DeviceSet>& devices, uint64_t seed);
+
+// The program's text for a preset: the seed's SimpleModel class for "simple", an nn.Sequential of
+// the preset's layers otherwise (nn.SyncBatchNorm for BatchNorm layers when `sync_bn`). Each line
+// names the stages it stands for (outputs = model(inputs): scatter, replicate, forward, gather) and
+// the layer it defines, so a view can highlight the line of the stage that runs.
+struct ProgramLine {
+  std::string text;
+  std::vector<StageKind> stages;
+  int layer = -1;
+};
+struct ProgramOptions {
+  std::string preset = kSamplePreset;
+  bool sync_bn = false;
+  int64_t batch = kSampleBatch;
+  double lr = kSampleLr;
+  std::string devices = "cpu:4";
+};
+// Throws dpv::Error for an unknown preset.
+std::vector<ProgramLine> sample_program(const ProgramOptions& options);
+
+}  // namespace dpv::course
