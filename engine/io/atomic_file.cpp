@@ -8,15 +8,15 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <climits>
 #include <cstring>
 #include <random>
 
 #include "engine/error.h"
+#include "engine/io/temp_file_cleanup.h"
 
 namespace dpv {
 namespace {
-
-std::string system_reason(int err) { return std::strerror(err); }
 
 // A name no other writer (thread or process) picks: pid, a per-process counter and randomness.
 std::string temp_name_for(const std::string& path) {
@@ -52,34 +52,64 @@ std::string parent_folder(const std::string& path) {
 
 }  // namespace
 
+Error file_error(int err, const std::string& path, const std::string& context) {
+  const char* kind = "OSError";
+  if (err == ENOENT) kind = "FileNotFoundError";
+  else if (err == EACCES || err == EPERM) kind = "PermissionError";
+  else if (err == EISDIR) kind = "IsADirectoryError";
+  else if (err == ENOTDIR) kind = "NotADirectoryError";
+  return Error("[Errno " + std::to_string(err) + "] " + std::strerror(err) + ": '" + path + "'" +
+                   (context.empty() ? "" : " (" + context + ")"),
+               kind);
+}
+
+std::string write_target(const std::string& path) {
+  std::string target = path;
+  for (int hops = 0; hops < 40; ++hops) {  // 40: the kernel's own limit on links followed
+    struct stat info {};
+    if (::lstat(target.c_str(), &info) != 0 || !S_ISLNK(info.st_mode)) return target;
+    std::string link(PATH_MAX, '\0');
+    const ssize_t n = ::readlink(target.c_str(), link.data(), link.size());
+    if (n <= 0) return target;
+    link.resize(static_cast<size_t>(n));
+    target = (link.front() == '/' || target.find('/') == std::string::npos) ? link : parent_folder(target) + "/" + link;
+  }
+  throw file_error(ELOOP, path);
+}
+
 void write_file_atomic(const std::string& path, const std::string& bytes) {
-  check(!path.empty(), "cannot write a file with an empty name");
-  const std::string temp = temp_name_for(path);
+  check(!path.empty(), "cannot write a file with an empty name", "FileNotFoundError");
+  const std::string target = write_target(path);
+  struct stat info {};
+  if (::stat(target.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) throw file_error(EISDIR, path);
+  const std::string temp = temp_name_for(target);
+  // Registered before it exists, so no moment is left where a signal could strand it.
+  TempFileGuard guard(temp);
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd < 0) {
     const int err = errno;
-    throw Error("cannot write '" + path + "': " + system_reason(err) + " (creating the temporary file '" + temp + "')");
+    throw file_error(err, path, "creating the temporary file '" + temp + "'");
   }
   // From here on every failure removes the temporary file, so the old file (if any) stays intact.
   auto fail = [&](const char* step, int err) {
     ::close(fd);
     ::unlink(temp.c_str());
-    throw Error("cannot write '" + path + "': " + system_reason(err) + " (" + step + ")");
+    throw file_error(err, path, step);
   };
   if (!write_all(fd, bytes.data(), bytes.size())) fail("writing the data", errno);
   if (::fsync(fd) != 0) fail("flushing to disk", errno);
   if (::close(fd) != 0) {
     const int err = errno;
     ::unlink(temp.c_str());
-    throw Error("cannot write '" + path + "': " + system_reason(err) + " (closing the file)");
+    throw file_error(err, path, "closing the file");
   }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
+  if (::rename(temp.c_str(), target.c_str()) != 0) {
     const int err = errno;
     ::unlink(temp.c_str());
-    throw Error("cannot write '" + path + "': " + system_reason(err) + " (renaming the temporary file into place)");
+    throw file_error(err, path, "renaming the temporary file into place");
   }
   // Make the rename itself durable; failing here does not lose data already in place, so it is best effort.
-  const int dir = ::open(parent_folder(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const int dir = ::open(parent_folder(target).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir >= 0) {
     ::fsync(dir);
     ::close(dir);
@@ -90,17 +120,17 @@ std::string read_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
-    throw Error("cannot read '" + path + "': " + system_reason(err));
+    throw file_error(err, path);
   }
   struct stat info {};
   if (::fstat(fd, &info) != 0) {
     const int err = errno;
     ::close(fd);
-    throw Error("cannot read '" + path + "': " + system_reason(err));
+    throw file_error(err, path);
   }
   if (S_ISDIR(info.st_mode)) {
     ::close(fd);
-    throw Error("cannot read '" + path + "': it is a folder, not a file");
+    throw file_error(EISDIR, path);
   }
   std::string bytes;
   if (S_ISREG(info.st_mode) && info.st_size > 0) bytes.reserve(static_cast<size_t>(info.st_size));
@@ -111,7 +141,7 @@ std::string read_file(const std::string& path) {
       if (errno == EINTR) continue;
       const int err = errno;
       ::close(fd);
-      throw Error("cannot read '" + path + "': " + system_reason(err));
+      throw file_error(err, path);
     }
     if (n == 0) break;
     bytes.append(buffer, static_cast<size_t>(n));

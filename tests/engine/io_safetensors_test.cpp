@@ -331,13 +331,13 @@ TEST(AtomicFileTest, MissingFolderThrowsWithTheSystemReason) {
   EXPECT_TRUE(dir.entries().empty());
 }
 
-TEST(AtomicFileTest, FailedRenameRemovesTheTemporaryFile) {
+TEST(AtomicFileTest, AFolderInThePlaceOfTheFileIsRefusedAndLeftAlone) {
   TempFolder dir;
-  // A non-empty folder where the file should go: the rename fails after the data was written.
+  // A non-empty folder where the file should go: refused before any temporary file is made.
   fs::create_directories(dir.file("target"));
   dpv::write_file_atomic(dir.file("target/keep"), "keep");
   const std::string msg = error_of([&] { dpv::write_file_atomic(dir.file("target"), "data"); });
-  EXPECT_NE(msg.find("renaming"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("Is a directory"), std::string::npos) << msg;
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"target"});
   EXPECT_EQ(dpv::read_file(dir.file("target/keep")), "keep");
 }
@@ -363,7 +363,7 @@ TEST(AtomicFileTest, FailedWriteKeepsTheOldFile) {
 
 TEST(AtomicFileTest, ReadFileNamesFoldersAndMissingFiles) {
   TempFolder dir;
-  EXPECT_NE(error_of([&] { dpv::read_file(dir.file("")); }).find("folder"), std::string::npos);
+  EXPECT_NE(error_of([&] { dpv::read_file(dir.file("")); }).find("Is a directory"), std::string::npos);
   const std::string msg = error_of([&] { dpv::read_file(dir.file("missing.txt")); });
   EXPECT_NE(msg.find("missing.txt"), std::string::npos) << msg;
   EXPECT_NE(msg.find(std::strerror(ENOENT)), std::string::npos) << msg;
