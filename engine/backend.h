@@ -7,8 +7,13 @@
 #include <memory>
 
 #include "engine/tensor.h"
+#include "kernels/math/cross_entropy.h"
+#include "kernels/math/indexing.h"
 
 namespace dpv {
+
+// nn.CrossEntropyLoss's default ignore_index (-100): a row with this target is left out of the loss.
+using kernels::math::kIgnoreIndex;
 
 class Backend {
  public:
@@ -42,11 +47,11 @@ class Backend {
 
   // --- activations
   virtual void relu_forward(const Tensor& x, Tensor& y) = 0;
-  // dx = dy where y > 0 else 0
+  // dx = 0 where y <= 0 else dy (threshold_backward: a NaN in y passes dy through)
   virtual void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
 
   // --- convolution helpers: x [N, C, H, W] -> col [N, C*kh*kw, OH*OW] and back (col2im adds)
-  struct ConvGeometry { int64_t N, C, H, W, kh, kw, stride, pad, OH, OW; };
+  using ConvGeometry = kernels::math::ConvShape;  // {N, C, H, W, kh, kw, stride, pad, OH, OW}
   virtual void im2col(const Tensor& x, Tensor& col, const ConvGeometry& g) = 0;
   virtual void col2im(const Tensor& col, Tensor& dx, const ConvGeometry& g) = 0;  // dx is zeroed first
   // [N, O, S] <-> [O, N, S] transposes used around the conv GEMMs.
@@ -76,9 +81,11 @@ class Backend {
   virtual void bn_update_running(const Tensor& mean, const Tensor& var_b, double n, double momentum,
                                  Tensor& running_mean, Tensor& running_var) = 0;
 
-  // --- loss: mean cross-entropy of logits [N, K] against int64 targets [N].
-  // loss_out is a one-element tensor; dlogits = (softmax - onehot) * grad_scale / N.
-  // Throws dpv::Error for a target outside [0, K).
+  // --- loss: mean cross-entropy of logits [N, K] against int64 targets [N], nn.CrossEntropyLoss's
+  // defaults: rows whose target is kIgnoreIndex (-100) are left out (their dlogits rows are 0) and
+  // the mean is over the other n rows; n = 0 gives a nan loss, as PyTorch does.
+  // loss_out is a one-element tensor; dlogits = (softmax - onehot) * grad_scale / n.
+  // Throws dpv::Error (IndexError) for a target outside [0, K) other than kIgnoreIndex.
   virtual void cross_entropy(const Tensor& logits, const Tensor& target, Tensor& loss_out, Tensor& dlogits,
                              double grad_scale) = 0;
 

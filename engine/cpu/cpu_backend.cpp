@@ -16,10 +16,16 @@
 #include "engine/dtype_dispatch.h"
 #include "engine/device.h"
 #include "engine/error.h"
+#include "kernels/math/batchnorm.h"
+#include "kernels/math/cross_entropy.h"
+#include "kernels/math/elementwise.h"
+#include "kernels/math/indexing.h"
 
 namespace dpv {
 
 namespace {
+
+namespace math = kernels::math;
 
 void openblas_single_thread() {
   // Each simulated device is one worker thread; OpenBLAS must not spawn its own threads inside it.
@@ -138,7 +144,8 @@ class CpuBackend final : public Backend {
     dispatch_float(dst.dtype(), "scale", [&](auto* tag) {
       using T = std::remove_pointer_t<decltype(tag)>;
       T* d = dst.data<T>();
-      for (int64_t i = 0, n = dst.numel(); i < n; ++i) d[i] = alpha == 0 ? T(0) : d[i] * static_cast<T>(alpha);
+      const T a = static_cast<T>(alpha);
+      for (int64_t i = 0, n = dst.numel(); i < n; ++i) d[i] = math::scale(d[i], a);
     });
   }
 
@@ -147,7 +154,7 @@ class CpuBackend final : public Backend {
       using T = std::remove_pointer_t<decltype(tag)>;
       const T* px = x.data<T>();
       T* py = y.data<T>();
-      for (int64_t i = 0, n = x.numel(); i < n; ++i) py[i] = px[i] > T(0) ? px[i] : T(0);
+      for (int64_t i = 0, n = x.numel(); i < n; ++i) py[i] = math::relu(px[i]);
     });
   }
 
@@ -157,7 +164,7 @@ class CpuBackend final : public Backend {
       const T* py = y.data<T>();
       const T* pdy = dy.data<T>();
       T* pdx = dx.data<T>();
-      for (int64_t i = 0, n = y.numel(); i < n; ++i) pdx[i] = py[i] > T(0) ? pdy[i] : T(0);
+      for (int64_t i = 0, n = y.numel(); i < n; ++i) pdx[i] = math::relu_backward(py[i], pdy[i]);
     });
   }
 
@@ -169,13 +176,13 @@ class CpuBackend final : public Backend {
       const int64_t L = g.OH * g.OW, rows = g.C * g.kh * g.kw;
       for (int64_t n = 0; n < g.N; ++n)
         for (int64_t r = 0; r < rows; ++r) {
-          const int64_t c = r / (g.kh * g.kw), ki = (r / g.kw) % g.kh, kj = r % g.kw;
+          const math::ConvTap t = math::conv_tap(r, g);
           T* out = pc + (n * rows + r) * L;
-          const T* img = px + (n * g.C + c) * g.H * g.W;
+          const T* img = px + (n * g.C + t.c) * g.H * g.W;
           for (int64_t oh = 0; oh < g.OH; ++oh) {
-            const int64_t ih = oh * g.stride - g.pad + ki;
+            const int64_t ih = math::conv_input_coord(oh, t.ki, g.stride, g.pad);
             for (int64_t ow = 0; ow < g.OW; ++ow) {
-              const int64_t iw = ow * g.stride - g.pad + kj;
+              const int64_t iw = math::conv_input_coord(ow, t.kj, g.stride, g.pad);
               out[oh * g.OW + ow] = (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W) ? img[ih * g.W + iw] : T(0);
             }
           }
@@ -192,14 +199,14 @@ class CpuBackend final : public Backend {
       const int64_t L = g.OH * g.OW, rows = g.C * g.kh * g.kw;
       for (int64_t n = 0; n < g.N; ++n)
         for (int64_t r = 0; r < rows; ++r) {
-          const int64_t c = r / (g.kh * g.kw), ki = (r / g.kw) % g.kh, kj = r % g.kw;
+          const math::ConvTap t = math::conv_tap(r, g);
           const T* in = pc + (n * rows + r) * L;
-          T* img = px + (n * g.C + c) * g.H * g.W;
+          T* img = px + (n * g.C + t.c) * g.H * g.W;
           for (int64_t oh = 0; oh < g.OH; ++oh) {
-            const int64_t ih = oh * g.stride - g.pad + ki;
+            const int64_t ih = math::conv_input_coord(oh, t.ki, g.stride, g.pad);
             if (ih < 0 || ih >= g.H) continue;
             for (int64_t ow = 0; ow < g.OW; ++ow) {
-              const int64_t iw = ow * g.stride - g.pad + kj;
+              const int64_t iw = math::conv_input_coord(ow, t.kj, g.stride, g.pad);
               if (iw >= 0 && iw < g.W) img[ih * g.W + iw] += in[oh * g.OW + ow];
             }
           }
@@ -213,7 +220,10 @@ class CpuBackend final : public Backend {
       const T* ps = src.data<T>();
       T* pd = dst.data<T>();
       for (int64_t a = 0; a < A; ++a)
-        for (int64_t b = 0; b < B; ++b) std::memcpy(pd + (b * A + a) * S, ps + (a * B + b) * S, sizeof(T) * S);
+        for (int64_t b = 0; b < B; ++b) {
+          const int64_t run = (b * A + a) * S;  // dst [B, A, S]: a run of S elements from src [A, B, S]
+          std::memcpy(pd + run, ps + math::permute_source(run, A, B, S), sizeof(T) * S);
+        }
     });
   }
 
@@ -263,26 +273,22 @@ class CpuBackend final : public Backend {
       const T* px = x.data<T>();
       T* py = y.data<T>();
       // PyTorch CPU folds the affine transform: y = x * alpha + shift, alpha = invstd * gamma.
-      std::vector<T> alpha(static_cast<size_t>(C)), shift(static_cast<size_t>(C));
-      for (int64_t c = 0; c < C; ++c) {
-        alpha[static_cast<size_t>(c)] = invstd.data<T>()[c] * gamma.data<T>()[c];
-        shift[static_cast<size_t>(c)] = beta.data<T>()[c] - mean.data<T>()[c] * alpha[static_cast<size_t>(c)];
-      }
+      std::vector<math::BnAffine<T>> affine(static_cast<size_t>(C));
+      for (int64_t c = 0; c < C; ++c)
+        affine[static_cast<size_t>(c)] =
+            math::bn_fold_affine(mean.data<T>()[c], invstd.data<T>()[c], gamma.data<T>()[c], beta.data<T>()[c]);
+      const math::BnAffine<T>* a = affine.data();
       if (S == 1) {
-        const T* a = alpha.data();
-        const T* b = shift.data();
         for (int64_t r = 0; r < R; ++r)
-          for (int64_t c = 0; c < C; ++c) py[r * C + c] = px[r * C + c] * a[c] + b[c];
+          for (int64_t c = 0; c < C; ++c) py[r * C + c] = math::bn_apply_affine(px[r * C + c], a[c]);
         return;
       }
-      for (int64_t c = 0; c < C; ++c) {
-        const T alpha_c = alpha[static_cast<size_t>(c)], shift_c = shift[static_cast<size_t>(c)];
+      for (int64_t c = 0; c < C; ++c)
         for (int64_t r = 0; r < R; ++r) {
           const T* in = px + (r * C + c) * S;
           T* out = py + (r * C + c) * S;
-          for (int64_t s = 0; s < S; ++s) out[s] = in[s] * alpha_c + shift_c;
+          for (int64_t s = 0; s < S; ++s) out[s] = math::bn_apply_affine(in[s], a[c]);
         }
-      }
     });
   }
 
@@ -330,32 +336,31 @@ class CpuBackend final : public Backend {
       const T* px = x.data<T>();
       const T* pdy = dy.data<T>();
       T* pdx = dx.data<T>();
-      std::vector<T> mv(static_cast<size_t>(C)), mdy(static_cast<size_t>(C)), pr(static_cast<size_t>(C)), sc(static_cast<size_t>(C));
+      // Per channel: the mean and the three terms of math::bn_backward_elemt, in the tensor's dtype.
+      std::vector<T> mv(static_cast<size_t>(C));
+      std::vector<math::BnBackwardTerms<T>> terms(static_cast<size_t>(C));
       for (int64_t c = 0; c < C; ++c) {
-        const T is = invstd.data<T>()[c];
         mv[static_cast<size_t>(c)] = mean.data<T>()[c];
-        mdy[static_cast<size_t>(c)] = static_cast<T>(sum_dy.data<T>()[c] / count);
-        pr[static_cast<size_t>(c)] = static_cast<T>(sum_dy_xmu.data<T>()[c] / count) * is * is;
-        sc[static_cast<size_t>(c)] = is * gamma.data<T>()[c];
+        terms[static_cast<size_t>(c)] = math::bn_backward_terms(sum_dy.data<T>()[c], sum_dy_xmu.data<T>()[c],
+                                                                static_cast<T>(count), invstd.data<T>()[c],
+                                                                gamma.data<T>()[c]);
       }
+      const T* m = mv.data();
+      const math::BnBackwardTerms<T>* t = terms.data();
       if (S == 1) {
         for (int64_t r = 0; r < R; ++r)
           for (int64_t c = 0; c < C; ++c) {
             const int64_t i = r * C + c;
-            pdx[i] = (pdy[i] - mdy[static_cast<size_t>(c)] - (px[i] - mv[static_cast<size_t>(c)]) * pr[static_cast<size_t>(c)]) *
-                     sc[static_cast<size_t>(c)];
+            pdx[i] = math::bn_backward_elemt(pdy[i], px[i], m[c], t[c]);
           }
         return;
       }
-      for (int64_t c = 0; c < C; ++c) {
-        const T m = mv[static_cast<size_t>(c)], mean_dy = mdy[static_cast<size_t>(c)], proj = pr[static_cast<size_t>(c)],
-                scale = sc[static_cast<size_t>(c)];
+      for (int64_t c = 0; c < C; ++c)
         for (int64_t r = 0; r < R; ++r)
           for (int64_t s = 0; s < S; ++s) {
             const int64_t i = (r * C + c) * S + s;
-            pdx[i] = (pdy[i] - mean_dy - (px[i] - m) * proj) * scale;
+            pdx[i] = math::bn_backward_elemt(pdy[i], px[i], m[c], t[c]);
           }
-      }
     });
   }
 
@@ -395,7 +400,7 @@ class CpuBackend final : public Backend {
     dispatch_float(var_b.dtype(), "batch_norm", [&](auto* tag) {
       using T = std::remove_pointer_t<decltype(tag)>;
       for (int64_t c = 0, C = var_b.numel(); c < C; ++c)
-        invstd.data<T>()[c] = static_cast<T>(1.0 / std::sqrt(static_cast<double>(var_b.data<T>()[c]) + eps));
+        invstd.data<T>()[c] = static_cast<T>(math::bn_invstd(static_cast<double>(var_b.data<T>()[c]), eps));
     });
   }
 
@@ -406,9 +411,9 @@ class CpuBackend final : public Backend {
       for (int64_t c = 0, C = mean.numel(); c < C; ++c) {
         T& rm = running_mean.data<T>()[c];
         T& rv = running_var.data<T>()[c];
-        const double unbiased = static_cast<double>(var_b.data<T>()[c]) * n / (n - 1);
-        rm = static_cast<T>(momentum * mean.data<T>()[c] + (1 - momentum) * rm);
-        rv = static_cast<T>(momentum * unbiased + (1 - momentum) * rv);
+        const double unbiased = math::bn_unbiased_var(static_cast<double>(var_b.data<T>()[c]), n);
+        rm = static_cast<T>(math::bn_running_update<double>(rm, mean.data<T>()[c], momentum));
+        rv = static_cast<T>(math::bn_running_update<double>(rv, unbiased, momentum));
       }
     });
   }
@@ -421,23 +426,32 @@ class CpuBackend final : public Backend {
       const T* pl = logits.data<T>();
       const int64_t* pt = target.data<int64_t>();
       T* pd = dlogits.data<T>();
+      // Rows with target ignore_index (-100) count for nothing: the mean is over the others.
+      int64_t counted = 0;
+      for (int64_t i = 0; i < N; ++i) {
+        const math::TargetKind kind = math::classify_target(pt[i], K);
+        if (kind == math::TargetKind::OutOfRange)
+          throw Error("Target " + std::to_string(pt[i]) + " is out of bounds.", "IndexError");
+        counted += kind == math::TargetKind::Counted;
+      }
+      const double scale = grad_scale / static_cast<double>(counted);
       double total = 0;
       for (int64_t i = 0; i < N; ++i) {
         const int64_t t = pt[i];
-        if (t < 0 || t >= K)
-          throw Error("Target " + std::to_string(t) + " is out of bounds.", "IndexError");
+        if (t == kIgnoreIndex) {
+          std::fill_n(pd + i * K, K, T(0));
+          continue;
+        }
         const T* row = pl + i * K;
         T mx = row[0];
         for (int64_t k = 1; k < K; ++k) mx = std::max(mx, row[k]);
         double se = 0;
         for (int64_t k = 0; k < K; ++k) se += std::exp(static_cast<double>(row[k] - mx));
         const double lse = std::log(se) + mx;
-        total += lse - row[t];
-        const double s = grad_scale / static_cast<double>(N);
-        for (int64_t k = 0; k < K; ++k)
-          pd[i * K + k] = static_cast<T>((std::exp(static_cast<double>(row[k]) - lse) - (k == t ? 1.0 : 0.0)) * s);
+        total += math::ce_row_loss(lse, row[t]);
+        for (int64_t k = 0; k < K; ++k) pd[i * K + k] = static_cast<T>(math::ce_grad(row[k], lse, k == t, scale));
       }
-      loss_out.data<T>()[0] = static_cast<T>(total / static_cast<double>(N));
+      loss_out.data<T>()[0] = static_cast<T>(math::ce_mean(total, counted));
     });
   }
 
@@ -450,21 +464,11 @@ class CpuBackend final : public Backend {
       T* buf = momentum != 0 ? momentum_buf.data<T>() : nullptr;
       const T wd = static_cast<T>(weight_decay), mom = static_cast<T>(momentum), step = static_cast<T>(lr);
       const int64_t n = param.numel();
-      // Separate loops per case so each one vectorises.
-      if (!buf && weight_decay == 0) {
-        for (int64_t i = 0; i < n; ++i) p[i] -= step * g[i];
-      } else if (!buf) {
-        for (int64_t i = 0; i < n; ++i) p[i] -= step * (g[i] + wd * p[i]);
-      } else if (first_step) {
-        for (int64_t i = 0; i < n; ++i) {
-          buf[i] = g[i] + wd * p[i];
-          p[i] -= step * buf[i];
-        }
+      // One loop per case (the flags are loop-invariant), so each one vectorises.
+      if (!buf) {
+        for (int64_t i = 0; i < n; ++i) math::sgd_update<T>(p[i], g[i], nullptr, step, mom, wd, first_step);
       } else {
-        for (int64_t i = 0; i < n; ++i) {
-          buf[i] = mom * buf[i] + (g[i] + wd * p[i]);
-          p[i] -= step * buf[i];
-        }
+        for (int64_t i = 0; i < n; ++i) math::sgd_update<T>(p[i], g[i], buf + i, step, mom, wd, first_step);
       }
     });
   }
