@@ -1,5 +1,6 @@
 #include "kernels/bn_backward_elemt.h"
 #include "kernels/common.cuh"
+#include "kernels/math/batchnorm.h"
 
 namespace dpv::kernels {
 namespace {
@@ -8,15 +9,12 @@ template <typename T>
 __global__ void bn_backward_elemt_kernel(const T* __restrict__ dy, const T* __restrict__ x, const T* mean,
                                          const T* invstd, const T* gamma, const T* sum_dy, const T* sum_dy_xmu,
                                          double count, T* __restrict__ dx, int64_t C, int64_t S, int64_t total) {
-  for (int64_t i = detail::global_thread(); i < total; i += detail::grid_threads()) {
+  detail::for_each_index(total, [&](int64_t i) {
     const int64_t c = (i / S) % C;
-    const double is = static_cast<double>(invstd[c]);
     const double g = gamma ? static_cast<double>(gamma[c]) : 1.0;
-    const double mean_dy = static_cast<double>(sum_dy[c]) / count;
-    const double mean_dy_xmu = static_cast<double>(sum_dy_xmu[c]) / count;
-    const double xmu = static_cast<double>(x[i]) - static_cast<double>(mean[c]);
-    dx[i] = static_cast<T>((static_cast<double>(dy[i]) - mean_dy - xmu * is * is * mean_dy_xmu) * is * g);
-  }
+    const math::BnBackwardTerms<double> t = math::bn_backward_terms<double>(sum_dy[c], sum_dy_xmu[c], count, invstd[c], g);
+    dx[i] = static_cast<T>(math::bn_backward_elemt<double>(dy[i], x[i], mean[c], t));
+  });
 }
 
 template <typename T>

@@ -1,13 +1,13 @@
 #include "kernels/bn_invstd.h"
 #include "kernels/common.cuh"
+#include "kernels/math/batchnorm.h"
 
 namespace dpv::kernels {
 namespace {
 
 template <typename T>
 __global__ void bn_invstd_kernel(const T* var_b, double eps, T* invstd, int64_t C) {
-  for (int64_t c = detail::global_thread(); c < C; c += detail::grid_threads())
-    invstd[c] = static_cast<T>(1.0 / sqrt(static_cast<double>(var_b[c]) + eps));
+  detail::for_each_index(C, [&](int64_t c) { invstd[c] = static_cast<T>(math::bn_invstd<double>(var_b[c], eps)); });
 }
 
 template <typename T>

@@ -1,5 +1,6 @@
 #include "kernels/bn_normalize.h"
 #include "kernels/common.cuh"
+#include "kernels/math/batchnorm.h"
 
 namespace dpv::kernels {
 namespace {
@@ -7,13 +8,12 @@ namespace {
 template <typename T>
 __global__ void bn_normalize_kernel(const T* __restrict__ x, const T* mean, const T* invstd, const T* gamma,
                                     const T* beta, T* __restrict__ y, int64_t C, int64_t S, int64_t total) {
-  for (int64_t i = detail::global_thread(); i < total; i += detail::grid_threads()) {
+  detail::for_each_index(total, [&](int64_t i) {
     const int64_t c = (i / S) % C;
     const double g = gamma ? static_cast<double>(gamma[c]) : 1.0;
     const double b = beta ? static_cast<double>(beta[c]) : 0.0;
-    const double xhat = (static_cast<double>(x[i]) - static_cast<double>(mean[c])) * static_cast<double>(invstd[c]);
-    y[i] = static_cast<T>(xhat * g + b);
-  }
+    y[i] = static_cast<T>(math::bn_normalize<double>(x[i], mean[c], invstd[c], g, b));
+  });
 }
 
 template <typename T>

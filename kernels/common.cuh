@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/math/indexing.h"
+
 namespace dpv::kernels::detail {
 
 constexpr int kThreads = 256;            // threads per block for element-wise kernels
@@ -13,11 +15,15 @@ constexpr int kColumnRows = 8;           // rows per block in the column layout
 
 inline cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
 
-// Blocks for a grid-stride loop over n elements: one thread per element up to a cap that
-// keeps every multiprocessor busy; beyond it each thread takes several elements.
+// The most blocks a grid-stride launch uses on the current GPU: kBlocksPerSm per multiprocessor,
+// read from the device once per GPU (device_limits.cu).
+constexpr int64_t kBlocksPerSm = 64;
+int64_t max_grid_blocks();
+
+// Blocks for a grid-stride loop over n elements (math::grid_blocks): one thread per element up to
+// the cap that keeps every multiprocessor busy; beyond it each thread takes several elements.
 inline unsigned grid_for(int64_t n, int threads = kThreads) {
-  const int64_t blocks = (n + threads - 1) / threads;
-  return static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, 132 * 64));
+  return static_cast<unsigned>(math::grid_blocks(n, threads, max_grid_blocks()));
 }
 
 // The launch status as the int the launchers return (0: accepted).
@@ -25,6 +31,12 @@ inline int launch_status() { return static_cast<int>(cudaGetLastError()); }
 
 __device__ inline int64_t global_thread() { return blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; }
 __device__ inline int64_t grid_threads() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+
+// for i in this thread's share of [0, n): the grid-stride loop of every element-wise kernel.
+template <typename F>
+__device__ inline void for_each_index(int64_t n, F&& f) {
+  math::grid_stride(global_thread(), grid_threads(), n, f);
+}
 
 // Sums K values over a 1-D block (blockDim.x a multiple of 32, at most 1024); every thread gets
 // the totals. The order of additions is fixed, so results are deterministic.

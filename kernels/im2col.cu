@@ -1,5 +1,6 @@
 #include "kernels/common.cuh"
 #include "kernels/im2col.h"
+#include "kernels/math/indexing.h"
 
 namespace dpv::kernels {
 namespace {
@@ -7,51 +8,25 @@ namespace {
 // One thread per col element [n, (c, ki, kj), (oh, ow)].
 template <typename T>
 __global__ void im2col_kernel(const T* __restrict__ x, T* __restrict__ col, ConvShape g, int64_t total) {
-  const int64_t P = g.OH * g.OW;
-  const int64_t K = g.C * g.kh * g.kw;
-  for (int64_t i = detail::global_thread(); i < total; i += detail::grid_threads()) {
-    const int64_t p = i % P;
-    const int64_t row = (i / P) % K;
-    const int64_t n = i / (P * K);
-    const int64_t kj = row % g.kw;
-    const int64_t ki = (row / g.kw) % g.kh;
-    const int64_t c = row / (g.kw * g.kh);
-    const int64_t oh = p / g.OW, ow = p % g.OW;
-    const int64_t ih = oh * g.stride - g.pad + ki;
-    const int64_t iw = ow * g.stride - g.pad + kj;
-    const bool inside = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
-    col[i] = inside ? x[((n * g.C + c) * g.H + ih) * g.W + iw] : T(0);
-  }
+  detail::for_each_index(total, [&](int64_t i) {
+    const int64_t src = math::im2col_source(i, g);
+    col[i] = src >= 0 ? x[src] : T(0);
+  });
 }
 
 // One thread per dx element: gathers the col entries that read it (no atomics, so the sum order
-// is fixed: ki, then kj, ascending).
+// is fixed: ki, then kj, ascending, the order the CPU backend's scatter adds them in).
 template <typename T>
 __global__ void col2im_kernel(const T* __restrict__ col, T* __restrict__ dx, ConvShape g, int64_t total) {
-  const int64_t P = g.OH * g.OW;
-  const int64_t K = g.C * g.kh * g.kw;
-  for (int64_t i = detail::global_thread(); i < total; i += detail::grid_threads()) {
-    const int64_t iw = i % g.W;
-    const int64_t ih = (i / g.W) % g.H;
-    const int64_t c = (i / (g.W * g.H)) % g.C;
-    const int64_t n = i / (g.W * g.H * g.C);
+  detail::for_each_index(total, [&](int64_t i) {
     T sum = T(0);
-    for (int64_t ki = 0; ki < g.kh; ++ki) {
-      const int64_t oh_s = ih + g.pad - ki;  // = oh * stride when this pixel is read by tap ki
-      if (oh_s < 0 || oh_s % g.stride != 0) continue;
-      const int64_t oh = oh_s / g.stride;
-      if (oh >= g.OH) continue;
+    for (int64_t ki = 0; ki < g.kh; ++ki)
       for (int64_t kj = 0; kj < g.kw; ++kj) {
-        const int64_t ow_s = iw + g.pad - kj;
-        if (ow_s < 0 || ow_s % g.stride != 0) continue;
-        const int64_t ow = ow_s / g.stride;
-        if (ow >= g.OW) continue;
-        const int64_t row = (c * g.kh + ki) * g.kw + kj;
-        sum += col[(n * K + row) * P + oh * g.OW + ow];
+        const int64_t src = math::col2im_source(i, ki, kj, g);
+        if (src >= 0) sum += col[src];
       }
-    }
     dx[i] = sum;
-  }
+  });
 }
 
 template <typename T>

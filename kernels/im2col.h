@@ -3,12 +3,11 @@
 // col2im writes dx [N, C, H, W] = the sum of every col entry that read each input pixel
 // (dx is overwritten, not accumulated into). Row index of col: (c*kh + ki)*kw + kj.
 #include "kernels/launch.h"
+#include "kernels/math/indexing.h"
 
 namespace dpv::kernels {
 
-struct ConvShape {
-  int64_t N, C, H, W, kh, kw, stride, pad, OH, OW;
-};
+using ConvShape = math::ConvShape;  // index helpers: kernels/math/indexing.h
 
 int im2col(const float* x, float* col, const ConvShape& g, void* stream);
 int im2col(const double* x, double* col, const ConvShape& g, void* stream);

@@ -1,4 +1,5 @@
 #include "kernels/common.cuh"
+#include "kernels/math/indexing.h"
 #include "kernels/permute_nos.h"
 
 namespace dpv::kernels {
@@ -8,12 +9,7 @@ namespace {
 template <typename T>
 __global__ void permute_nos_kernel(const T* __restrict__ src, T* __restrict__ dst, int64_t A, int64_t B, int64_t S,
                                    int64_t total) {
-  for (int64_t i = detail::global_thread(); i < total; i += detail::grid_threads()) {
-    const int64_t s = i % S;
-    const int64_t a = (i / S) % A;
-    const int64_t b = i / (S * A);
-    dst[i] = src[(a * B + b) * S + s];
-  }
+  detail::for_each_index(total, [&](int64_t i) { dst[i] = src[math::permute_source(i, A, B, S)]; });
 }
 
 template <typename T>

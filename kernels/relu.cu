@@ -1,4 +1,5 @@
 #include "kernels/common.cuh"
+#include "kernels/math/elementwise.h"
 #include "kernels/relu.h"
 
 namespace dpv::kernels {
@@ -6,16 +7,12 @@ namespace {
 
 template <typename T>
 __global__ void relu_forward_kernel(const T* x, T* y, int64_t n) {
-  // PyTorch's relu (clamp_min) propagates NaN, hence the v != v.
-  for (int64_t i = detail::global_thread(); i < n; i += detail::grid_threads()) {
-    const T v = x[i];
-    y[i] = (v > T(0) || v != v) ? v : T(0);
-  }
+  detail::for_each_index(n, [&](int64_t i) { y[i] = math::relu(x[i]); });
 }
 
 template <typename T>
 __global__ void relu_backward_kernel(const T* y, const T* dy, T* dx, int64_t n) {
-  for (int64_t i = detail::global_thread(); i < n; i += detail::grid_threads()) dx[i] = y[i] > T(0) ? dy[i] : T(0);
+  detail::for_each_index(n, [&](int64_t i) { dx[i] = math::relu_backward(y[i], dy[i]); });
 }
 
 template <typename T>

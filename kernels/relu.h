@@ -1,5 +1,6 @@
 #pragma once
-// ReLU: y = max(x, 0); backward dx = dy where y > 0 else 0 (PyTorch's threshold_backward on the output).
+// ReLU: y = max(x, 0) with relu(nan) = nan; backward dx = 0 where y <= 0 else dy (PyTorch's
+// threshold_backward on the output). Per element: kernels/math/elementwise.h.
 #include "kernels/launch.h"
 
 namespace dpv::kernels {

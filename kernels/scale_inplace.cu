@@ -1,4 +1,5 @@
 #include "kernels/common.cuh"
+#include "kernels/math/elementwise.h"
 #include "kernels/scale_inplace.h"
 
 namespace dpv::kernels {
@@ -6,7 +7,7 @@ namespace {
 
 template <typename T>
 __global__ void scale_inplace_kernel(T* x, int64_t n, T alpha) {
-  for (int64_t i = detail::global_thread(); i < n; i += detail::grid_threads()) x[i] *= alpha;
+  detail::for_each_index(n, [&](int64_t i) { x[i] = math::scale(x[i], alpha); });
 }
 
 template <typename T>

@@ -1,4 +1,5 @@
 #include "kernels/common.cuh"
+#include "kernels/math/elementwise.h"
 #include "kernels/sgd_update.h"
 
 namespace dpv::kernels {
@@ -8,16 +9,9 @@ namespace {
 template <typename T>
 __global__ void sgd_update_kernel(T* __restrict__ param, const T* __restrict__ grad, T* __restrict__ buf, int64_t n,
                                   T lr, T momentum, T weight_decay, bool use_momentum, bool first_step) {
-  for (int64_t i = detail::global_thread(); i < n; i += detail::grid_threads()) {
-    T d = grad[i];
-    if (weight_decay != T(0)) d += weight_decay * param[i];
-    if (use_momentum) {
-      const T b = first_step ? d : momentum * buf[i] + d;
-      buf[i] = b;
-      d = b;
-    }
-    param[i] -= lr * d;
-  }
+  detail::for_each_index(n, [&](int64_t i) {
+    math::sgd_update<T>(param[i], grad[i], use_momentum ? buf + i : nullptr, lr, momentum, weight_decay, first_step);
+  });
 }
 
 template <typename T>

@@ -17,6 +17,7 @@
 #include "kernels/add_inplace.h"
 #include "kernels/fill.h"
 #include "kernels/im2col.h"
+#include "kernels/math/gemm_mapping.h"
 #include "kernels/permute_nos.h"
 #include "kernels/relu.h"
 #include "kernels/scale_inplace.h"
@@ -72,7 +73,6 @@ CudaBackend::~CudaBackend() {
   // Destructors must not throw: errors here (a GPU already in a failed state) are ignored.
   cudaSetDevice(ordinal_);
   if (stream_) cudaStreamSynchronize(stream_);
-  if (scratch_) cudaFree(scratch_);
   if (host_info_) cudaFreeHost(host_info_);
   if (anchor_) cudaEventDestroy(anchor_);
   if (tick_) cudaEventDestroy(tick_);
@@ -121,10 +121,15 @@ void* CudaBackend::allocate(size_t bytes) {
     if (cudaDeviceGetDefaultMemPool(&pool, ordinal_) == cudaSuccess) cudaMemPoolTrimTo(pool, 0);
     status = cudaMallocAsync(&ptr, bytes, stream_);
   }
-  if (status == cudaErrorMemoryAllocation) {
+  size_t free_bytes = 0, total_bytes = 0;
+  if (status != cudaSuccess) {
     cudaGetLastError();
-    size_t free_bytes = 0, total_bytes = 0;
     cudaMemGetInfo(&free_bytes, &total_bytes);
+    cudaGetLastError();
+  }
+  // A request beyond the GPU's whole memory may fail as cudaErrorInvalidValue instead of
+  // cudaErrorMemoryAllocation: both are the same error to the user.
+  if (status == cudaErrorMemoryAllocation || (status == cudaErrorInvalidValue && bytes > total_bytes)) {
     throw Error("CUDA out of memory on " + where() + ": tried to allocate " + gib(bytes) + "; the GPU has " +
                     gib(free_bytes) + " free of " + gib(total_bytes) +
                     " (use a smaller batch or model, or fewer virtual devices)",
@@ -210,27 +215,28 @@ void CudaBackend::gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
   const DType dt = c.dtype();
   expect(c, "gemm", "c", dt, M * N);
   if (M == 0 || N == 0) return;
-  if (K == 0) {  // as the CPU backend: C = beta * C
+  if (K == 0) {  // as the CPU backend: C = beta * C, zeros for beta = 0 (math::scale)
     scale_inplace(c, beta);
     return;
   }
   expect(a, "gemm", "a", dt, M * K);
   expect(b, "gemm", "b", dt, K * N);
   activate();
-  // Row-major C[M,N] = op(A) op(B) is column-major C^T[N,M] = op(B)^T op(A)^T: swap the operands
-  // and let each row-major matrix be read as its column-major transpose.
-  const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const int m = blas_int(N, "N"), n = blas_int(M, "M"), k = blas_int(K, "K");
-  const int ldb = blas_int(trans_b ? K : N, "ldb"), lda = blas_int(trans_a ? M : K, "lda"), ldc = m;
+  // The mapping is kernels/math/gemm_mapping.h, tested on the CPU against a naive GEMM.
+  const kernels::math::ColumnMajorGemm map = kernels::math::column_major_gemm(trans_a, trans_b, M, N, K);
+  const cublasOperation_t op_first = map.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_second = map.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int m = blas_int(map.m, "N"), n = blas_int(map.n, "M"), k = blas_int(map.k, "K");
+  const int ld_first = blas_int(map.ld_first, "ldb"), ld_second = blas_int(map.ld_second, "lda");
+  const int ldc = blas_int(map.ldc, "ldc");
   std::lock_guard<std::mutex> lock(blas_mutex_);
   if (dt == DType::Float32) {
     const float fa = static_cast<float>(alpha), fb = static_cast<float>(beta);
-    DPV_CUDA_CHECK(cublasSgemm(blas_, op_b, op_a, m, n, k, &fa, b.data<float>(), ldb, a.data<float>(), lda, &fb,
-                               c.data<float>(), ldc));
+    DPV_CUDA_CHECK(cublasSgemm(blas_, op_first, op_second, m, n, k, &fa, b.data<float>(), ld_first, a.data<float>(),
+                               ld_second, &fb, c.data<float>(), ldc));
   } else if (dt == DType::Float64) {
-    DPV_CUDA_CHECK(cublasDgemm(blas_, op_b, op_a, m, n, k, &alpha, b.data<double>(), ldb, a.data<double>(), lda, &beta,
-                               c.data<double>(), ldc));
+    DPV_CUDA_CHECK(cublasDgemm(blas_, op_first, op_second, m, n, k, &alpha, b.data<double>(), ld_first,
+                               a.data<double>(), ld_second, &beta, c.data<double>(), ldc));
   } else {
     throw Error("gemm expects float32 or float64 tensors, got int64");
   }
@@ -302,12 +308,6 @@ void CudaBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
 
 // --- convolution helpers
 
-namespace {
-kernels::ConvShape conv_shape(const Backend::ConvGeometry& g) {
-  return {g.N, g.C, g.H, g.W, g.kh, g.kw, g.stride, g.pad, g.OH, g.OW};
-}
-}  // namespace
-
 void CudaBackend::im2col(const Tensor& x, Tensor& col, const ConvGeometry& g) {
   if (g.stride < 1) throw Error("im2col: stride must be at least 1");
   expect(x, "im2col", "x", x.dtype(), g.N * g.C * g.H * g.W);
@@ -315,7 +315,7 @@ void CudaBackend::im2col(const Tensor& x, Tensor& col, const ConvGeometry& g) {
   activate();
   dispatch_float(x.dtype(), "im2col", [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    DPV_CUDA_CHECK(kernels::im2col(x.data<T>(), col.data<T>(), conv_shape(g), stream_));
+    DPV_CUDA_CHECK(kernels::im2col(x.data<T>(), col.data<T>(), g, stream_));
   });
 }
 
@@ -326,7 +326,7 @@ void CudaBackend::col2im(const Tensor& col, Tensor& dx, const ConvGeometry& g) {
   activate();
   dispatch_float(col.dtype(), "col2im", [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    DPV_CUDA_CHECK(kernels::col2im(col.data<T>(), dx.data<T>(), conv_shape(g), stream_));
+    DPV_CUDA_CHECK(kernels::col2im(col.data<T>(), dx.data<T>(), g, stream_));
   });
 }
 
@@ -338,19 +338,6 @@ void CudaBackend::permute_nos(const Tensor& src, Tensor& dst, int64_t A, int64_t
     using T = std::remove_pointer_t<decltype(tag)>;
     DPV_CUDA_CHECK(kernels::permute_nos(src.data<T>(), dst.data<T>(), A, B, S, stream_));
   });
-}
-
-void* CudaBackend::scratch(size_t bytes) {
-  if (bytes <= scratch_bytes_) return scratch_;
-  // Plain cudaMalloc: the buffer outlives every stream-ordered allocation; freeing the old one
-  // waits for the stream so no queued kernel still uses it.
-  DPV_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  if (scratch_) DPV_CUDA_CHECK(cudaFree(scratch_));
-  scratch_ = nullptr;
-  scratch_bytes_ = 0;
-  DPV_CUDA_CHECK(cudaMalloc(&scratch_, bytes));
-  scratch_bytes_ = bytes;
-  return scratch_;
 }
 
 }  // namespace dpv

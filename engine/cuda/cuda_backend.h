@@ -73,9 +73,6 @@ class CudaBackend final : public Backend {
   void expect(const Tensor& t, const char* op, const char* name, DType dtype, int64_t numel) const;
 
  private:
-  // A device buffer of at least `bytes` that lives as long as the backend (cross-entropy scratch).
-  void* scratch(size_t bytes);
-
   int ordinal_;
   int slot_;
   cudaStream_t stream_ = nullptr;
@@ -87,9 +84,7 @@ class CudaBackend final : public Backend {
   cudaEvent_t anchor_ = nullptr;
   cudaEvent_t tick_ = nullptr;
   double anchor_seconds_ = 0;
-  std::mutex scratch_mutex_;
-  void* scratch_ = nullptr;
-  size_t scratch_bytes_ = 0;
+  std::mutex loss_mutex_;          // guards host_info_
   int64_t* host_info_ = nullptr;  // pinned, 2 values: cross-entropy's invalid-target report
 };
 

@@ -158,15 +158,24 @@ void CudaBackend::cross_entropy(const Tensor& logits, const Tensor& target, Tens
   expect(loss_out, "cross_entropy", "loss", dt, 1);
   expect(dlogits, "cross_entropy", "grad_logits", dt, N * K);
   activate();
-  std::lock_guard<std::mutex> lock(scratch_mutex_);
-  void* workspace = scratch(static_cast<size_t>(kernels::cross_entropy_workspace_bytes(N)));
+  // Stream-ordered scratch (cudaMallocAsync from the pool), freed in stream order on every path:
+  // plain cudaMalloc/cudaFree would synchronise the whole device.
+  struct Workspace {
+    void* ptr = nullptr;
+    cudaStream_t stream;
+    ~Workspace() {
+      if (ptr && cudaFreeAsync(ptr, stream) != cudaSuccess) cudaGetLastError();
+    }
+  } workspace{nullptr, stream_};
+  DPV_CUDA_CHECK(cudaMallocAsync(&workspace.ptr, static_cast<size_t>(kernels::cross_entropy_workspace_bytes(N)), stream_));
   dispatch_float(dt, "cross_entropy", [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     DPV_CUDA_CHECK(kernels::cross_entropy(logits.data<T>(), target.data<int64_t>(), loss_out.data<T>(),
-                                          dlogits.data<T>(), N, K, grad_scale, workspace, stream_));
+                                          dlogits.data<T>(), N, K, grad_scale, workspace.ptr, stream_));
   });
   // A kernel cannot throw: it reports the first invalid target, read back here.
-  DPV_CUDA_CHECK(cudaMemcpyAsync(host_info_, kernels::cross_entropy_info(workspace, N), 2 * sizeof(int64_t),
+  std::lock_guard<std::mutex> lock(loss_mutex_);
+  DPV_CUDA_CHECK(cudaMemcpyAsync(host_info_, kernels::cross_entropy_info(workspace.ptr, N), 2 * sizeof(int64_t),
                                  cudaMemcpyDeviceToHost, stream_));
   DPV_CUDA_CHECK(cudaStreamSynchronize(stream_));
   if (host_info_[0] >= 0) throw Error("Target " + std::to_string(host_info_[1]) + " is out of bounds.", "IndexError");

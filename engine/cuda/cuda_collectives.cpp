@@ -7,11 +7,15 @@
 //    stream in rank order, so reduce_add is exactly the left fold of torch.cuda.comm.reduce_add.
 // Every call first waits for the work queued on the ranks' streams (its inputs), then times
 // itself with CUDA events recorded on each rank's stream: seconds = the slowest rank's span.
+// NCCL communicators are made before that timing starts (their set-up is not transfer time), each
+// group is ended by a GroupGuard even when a call inside it throws, and NCCL launches on a GPU are
+// serialised process-wide (two trainers on two threads must not interleave their groups).
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -20,6 +24,7 @@
 #include "engine/cuda/cuda_backend.h"
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/cuda_entry.h"
+#include "engine/cuda/group_guard.h"
 #include "engine/device.h"
 #include "engine/error.h"
 #include "kernels/add_inplace.h"
@@ -48,6 +53,35 @@ int add_on_stream(void* dst, const void* src, DType dt, int64_t n, cudaStream_t 
   return 0;
 }
 
+const GroupCalls& nccl_group_calls() {
+  static const GroupCalls calls{
+      [] { return static_cast<int>(ncclGroupStart()); }, [] { return static_cast<int>(ncclGroupEnd()); },
+      [](int status) { return std::string("NCCL: ") + ncclGetErrorString(static_cast<ncclResult_t>(status)); }};
+  return calls;
+}
+
+// One mutex per GPU for the whole process. A collective holds the mutexes of its GPUs, taken in
+// ascending GPU order (so two sets sharing GPUs cannot deadlock), from before its group starts
+// until its work has finished: NCCL kernels of two communicators on one GPU must not interleave.
+std::mutex& gpu_nccl_mutex(int ordinal) {
+  static std::mutex guard;
+  static std::map<int, std::unique_ptr<std::mutex>> mutexes;
+  std::lock_guard<std::mutex> lock(guard);
+  auto& m = mutexes[ordinal];
+  if (!m) m = std::make_unique<std::mutex>();
+  return *m;
+}
+
+class NcclLaunchLock {
+ public:
+  explicit NcclLaunchLock(const std::vector<int>& ascending_gpus) {
+    for (int gpu : ascending_gpus) locks_.emplace_back(gpu_nccl_mutex(gpu));
+  }
+
+ private:
+  std::vector<std::unique_lock<std::mutex>> locks_;
+};
+
 class CudaCollectives final : public Collectives {
  public:
   explicit CudaCollectives(std::shared_ptr<DeviceSet> devices) : devices_(std::move(devices)) {
@@ -63,6 +97,8 @@ class CudaCollectives final : public Collectives {
     std::sort(sorted.begin(), sorted.end());
     const bool distinct = std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
     use_nccl_ = distinct && gpus.size() >= 2;
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    gpu_set_ = sorted;
     enable_peer_access(sorted);
     start_.resize(backends_.size());
     stop_.resize(backends_.size());
@@ -90,14 +126,16 @@ class CudaCollectives final : public Collectives {
     std::lock_guard<std::mutex> lock(mutex_);
     const int n = check_bufs(bufs, "broadcast", root);
     const size_t bytes = bufs[0].nbytes();
+    std::unique_ptr<NcclLaunchLock> nccl_lock = use_nccl_ ? std::make_unique<NcclLaunchLock>(gpu_set_) : nullptr;
+    std::vector<ncclComm_t>* nccl_comms = use_nccl_ ? &comms_for(n) : nullptr;  // made before the clock starts
     const double seconds = timed(n, [&] {
       if (use_nccl_) {
-        auto& comms = comms_for(n);
-        DPV_CUDA_CHECK(ncclGroupStart());
+        auto& comms = *nccl_comms;
+        GroupGuard group(nccl_group_calls());
         for (int i = 0; i < n; ++i)
           DPV_CUDA_CHECK(ncclBroadcast(bufs[i].raw(), bufs[i].raw(), static_cast<size_t>(bufs[i].numel()),
                                        nccl_type(bufs[i].dtype()), root, comms[i], backends_[i]->stream()));
-        DPV_CUDA_CHECK(ncclGroupEnd());
+        group.end();
         return;
       }
       CudaBackend* driver = backends_[root];
@@ -112,14 +150,16 @@ class CudaCollectives final : public Collectives {
     std::lock_guard<std::mutex> lock(mutex_);
     const int n = check_bufs(bufs, "reduce_add", root);
     const size_t bytes = bufs[0].nbytes();
+    std::unique_ptr<NcclLaunchLock> nccl_lock = use_nccl_ ? std::make_unique<NcclLaunchLock>(gpu_set_) : nullptr;
+    std::vector<ncclComm_t>* nccl_comms = use_nccl_ ? &comms_for(n) : nullptr;  // made before the clock starts
     const double seconds = timed(n, [&] {
       if (use_nccl_) {
-        auto& comms = comms_for(n);
-        DPV_CUDA_CHECK(ncclGroupStart());
+        auto& comms = *nccl_comms;
+        GroupGuard group(nccl_group_calls());
         for (int i = 0; i < n; ++i)
           DPV_CUDA_CHECK(ncclReduce(bufs[i].raw(), bufs[i].raw(), static_cast<size_t>(bufs[i].numel()),
                                     nccl_type(bufs[i].dtype()), ncclSum, root, comms[i], backends_[i]->stream()));
-        DPV_CUDA_CHECK(ncclGroupEnd());
+        group.end();
         return;
       }
       fold_into(bufs, root);
@@ -131,14 +171,16 @@ class CudaCollectives final : public Collectives {
     std::lock_guard<std::mutex> lock(mutex_);
     const int n = check_bufs(bufs, "all_reduce", 0);
     const size_t bytes = bufs[0].nbytes();
+    std::unique_ptr<NcclLaunchLock> nccl_lock = use_nccl_ ? std::make_unique<NcclLaunchLock>(gpu_set_) : nullptr;
+    std::vector<ncclComm_t>* nccl_comms = use_nccl_ ? &comms_for(n) : nullptr;  // made before the clock starts
     const double seconds = timed(n, [&] {
       if (use_nccl_) {
-        auto& comms = comms_for(n);
-        DPV_CUDA_CHECK(ncclGroupStart());
+        auto& comms = *nccl_comms;
+        GroupGuard group(nccl_group_calls());
         for (int i = 0; i < n; ++i)
           DPV_CUDA_CHECK(ncclAllReduce(bufs[i].raw(), bufs[i].raw(), static_cast<size_t>(bufs[i].numel()),
                                        nccl_type(bufs[i].dtype()), ncclSum, comms[i], backends_[i]->stream()));
-        DPV_CUDA_CHECK(ncclGroupEnd());
+        group.end();
         return;
       }
       // Sum in rank order onto rank 0, then copy the sum back out: every rank gets the same bits.
@@ -161,14 +203,16 @@ class CudaCollectives final : public Collectives {
         throw Error("all_gather: output " + std::to_string(i) + " must be a " + dtype_name(in[0].dtype()) + " tensor of " +
                     std::to_string(in[0].numel() * n) + " elements on device " + std::to_string(i));
     }
+    std::unique_ptr<NcclLaunchLock> nccl_lock = use_nccl_ ? std::make_unique<NcclLaunchLock>(gpu_set_) : nullptr;
+    std::vector<ncclComm_t>* nccl_comms = use_nccl_ ? &comms_for(n) : nullptr;  // made before the clock starts
     const double seconds = timed(n, [&] {
       if (use_nccl_) {
-        auto& comms = comms_for(n);
-        DPV_CUDA_CHECK(ncclGroupStart());
+        auto& comms = *nccl_comms;
+        GroupGuard group(nccl_group_calls());
         for (int i = 0; i < n; ++i)
           DPV_CUDA_CHECK(ncclAllGather(in[i].raw(), out[i].raw(), static_cast<size_t>(in[i].numel()),
                                        nccl_type(in[i].dtype()), comms[i], backends_[i]->stream()));
-        DPV_CUDA_CHECK(ncclGroupEnd());
+        group.end();
         return;
       }
       CudaBackend* driver = backends_[0];
@@ -203,9 +247,11 @@ class CudaCollectives final : public Collectives {
     return n;
   }
 
-  void enable_peer_access(const std::vector<int>& gpus) {
-    std::vector<int> unique = gpus;
-    unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
+  // Peer access for every peer-capable pair (a reads and writes b's memory), for plain
+  // allocations (cudaDeviceEnablePeerAccess) and for the stream-ordered pool every tensor comes
+  // from (cudaMemPoolSetAccess: peer access does not cover pools). Without it a cross-GPU copy of
+  // pool memory may be staged through the host.
+  void enable_peer_access(const std::vector<int>& unique) {
     for (int a : unique)
       for (int b : unique) {
         if (a == b) continue;
@@ -218,6 +264,13 @@ class CudaCollectives final : public Collectives {
           cudaGetLastError();
         else
           DPV_CUDA_CHECK(status);
+        cudaMemPool_t pool_b = nullptr;
+        DPV_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool_b, b));
+        cudaMemAccessDesc access{};
+        access.location.type = cudaMemLocationTypeDevice;
+        access.location.id = a;
+        access.flags = cudaMemAccessFlagsProtReadWrite;
+        DPV_CUDA_CHECK(cudaMemPoolSetAccess(pool_b, &access, 1));
       }
   }
 
@@ -302,6 +355,7 @@ class CudaCollectives final : public Collectives {
   std::shared_ptr<DeviceSet> devices_;
   std::vector<CudaBackend*> backends_;
   bool use_nccl_ = false;
+  std::vector<int> gpu_set_;  // the set's GPUs, ascending, each once
   std::map<int, std::vector<ncclComm_t>> comms_;
   std::vector<cudaEvent_t> start_, stop_;
   std::mutex mutex_;

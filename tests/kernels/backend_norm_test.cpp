@@ -88,10 +88,14 @@ TEST_P(NormParity, GatherStatsMergesRanksInOrder) {
   EXPECT_TRUE(close(grm, rm, t)) << "running_mean";
   EXPECT_TRUE(close(grv, rv, t)) << "running_var";
 
-  // Without running statistics (track_running_stats=False) the merge still runs.
+  // Without running statistics (track_running_stats=False) the merge still runs. The outputs
+  // start as NaN, so a call that wrote nothing cannot pass on the first call's results.
   Tensor none;
+  gmean = Tensor::full({kC}, dt(), std::nan(""), gpu());
+  ginvstd = Tensor::full({kC}, dt(), std::nan(""), gpu());
   gpu_be().bn_gather_stats(to_gpu(mean_all), to_gpu(invstd_all), counts, 1e-5, 0.1, none, none, gmean, ginvstd, W, kC);
-  EXPECT_TRUE(close(gmean, mean, t));
+  EXPECT_TRUE(close(gmean, mean, t)) << "mean without running statistics";
+  EXPECT_TRUE(close(ginvstd, invstd, t)) << "invstd without running statistics";
 }
 
 TEST_P(NormParity, CrossEntropy) {
@@ -117,7 +121,8 @@ TEST_P(NormParity, CrossEntropyTargetOutOfRangeIsAnError) {
   const int64_t N = 9, K = 5;
   Tensor logits = Tensor::zeros({N, K}, dt(), gpu());
   Tensor loss = Tensor::empty({1}, dt(), gpu()), dlogits = Tensor::empty({N, K}, dt(), gpu());
-  for (int64_t bad : {int64_t{5}, int64_t{-1}, int64_t{-100}}) {
+  // -100 is ignore_index, not an error; -101 and -1 are.
+  for (int64_t bad : {int64_t{5}, int64_t{-1}, int64_t{-101}}) {
     std::vector<int64_t> t(N, 1);
     t[6] = bad;
     Tensor target = Tensor::from_int64({N}, t).to(gpu());

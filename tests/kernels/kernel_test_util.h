@@ -26,11 +26,25 @@
 
 namespace dpv::test {
 
-// One GPU device (cuda:0) shared by the tests of a binary.
+// One GPU device (cuda:0) shared by the tests of a binary, made on first use.
+inline std::shared_ptr<DeviceSet>& gpu_set_slot() {
+  static std::shared_ptr<DeviceSet> set;
+  return set;
+}
 inline std::shared_ptr<Device> gpu() {
-  static std::shared_ptr<DeviceSet> set = DeviceSet::create("cuda:0");
+  auto& set = gpu_set_slot();
+  if (!set) set = DeviceSet::create("cuda:0");
   return set->shared(0);
 }
+
+// Releases that device (its stream, events and cuBLAS handle) after the last test, while the CUDA
+// runtime is still up: destroying a cuBLAS handle during static teardown, after the runtime has
+// begun to unload, is undefined.
+class ReleaseGpuAfterTests : public ::testing::Environment {
+ public:
+  void TearDown() override { gpu_set_slot().reset(); }
+};
+inline const bool gpu_release_registered = (::testing::AddGlobalTestEnvironment(new ReleaseGpuAfterTests), true);
 
 inline Backend& cpu_backend() {
   static std::unique_ptr<Backend> be = make_cpu_backend();
