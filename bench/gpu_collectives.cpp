@@ -45,17 +45,20 @@ int main(int argc, char** argv) {
     std::vector<Tensor> bufs, gathered;
     for (int i = 0; i < k; ++i) bufs.push_back(Tensor::full({n}, DType::Float32, 1.0, devices->shared(i)));
 
-    // The yardstick: one device-to-device copy of the same size on device 0 (bytes read + written
-    // count once each way, as the nccl-tests "size" does: algbw = size / time).
-    Tensor a = Tensor::zeros({n}, DType::Float32, devices->shared(0));
-    Tensor b = Tensor::zeros({n}, DType::Float32, devices->shared(0));
-    Backend& be = (*devices)[0].backend();
-    a.copy_from(b);
-    const double copy_s = best_of(10, [&] {
-      const double t0 = be.now();
-      a.copy_from(b);
-      return be.now() - t0;
-    });
+    // The yardstick: one device-to-device copy of the same size on the first device's GPU (bytes
+    // read + written count once each way, as the nccl-tests "size" does: algbw = size / time).
+    // It is a broadcast between two virtual devices of that GPU, which the collectives time with
+    // CUDA events around a single cudaMemcpyAsync: no host gap inside the timing, as PyTorch's
+    // torch.cuda.Event timing of a.copy_(b) in gpu_vs_pytorch.py.
+    const Device& first = (*devices)[0];
+    const std::string copy_spec =
+        first.kind() == DeviceKind::Cuda ? "cuda:" + std::to_string(first.physical()) + "x2" : "cpu:2";
+    auto copy_devices = DeviceSet::create(copy_spec);
+    auto copy_coll = make_collectives(copy_devices);
+    std::vector<Tensor> pair{Tensor::zeros({n}, DType::Float32, copy_devices->shared(0)),
+                             Tensor::zeros({n}, DType::Float32, copy_devices->shared(1))};
+    copy_coll->broadcast(pair, 0);  // warm-up
+    const double copy_s = best_of(10, [&] { return copy_coll->broadcast(pair, 0).seconds; });
     const double bytes = static_cast<double>(n) * 4;
     std::printf("devices %s (%d ranks, transport: %s), buffer %lld MiB float32\n", spec.c_str(), k,
                 coll->transport().c_str(), static_cast<long long>(mib));

@@ -75,7 +75,7 @@ Iteration::Iteration(Trainer& trainer, const Tensor& input, const Tensor& target
   chunks_ = chunk_sizes(input.dim(0), k);
   impl_ = std::make_unique<Impl>(*this, trainer);
   impl_->input_dev0 = input.device() == &trainer.devices()[0] ? input : input.to(trainer.devices().shared(0));
-  impl_->target_dev0 = target.to(trainer.devices().shared(0));
+  impl_->target_dev0 = target.device() == &trainer.devices()[0] ? target : target.to(trainer.devices().shared(0));
 
   const bool multi = k > 1;
   const int L = model.num_layers();

@@ -272,8 +272,9 @@ void Iteration::Impl::loss(StageEvent& e) {
   busy_end[0] = now();
   it.loss_ = loss_tensor.item();
   e.loss = it.loss_;
-  e.summary = "CrossEntropyLoss (mean over all " + std::to_string(it.output_.dim(0)) +
-              " samples) is computed once, on device 0, from the gathered output: a 0-dim tensor.";
+  e.summary = "CrossEntropyLoss (mean over the " + std::to_string(it.output_.dim(0)) +
+              " samples, leaving out any whose target is -100, the ignore_index) is computed once, on device 0, "
+              "from the gathered output: a 0-dim tensor.";
 }
 
 }  // namespace dpv
