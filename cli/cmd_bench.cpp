@@ -208,7 +208,10 @@ void add_bench_command(CLI::App& app, Action& run) {
   sub->add_option("--stage-iters", o->stage_iters, "Iterations observed for the per-stage times")->capture_default_str()->check(at_least(0));
   sub->add_option("--json", o->json, "Write the figures as JSON");
   sub->add_option("--seed", o->seed, "Seed for weights and data")->capture_default_str();
-  sub->callback([o, &run] { run = [o] { run_bench(*o); }; });
+  // `dpv bench allreduce` (cmd_bench_allreduce.cpp) is a subcommand of this one and sets its own action.
+  sub->callback([o, sub, &run] {
+    if (sub->get_subcommands().empty()) run = [o] { run_bench(*o); };
+  });
 }
 
 }  // namespace dpv::cli

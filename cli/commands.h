@@ -15,5 +15,8 @@ void add_sample_command(CLI::App& app, Action& run);
 void add_step_command(CLI::App& app, Action& run);
 void add_train_command(CLI::App& app, Action& run);
 void add_bench_command(CLI::App& app, Action& run);
+void add_launch_command(CLI::App& app, Action& run);
+// `dpv bench allreduce`: registered under the bench command, so after add_bench_command.
+void add_bench_allreduce_command(CLI::App& app, Action& run);
 
 }  // namespace dpv::cli

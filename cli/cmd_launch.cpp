@@ -1,0 +1,39 @@
+// `dpv launch`: torchrun for dpv. Starts --nproc-per-node workers running the dpv subcommand
+// given after --, as ranks of a job of --nnodes x --nproc-per-node processes that meet at
+// --master-addr:--master-port (rank 0 hosts the store there). See cli/launcher.h.
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/launcher.h"
+#include "cli/validators.h"
+
+namespace dpv::cli {
+
+void add_launch_command(CLI::App& app, Action& run) {
+  auto plan = std::make_shared<LaunchPlan>();
+  auto* sub = app.add_subcommand(
+      "launch", "Run a dpv subcommand as K processes per node (torchrun's conventions): dpv launch --nproc-per-node K -- step --ddp ...");
+  sub->add_option("--nproc-per-node", plan->nproc_per_node, "Worker processes on this node (one device each)")
+      ->required()
+      ->check(at_least(1));
+  sub->add_option("--nnodes", plan->nnodes, "Nodes in the job")->capture_default_str()->check(at_least(1));
+  sub->add_option("--node-rank", plan->node_rank, "This node's index, 0 .. nnodes-1 (node 0 hosts the store)")
+      ->capture_default_str()
+      ->check(at_least(0));
+  sub->add_option("--master-addr", plan->master_addr, "Address of node 0, where rank 0 hosts the store")
+      ->capture_default_str();
+  sub->add_option("--master-port", plan->master_port, "Port of the store on node 0")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65535));
+  sub->add_option("--backend", plan->backend, "gloo (CPU ranks) or nccl (one GPU per rank)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"gloo", "nccl"}));
+  sub->add_option("--timeout", plan->timeout_s, "Seconds a rank waits for the store or a collective before failing")
+      ->capture_default_str()
+      ->check(at_least(0.001));
+  sub->add_option("--iface", plan->iface, "Network interface for Gloo (sets GLOO_SOCKET_IFNAME); default: the one that routes to the master");
+  sub->add_option("command", plan->command, "The dpv subcommand and its arguments, after --")->required();
+  sub->callback([plan, &run] { run = [plan] { run_launch(*plan); }; });
+}
+
+}  // namespace dpv::cli

@@ -1,0 +1,272 @@
+#include "cli/launcher.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <optional>
+
+#include "engine/dist/multiprocess/socket.h"
+#include "engine/error.h"
+
+extern char** environ;
+
+namespace dpv::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Signals reach the poll loop through a pipe: the handler only writes the signal number.
+int g_signal_pipe[2] = {-1, -1};
+
+void on_signal(int sig) {
+  const int saved = errno;
+  unsigned char b = static_cast<unsigned char>(sig);
+  [[maybe_unused]] ssize_t n = ::write(g_signal_pipe[1], &b, 1);
+  errno = saved;
+}
+
+struct Worker {
+  int rank = 0, local_rank = 0;
+  pid_t pid = -1;
+  int err_fd = -1;         // read end of its stderr pipe; -1 once closed
+  std::string partial;     // stderr bytes after the last newline
+  std::string last_error;  // its last "dpv: error: ..." line (or last line)
+  bool running = true;
+  int status = 0;
+};
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    return "was killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
+  }
+  return "stopped";
+}
+
+bool failed(int status) { return !(WIFEXITED(status) && WEXITSTATUS(status) == 0); }
+
+// Forwards whole lines with the rank prefix and remembers the worker's error line.
+void forward_lines(Worker& w, const char* data, size_t size) {
+  w.partial.append(data, size);
+  size_t start = 0;
+  for (size_t nl; (nl = w.partial.find('\n', start)) != std::string::npos; start = nl + 1) {
+    std::string line = w.partial.substr(start, nl - start);
+    std::cerr << "[rank " << w.rank << "] " << line << '\n';
+    const std::string tag = "dpv: error: ";
+    size_t at = line.find(tag);
+    if (at != std::string::npos) w.last_error = line.substr(at + tag.size());
+    else if (w.last_error.empty() && !line.empty()) w.last_error = line;
+  }
+  w.partial.erase(0, start);
+  std::cerr.flush();
+}
+
+void drain(Worker& w, bool until_eof) {
+  if (w.err_fd < 0) return;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(w.err_fd, buf, sizeof(buf));
+    if (n > 0) {
+      forward_lines(w, buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN && !until_eof) return;
+    if (n < 0 && errno == EAGAIN) {  // a grandchild may still hold the pipe: do not wait for it
+      return;
+    }
+    ::close(w.err_fd);  // EOF
+    w.err_fd = -1;
+    if (!w.partial.empty()) forward_lines(w, "\n", 1);
+    return;
+  }
+}
+
+std::vector<std::string> worker_environment(const LaunchPlan& plan, int rank, int local_rank) {
+  std::map<std::string, std::string> set{
+      {"RANK", std::to_string(rank)},
+      {"LOCAL_RANK", std::to_string(local_rank)},
+      {"WORLD_SIZE", std::to_string(plan.nproc_per_node * plan.nnodes)},
+      {"LOCAL_WORLD_SIZE", std::to_string(plan.nproc_per_node)},
+      {"GROUP_RANK", std::to_string(plan.node_rank)},
+      {"MASTER_ADDR", plan.master_addr},
+      {"MASTER_PORT", std::to_string(plan.master_port)},
+      {"DPV_BACKEND", plan.backend},
+      {"DPV_TIMEOUT", std::to_string(plan.timeout_s)},
+      // Each rank is one device: OpenBLAS in every worker spinning all cores would oversubscribe them.
+      {"OPENBLAS_NUM_THREADS", "1"},
+      {"OMP_NUM_THREADS", "1"},
+  };
+  if (!plan.iface.empty()) set["GLOO_SOCKET_IFNAME"] = plan.iface;
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    std::string name = kv.substr(0, kv.find('='));
+    // A launcher inside another launcher's job must not pass on the outer job's rank variables.
+    if (set.count(name) || name.rfind("OMPI_COMM_WORLD_", 0) == 0 || name.rfind("SLURM_", 0) == 0) continue;
+    env.push_back(kv);
+  }
+  for (const auto& [k, v] : set) env.push_back(k + "=" + v);
+  return env;
+}
+
+std::string self_executable() {
+  char path[4096];
+  ssize_t n = ::readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n <= 0) throw Error(std::string("cannot find this program's path (/proc/self/exe): ") + std::strerror(errno));
+  return std::string(path, static_cast<size_t>(n));
+}
+
+Worker start_worker(const LaunchPlan& plan, const std::string& exe, int local_rank) {
+  Worker w;
+  w.local_rank = local_rank;
+  w.rank = plan.node_rank * plan.nproc_per_node + local_rank;
+  std::vector<std::string> args{exe};
+  args.insert(args.end(), plan.command.begin(), plan.command.end());
+  std::vector<std::string> env = worker_environment(plan, w.rank, local_rank);
+  std::vector<char*> argv, envp;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
+  pid_t pid = ::fork();
+  if (pid < 0) throw Error(std::string("cannot start a worker (fork): ") + std::strerror(errno));
+  if (pid == 0) {
+    // Own process group: a terminal's Ctrl-C reaches the launcher only, which forwards it once.
+    ::setpgid(0, 0);
+    ::dup2(fds[1], STDERR_FILENO);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    ::signal(SIGPIPE, SIG_DFL);
+    ::execve(argv[0], argv.data(), envp.data());
+    const char* msg = "dpv: error: cannot start the worker program\n";
+    [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, msg, std::strlen(msg));
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);  // also here: no race with the first signal
+  ::close(fds[1]);
+  ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+  w.pid = pid;
+  w.err_fd = fds[0];
+  return w;
+}
+
+void signal_all(std::vector<Worker>& workers, int sig) {
+  for (Worker& w : workers)
+    if (w.running) ::kill(-w.pid, sig);
+}
+
+}  // namespace
+
+void run_launch(const LaunchPlan& plan) {
+  if (plan.command.empty())
+    throw Error("nothing to launch: give the dpv subcommand after --, e.g. `dpv launch --nproc-per-node 2 -- bench allreduce`",
+                "ValueError");
+  if (plan.node_rank >= plan.nnodes) {
+    throw Error("--node-rank " + std::to_string(plan.node_rank) + " is out of range for --nnodes " +
+                    std::to_string(plan.nnodes) + " (node ranks are 0 .. nnodes - 1)",
+                "ValueError");
+  }
+  if (plan.command[0] == "launch") throw Error("`dpv launch -- launch ...` would launch launchers; give a worker command", "ValueError");
+  // The node that hosts the store checks its port first: a port in use is an error before any worker starts.
+  if (plan.node_rank == 0) dist::listen_tcp(plan.master_addr, plan.master_port);
+
+  if (::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+    throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  struct sigaction old_int {}, old_term {};
+  ::sigaction(SIGINT, &sa, &old_int);
+  ::sigaction(SIGTERM, &sa, &old_term);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  const std::string exe = self_executable();
+  std::vector<Worker> workers;
+  std::optional<size_t> first_failure;
+  int stop_signal = 0;  // SIGINT/SIGTERM received by the launcher
+  std::optional<Clock::time_point> kill_at;
+  try {
+    for (int i = 0; i < plan.nproc_per_node; ++i) workers.push_back(start_worker(plan, exe, i));
+  } catch (...) {
+    signal_all(workers, SIGKILL);
+    for (Worker& w : workers) ::waitpid(w.pid, nullptr, 0);
+    throw;
+  }
+
+  auto begin_stop = [&](int sig) {
+    signal_all(workers, sig);
+    if (!kill_at) kill_at = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(plan.grace_s * 1000));
+  };
+
+  for (;;) {
+    size_t running = 0;
+    for (const Worker& w : workers) running += w.running;
+    if (running == 0) break;
+
+    std::vector<pollfd> fds{{g_signal_pipe[0], POLLIN, 0}};
+    for (const Worker& w : workers)
+      if (w.err_fd >= 0) fds.push_back({w.err_fd, POLLIN, 0});
+    ::poll(fds.data(), fds.size(), 50);
+
+    unsigned char sig = 0;
+    while (::read(g_signal_pipe[0], &sig, 1) == 1) {
+      if (!stop_signal) stop_signal = sig;
+      begin_stop(sig);
+    }
+    for (Worker& w : workers) drain(w, false);
+    for (size_t i = 0; i < workers.size(); ++i) {
+      Worker& w = workers[i];
+      if (!w.running) continue;
+      int status = 0;
+      pid_t r = ::waitpid(w.pid, &status, WNOHANG);
+      if (r != w.pid) continue;
+      w.running = false;
+      w.status = status;
+      ::kill(-w.pid, SIGKILL);  // anything the worker left behind in its process group
+      if (failed(status) && !first_failure && !stop_signal) {
+        first_failure = i;
+        begin_stop(SIGTERM);
+      }
+    }
+    if (kill_at && Clock::now() >= *kill_at) signal_all(workers, SIGKILL);
+  }
+  for (Worker& w : workers) drain(w, true);
+  for (Worker& w : workers)
+    if (w.err_fd >= 0) ::close(w.err_fd);
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGTERM, &old_term, nullptr);
+  ::close(g_signal_pipe[0]);
+  ::close(g_signal_pipe[1]);
+
+  if (stop_signal) {
+    throw Error(std::string("stopped by ") + (stop_signal == SIGINT ? "SIGINT (Ctrl-C)" : "SIGTERM") + ": sent it to " +
+                std::to_string(workers.size()) + " worker(s) and waited for them to exit");
+  }
+  if (first_failure) {
+    const Worker& w = workers[*first_failure];
+    int others = static_cast<int>(workers.size()) - 1;
+    throw Error("rank " + std::to_string(w.rank) + " (local rank " + std::to_string(w.local_rank) + ", pid " +
+                std::to_string(w.pid) + ") " + describe_status(w.status) +
+                (w.last_error.empty() ? std::string() : ": " + w.last_error) +
+                (others > 0 ? " (stopped the other " + std::to_string(others) + " worker(s) of this node)" : ""));
+  }
+}
+
+}  // namespace dpv::cli

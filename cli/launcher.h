@@ -1,0 +1,29 @@
+#pragma once
+// The process side of `dpv launch` (torchrun's conventions): starts this node's workers as child
+// processes of this same dpv binary, each with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
+// MASTER_ADDR and MASTER_PORT set, forwards their stderr with a "[rank r] " prefix, forwards
+// SIGINT/SIGTERM to all of them, and when one fails stops the others (SIGTERM, then SIGKILL after
+// a grace period) and reports that rank's error. It never waits forever on a dead job.
+#include <string>
+#include <vector>
+
+namespace dpv::cli {
+
+struct LaunchPlan {
+  int nproc_per_node = 1;
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  std::string backend = "gloo";  // passed to the workers as DPV_BACKEND
+  double timeout_s = 300;        // DPV_TIMEOUT: the workers' store and collective timeout
+  std::string iface;             // GLOO_SOCKET_IFNAME when not empty
+  std::vector<std::string> command;  // the dpv subcommand and its arguments
+  double grace_s = 5;            // after the first failure: time the others get to exit on SIGTERM
+};
+
+// Runs the workers to the end. Returns normally when every worker exited with status 0; throws
+// dpv::Error naming the first failed rank and its error otherwise (or the signal that stopped the job).
+void run_launch(const LaunchPlan& plan);
+
+}  // namespace dpv::cli

@@ -1,0 +1,142 @@
+// `dpv launch`: real worker processes joined by the store and Gloo on 127.0.0.1. A finished job,
+// a rank killed mid-run, SIGTERM to the launcher, a port in use, a bad or unreachable master and a
+// world-size mismatch all end within their timeouts with an error naming what went wrong.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "launch_helpers.h"
+#include "run_dpv.h"
+
+namespace dpv::testing {
+namespace {
+
+using std::chrono::seconds;
+
+TEST(Launch, TwoAndFourRanksRunTheAllReduceBenchmark) {
+  for (int ranks : {2, 4}) {
+    RunResult r = run_dpv({"launch", "--nproc-per-node", std::to_string(ranks), "--master-port",
+                           std::to_string(free_port()), "--timeout", "60", "--", "bench", "allreduce", "--max-bytes",
+                           "65536", "--iters", "3"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("over gloo, " + std::to_string(ranks) + " ranks"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("65536"), std::string::npos) << r.out;
+  }
+}
+
+TEST(Launch, AWorkerWithoutALauncherIsToldHowToStartIt) {
+  RunResult r = run_dpv({"bench", "allreduce"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("not started by a launcher"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("dpv launch --nproc-per-node K"), std::string::npos) << r.err;
+}
+
+TEST(Launch, ARankKilledMidRunEndsTheJobNamingIt) {
+  Background job({"launch", "--nproc-per-node", "2", "--master-port", std::to_string(free_port()), "--timeout", "20",
+                  "--", "bench", "allreduce", "--min-bytes", "1048576", "--max-bytes", "1048576", "--iters",
+                  "100000000", "--seconds-per-size", "1000"});
+  std::vector<int> workers = job.wait_for_children(2, seconds(20));
+  ASSERT_EQ(workers.size(), 2u) << job.finish(seconds(20)).err;
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // well into the all-reduces
+  const auto start = std::chrono::steady_clock::now();
+  ::kill(workers[1], SIGKILL);
+  RunResult r = job.finish(seconds(30));
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("dpv: error: RuntimeError: rank 1 (local rank 1, pid " + std::to_string(workers[1]) +
+                       ") was killed by signal 9"),
+            std::string::npos)
+      << r.err;
+  EXPECT_LT(took, 20.0) << "the launcher must not wait for the timeout when a rank dies";
+  for (int pid : workers) EXPECT_FALSE(process_alive(pid)) << "worker " << pid << " outlived the launcher";
+}
+
+TEST(Launch, SigtermStopsEveryWorker) {
+  Background job({"launch", "--nproc-per-node", "2", "--master-port", std::to_string(free_port()), "--timeout", "20",
+                  "--", "bench", "allreduce", "--min-bytes", "65536", "--max-bytes", "65536", "--iters",
+                  "100000000", "--seconds-per-size", "1000"});
+  std::vector<int> workers = job.wait_for_children(2, seconds(20));
+  ASSERT_EQ(workers.size(), 2u) << job.finish(seconds(20)).err;
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ::kill(job.pid(), SIGTERM);
+  RunResult r = job.finish(seconds(30));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("stopped by SIGTERM"), std::string::npos) << r.err;
+  for (int pid : workers) EXPECT_FALSE(process_alive(pid)) << "worker " << pid << " outlived the launcher";
+}
+
+TEST(Launch, PortInUseIsAClearError) {
+  ListeningPort busy;
+  RunResult r = run_dpv({"launch", "--nproc-per-node", "2", "--master-port", std::to_string(busy.port()), "--",
+                         "bench", "allreduce"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot host the store on 127.0.0.1:" + std::to_string(busy.port()) + ": the port is in use"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(Launch, BadMasterAddressIsAClearError) {
+  RunResult r = run_dpv({"launch", "--nproc-per-node", "1", "--master-addr", "no-such-host.invalid", "--", "bench",
+                         "allreduce"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot resolve the address 'no-such-host.invalid'"), std::string::npos) << r.err;
+  // A master address that is not this machine's cannot host node 0's store.
+  r = run_dpv({"launch", "--nproc-per-node", "1", "--master-addr", "192.0.2.1", "--", "bench", "allreduce"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("must be an address of the node with node rank 0"), std::string::npos) << r.err;
+}
+
+TEST(Launch, UnreachableMasterFailsWithinTheTimeout) {
+  const auto start = std::chrono::steady_clock::now();
+  RunResult r = run_dpv({"launch", "--nproc-per-node", "1", "--nnodes", "2", "--node-rank", "1", "--master-port",
+                         std::to_string(free_port()), "--timeout", "2", "--", "bench", "allreduce"});
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("rank 1 (local rank 0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("could not connect to the store at 127.0.0.1:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("within 2 s"), std::string::npos) << r.err;
+  EXPECT_LT(took, 15.0);
+}
+
+TEST(Launch, WorldSizeMismatchBetweenNodesIsAClearError) {
+  const std::string port = std::to_string(free_port());
+  Background node0({"launch", "--nproc-per-node", "1", "--nnodes", "2", "--node-rank", "0", "--master-port", port,
+                    "--timeout", "4", "--", "bench", "allreduce"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  RunResult node1 = run_dpv({"launch", "--nproc-per-node", "2", "--nnodes", "2", "--node-rank", "1", "--master-port",
+                             port, "--timeout", "4", "--", "bench", "allreduce"});
+  RunResult r0 = node0.finish(seconds(30));
+  EXPECT_EQ(node1.exit_code, 1);
+  EXPECT_NE(node1.err.find("world size mismatch: this rank was started with WORLD_SIZE=4 but rank 0 hosting the "
+                           "store has WORLD_SIZE=2"),
+            std::string::npos)
+      << node1.err;
+  EXPECT_EQ(r0.exit_code, 1) << "node 0 waits for a rank that never joins, then times out";
+  EXPECT_NE(r0.err.find("timed out"), std::string::npos) << r0.err;
+}
+
+TEST(Launch, CommandLineMistakes) {
+  RunResult r = run_dpv({"launch", "--nproc-per-node", "2"});
+  EXPECT_EQ(r.exit_code, 2);
+  r = run_dpv({"launch", "--nproc-per-node", "1", "--nnodes", "2", "--node-rank", "2", "--", "devices"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--node-rank 2 is out of range for --nnodes 2"), std::string::npos) << r.err;
+  r = run_dpv({"launch", "--nproc-per-node", "1", "--backend", "mpi", "--", "devices"});
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace dpv::testing
