@@ -16,6 +16,7 @@ void add_step_command(CLI::App& app, Action& run);
 void add_train_command(CLI::App& app, Action& run);
 void add_bench_command(CLI::App& app, Action& run);
 void add_launch_command(CLI::App& app, Action& run);
+void add_trace_command(CLI::App& app, Action& run);
 // `dpv bench allreduce`: registered under the bench command, so after add_bench_command.
 void add_bench_allreduce_command(CLI::App& app, Action& run);
 

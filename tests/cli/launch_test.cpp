@@ -140,3 +140,26 @@ TEST(Launch, CommandLineMistakes) {
 
 }  // namespace
 }  // namespace dpv::testing
+
+namespace dpv::testing {
+namespace {
+
+class TraceMergeCli : public CliTest {};
+
+TEST_F(TraceMergeCli, MergesRankTracesIntoOneFile) {
+  const std::string r0 = write_text("r0.json", R"({"traceEvents":[{"name":"forward","ph":"X","pid":1,"tid":1,"ts":0,"dur":2}]})");
+  const std::string r1 = write_text("r1.json", R"({"traceEvents":[{"name":"backward","ph":"X","pid":1,"tid":1,"ts":1,"dur":2}]})");
+  RunResult r = run_dpv({"trace", "merge", path("merged.json"), r0, r1});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(path("merged.json"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"rank 1\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"backward\""), std::string::npos) << text;
+
+  const std::string bad = write_text("bad.json", "[1, 2");
+  r = run_dpv({"trace", "merge", path("out.json"), r0, bad});
+  expect_error(r, {"bad.json is not a Chrome trace"}, path("out.json"));
+}
+
+}  // namespace
+}  // namespace dpv::testing
