@@ -175,3 +175,26 @@ TEST(GlooGroup, UnknownInterfaceIsAClearError) {
 
 }  // namespace
 }  // namespace dpv::dist
+
+#include "engine/dist/gather_bytes.h"
+
+namespace dpv::dist {
+namespace {
+
+TEST(GatherBytes, EveryRanksBlobInRankOrder) {
+  std::vector<std::vector<std::string>> got(3);
+  expect_no_errors(with_ranks(3, [&](int rank, ProcessGroup& g) {
+    std::string mine(static_cast<size_t>(rank * 1000 + 3), static_cast<char>('a' + rank));
+    if (rank == 1) mine = std::string("\0bin\xff", 5);  // any bytes, including zeros
+    got[rank] = all_gather_bytes(g, mine);
+  }));
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_EQ(got[r].size(), 3u);
+    EXPECT_EQ(got[r][0], std::string(3, 'a'));
+    EXPECT_EQ(got[r][1], std::string("\0bin\xff", 5));
+    EXPECT_EQ(got[r][2], std::string(2003, 'c'));
+  }
+}
+
+}  // namespace
+}  // namespace dpv::dist
