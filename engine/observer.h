@@ -14,7 +14,10 @@
 namespace dpv {
 
 enum class StageKind { Scatter, Replicate, Forward, Gather, Loss, GradScatter, Backward, ReduceGrads, Step };
-const char* stage_kind_name(StageKind k);  // "scatter", "replicate", "forward", ...
+// The stage names, once: the id used in traces, bench output and lesson files ("scatter",
+// "grad_scatter", ...) and the short title the app shows ("Scatter", "Grad scatter", ...).
+const char* stage_kind_name(StageKind k);
+const char* stage_kind_title(StageKind k);
 
 struct Stage {
   StageKind kind;

@@ -8,21 +8,6 @@
 
 namespace dpv {
 
-const char* stage_kind_name(StageKind k) {
-  switch (k) {
-    case StageKind::Scatter: return "scatter";
-    case StageKind::Replicate: return "replicate";
-    case StageKind::Forward: return "forward";
-    case StageKind::Gather: return "gather";
-    case StageKind::Loss: return "loss";
-    case StageKind::GradScatter: return "grad_scatter";
-    case StageKind::Backward: return "backward";
-    case StageKind::ReduceGrads: return "reduce_grads";
-    case StageKind::Step: return "step";
-  }
-  return "?";
-}
-
 std::vector<int64_t> chunk_sizes(int64_t n, int k) {
   check(k >= 1, "chunk expects `chunks` to be greater than 0, got: " + std::to_string(k));
   if (n == 0) return std::vector<int64_t>(static_cast<size_t>(k), 0);

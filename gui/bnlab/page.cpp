@@ -81,12 +81,8 @@ BatchNormLabPage::BatchNormLabPage(AppContext* context, QWidget* parent) : Page(
   loadExplanation();
   styleCallout();
 
-  thread_ = new QThread(this);
-  thread_->setObjectName(QStringLiteral("bnlab-worker"));
-  worker_ = new BnLabWorker;  // no parent: it lives on thread_ and is deleted after the thread ends
-  worker_->moveToThread(thread_);
   connectWorker();
-  thread_->start();
+  worker_.start();
 
   if (AppContext* ctx = this->context()) {
     connect(ctx, &AppContext::settingsChanged, this, &BatchNormLabPage::applySettings);
@@ -101,25 +97,21 @@ BatchNormLabPage::~BatchNormLabPage() {
   // Stop training and free the devices on the worker's own thread (it finishes the step under
   // way first), then end the thread and delete the worker, which no thread runs any more.
   resetTimer_->stop();
-  if (thread_->isRunning()) {
-    QMetaObject::invokeMethod(worker_, &BnLabWorker::shutdown, Qt::BlockingQueuedConnection);
-    thread_->quit();
-    thread_->wait();
-  }
-  delete worker_;
+  worker_.stop(&BnLabWorker::shutdown);
 }
 
 void BatchNormLabPage::connectWorker() {
-  connect(this, &BatchNormLabPage::configureRequested, worker_, &BnLabWorker::configure);
-  connect(this, &BatchNormLabPage::startRequested, worker_, &BnLabWorker::start);
-  connect(this, &BatchNormLabPage::pauseRequested, worker_, &BnLabWorker::pause);
-  connect(this, &BatchNormLabPage::stepRequested, worker_, &BnLabWorker::stepOnce);
-  connect(this, &BatchNormLabPage::stepsPerSecondRequested, worker_, &BnLabWorker::setStepsPerSecond);
-  connect(this, &BatchNormLabPage::stepLimitRequested, worker_, &BnLabWorker::setStepLimit);
-  connect(worker_, &BnLabWorker::configured, this, &BatchNormLabPage::onConfigured);
-  connect(worker_, &BnLabWorker::updated, this, &BatchNormLabPage::onUpdated);
-  connect(worker_, &BnLabWorker::runningChanged, this, &BatchNormLabPage::onRunningChanged);
-  connect(worker_, &BnLabWorker::failed, this, &BatchNormLabPage::onFailed);
+  BnLabWorker* worker = worker_.worker();
+  connect(this, &BatchNormLabPage::configureRequested, worker, &BnLabWorker::configure);
+  connect(this, &BatchNormLabPage::startRequested, worker, &BnLabWorker::start);
+  connect(this, &BatchNormLabPage::pauseRequested, worker, &BnLabWorker::pause);
+  connect(this, &BatchNormLabPage::stepRequested, worker, &BnLabWorker::stepOnce);
+  connect(this, &BatchNormLabPage::stepsPerSecondRequested, worker, &BnLabWorker::setStepsPerSecond);
+  connect(this, &BatchNormLabPage::stepLimitRequested, worker, &BnLabWorker::setStepLimit);
+  connect(worker, &BnLabWorker::configured, this, &BatchNormLabPage::onConfigured);
+  connect(worker, &BnLabWorker::updated, this, &BatchNormLabPage::onUpdated);
+  connect(worker, &BnLabWorker::runningChanged, this, &BatchNormLabPage::onRunningChanged);
+  connect(worker, &BnLabWorker::failed, this, &BatchNormLabPage::onFailed);
 }
 
 QWidget* BatchNormLabPage::buildControls() {
@@ -411,7 +403,7 @@ void BatchNormLabPage::scheduleReset() { resetTimer_->start(); }
 
 void BatchNormLabPage::reset() {
   resetTimer_->stop();
-  ++generation_;  // anything still queued from the old session is ignored from here on
+  const quint64 generation = generation_.next();  // anything still queued from the old session is ignored from here on
   running_ = false;
   configured_ = false;
   failure_.clear();
@@ -420,7 +412,7 @@ void BatchNormLabPage::reset() {
   probeModel_.clear();
   deviceLabels_.clear();
   charts_->clear(devicesSpin_->value(), dpv::chunk_sizes(batchSpin_->value(), devicesSpin_->value()));
-  emit configureRequested(config(), generation_);
+  emit configureRequested(config(), generation);
   updateCallout();
   updateButtons();
   updateStatus();
@@ -442,7 +434,7 @@ void BatchNormLabPage::stepOnce() {
 }
 
 void BatchNormLabPage::onConfigured(const BnLabInfo& info) {
-  if (info.generation != generation_) return;
+  if (!generation_.isCurrent(info.generation)) return;
   configured_ = true;
   deviceLabels_ = info.deviceLabels;
   probeError_ = info.probeError;
@@ -455,7 +447,7 @@ void BatchNormLabPage::onConfigured(const BnLabInfo& info) {
 }
 
 void BatchNormLabPage::onUpdated(const BnLabUpdate& update, quint64 generation) {
-  if (generation != generation_) return;
+  if (!generation_.isCurrent(generation)) return;
   charts_->appendSteps(update.steps);
   updateButtons();
   updateStatus();
@@ -463,7 +455,7 @@ void BatchNormLabPage::onUpdated(const BnLabUpdate& update, quint64 generation) 
 }
 
 void BatchNormLabPage::onRunningChanged(bool running, quint64 generation) {
-  if (generation != generation_) return;
+  if (!generation_.isCurrent(generation)) return;
   running_ = running;
   updateButtons();
   updateStatus();
@@ -471,7 +463,7 @@ void BatchNormLabPage::onRunningChanged(bool running, quint64 generation) {
 }
 
 void BatchNormLabPage::onFailed(const QString& model, const QString& message, quint64 generation) {
-  if (generation != generation_) return;
+  if (!generation_.isCurrent(generation)) return;
   running_ = false;
   failure_ = message;
   failureModel_ = model;

@@ -10,6 +10,8 @@
 #include "gui/app/page.h"
 #include "gui/bnlab/types.h"
 #include "gui/bnlab/worker.h"
+#include "gui/runtime/generation.h"
+#include "gui/runtime/worker_thread.h"
 
 class QCheckBox;
 class QComboBox;
@@ -20,7 +22,6 @@ class QPushButton;
 class QSpinBox;
 class QSplitter;
 class QTextBrowser;
-class QThread;
 class QTimer;
 
 namespace gui {
@@ -101,9 +102,8 @@ class BatchNormLabPage : public Page {
   QString deviceSpec() const;
 
   // Worker thread.
-  QThread* thread_ = nullptr;
-  BnLabWorker* worker_ = nullptr;
-  quint64 generation_ = 0;
+  WorkerThread<BnLabWorker> worker_{QStringLiteral("bnlab-worker")};
+  Generation generation_;  // of the lab's session: updates of an older one are ignored
   bool running_ = false;
   bool configured_ = false;
   QString failure_;

@@ -9,7 +9,6 @@
 #include <QPushButton>
 #include <QScrollArea>
 #include <QStackedWidget>
-#include <QThread>
 #include <QTimer>
 #include <QVBoxLayout>
 #include <memory>
@@ -49,10 +48,8 @@ QuizPage::QuizPage(AppContext* context, QWidget* parent) : Page(context, parent)
   startRound({});
 }
 
-QuizPage::~QuizPage() {
-  // A scenario run takes a second or two; wait for it so its result never reaches a dead page.
-  if (runThread_) runThread_->wait();
-}
+// A scenario run in progress is waited for by its runner (a child of the page) as the page goes.
+QuizPage::~QuizPage() = default;
 
 void QuizPage::buildUi() {
   setFocusPolicy(Qt::StrongFocus);
@@ -293,7 +290,7 @@ void QuizPage::showQuestion() {
   feedback_->hide();
   solution_->hide();
   scenarioBox_->setVisible(q->scenario.has_value());
-  runButton_->setEnabled(runThread_ == nullptr);
+  runButton_->setEnabled(!runner_->busy());
   scenarioStatus_->setText(tr("The engine runs this question's code on simulated devices."));
   scenarioOutput_->hide();
   if (auto it = scenarioResults_.find(QString::fromStdString(q->id)); it != scenarioResults_.end()) setScenarioText(*it);
@@ -431,35 +428,28 @@ void QuizPage::resetProgress() {
   progress_.clear();
   saveProgress();
   scenarioResults_.clear();
+  results_.next();  // a run still under way belongs to the old progress
   restartAll();
   emit context()->statusMessage(tr("Quiz progress was reset."));
 }
 
 void QuizPage::runScenario() {
   const QuizQuestion* q = currentQuestion();
-  if (!q || !q->scenario || runThread_) return;
+  if (!q || !q->scenario || runner_->busy()) return;
   const QuizQuestion question = *q;  // the worker gets its own copy
   const QString id = QString::fromStdString(q->id);
-  const int generation = ++runGeneration_;
+  const quint64 generation = results_.current();
   runButton_->setEnabled(false);
   scenarioStatus_->setText(tr("Running on the engine..."));
-  runThread_ = QThread::create([this, question, id, generation] {
-    const ScenarioResult result = dpv::course::run_question_scenario(question);  // never throws
-    // Delivered on the GUI thread; the page outlives the thread (its destructor waits).
-    QMetaObject::invokeMethod(this, [this, id, generation, result] { onScenarioResult(generation, id, result); },
-                              Qt::QueuedConnection);
-  });
-  runThread_->setParent(this);
-  connect(runThread_, &QThread::finished, this, [this] {
-    runThread_->deleteLater();
-    runThread_ = nullptr;
-    runButton_->setEnabled(true);
-  });
-  runThread_->start();
+  runner_->run([question] { return dpv::course::run_question_scenario(question); },  // never throws
+               [this, id, generation](const ScenarioResult& result) {
+                 runButton_->setEnabled(true);
+                 onScenarioResult(generation, id, result);
+               });
 }
 
-void QuizPage::onScenarioResult(int generation, const QString& questionId, const ScenarioResult& result) {
-  Q_UNUSED(generation);
+void QuizPage::onScenarioResult(quint64 generation, const QString& questionId, const ScenarioResult& result) {
+  if (!results_.isCurrent(generation)) return;  // the progress was reset while it ran
   scenarioResults_.insert(questionId, result);
   if (currentQuestionId() == questionId && !isSummaryShown()) setScenarioText(result);
   emit scenarioFinished(questionId);
@@ -510,7 +500,7 @@ QList<Page::Shot> QuizPage::screenshots() {
                   const QuizQuestion* q = currentQuestion();
                   if (!q) return done();
                   answer(q->correct == "A" ? QStringLiteral("B") : QStringLiteral("A"), /*record=*/false);
-                  if (!q->scenario || runThread_) return done();
+                  if (!q->scenario || runner_->busy()) return done();
                   // Wait for the engine's result so the shot shows it; give up after a while.
                   auto once = std::make_shared<std::function<void()>>(std::move(done));
                   auto finish = [once] {

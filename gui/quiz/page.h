@@ -12,13 +12,14 @@
 #include "course/quiz.h"
 #include "course/scenario.h"
 #include "gui/app/page.h"
+#include "gui/runtime/generation.h"
+#include "gui/runtime/run_off_thread.h"
 
 class QLabel;
 class QPlainTextEdit;
 class QPushButton;
 class QScrollArea;
 class QStackedWidget;
-class QThread;
 class QVBoxLayout;
 
 namespace gui {
@@ -46,7 +47,7 @@ class QuizPage : public Page {
   QString solutionText() const;
   QString summaryText() const;
   QString scenarioText() const;
-  bool scenarioRunning() const { return runThread_ != nullptr; }
+  bool scenarioRunning() const { return runner_->busy(); }
   QStringList problems() const { return problems_; }  // quiz files that did not load, progress trouble
   const dpv::course::Progress& progress() const { return progress_; }
   QuizOptionButton* optionButton(const QString& label) const;
@@ -82,7 +83,7 @@ class QuizPage : public Page {
   void saveProgress();
   void startRound(const QStringList& ids);
   void updateHeader();
-  void onScenarioResult(int generation, const QString& questionId, const dpv::course::ScenarioResult& result);
+  void onScenarioResult(quint64 generation, const QString& questionId, const dpv::course::ScenarioResult& result);
   void setScenarioText(const dpv::course::ScenarioResult& result);
   QString progressPath() const;
 
@@ -96,8 +97,8 @@ class QuizPage : public Page {
   dpv::course::Progress progress_;
   QStringList problems_;
 
-  QThread* runThread_ = nullptr;
-  int runGeneration_ = 0;
+  OffThreadRunner* runner_ = new OffThreadRunner(this);  // the "run it" scenarios
+  Generation results_;  // of the scenario results: a reset of the progress makes runs under way stale
 
   // Widgets.
   QLabel* title_ = nullptr;

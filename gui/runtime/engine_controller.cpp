@@ -4,25 +4,21 @@
 
 namespace gui {
 
-EngineController::EngineController(QObject* parent) : QObject(parent) {
+EngineController::EngineController(QObject* parent)
+    : QObject(parent), thread_(QStringLiteral("dpviz engine"), &generation_, &stopping_) {
   registerEngineMetaTypes();
-  thread_.setObjectName(QStringLiteral("dpviz engine"));
-  worker_ = new EngineWorker(&latest_, &stopping_);
-  worker_->moveToThread(&thread_);
-  // The worker is deleted on its own thread when the thread's event loop ends.
-  connect(&thread_, &QThread::finished, worker_, &QObject::deleteLater);
+  EngineWorker* worker = thread_.worker();
+  connect(this, &EngineController::configureWorker, worker, &EngineWorker::configure);
+  connect(this, &EngineController::prepareWorker, worker, &EngineWorker::prepare);
+  connect(this, &EngineController::stageWorker, worker, &EngineWorker::runStage);
+  connect(this, &EngineController::iterationWorker, worker, &EngineWorker::runIteration);
+  connect(this, &EngineController::sampleWorker, worker, &EngineWorker::runSample);
 
-  connect(this, &EngineController::configureWorker, worker_, &EngineWorker::configure);
-  connect(this, &EngineController::prepareWorker, worker_, &EngineWorker::prepare);
-  connect(this, &EngineController::stageWorker, worker_, &EngineWorker::runStage);
-  connect(this, &EngineController::iterationWorker, worker_, &EngineWorker::runIteration);
-  connect(this, &EngineController::sampleWorker, worker_, &EngineWorker::runSample);
-
-  connect(worker_, &EngineWorker::iterationStarted, this, &EngineController::onIterationStarted);
-  connect(worker_, &EngineWorker::stageFinished, this, &EngineController::onStageFinished);
-  connect(worker_, &EngineWorker::failed, this, &EngineController::onFailed);
-  connect(worker_, &EngineWorker::requestDone, this, &EngineController::onRequestDone);
-  connect(worker_, &EngineWorker::sampleFinished, this, &EngineController::sampleFinished);
+  connect(worker, &EngineWorker::iterationStarted, this, &EngineController::onIterationStarted);
+  connect(worker, &EngineWorker::stageFinished, this, &EngineController::onStageFinished);
+  connect(worker, &EngineWorker::failed, this, &EngineController::onFailed);
+  connect(worker, &EngineWorker::requestDone, this, &EngineController::onRequestDone);
+  connect(worker, &EngineWorker::sampleFinished, this, &EngineController::sampleFinished);
   thread_.start();
 }
 
@@ -31,9 +27,7 @@ EngineController::~EngineController() { shutdown(); }
 void EngineController::shutdown() {
   if (stopping_.exchange(true)) return;
   // Requests still queued see `stopping_` and return at once; the stage in progress finishes.
-  thread_.quit();
-  thread_.wait();
-  worker_ = nullptr;
+  thread_.stop();
   if (pending_ != 0) {
     pending_ = 0;
     emit busyChanged(false);
@@ -48,8 +42,7 @@ void EngineController::follow(AppContext* context) {
 void EngineController::applySettings(const AppSettings& settings) {
   if (stopping_) return;
   settings_ = settings;
-  ++generation_;
-  latest_.store(generation_);
+  const quint64 generation = generation_.next();
   hasInfo_ = false;
   info_ = IterationInfo{};
   events_.clear();
@@ -57,7 +50,7 @@ void EngineController::applySettings(const AppSettings& settings) {
   lastCompletedInfo_ = IterationInfo{};
   lastError_.clear();
   addPending();
-  emit configureWorker(settings_, generation_);
+  emit configureWorker(settings_, generation);
   emit settingsApplied(settings_);
 }
 
@@ -66,31 +59,31 @@ void EngineController::addPending() {
 }
 
 void EngineController::requestPrepare() {
-  if (stopping_ || generation_ == 0) return;
+  if (stopping_ || generation_.current() == 0) return;
   addPending();
-  emit prepareWorker(generation_);
+  emit prepareWorker(generation_.current());
 }
 
 void EngineController::requestStage() {
-  if (stopping_ || generation_ == 0) return;
+  if (stopping_ || generation_.current() == 0) return;
   addPending();
-  emit stageWorker(generation_);
+  emit stageWorker(generation_.current());
 }
 
 void EngineController::requestIteration() {
-  if (stopping_ || generation_ == 0) return;
+  if (stopping_ || generation_.current() == 0) return;
   addPending();
-  emit iterationWorker(generation_);
+  emit iterationWorker(generation_.current());
 }
 
 quint64 EngineController::requestSample(const AppSettings& settings) {
-  const quint64 id = ++nextSampleId_;
+  const quint64 id = samples_.next();
   if (!stopping_) emit sampleWorker(settings, id);
   return id;
 }
 
 void EngineController::onIterationStarted(const IterationInfo& info) {
-  if (info.generation != generation_) return;
+  if (!generation_.isCurrent(info.generation)) return;
   info_ = info;
   hasInfo_ = true;
   events_.clear();
@@ -99,7 +92,7 @@ void EngineController::onIterationStarted(const IterationInfo& info) {
 }
 
 void EngineController::onStageFinished(quint64 generation, const dpv::StageEvent& event) {
-  if (generation != generation_ || !hasInfo_) return;
+  if (!generation_.isCurrent(generation) || !hasInfo_) return;
   events_.append(event);
   emit stageRecorded(event);
   if (iterationComplete()) {
@@ -110,7 +103,7 @@ void EngineController::onStageFinished(quint64 generation, const dpv::StageEvent
 }
 
 void EngineController::onFailed(quint64 generation, const QString& message) {
-  if (generation != generation_) return;
+  if (!generation_.isCurrent(generation)) return;
   lastError_ = message;
   emit engineError(message);
 }

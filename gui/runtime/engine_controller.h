@@ -4,16 +4,17 @@
 // last finished iteration's) so pages can replay and chart them. Replies that belong to older
 // settings (a "generation") are dropped, so changing settings mid-iteration is always safe.
 #include <QObject>
-#include <QThread>
 #include <QVector>
 #include <atomic>
 
 #include "gui/app/context.h"
 #include "gui/runtime/engine_types.h"
+#include "gui/runtime/engine_worker.h"
+#include "gui/runtime/generation.h"
+#include "gui/runtime/worker_thread.h"
 
 namespace gui {
 
-class EngineWorker;
 
 class EngineController : public QObject {
   Q_OBJECT
@@ -32,8 +33,8 @@ class EngineController : public QObject {
   quint64 requestSample(const AppSettings& settings);  // the seed's sample program; returns a request id
 
   bool busy() const { return pending_ > 0; }
-  bool running() const { return thread_.isRunning(); }
-  quint64 generation() const { return generation_; }
+  bool running() const { return thread_.running(); }
+  quint64 generation() const { return generation_.current(); }
   const AppSettings& settings() const { return settings_; }
   const IterationInfo& info() const { return info_; }
   bool hasIteration() const { return hasInfo_; }
@@ -71,12 +72,11 @@ class EngineController : public QObject {
   void onRequestDone(quint64 generation);
   void addPending();
 
-  QThread thread_;
-  EngineWorker* worker_ = nullptr;
-  std::atomic<quint64> latest_{0};
+  // Declared before the thread: the worker reads both until the thread has stopped.
+  Generation generation_;  // of the settings; the worker skips requests of older ones
   std::atomic<bool> stopping_{false};
-  quint64 generation_ = 0;
-  quint64 nextSampleId_ = 0;
+  WorkerThread<EngineWorker> thread_;
+  Generation samples_;  // request ids of the sample program (the intro page keeps the latest)
   int pending_ = 0;
   AppSettings settings_;
   IterationInfo info_;

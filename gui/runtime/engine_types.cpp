@@ -11,35 +11,9 @@ void registerEngineMetaTypes() {
   qRegisterMetaType<AppSettings>("AppSettings");
 }
 
-QString stageLessonId(dpv::StageKind kind) {
-  switch (kind) {
-    case dpv::StageKind::Scatter: return QStringLiteral("scatter");
-    case dpv::StageKind::Replicate: return QStringLiteral("replicate");
-    case dpv::StageKind::Forward: return QStringLiteral("forward");
-    case dpv::StageKind::Gather: return QStringLiteral("gather");
-    case dpv::StageKind::Loss: return QStringLiteral("loss");
-    case dpv::StageKind::GradScatter: return QStringLiteral("grad_scatter");
-    case dpv::StageKind::Backward: return QStringLiteral("backward");
-    case dpv::StageKind::ReduceGrads: return QStringLiteral("reduce_grads");
-    case dpv::StageKind::Step: return QStringLiteral("step");
-  }
-  return QStringLiteral("unknown");
-}
+QString stageLessonId(dpv::StageKind kind) { return QString::fromLatin1(dpv::stage_kind_name(kind)); }
 
-QString stageShortTitle(dpv::StageKind kind) {
-  switch (kind) {
-    case dpv::StageKind::Scatter: return QObject::tr("Scatter");
-    case dpv::StageKind::Replicate: return QObject::tr("Replicate");
-    case dpv::StageKind::Forward: return QObject::tr("Forward");
-    case dpv::StageKind::Gather: return QObject::tr("Gather");
-    case dpv::StageKind::Loss: return QObject::tr("Loss");
-    case dpv::StageKind::GradScatter: return QObject::tr("Grad scatter");
-    case dpv::StageKind::Backward: return QObject::tr("Backward");
-    case dpv::StageKind::ReduceGrads: return QObject::tr("Reduce grads");
-    case dpv::StageKind::Step: return QObject::tr("Step");
-  }
-  return QStringLiteral("?");
-}
+QString stageShortTitle(dpv::StageKind kind) { return QString::fromLatin1(dpv::stage_kind_title(kind)); }
 
 QString formatBytes(double bytes) {
   static const char* units[] = {"B", "KB", "MB", "GB", "TB"};

@@ -38,10 +38,9 @@ namespace gui {
 // Registers the types above (and AppSettings) for queued connections; idempotent.
 void registerEngineMetaTypes();
 
-// Stage lesson id used for lessons/stages/<id>.md: scatter, replicate, forward, gather, loss,
-// grad_scatter, backward, reduce_grads, step.
+// The engine's stage names (engine/observer.h) as QStrings: the id, which names the lesson file
+// lessons/stages/<id>.md ("scatter", "grad_scatter", ...), and the short title ("Grad scatter").
 QString stageLessonId(dpv::StageKind kind);
-// Short title for the stage strip: "Scatter", "Replicate", "Forward", ...
 QString stageShortTitle(dpv::StageKind kind);
 // "1.2 KB", "3.4 MB" (powers of 1024, one decimal).
 QString formatBytes(double bytes);

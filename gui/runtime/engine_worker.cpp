@@ -40,8 +40,8 @@ dpv::Dataset makeBatchFor(const QString& preset, int64_t rows, uint64_t seed, in
   return dpv::make_data_for_model(spec, rows, seed * 1000003ULL + static_cast<uint64_t>(index));
 }
 
-EngineWorker::EngineWorker(const std::atomic<quint64>* latestGeneration, const std::atomic<bool>* stopping)
-    : latest_(latestGeneration), stopping_(stopping) {}
+EngineWorker::EngineWorker(const Generation* generation, const std::atomic<bool>* stopping)
+    : latest_(generation), stopping_(stopping) {}
 
 EngineWorker::~EngineWorker() {
   // The iteration refers to the trainer; release in that order.
@@ -51,7 +51,7 @@ EngineWorker::~EngineWorker() {
 }
 
 bool EngineWorker::stale(quint64 generation) const {
-  return stopping_->load() || generation < latest_->load();
+  return stopping_->load() || !latest_->isCurrent(generation);
 }
 
 void EngineWorker::configure(const AppSettings& settings, quint64 generation) {

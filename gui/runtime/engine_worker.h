@@ -8,6 +8,7 @@
 
 #include "gui/app/context.h"
 #include "gui/runtime/engine_types.h"
+#include "gui/runtime/generation.h"
 
 namespace dpv {
 class DeviceSet;
@@ -27,8 +28,8 @@ dpv::Dataset makeBatchFor(const QString& preset, int64_t rows, uint64_t seed, in
 class EngineWorker : public QObject {
   Q_OBJECT
  public:
-  // `latestGeneration` is written by the controller: requests from older generations are skipped.
-  EngineWorker(const std::atomic<quint64>* latestGeneration, const std::atomic<bool>* stopping);
+  // `generation` is the controller's: requests from older generations are skipped.
+  EngineWorker(const Generation* generation, const std::atomic<bool>* stopping);
   ~EngineWorker() override;
 
  public slots:
@@ -57,7 +58,7 @@ class EngineWorker : public QObject {
   void stepOnce(quint64 generation);         // throws dpv::Error
   void reportFailure(quint64 generation, const QString& message);
 
-  const std::atomic<quint64>* latest_;
+  const Generation* latest_;
   const std::atomic<bool>* stopping_;
   AppSettings settings_;
   quint64 generation_ = 0;

@@ -187,7 +187,9 @@ TEST_F(IterationPageTest, ClickingAChipOpensItInTheInspector) {
   int inputs = 0;
   for (const auto& t : ds.tensors) inputs += t.role == "input";
   EXPECT_EQ(page_->inspector()->rowCount(), inputs);
-  if (inputs > 0) EXPECT_EQ(page_->inspector()->rowText(0, 1), QStringLiteral("[4, 10]"));
+  if (inputs > 0) {
+    EXPECT_EQ(page_->inspector()->rowText(0, 1), QStringLiteral("[4, 10]"));
+  }
 }
 
 TEST_F(IterationPageTest, AMissingLessonFileIsSaidPlainlyAndTheRestWorks) {

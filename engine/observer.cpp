@@ -1,0 +1,33 @@
+#include "engine/observer.h"
+
+namespace dpv {
+
+namespace {
+
+struct StageNames {
+  const char* id;
+  const char* title;
+};
+
+// No default: a new StageKind without names is a compile warning (-Wswitch), not a silent "?".
+StageNames names_of(StageKind k) {
+  switch (k) {
+    case StageKind::Scatter: return {"scatter", "Scatter"};
+    case StageKind::Replicate: return {"replicate", "Replicate"};
+    case StageKind::Forward: return {"forward", "Forward"};
+    case StageKind::Gather: return {"gather", "Gather"};
+    case StageKind::Loss: return {"loss", "Loss"};
+    case StageKind::GradScatter: return {"grad_scatter", "Grad scatter"};
+    case StageKind::Backward: return {"backward", "Backward"};
+    case StageKind::ReduceGrads: return {"reduce_grads", "Reduce grads"};
+    case StageKind::Step: return {"step", "Step"};
+  }
+  return {"?", "?"};
+}
+
+}  // namespace
+
+const char* stage_kind_name(StageKind k) { return names_of(k).id; }
+const char* stage_kind_title(StageKind k) { return names_of(k).title; }
+
+}  // namespace dpv
