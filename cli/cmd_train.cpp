@@ -10,6 +10,7 @@
 #include "cli/format.h"
 #include "cli/progress.h"
 #include "cli/validators.h"
+#include "course/batchnorm_stats.h"
 #include "engine/data_parallel.h"
 #include "engine/device.h"
 #include "engine/error.h"
@@ -29,19 +30,6 @@ struct TrainCliOptions {
   double lr = 0.1, momentum = 0.0, weight_decay = 0.0;
   uint64_t seed = 0;
 };
-
-// Fraction of rows of logits [B, K] whose argmax is the target.
-double batch_accuracy(const Tensor& logits, const Tensor& target) {
-  const std::vector<double> v = logits.to(nullptr).to_doubles();
-  const std::vector<int64_t> t = target.to_int64();
-  const int64_t rows = logits.dim(0), k = logits.dim(1);
-  int64_t right = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    const auto begin = v.begin() + r * k;
-    if (std::max_element(begin, begin + k) - begin == t[static_cast<size_t>(r)]) ++right;
-  }
-  return rows ? static_cast<double>(right) / static_cast<double>(rows) : 0.0;
-}
 
 const char* batchnorm_mode(const ModelSpec& spec, bool sync_bn) {
   const bool has_bn = std::any_of(spec.layers.begin(), spec.layers.end(),
@@ -93,7 +81,7 @@ void run_train(const TrainCliOptions& o) {
     Iteration it(trainer, b.inputs, b.targets, traced ? &trace : nullptr);
     it.run_to_end();
     losses.push_back(it.loss());
-    accs.push_back(batch_accuracy(it.output(), b.targets));
+    accs.push_back(course::accuracy(it.output(), b.targets));
     if (losses.size() > kWindow) {
       losses.erase(losses.begin());
       accs.erase(accs.begin());

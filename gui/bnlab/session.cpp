@@ -4,6 +4,7 @@
 #include <cmath>
 #include <exception>
 
+#include "course/batchnorm_stats.h"
 #include "engine/device.h"
 #include "engine/error.h"
 #include "engine/model_spec.h"
@@ -20,22 +21,6 @@ int class_count(const dpv::ModelSpec& spec) {
   for (auto it = spec.layers.rbegin(); it != spec.layers.rend(); ++it)
     if (it->type == "linear") return static_cast<int>(it->out_features);
   return 2;
-}
-
-// Fraction of rows whose largest logit is the target class. `logits` is [N, classes].
-double accuracy_of(const dpv::Tensor& logits, const dpv::Tensor& targets) {
-  if (!logits.defined() || logits.ndim() != 2) return BnLabModelStep::kNaN;
-  const std::vector<double> values = logits.to_doubles();  // [N, classes]
-  const std::vector<int64_t> labels = targets.to_int64();  // [N]
-  const int64_t rows = logits.dim(0), classes = logits.dim(1);
-  if (rows == 0 || static_cast<int64_t>(labels.size()) != rows) return BnLabModelStep::kNaN;
-  int64_t right = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    const auto begin = values.begin() + r * classes;
-    const int64_t predicted = std::max_element(begin, begin + classes) - begin;
-    if (predicted == labels[static_cast<size_t>(r)]) ++right;
-  }
-  return static_cast<double>(right) / static_cast<double>(rows);
 }
 
 }  // namespace
@@ -100,29 +85,6 @@ dpv::Dataset bnlab_batch(const dpv::Dataset& data, const BnLabConfig& config, in
   return config.classSorted ? dpv::sort_by_class(batch) : batch;
 }
 
-dpv::BatchNormStats bnlab_pool_stats(const std::vector<dpv::BatchNormStats>& chunks) {
-  dpv::BatchNormStats pooled;
-  pooled.device = -1;
-  if (chunks.empty()) return pooled;
-  pooled.layer = chunks.front().layer;
-  const size_t channels = chunks.front().mean.size();
-  pooled.mean.assign(channels, 0.0);
-  pooled.var.assign(channels, 0.0);
-  for (const auto& c : chunks) pooled.count += c.count;
-  if (pooled.count <= 0) return pooled;
-  for (const auto& c : chunks)
-    for (size_t ch = 0; ch < channels && ch < c.mean.size(); ++ch) pooled.mean[ch] += c.count * c.mean[ch];
-  for (auto& m : pooled.mean) m /= pooled.count;
-  // Biased variance of the union: within-chunk spread plus the spread of the chunk means.
-  for (const auto& c : chunks)
-    for (size_t ch = 0; ch < channels && ch < c.var.size(); ++ch) {
-      const double d = c.mean[ch] - pooled.mean[ch];
-      pooled.var[ch] += c.count * (c.var[ch] + d * d);
-    }
-  for (auto& v : pooled.var) v /= pooled.count;
-  return pooled;
-}
-
 double bnlab_max_abs_difference(const dpv::TensorMap& a, const dpv::TensorMap& b,
                                 const std::vector<std::string>& names) {
   double worst = -1;
@@ -174,19 +136,10 @@ std::vector<std::string> BnLabSession::deviceLabels() const {
 
 void BnLabSession::updateDevice0Ema(BnLabLayerStats& stats, size_t slot) {
   if (stats.chunks.empty()) return;
-  const dpv::BatchNormStats& first = stats.chunks.front();  // device 0's chunk
-  const double m = config_.bnMomentum;
-  const double n = first.count;
-  // PyTorch's update: the biased batch variance, corrected to unbiased with n/(n-1).
-  const double unbias = n > 1 ? n / (n - 1) : 1.0;
-  auto& mean = emaMean_[slot];
-  auto& var = emaVar_[slot];
-  for (size_t c = 0; c < mean.size() && c < first.mean.size(); ++c) {
-    mean[c] = (1 - m) * mean[c] + m * first.mean[c];
-    var[c] = (1 - m) * var[c] + m * first.var[c] * unbias;
-  }
-  stats.device0EmaMean = mean;
-  stats.device0EmaVar = var;
+  // Device 0's chunk alone, through PyTorch's update: what per-device BatchNorm's saved buffers follow.
+  dpv::course::update_running_stats(emaMean_[slot], emaVar_[slot], stats.chunks.front(), config_.bnMomentum);
+  stats.device0EmaMean = emaMean_[slot];
+  stats.device0EmaVar = emaVar_[slot];
 }
 
 std::pair<std::string, std::string> BnLabSession::probeFirstStep() {
@@ -213,7 +166,7 @@ BnLabModelStep BnLabSession::runModel(BnLabModel which, const dpv::Dataset& batc
 
   BnLabModelStep result;
   result.loss = iteration.loss();
-  result.accuracy = accuracy_of(iteration.output(), batch.targets);
+  result.accuracy = dpv::course::accuracy(iteration.output(), batch.targets);
   const auto& all = iteration.batchnorm_stats();
   for (size_t slot = 0; slot < bnLayers_.size(); ++slot) {
     const int layer = bnLayers_[slot];
@@ -229,7 +182,7 @@ BnLabModelStep BnLabSession::runModel(BnLabModel which, const dpv::Dataset& batc
               [](const dpv::BatchNormStats& a, const dpv::BatchNormStats& b) { return a.device < b.device; });
     if (global) stats.whole = *global;
     else if (stats.chunks.size() == 1) stats.whole = stats.chunks.front();
-    else stats.whole = bnlab_pool_stats(stats.chunks);
+    else stats.whole = dpv::course::merge_batchnorm_stats(stats.chunks);
     const std::string prefix = model_.layer_prefix(layer);
     stats.runningMean = tr.state().at(prefix + "running_mean").to_doubles();
     stats.runningVar = tr.state().at(prefix + "running_var").to_doubles();

@@ -27,10 +27,6 @@ dpv::Dataset bnlab_dataset(const BnLabConfig& config);
 // rebuild any batch the lab used.
 dpv::Dataset bnlab_batch(const dpv::Dataset& data, const BnLabConfig& config, int64_t step);
 
-// Whole-batch statistics pooled from per-chunk ones (Chan's parallel merge of mean and biased
-// variance, weighted by each chunk's count): what SyncBatchNorm would normalise with.
-dpv::BatchNormStats bnlab_pool_stats(const std::vector<dpv::BatchNormStats>& chunks);
-
 // max |a - b| over the tensors both maps hold under the same name (NaN when none are shared).
 double bnlab_max_abs_difference(const dpv::TensorMap& a, const dpv::TensorMap& b,
                                 const std::vector<std::string>& names);

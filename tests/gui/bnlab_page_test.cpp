@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <memory>
 
+#include "course/batchnorm_stats.h"
 #include "engine/data_parallel.h"
 #include "engine/device.h"
 #include "gui/app/context.h"
@@ -156,7 +157,7 @@ TEST_F(BnLabPageFixture, PlottedBatchStatisticsEqualAnIndependentIteration) {
         // reference is the merge of the independent run's own chunk statistics.
         const bool oneDeviceRoute = which == BnLabSync || slot == 0;
         const dpv::BatchNormStats wholeExpected =
-            oneDeviceRoute ? wholeStats.at(0) : bnlab_pool_stats(perChunk);
+            oneDeviceRoute ? wholeStats.at(0) : dpv::course::merge_batchnorm_stats(perChunk);
         const double expected = (isMean ? wholeExpected.mean : wholeExpected.var).at(static_cast<size_t>(channel));
         EXPECT_NEAR(whole[0].y(), expected, 1e-5 * (1 + std::fabs(expected))) << bnlab_model_name(which) << " whole batch";
         EXPECT_EQ(whole[0].y(), whole[1].y()) << "the whole-batch line is flat";

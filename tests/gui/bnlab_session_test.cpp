@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <set>
 
+#include "course/batchnorm_stats.h"
 #include "engine/data_parallel.h"
 #include "engine/error.h"
 #include "gui/bnlab/callout.h"
@@ -69,7 +70,7 @@ TEST(BnLabPool, PooledStatisticsEqualThoseOfTheConcatenation) {
     for (int c = 0; c < 2; ++c) all[static_cast<size_t>(c)].insert(all[c].end(), chunks[d][c].begin(), chunks[d][c].end());
     stats.push_back(s);
   }
-  const dpv::BatchNormStats pooled = bnlab_pool_stats(stats);
+  const dpv::BatchNormStats pooled = dpv::course::merge_batchnorm_stats(stats);
   EXPECT_EQ(pooled.device, -1);
   EXPECT_EQ(pooled.count, 6);
   for (int c = 0; c < 2; ++c) {
