@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -159,6 +160,41 @@ TEST_F(TraceMergeCli, MergesRankTracesIntoOneFile) {
   const std::string bad = write_text("bad.json", "[1, 2");
   r = run_dpv({"trace", "merge", path("out.json"), r0, bad});
   expect_error(r, {"bad.json is not a Chrome trace"}, path("out.json"));
+}
+
+}  // namespace
+}  // namespace dpv::testing
+
+namespace dpv::testing {
+namespace {
+
+// Workers started without `dpv launch`, as mpirun and srun start them: each reads its launcher's
+// own rank variables (plus MASTER_ADDR / MASTER_PORT) and the job runs the same.
+TEST(LaunchOtherLaunchers, MpirunAndSlurmVariables) {
+  struct Style {
+    const char *rank, *size, *local_rank, *local_size;
+  };
+  for (Style s : {Style{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+                        "OMPI_COMM_WORLD_LOCAL_SIZE"},
+                  Style{"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"}}) {
+    const std::string port = std::to_string(free_port());
+    std::vector<std::unique_ptr<Background>> ranks;
+    for (int r = 0; r < 2; ++r) {
+      ranks.push_back(std::make_unique<Background>(
+          std::vector<std::string>{"bench", "allreduce", "--max-bytes", "16384", "--iters", "2"},
+          std::vector<std::string>{"env", "-u", "RANK", "-u", "WORLD_SIZE", "-u", "LOCAL_RANK", "-u",
+                                   "LOCAL_WORLD_SIZE", std::string(s.rank) + "=" + std::to_string(r),
+                                   std::string(s.size) + "=2", std::string(s.local_rank) + "=" + std::to_string(r),
+                                   std::string(s.local_size) + "=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port,
+                                   "DPV_TIMEOUT=30"}));
+    }
+    RunResult r0 = ranks[0]->finish(seconds(60));
+    RunResult r1 = ranks[1]->finish(seconds(60));
+    EXPECT_EQ(r0.exit_code, 0) << s.rank << ": " << r0.err;
+    EXPECT_EQ(r1.exit_code, 0) << s.rank << ": " << r1.err;
+    EXPECT_NE(r0.out.find("over gloo, 2 ranks"), std::string::npos) << r0.out;
+    EXPECT_EQ(r1.out, "");
+  }
 }
 
 }  // namespace
