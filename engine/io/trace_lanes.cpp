@@ -1,0 +1,102 @@
+#include "engine/io/trace_lanes.h"
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <tuple>
+
+#include "engine/error.h"
+
+namespace dpv {
+namespace {
+
+using Json = nlohmann::json;
+
+int int_field(const Json& e, const char* key) {
+  if (!e.contains(key)) return 0;
+  const Json& v = e[key];
+  if (v.is_number_integer()) return v.get<int>();
+  if (v.is_number()) return static_cast<int>(v.get<double>());
+  return 0;
+}
+
+double number_field(const Json& e, const char* key) {
+  return e.contains(key) && e[key].is_number() ? e[key].get<double>() : 0.0;
+}
+
+}  // namespace
+
+TraceLanes read_trace_lanes(const std::string& json_text, const std::string& source) {
+  Json root;
+  try {
+    root = Json::parse(json_text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(source + " is not a Chrome trace: invalid JSON (" + e.what() + ")", "ValueError");
+  }
+  const Json* events = nullptr;
+  if (root.is_array()) events = &root;
+  else if (root.is_object() && root.contains("traceEvents") && root["traceEvents"].is_array()) events = &root["traceEvents"];
+  if (!events) throw Error(source + " is not a Chrome trace: no \"traceEvents\" array", "ValueError");
+
+  std::map<int, std::string> process_names;
+  std::map<int, int> process_order;
+  std::map<std::pair<int, int>, std::string> thread_names;
+  std::map<std::pair<int, int>, int> thread_order;
+  for (const Json& e : *events) {
+    if (!e.is_object() || e.value("ph", "") != "M" || !e.contains("args") || !e["args"].is_object()) continue;
+    const std::string name = e.value("name", "");
+    const int pid = int_field(e, "pid"), tid = int_field(e, "tid");
+    const Json& args = e["args"];
+    if (name == "process_name" && args.contains("name") && args["name"].is_string()) process_names[pid] = args["name"];
+    if (name == "thread_name" && args.contains("name") && args["name"].is_string()) thread_names[{pid, tid}] = args["name"];
+    if (name == "process_sort_index") process_order[pid] = int_field(args, "sort_index");
+    if (name == "thread_sort_index") thread_order[{pid, tid}] = int_field(args, "sort_index");
+  }
+
+  TraceLanes out;
+  std::map<std::pair<int, int>, int> lane_of;
+  std::vector<std::pair<std::pair<int, int>, TraceSpan>> raw;
+  for (const Json& e : *events) {
+    if (!e.is_object() || e.value("ph", "") != "X") continue;
+    const std::pair<int, int> key{int_field(e, "pid"), int_field(e, "tid")};
+    lane_of.emplace(key, 0);
+    TraceSpan s;
+    s.name = e.value("name", "");
+    s.category = e.contains("cat") && e["cat"].is_string() ? e["cat"].get<std::string>() : "";
+    s.start_us = number_field(e, "ts");
+    s.duration_us = std::max(0.0, number_field(e, "dur"));
+    if (e.contains("args")) s.args = e["args"].dump(-1, ' ', false, Json::error_handler_t::replace);
+    raw.emplace_back(key, std::move(s));
+  }
+  std::vector<std::pair<int, int>> keys;
+  for (const auto& [key, lane] : lane_of) keys.push_back(key);
+  auto order = [&](const std::pair<int, int>& k) {
+    const auto p = process_order.find(k.first);
+    const auto t = thread_order.find(k);
+    return std::make_tuple(p == process_order.end() ? k.first : p->second, k.first,
+                           t == thread_order.end() ? k.second : t->second, k.second);
+  };
+  std::sort(keys.begin(), keys.end(), [&](const auto& a, const auto& b) { return order(a) < order(b); });
+  std::map<int, bool> seen_process;
+  for (const auto& key : keys) {
+    lane_of[key] = static_cast<int>(out.lanes.size());
+    TraceLane lane;
+    lane.pid = key.first;
+    lane.tid = key.second;
+    const auto p = process_names.find(key.first);
+    lane.process = p == process_names.end() ? "process " + std::to_string(key.first) : p->second;
+    const auto t = thread_names.find(key);
+    lane.thread = t == thread_names.end() ? "thread " + std::to_string(key.second) : t->second;
+    out.lanes.push_back(std::move(lane));
+    seen_process[key.first] = true;
+  }
+  out.processes = static_cast<int>(seen_process.size());
+  for (auto& [key, span] : raw) {
+    span.lane = lane_of[key];
+    out.end_us = std::max(out.end_us, span.start_us + span.duration_us);
+    out.spans.push_back(std::move(span));
+  }
+  return out;
+}
+
+}  // namespace dpv

@@ -1,0 +1,34 @@
+#pragma once
+// A Chrome trace read back as lanes of spans, for drawing: one lane per (process, thread) of the
+// trace, in the order the trace asks for (process_sort_index, thread_sort_index, then ids). A
+// merged multi-process trace (dpv trace merge) gives one group of lanes per rank.
+#include <string>
+#include <vector>
+
+namespace dpv {
+
+struct TraceLane {
+  int pid = 0, tid = 0;
+  std::string process;  // process_name ("rank 1: dpviz DDP"), or "process <pid>"
+  std::string thread;   // thread_name ("cpu:0"), or "thread <tid>"
+};
+
+struct TraceSpan {
+  int lane = 0;          // index into TraceLanes::lanes
+  std::string name;      // the event's name (a stage title)
+  std::string category;  // "cat" ("forward", "backward", ...), may be empty
+  double start_us = 0, duration_us = 0;
+  std::string args;      // the event's args as compact JSON, for hover text
+};
+
+struct TraceLanes {
+  std::vector<TraceLane> lanes;
+  std::vector<TraceSpan> spans;  // complete events ("ph": "X") only
+  int processes = 0;
+  double end_us = 0;  // the latest span end
+};
+
+// Throws dpv::Error naming `source` when the text is not a Chrome trace.
+TraceLanes read_trace_lanes(const std::string& json_text, const std::string& source);
+
+}  // namespace dpv
