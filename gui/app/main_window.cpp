@@ -133,6 +133,14 @@ void MainWindow::setTheme(const QString& requested) {
 
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
+  file->addAction(tr("&Open trace (Chrome JSON)…"), this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open trace"), QString(), tr("Chrome trace (*.json)"));
+    if (path.isEmpty()) return;
+    auto* timeline = qobject_cast<TimelinePage*>(page(QStringLiteral("timeline")));
+    const QString error = timeline ? timeline->openTrace(path) : tr("The Timeline page is missing");
+    if (!error.isEmpty()) return void(QMessageBox::warning(this, tr("Open trace"), error));
+    showPage(QStringLiteral("timeline"));
+  });
   file->addAction(tr("Export &trace (Chrome JSON)…"), this, [this] {
     const QString path = QFileDialog::getSaveFileName(this, tr("Export trace"), QStringLiteral("dpviz-trace.json"), tr("Chrome trace (*.json)"));
     if (path.isEmpty()) return;

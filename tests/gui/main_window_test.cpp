@@ -16,6 +16,7 @@
 #include "gui/iteration/page.h"
 #include "gui/runtime/engine_controller.h"
 #include "gui/timeline/page.h"
+#include "engine/io/trace_merge.h"
 #include "gui_test_support.h"
 
 namespace gui {
@@ -170,6 +171,49 @@ TEST(MainWindow, RemembersSettingsPageAndThemeBetweenRuns) {
   window.close();
   QSettings().clear();
   QSettings::setDefaultFormat(QSettings::NativeFormat);
+}
+
+}  // namespace gui
+
+namespace gui {
+
+TEST(MainWindow, TimelineOpensAMergedMultiProcessTrace) {
+  Window w(settingsFor(QStringLiteral("cpu:2"), QStringLiteral("simple"), 8));
+  auto* timeline = qobject_cast<TimelinePage*>(w.window->page(QStringLiteral("timeline")));
+  ASSERT_NE(timeline, nullptr);
+  QTemporaryDir dir;
+  // Two ranks' traces as `dpv trace merge` joins them: a process per rank, two tracks each.
+  const std::string rank = R"({"traceEvents":[
+    {"name":"process_name","ph":"M","pid":1,"tid":0,"args":{"name":"dpviz DDP"}},
+    {"name":"thread_name","ph":"M","pid":1,"tid":0,"args":{"name":"host"}},
+    {"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"cpu"}},
+    {"name":"Forward 0","cat":"forward","ph":"X","pid":1,"tid":1,"ts":0,"dur":40},
+    {"name":"Bucket 0 all-reduce","cat":"backward","ph":"X","pid":1,"tid":0,"ts":50,"dur":30,
+     "args":{"collectives":[{"op":"all_reduce","ranks":2,"bytes":4096,"seconds":3e-5,"algbw_GBps":0.13,"busbw_GBps":0.13}]}}]})";
+  const QString merged = dir.filePath(QStringLiteral("merged.json"));
+  {
+    QFile f(merged);
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write(QByteArray::fromStdString(dpv::merge_chrome_traces({rank, rank}, {"r0", "r1"})));
+  }
+  EXPECT_EQ(timeline->openTrace(merged), QString());
+  EXPECT_TRUE(timeline->showingOpenedTrace());
+  EXPECT_EQ(timeline->laneCount(), 4);
+  EXPECT_EQ(timeline->bars().size(), 4);
+  QSet<int> rows;
+  for (const auto& b : timeline->bars()) rows.insert(b.row);
+  EXPECT_EQ(rows.size(), 4) << "one lane per rank and track";
+  EXPECT_EQ(timeline->collectiveRows(), 2) << "each rank's all-reduce in the table";
+  EXPECT_TRUE(timeline->summary().contains(QLatin1String("2 processes"))) << timeline->summary().toStdString();
+
+  const QString broken = dir.filePath(QStringLiteral("broken.json"));
+  {
+    QFile f(broken);
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write("{\"traceEvents\": 3}");
+  }
+  EXPECT_TRUE(timeline->openTrace(broken).contains(QLatin1String("is not a Chrome trace")));
+  EXPECT_TRUE(timeline->showingOpenedTrace()) << "a failed open keeps what was shown";
 }
 
 }  // namespace gui
