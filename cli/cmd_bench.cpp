@@ -15,8 +15,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/int_options.h"
 #include "cli/format.h"
 #include "cli/gemm_reference.h"
+#include "cli/output_paths.h"
 #include "cli/stage_totals.h"
 #include "cli/validators.h"
 #include "engine/backend_registry.h"
@@ -133,7 +135,12 @@ std::string stages_line(const Measurement& m) {
 }
 
 void run_bench(const BenchOptions& o) {
+  // Every entry of every list, and the JSON output, is checked before the first measurement: a bad
+  // second device or model must not fail minutes into the run.
+  if (!o.json.empty()) check_output_path(o.json, "--json");
   const std::vector<std::string> device_specs = o.devices.empty() ? default_devices() : o.devices;
+  for (const std::string& preset : o.models) (void)preset_model(preset);
+  for (const std::string& spec : device_specs) (void)DeviceSet::create(spec);
   nlohmann::json out;
   out["machine"] = {{"hardware_threads", std::thread::hardware_concurrency()},
                     {"openblas", openblas_get_config()},
@@ -203,11 +210,11 @@ void add_bench_command(CLI::App& app, Action& run) {
   auto* sub = app.add_subcommand("bench", "Training-step throughput: one device versus DataParallel; JSON out");
   sub->add_option("--devices", o->devices, "Device specs to compare (default: cpu:1 cpu:2 cpu:4, or the GPUs)");
   sub->add_option("--models", o->models, "Presets: simple mnist-mlp mlp-large cnn")->capture_default_str();
-  sub->add_option("--iters", o->iters, "Timed iterations per model and device set")->capture_default_str()->check(at_least(1));
-  sub->add_option("--warmup", o->warmup, "Untimed iterations first")->capture_default_str()->check(at_least(0));
-  sub->add_option("--stage-iters", o->stage_iters, "Iterations observed for the per-stage times")->capture_default_str()->check(at_least(0));
+  sub->add_option("--iters", o->iters, "Timed iterations per model and device set")->capture_default_str()->transform(integer_in<int>(1));
+  sub->add_option("--warmup", o->warmup, "Untimed iterations first")->capture_default_str()->transform(integer_in<int>(0));
+  sub->add_option("--stage-iters", o->stage_iters, "Iterations observed for the per-stage times")->capture_default_str()->transform(integer_in<int>(0));
   sub->add_option("--json", o->json, "Write the figures as JSON");
-  sub->add_option("--seed", o->seed, "Seed for weights and data")->capture_default_str();
+  sub->add_option("--seed", o->seed, "Seed for weights and data")->capture_default_str()->transform(integer_in<uint64_t>());
   // `dpv bench allreduce` (cmd_bench_allreduce.cpp) is a subcommand of this one and sets its own action.
   sub->callback([o, sub, &run] {
     if (sub->get_subcommands().empty()) run = [o] { run_bench(*o); };

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/int_options.h"
 #include "cli/format.h"
 #include "course/sample_program.h"
 #include "engine/backend_registry.h"
@@ -48,9 +49,7 @@ void run_sample(const SampleOptions& o) {
     std::cout << "  one device: no scatter, replicate or gather; the model runs on the whole batch of "
               << course::kSampleBatch << "\n";
   }
-  char line[64];
-  std::snprintf(line, sizeof line, "Loss: %.4f", run.loss);
-  std::cout << line << std::endl;
+  std::cout << "Loss: " << py_fixed(run.loss, 4) << std::endl;
 }
 
 }  // namespace
@@ -59,7 +58,7 @@ void add_sample_command(CLI::App& app, Action& run) {
   auto opts = std::make_shared<SampleOptions>();
   auto* sub = app.add_subcommand("sample", "The source document's sample program: SimpleModel, batch 32, one SGD step");
   sub->add_option("--devices", opts->devices, "Device spec: cpu:K, cuda, cuda:0,1, cuda:0xK (default: every GPU, else cpu:1)");
-  sub->add_option("--seed", opts->seed, "Seed for the weights and the dummy data")->capture_default_str();
+  sub->add_option("--seed", opts->seed, "Seed for the weights and the dummy data")->capture_default_str()->transform(integer_in<uint64_t>());
   sub->callback([opts, &run] { run = [opts] { run_sample(*opts); }; });
 }
 

@@ -12,8 +12,10 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/int_options.h"
 #include "cli/validators.h"
 #include "cli/format.h"
+#include "cli/output_paths.h"
 #include "engine/data_parallel.h"
 #include "engine/device.h"
 #include "engine/error.h"
@@ -50,6 +52,8 @@ std::string stats_key(const BatchNormStats& s, const char* what) {
 }
 
 void run_step(const StepOptions& o) {
+  check_output_path(o.out, "--out");
+  check_not_an_input(o.out, "--out", {{"--model", o.model}, {"--batch", o.batch}, {"--state", o.state}});
   Model model(load_model_spec(o.model));
   const DType dtype = model.dtype();
 
@@ -90,7 +94,7 @@ void run_step(const StepOptions& o) {
                     {"steps", std::to_string(o.steps)},
                     {"sync_bn", o.sync_bn ? "true" : "false"}});
   std::cout << "dpv step: " << o.steps << " iteration" << (o.steps == 1 ? "" : "s") << " on " << o.devices
-            << ", chunks " << list_str(last->chunks()) << ", loss " << strf("%.6f", last->loss()) << " -> "
+            << ", chunks " << list_str(last->chunks()) << ", loss " << py_fixed(last->loss(), 6) << " -> "
             << o.out << "\n";
 }
 
@@ -107,8 +111,8 @@ void add_step_command(CLI::App& app, Action& run) {
   sub->add_option("--lr", o->lr, "SGD learning rate")->capture_default_str()->check(at_least(0));
   sub->add_option("--momentum", o->momentum, "SGD momentum")->capture_default_str()->check(at_least(0));
   sub->add_option("--weight-decay", o->weight_decay, "SGD weight decay")->capture_default_str()->check(at_least(0));
-  sub->add_option("--steps", o->steps, "Iterations on the batch")->capture_default_str()->check(at_least(1));
-  sub->add_option("--seed", o->seed, "Seed for the initial weights when --state is not given")->capture_default_str();
+  sub->add_option("--steps", o->steps, "Iterations on the batch")->capture_default_str()->transform(integer_in<int>(1));
+  sub->add_option("--seed", o->seed, "Seed for the initial weights when --state is not given")->capture_default_str()->transform(integer_in<uint64_t>());
   sub->add_option("--out", o->out, "Output file (safetensors), written atomically")->required();
   sub->callback([o, &run] { run = [o] { run_step(*o); }; });
 }

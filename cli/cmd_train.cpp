@@ -7,8 +7,11 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/int_options.h"
 #include "cli/format.h"
+#include "cli/output_paths.h"
 #include "cli/progress.h"
+#include "cli/size_checks.h"
 #include "cli/validators.h"
 #include "course/batchnorm_stats.h"
 #include "engine/data_parallel.h"
@@ -40,21 +43,39 @@ const char* batchnorm_mode(const ModelSpec& spec, bool sync_bn) {
 
 void run_train(const TrainCliOptions& o) {
   check(o.idx_images.empty() == o.idx_labels.empty(), "--idx-images and --idx-labels go together", "ValueError");
+  // Everything that can be checked is checked before the work: the trace's folder, that it is no
+  // input, and the memory the data set and one step will ask for.
+  if (!o.trace.empty()) {
+    check_output_path(o.trace, "--trace");
+    check_not_an_input(o.trace, "--trace", {{"--model", o.model_file}, {"--idx-images", o.idx_images},
+                                            {"--idx-labels", o.idx_labels}});
+  }
   ModelSpec spec = o.model_file.empty() ? preset_model(o.preset) : load_model_spec(o.model_file);
   const int64_t batch = o.batch > 0 ? o.batch : default_batch(o.preset);
+  const std::string batch_asked_by =
+      o.batch > 0 ? "--batch " + std::to_string(batch) : "the preset's batch of " + std::to_string(batch);
+  auto devices = DeviceSet::create(o.devices);
+  check_step_bytes(spec, batch, devices->size(),
+                   o.model_file.empty() ? "--preset " + o.preset : "--model " + o.model_file, batch_asked_by);
+  auto too_few = [batch](int64_t n) {
+    check(n >= batch, "the data set has " + std::to_string(n) + " samples, fewer than one batch of " +
+                          std::to_string(batch), "ValueError");
+  };
   Dataset data;
   if (!o.idx_images.empty()) {
     data = load_idx_for_model(spec, o.idx_images, o.idx_labels);
   } else {
-    const bool images = input_shape_of(spec).image;
-    const int64_t n = o.samples > 0 ? o.samples : std::clamp<int64_t>(batch * (images ? 16 : 32), 1024, 8192);
+    // Default size: 16 (images) or 32 batches, 1024 to 8192 samples; the batch is capped first so
+    // the product cannot overflow.
+    const int64_t per_batch = input_shape_of(spec).image ? 16 : 32;
+    const int64_t n = o.samples > 0 ? o.samples : std::clamp<int64_t>(std::min<int64_t>(batch, 8192) * per_batch, 1024, 8192);
+    too_few(n);
+    check_dataset_bytes(spec, n, o.samples > 0 ? "--samples " + std::to_string(n) : batch_asked_by);
     data = make_data_for_model(spec, n, o.seed + 1, o.data);
   }
   const int64_t n = data.inputs.dim(0);
-  check(n >= batch, "the data set has " + std::to_string(n) + " samples, fewer than one batch of " +
-                        std::to_string(batch), "ValueError");
+  too_few(n);
 
-  auto devices = DeviceSet::create(o.devices);
   Model model(spec);
   TensorMap state = model.initial_state(o.seed);
   Trainer trainer(devices, std::move(model), state, TrainOptions{o.lr, o.momentum, o.weight_decay, o.sync_bn});
@@ -115,19 +136,19 @@ void add_train_command(CLI::App& app, Action& run) {
   auto* preset = sub->add_option("--preset", o->preset, "Model preset: " + presets)->capture_default_str();
   sub->add_option("--model", o->model_file, "Model spec (JSON) instead of a preset")->excludes(preset);
   sub->add_option("--devices", o->devices, "Device spec: cpu:K, cuda, cuda:0,1, cuda:0xK")->capture_default_str();
-  sub->add_option("--steps", o->steps, "Training iterations")->capture_default_str()->check(at_least(1));
-  sub->add_option("--batch", o->batch, "Batch size (default: the preset's)")->check(at_least(1));
+  sub->add_option("--steps", o->steps, "Training iterations")->capture_default_str()->transform(integer_in<int64_t>(1));
+  sub->add_option("--batch", o->batch, "Batch size (default: the preset's)")->transform(integer_in<int64_t>(1));
   sub->add_flag("--sync-bn", o->sync_bn, "BatchNorm layers use the statistics of the whole batch (DDP + SyncBatchNorm)");
   sub->add_option("--lr", o->lr, "SGD learning rate")->capture_default_str()->check(at_least(0));
   sub->add_option("--momentum", o->momentum, "SGD momentum")->capture_default_str()->check(at_least(0));
   sub->add_option("--weight-decay", o->weight_decay, "SGD weight decay")->capture_default_str()->check(at_least(0));
-  sub->add_option("--seed", o->seed, "Seed for weights and data")->capture_default_str();
+  sub->add_option("--seed", o->seed, "Seed for weights and data")->capture_default_str()->transform(integer_in<uint64_t>());
   sub->add_option("--data", o->data, "Built-in data: auto, spiral, blobs")->capture_default_str();
-  sub->add_option("--samples", o->samples, "Size of the built-in data set (default: from the batch)")->check(at_least(1));
+  sub->add_option("--samples", o->samples, "Size of the built-in data set (default: from the batch)")->transform(integer_in<int64_t>(1));
   sub->add_option("--idx-images", o->idx_images, "MNIST IDX image file (e.g. train-images-idx3-ubyte)");
   sub->add_option("--idx-labels", o->idx_labels, "MNIST IDX label file (e.g. train-labels-idx1-ubyte)");
   sub->add_option("--trace", o->trace, "Write a Chrome trace (JSON) of the first --trace-steps iterations");
-  sub->add_option("--trace-steps", o->trace_steps, "Iterations recorded in the trace")->capture_default_str()->check(at_least(1));
+  sub->add_option("--trace-steps", o->trace_steps, "Iterations recorded in the trace")->capture_default_str()->transform(integer_in<int>(1));
   sub->callback([o, &run] { run = [o] { run_train(*o); }; });
 }
 

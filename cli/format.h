@@ -1,5 +1,6 @@
 #pragma once
 // Small text helpers shared by the dpv subcommands.
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -25,6 +26,13 @@ std::string strf(const char* format, Args... args) {
   std::string s(static_cast<size_t>(n > 0 ? n : 0), '\0');
   std::snprintf(s.data(), s.size() + 1, format, args...);
   return s;
+}
+
+// f"{value:.{digits}f}" as Python prints it: "nan" where printf may print "-nan" (the sign of a
+// NaN is meaningless, and PyTorch users see "nan"); inf and -inf as "inf" and "-inf".
+inline std::string py_fixed(double value, int digits) {
+  if (std::isnan(value)) return "nan";
+  return strf("%.*f", digits, value);
 }
 
 }  // namespace dpv::cli

@@ -3,6 +3,7 @@
 // stderr), 2 on a command-line parse error (CLI11's message). Output files are written atomically
 // and only after every computation succeeded, so a failure never leaves a partial file.
 #include <exception>
+#include <new>
 #include <iostream>
 #include <string>
 
@@ -38,6 +39,23 @@ int main(int argc, char** argv) {
   dpv::cli::add_launch_command(app, run);
   dpv::cli::add_trace_command(app, run);
 
+  // CLI11 answers an unknown command with "A subcommand is required", which does not say which
+  // word it did not know.
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string word = argv[1];
+    std::string known;
+    bool found = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+      found = found || sub->get_name() == word;
+    }
+    if (!found) {
+      std::cerr << "dpv: error: unknown command '" << word << "' (commands: " << known << "); see dpv --help"
+                << std::endl;
+      return 2;
+    }
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -50,6 +68,13 @@ int main(int argc, char** argv) {
   } catch (const dpv::Error& e) {
     std::cout.flush();
     std::cerr << "dpv: error: " << one_line(e.full()) << std::endl;
+    return 1;
+  } catch (const std::bad_alloc&) {
+    // The size checks run before the work; this is what is left (a request the checks let through
+    // but the system could not serve).
+    std::cout.flush();
+    std::cerr << "dpv: error: MemoryError: out of memory (an allocation failed); try a smaller --batch or --samples"
+              << std::endl;
     return 1;
   } catch (const std::exception& e) {
     std::cout.flush();

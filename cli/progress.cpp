@@ -26,8 +26,8 @@ std::string ProgressReporter::bar(int64_t step) const {
 
 std::string ProgressReporter::text(const ProgressSample& s) const {
   const int width = static_cast<int>(std::to_string(total_).size());
-  return strf("step %*lld/%lld  loss %.4f  acc %5.1f%%  %.0f samples/s", width, static_cast<long long>(s.step),
-              static_cast<long long>(total_), s.loss, 100.0 * s.accuracy, s.samples_per_s);
+  return strf("step %*lld/%lld  loss %s  acc %5.1f%%  %.0f samples/s", width, static_cast<long long>(s.step),
+              static_cast<long long>(total_), py_fixed(s.loss, 4).c_str(), 100.0 * s.accuracy, s.samples_per_s);
 }
 
 void ProgressReporter::update(const ProgressSample& s) {

@@ -50,7 +50,7 @@ Dataset load_idx_for_model(const ModelSpec& spec, const std::string& images, con
   const ModelInputShape s = input_shape_of(spec);
   IdxDataset idx = load_idx_dataset(images, labels);
   check(!s.image && idx.images.dim(1) == s.features,
-        "the IDX images have " + std::to_string(idx.images.dim(1)) + " pixels per sample but the model takes " +
+        images + ": the IDX images have " + std::to_string(idx.images.dim(1)) + " pixels per sample but the model takes " +
             (s.image ? std::string("images") : std::to_string(s.features) + " features"),
         "ValueError");
   Dataset d;

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cctype>
 #include <functional>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "engine/checked_math.h"
 #include "engine/error.h"
 #include "engine/io/atomic_file.h"
 
@@ -42,15 +44,17 @@ class LayerReader {
  public:
   LayerReader(const Json& object, std::string where) : object_(object), where_(std::move(where)) {}
 
-  void integer(const char* key, int64_t& out, bool required, int64_t minimum) {
+  // An integer field in [minimum, maximum]; the bound keeps every later shape product in range.
+  void integer(const char* key, int64_t& out, bool required, int64_t minimum, int64_t maximum) {
     const Json* value = take(key, required);
     if (!value) return;
     if (value->is_number_float() || !value->is_number()) {
       fail(std::string("'") + key + "' must be an integer, got " + value->dump());
     }
     // JSON integers above int64 arrive as unsigned; they are far beyond any sensible size.
-    if (value->is_number_unsigned() && value->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-      fail(std::string("'") + key + "' is too large: " + value->dump());
+    const bool beyond_int64 = value->is_number_unsigned() && value->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX);
+    if (beyond_int64 || value->get<int64_t>() > maximum)
+      fail(std::string("'") + key + "' = " + value->dump() + " is too large (at most " + std::to_string(maximum) + ")");
     out = value->get<int64_t>();
     if (out < minimum) {
       fail(std::string("'") + key + "' must be " + (minimum == 1 ? "positive" : "at least " + std::to_string(minimum)) +
@@ -71,6 +75,19 @@ class LayerReader {
     if (!value->is_number()) fail(std::string("'") + key + "' must be a number, got " + value->dump());
     out = value->get<double>();
     if (!valid(out)) fail(std::string("'") + key + "' must be " + rule + ", got " + value->dump());
+  }
+
+  // A weight of this shape must hold at most kMaxLayerWeights elements.
+  void check_weight_size(const std::vector<int64_t>& shape) const {
+    std::optional<int64_t> elements = 1;
+    std::string text;
+    for (int64_t d : shape) {
+      elements = checked_mul(elements, d);
+      text += (text.empty() ? "" : ", ") + std::to_string(d);
+    }
+    if (!elements || *elements > kMaxLayerWeights)
+      fail("the weight [" + text + "] would hold " + (elements ? std::to_string(*elements) : std::string("more than 2^63")) +
+           " elements, more than a layer may have (" + std::to_string(kMaxLayerWeights) + ")");
   }
 
   // After every field was read: anything left is a key this layer type does not take.
@@ -120,20 +137,22 @@ LayerSpec parse_layer(const Json& layer, size_t index, const std::string& source
   auto probability = [](double v) { return v >= 0.0 && v <= 1.0; };
   auto positive = [](double v) { return v > 0.0; };
   if (spec.type == "linear") {
-    read.integer("in_features", spec.in_features, true, 1);
-    read.integer("out_features", spec.out_features, true, 1);
+    read.integer("in_features", spec.in_features, true, 1, kMaxModelWidth);
+    read.integer("out_features", spec.out_features, true, 1, kMaxModelWidth);
     read.boolean("bias", spec.bias);
     read.reject_unknown_keys({"in_features", "out_features", "bias"});
+    read.check_weight_size({spec.out_features, spec.in_features});
   } else if (spec.type == "conv2d") {
-    read.integer("in_channels", spec.in_channels, true, 1);
-    read.integer("out_channels", spec.out_channels, true, 1);
-    read.integer("kernel_size", spec.kernel_size, true, 1);
-    read.integer("stride", spec.stride, false, 1);
-    read.integer("padding", spec.padding, false, 0);
+    read.integer("in_channels", spec.in_channels, true, 1, kMaxModelWidth);
+    read.integer("out_channels", spec.out_channels, true, 1, kMaxModelWidth);
+    read.integer("kernel_size", spec.kernel_size, true, 1, kMaxKernelGeometry);
+    read.integer("stride", spec.stride, false, 1, kMaxKernelGeometry);
+    read.integer("padding", spec.padding, false, 0, kMaxKernelGeometry);
     read.boolean("bias", spec.bias);
     read.reject_unknown_keys({"in_channels", "out_channels", "kernel_size", "stride", "padding", "bias"});
+    read.check_weight_size({spec.out_channels, spec.in_channels, spec.kernel_size, spec.kernel_size});
   } else if (spec.type == "batchnorm1d" || spec.type == "batchnorm2d") {
-    read.integer("num_features", spec.num_features, true, 1);
+    read.integer("num_features", spec.num_features, true, 1, kMaxModelWidth);
     read.real("eps", spec.eps, positive, "positive");
     read.real("momentum", spec.momentum, probability, "between 0 and 1");
     read.reject_unknown_keys({"num_features", "eps", "momentum"});

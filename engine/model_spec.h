@@ -9,6 +9,13 @@
 
 namespace dpv {
 
+// Bounds on the sizes a spec may ask for, checked at parse time so every shape computed from them
+// fits in 64 bits: widths (features, channels) up to 2^24, kernel size, stride and padding up to
+// 4096, and at most 2^36 elements (256 GiB as float32) in one layer's weight.
+inline constexpr int64_t kMaxModelWidth = int64_t{1} << 24;
+inline constexpr int64_t kMaxKernelGeometry = 4096;
+inline constexpr int64_t kMaxLayerWeights = int64_t{1} << 36;
+
 struct LayerSpec {
   std::string type;  // linear, relu, flatten, conv2d, batchnorm1d, batchnorm2d
   // linear

@@ -1,6 +1,7 @@
 #include <cmath>
 
 #include "engine/backend.h"
+#include "engine/checked_math.h"
 #include "engine/datasets.h"
 #include "engine/device.h"
 #include "engine/error.h"
@@ -31,11 +32,14 @@ Shape Conv2d::output_shape(const Shape& in) const {
   check(in[1] == cin_, "Given groups=1, weight of size " + shape_str({cout_, cin_, k_, k_}) +
                            ", expected input" + shape_str(in) + " to have " + std::to_string(cin_) +
                            " channels, but got " + std::to_string(in[1]) + " channels instead");
-  const int64_t oh = (in[2] + 2 * pad_ - k_) / stride_ + 1, ow = (in[3] + 2 * pad_ - k_) / stride_ + 1;
-  check(in[2] + 2 * pad_ >= k_ && in[3] + 2 * pad_ >= k_,
-        "Calculated padded input size per channel: (" + std::to_string(in[2] + 2 * pad_) + " x " +
-            std::to_string(in[3] + 2 * pad_) + "). Kernel size: (" + std::to_string(k_) + " x " + std::to_string(k_) +
+  // Padded sizes in checked arithmetic: a spec built in code (not parsed) is not bounded.
+  const int64_t padded_h = size_or_throw(checked_add(in[2], checked_mul(pad_, 2)), "conv2d padded height");
+  const int64_t padded_w = size_or_throw(checked_add(in[3], checked_mul(pad_, 2)), "conv2d padded width");
+  check(padded_h >= k_ && padded_w >= k_,
+        "Calculated padded input size per channel: (" + std::to_string(padded_h) + " x " + std::to_string(padded_w) +
+            "). Kernel size: (" + std::to_string(k_) + " x " + std::to_string(k_) +
             "). Kernel size can't be greater than actual input size");
+  const int64_t oh = (padded_h - k_) / stride_ + 1, ow = (padded_w - k_) / stride_ + 1;
   return {in[0], cout_, oh, ow};
 }
 

@@ -7,6 +7,7 @@
 #include "engine/error.h"
 #include "engine/io/atomic_file.h"
 #include "tests/engine/error_text.h"
+#include "engine/model.h"
 #include "engine/model_spec.h"
 
 using dpv::LayerSpec;
@@ -141,6 +142,50 @@ TEST(ModelSpecTest, WrongTypesAndValuesAreRejected) {
   EXPECT_NE(spec_error(R"({"layers": [{"type": "batchnorm1d", "num_features": 4, "eps": 0}]})")
                 .find("'eps' must be positive"),
             std::string::npos);
+}
+
+TEST(ModelSpecTest, EverySizeIsBoundedAtParseTimeNamingTheField) {
+  // Padding 2^63-1 once wrapped around in the shape arithmetic and trained a wrong model; 2^31 gave
+  // a message with a wrapped size.
+  auto conv_with = [](const std::string& extra) {
+    return spec_error(R"({"layers": [{"type": "conv2d", "in_channels": 3, "out_channels": 4, "kernel_size": 3, )" + extra +
+                      "}]}");
+  };
+  std::string msg = conv_with(R"("padding": 9223372036854775807)");
+  EXPECT_NE(msg.find("m.json: layer 0 (conv2d): 'padding' = 9223372036854775807 is too large (at most 4096)"),
+            std::string::npos) << msg;
+  msg = conv_with(R"("padding": 2147483648)");
+  EXPECT_NE(msg.find("'padding' = 2147483648 is too large"), std::string::npos) << msg;
+  msg = conv_with(R"("stride": 18446744073709551615)");
+  EXPECT_NE(msg.find("'stride' = 18446744073709551615 is too large"), std::string::npos) << msg;
+  msg = spec_error(R"({"layers": [{"type": "conv2d", "in_channels": 3, "out_channels": 4, "kernel_size": 5000}]})");
+  EXPECT_NE(msg.find("'kernel_size' = 5000 is too large"), std::string::npos) << msg;
+  msg = spec_error(R"({"layers": [{"type": "linear", "in_features": 4, "out_features": 16777217}]})");
+  EXPECT_NE(msg.find("'out_features' = 16777217 is too large (at most 16777216)"), std::string::npos) << msg;
+  msg = spec_error(R"({"layers": [{"type": "batchnorm1d", "num_features": 1099511627776}]})");
+  EXPECT_NE(msg.find("'num_features' = 1099511627776 is too large"), std::string::npos) << msg;
+  // Each size within its bound, but the weight as a whole too large.
+  msg = spec_error(R"({"layers": [{"type": "linear", "in_features": 16777216, "out_features": 16777216}]})");
+  EXPECT_NE(msg.find("layer 0 (linear): the weight [16777216, 16777216] would hold 281474976710656 elements"),
+            std::string::npos) << msg;
+  msg = conv_with(R"("kernel_size": 4096, "in_channels": 16777216, "out_channels": 16777216)");
+  EXPECT_NE(msg.find("would hold more than 2^63 elements"), std::string::npos) << msg;
+  // The bounds themselves are accepted.
+  EXPECT_EQ(conv_with(R"("padding": 4096, "stride": 4096)"), "<no error>");
+}
+
+TEST(ModelSpecTest, ConvShapesUseCheckedArithmetic) {
+  // A spec built in code is not bounded by the parser: the shape computation says it overflows.
+  LayerSpec conv;
+  conv.type = "conv2d";
+  conv.in_channels = 1;
+  conv.out_channels = 1;
+  conv.kernel_size = 1;
+  conv.padding = INT64_MAX / 2;
+  ModelSpec spec;
+  spec.layers = {conv};
+  const std::string msg = error_of([&] { (void)dpv::Model(spec).activation_shapes({1, 1, 8, 8}); });
+  EXPECT_NE(msg.find("conv2d padded height is too large"), std::string::npos) << msg;
 }
 
 TEST(ModelSpecTest, UnknownKeysInALayerAreRejected) {
