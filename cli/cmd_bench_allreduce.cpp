@@ -14,6 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/int_options.h"
+#include "cli/output_paths.h"
+#include "cli/size_checks.h"
 #include "cli/validators.h"
 #include "engine/backend_registry.h"
 #include "engine/device.h"
@@ -47,6 +50,13 @@ double max_over_ranks(ProcessGroup& g, double value) {
 }
 
 void run_allreduce_bench(const AllreduceBenchOptions& o) {
+  // Before joining the job: the largest message must fit in memory, the sizes must make a range,
+  // and the JSON output must be writable.
+  check(o.min_bytes <= o.max_bytes, "--min-bytes " + std::to_string(static_cast<int64_t>(o.min_bytes)) +
+                                        " is larger than --max-bytes", "ValueError");
+  check_bytes(o.max_bytes < 9.2e18 ? std::optional<int64_t>(static_cast<int64_t>(o.max_bytes)) : std::nullopt,
+              "--max-bytes", "the largest message");
+  if (!o.json.empty()) check_output_path(o.json, "--json");
   std::unique_ptr<dist::DistSession> session = dist::init_process_group_from_environment();
   ProcessGroup& g = session->group();
   const int world = g.size();
@@ -115,9 +125,9 @@ void add_bench_allreduce_command(CLI::App& app, Action& run) {
       "allreduce", "All-reduce busbw over the launched ranks: dpv launch --nproc-per-node W -- bench allreduce");
   sub->add_option("--min-bytes", o->min_bytes, "Smallest message")->capture_default_str()->check(at_least(4));
   sub->add_option("--max-bytes", o->max_bytes, "Largest message")->capture_default_str()->check(at_least(4));
-  sub->add_option("--factor", o->factor, "Each size is this many times the previous")->capture_default_str()->check(at_least(2));
-  sub->add_option("--iters", o->iters, "Timed calls per size (at most)")->capture_default_str()->check(at_least(1));
-  sub->add_option("--warmup", o->warmup, "Untimed calls per size first")->capture_default_str()->check(at_least(0));
+  sub->add_option("--factor", o->factor, "Each size is this many times the previous")->capture_default_str()->transform(integer_in<int>(2));
+  sub->add_option("--iters", o->iters, "Timed calls per size (at most)")->capture_default_str()->transform(integer_in<int>(1));
+  sub->add_option("--warmup", o->warmup, "Untimed calls per size first")->capture_default_str()->transform(integer_in<int>(0));
   sub->add_option("--seconds-per-size", o->max_seconds_per_size, "Fewer timed calls for a size that would take longer")
       ->capture_default_str()
       ->check(at_least(0));

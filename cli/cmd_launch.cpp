@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/int_options.h"
 #include "cli/launcher.h"
 #include "cli/validators.h"
 
@@ -15,16 +16,16 @@ void add_launch_command(CLI::App& app, Action& run) {
       "launch", "Run a dpv subcommand as K processes per node (torchrun's conventions): dpv launch --nproc-per-node K -- step --ddp ...");
   sub->add_option("--nproc-per-node", plan->nproc_per_node, "Worker processes on this node (one device each)")
       ->required()
-      ->check(at_least(1));
-  sub->add_option("--nnodes", plan->nnodes, "Nodes in the job")->capture_default_str()->check(at_least(1));
+      ->transform(integer_in<int>(1, 4096));
+  sub->add_option("--nnodes", plan->nnodes, "Nodes in the job")->capture_default_str()->transform(integer_in<int>(1, 4096));
   sub->add_option("--node-rank", plan->node_rank, "This node's index, 0 .. nnodes-1 (node 0 hosts the store)")
       ->capture_default_str()
-      ->check(at_least(0));
+      ->transform(integer_in<int>(0, 4095));
   sub->add_option("--master-addr", plan->master_addr, "Address of node 0, where rank 0 hosts the store")
       ->capture_default_str();
   sub->add_option("--master-port", plan->master_port, "Port of the store on node 0")
       ->capture_default_str()
-      ->check(CLI::Range(1, 65535));
+      ->transform(integer_in<int>(1, 65535));
   sub->add_option("--backend", plan->backend, "gloo (CPU ranks) or nccl (one GPU per rank)")
       ->capture_default_str()
       ->check(CLI::IsMember({"gloo", "nccl"}));

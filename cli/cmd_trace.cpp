@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/output_paths.h"
 #include "engine/io/trace_merge.h"
 
 namespace dpv::cli {
@@ -17,7 +18,15 @@ void add_trace_command(CLI::App& app, Action& run) {
   auto* merge = trace->add_subcommand("merge", "Join per-rank Chrome traces into one, a process per rank");
   merge->add_option("out", *out, "Merged trace to write")->required();
   merge->add_option("inputs", *inputs, "Per-rank traces, rank 0 first")->required()->check(CLI::ExistingFile);
-  merge->callback([out, inputs, &run] { run = [out, inputs] { merge_trace_files(*out, *inputs); }; });
+  merge->callback([out, inputs, &run] {
+    run = [out, inputs] {
+      check_output_path(*out, "OUT");
+      std::vector<std::pair<std::string, std::string>> named;
+      for (const std::string& in : *inputs) named.emplace_back("IN", in);
+      check_not_an_input(*out, "OUT", named);
+      merge_trace_files(*out, *inputs);
+    };
+  });
 }
 
 }  // namespace dpv::cli

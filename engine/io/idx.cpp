@@ -1,6 +1,7 @@
 #include "engine/io/idx.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -68,12 +69,17 @@ std::vector<uint64_t> read_header(const std::string& bytes, const std::string& p
 
 }  // namespace
 
-Tensor load_idx_images(const std::string& path) {
-  const std::string bytes = read_file(path);
+Tensor load_idx_images(const std::string& path) { return parse_idx_images(read_file(path), path); }
+Tensor load_idx_labels(const std::string& path) { return parse_idx_labels(read_file(path), path); }
+
+Tensor parse_idx_images(const std::string& bytes, const std::string& path) {
   const std::vector<uint64_t> dims = read_header(bytes, path, kImagesMagic, "an IDX image file");
   const uint64_t count = dims[0], rows = dims[1], cols = dims[2];
   check(rows > 0 && cols > 0, path + ": images of " + std::to_string(rows) + "x" + std::to_string(cols) +
                                   " pixels are empty");
+  // Two 32-bit sizes: the product fits in uint64 but, with no images, need not fit in int64.
+  check(rows * cols <= static_cast<uint64_t>(INT64_MAX), path + ": images of " + std::to_string(rows) + "x" +
+                                                             std::to_string(cols) + " pixels are too large");
   const int64_t pixels = static_cast<int64_t>(rows * cols);
   Tensor images = Tensor::empty({static_cast<int64_t>(count), pixels}, DType::Float32);  // [N, rows*cols]
   const auto* src = reinterpret_cast<const unsigned char*>(bytes.data() + 16);
@@ -83,8 +89,7 @@ Tensor load_idx_images(const std::string& path) {
   return images;
 }
 
-Tensor load_idx_labels(const std::string& path) {
-  const std::string bytes = read_file(path);
+Tensor parse_idx_labels(const std::string& bytes, const std::string& path) {
   const std::vector<uint64_t> dims = read_header(bytes, path, kLabelsMagic, "an IDX label file");
   const uint64_t count = dims[0];
   Tensor labels = Tensor::empty({static_cast<int64_t>(count)}, DType::Int64);  // [N]

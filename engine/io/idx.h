@@ -17,5 +17,8 @@ struct IdxDataset {
 IdxDataset load_idx_dataset(const std::string& images_path, const std::string& labels_path);
 Tensor load_idx_images(const std::string& path);  // [N, rows*cols] float32
 Tensor load_idx_labels(const std::string& path);  // [N] int64
+// The same from a file's bytes; `source` names it in errors.
+Tensor parse_idx_images(const std::string& bytes, const std::string& source);
+Tensor parse_idx_labels(const std::string& bytes, const std::string& source);
 
 }  // namespace dpv

@@ -125,6 +125,21 @@ TEST_F(CliHardening, OutputsAndListsAreCheckedBeforeTheWork) {
   expect_error(r, {"--out", "nodir"});
 }
 
+TEST_F(CliHardening, TraceMergeAndAllreduceBenchCheckBeforeTheWork) {
+  // trace merge onto one of its inputs replaced that input.
+  const std::string trace = write_text("rank0.json", R"({"traceEvents": []})");
+  const std::string before = slurp(trace);
+  expect_error(run_dpv({"trace", "merge", trace, trace}), {"same file as IN"});
+  EXPECT_EQ(slurp(trace), before);
+  expect_error(run_dpv({"trace", "merge", path("nodir/merged.json"), trace}), {"OUT", "nodir"});
+  // bench allreduce: sizes and output before joining any job.
+  expect_error(run_dpv({"bench", "allreduce", "--max-bytes", "1e30"}), {"--max-bytes", "bytes"});
+  expect_error(run_dpv({"bench", "allreduce", "--min-bytes", "4096", "--max-bytes", "1024"}), {"--min-bytes"});
+  expect_error(run_dpv({"bench", "allreduce", "--json", path("nodir/a.json")}), {"--json", "nodir"});
+  expect_parse_error(run_dpv({"launch", "--nproc-per-node", "2", "--master-port", "70000", "--", "sample"}),
+                     {"--master-port"});
+}
+
 TEST_F(CliHardening, UnknownCommandIsNamed) {
   const RunResult r = run_dpv({"frobnicate", "--steps", "3"});
   EXPECT_EQ(r.exit_code, 2);
