@@ -2,6 +2,18 @@
 // One interface per device kind. The CPU backend (OpenBLAS + plain loops) is the reference every
 // CUDA op is tested against. All tensors are contiguous row-major and live on the backend's device;
 // outputs are preallocated by the caller. Float ops take float32 or float64 (all operands alike).
+//
+// Dimension letters, one meaning each across the engine (shape comments, parameter names):
+//   N  batch: the samples of a batch or of one replica's chunk (rows of an activation)
+//   C  channels: a BatchNorm's or a convolution's channels, a Linear layer's features
+//   H, W  height and width of an image;  OH, OW  those of a convolution's output
+//   S  spatial positions per channel (H*W for images, 1 after a Linear layer): x is [N, C, S]
+//   K  classes: the logits are [N, K]
+//   R  replicas: the devices (ranks) taking part in a step or a collective
+//   L  layers of a model
+//   kh, kw  a convolution's kernel size
+// A matrix product's sizes are named rows, cols and inner (never M/N/K, which would reuse N and K);
+// permute_nos moves generic axes [A, B, S] -> [B, A, S].
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -32,14 +44,14 @@ class Backend {
   virtual double now() = 0;
 
   // --- dense algebra
-  // c[M,N] = alpha * op(a) @ op(b) + beta * c, op = transpose when the flag is set.
-  // a is [M,K] (or [K,M] when trans_a), b is [K,N] (or [N,K] when trans_b).
-  virtual void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha,
+  // c[rows,cols] = alpha * op(a) @ op(b) + beta * c, op = transpose when the flag is set.
+  // a is [rows,inner] (or [inner,rows] when trans_a), b is [inner,cols] (or [cols,inner] when trans_b).
+  virtual void gemm(bool trans_a, bool trans_b, int64_t rows, int64_t cols, int64_t inner, double alpha,
                     const Tensor& a, const Tensor& b, double beta, Tensor& c) = 0;
-  // y[R, C, S] += bias[C] broadcast over R and S (Linear: S = 1; Conv2d: S = H*W).
-  virtual void add_channel_bias(Tensor& y, const Tensor& bias, int64_t R, int64_t C, int64_t S) = 0;
-  // out[C] (+)= sum over R and S of dy[R, C, S]; accumulate adds to out instead of overwriting.
-  virtual void sum_channels(const Tensor& dy, Tensor& out, int64_t R, int64_t C, int64_t S, bool accumulate) = 0;
+  // y[N, C, S] += bias[C] broadcast over N and S (Linear: S = 1; Conv2d: S = H*W).
+  virtual void add_channel_bias(Tensor& y, const Tensor& bias, int64_t N, int64_t C, int64_t S) = 0;
+  // out[C] (+)= sum over N and S of dy[N, C, S]; accumulate adds to out instead of overwriting.
+  virtual void sum_channels(const Tensor& dy, Tensor& out, int64_t N, int64_t C, int64_t S, bool accumulate) = 0;
   // dst += src (same shape): reduce-add and gradient accumulation.
   virtual void add_inplace(Tensor& dst, const Tensor& src) = 0;
   // dst *= alpha
@@ -57,25 +69,25 @@ class Backend {
   // [N, O, S] <-> [O, N, S] transposes used around the conv GEMMs.
   virtual void permute_nos(const Tensor& src, Tensor& dst, int64_t A, int64_t B, int64_t S) = 0;  // [A,B,S] -> [B,A,S]
 
-  // --- batch norm over x [R, C, S] (R = batch, S = spatial), per channel c.
+  // --- batch norm over x [N, C, S] (N = batch, S = spatial), per channel c.
   // mean[C] and var_b[C] (biased) of the local input, two-pass, accumulated in double.
-  virtual void bn_stats(const Tensor& x, Tensor& mean, Tensor& var_b, int64_t R, int64_t C, int64_t S) = 0;
+  virtual void bn_stats(const Tensor& x, Tensor& mean, Tensor& var_b, int64_t N, int64_t C, int64_t S) = 0;
   // y = (x - mean) * invstd * gamma + beta
   virtual void bn_normalize(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& gamma,
-                            const Tensor& beta, Tensor& y, int64_t R, int64_t C, int64_t S) = 0;
+                            const Tensor& beta, Tensor& y, int64_t N, int64_t C, int64_t S) = 0;
   // sum_dy[C] = sum dy;  sum_dy_xmu[C] = sum dy * (x - mean)
   virtual void bn_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& mean, Tensor& sum_dy,
-                                  Tensor& sum_dy_xmu, int64_t R, int64_t C, int64_t S) = 0;
+                                  Tensor& sum_dy_xmu, int64_t N, int64_t C, int64_t S) = 0;
   // dx = (dy - sum_dy/n - (x - mean) * invstd^2 * sum_dy_xmu/n) * invstd * gamma, n = total count
   virtual void bn_backward_elemt(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& invstd,
                                  const Tensor& gamma, const Tensor& sum_dy, const Tensor& sum_dy_xmu,
-                                 double count, Tensor& dx, int64_t R, int64_t C, int64_t S) = 0;
-  // SyncBatchNorm merge (batch_norm_gather_stats_with_counts): mean_all/invstd_all [W, C],
-  // counts [W] (float64, host-readable); writes mean[C], invstd[C] and updates running stats
+                                 double count, Tensor& dx, int64_t N, int64_t C, int64_t S) = 0;
+  // SyncBatchNorm merge (batch_norm_gather_stats_with_counts): mean_all/invstd_all [R, C],
+  // counts [R] (float64, host-readable); writes mean[C], invstd[C] and updates running stats
   // with the total count for the unbiased variance.
   virtual void bn_gather_stats(const Tensor& mean_all, const Tensor& invstd_all, const std::vector<double>& counts,
                                double eps, double momentum, Tensor& running_mean, Tensor& running_var,
-                               Tensor& mean, Tensor& invstd, int64_t W, int64_t C) = 0;
+                               Tensor& mean, Tensor& invstd, int64_t R, int64_t C) = 0;
   // invstd[C] = 1/sqrt(var_b + eps); running stats update of plain BatchNorm with n/(n-1).
   virtual void bn_invstd(const Tensor& var_b, double eps, Tensor& invstd) = 0;
   virtual void bn_update_running(const Tensor& mean, const Tensor& var_b, double n, double momentum,

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "engine/error.h"
+#include "engine/index.h"
 
 namespace dpv {
 
@@ -118,7 +119,7 @@ Dataset make_spiral(int64_t n, int classes, uint64_t seed, DType dtype) {
   Rng rng(seed);
   std::vector<double> rows;  // [n, 2]
   std::vector<int64_t> labels;
-  rows.reserve(static_cast<size_t>(n) * 2);
+  rows.reserve(ix(n) * 2);
   for (int c = 0; c < classes; ++c) {
     // The CS231n spiral: radius grows from 0 to 1 while the angle sweeps 4 radians per class.
     const int64_t m = class_count(n, classes, c);
@@ -139,11 +140,11 @@ Dataset make_blobs(int64_t n, int classes, int64_t features, uint64_t seed, DTyp
   check(features >= 1, "make_blobs: features must be at least 1, got " + std::to_string(features), "ValueError");
   Rng rng(seed);
   // Centres drawn from a box, as scikit-learn's make_blobs does; unit spread around each.
-  std::vector<double> centres(static_cast<size_t>(classes * features));  // [classes, features]
+  std::vector<double> centres(ix(classes * features));  // [classes, features]
   for (double& v : centres) v = rng.uniform(-5.0, 5.0);
   std::vector<double> rows;  // [n, features]
   std::vector<int64_t> labels;
-  rows.reserve(static_cast<size_t>(n * features));
+  rows.reserve(ix(n * features));
   for (int c = 0; c < classes; ++c) {
     const int64_t m = class_count(n, classes, c);
     for (int64_t i = 0; i < m; ++i) {
@@ -164,7 +165,7 @@ Dataset make_images(int64_t n, int classes, int64_t c, int64_t h, int64_t w, uin
   // Each class: a per-channel mean and stripes at its own angle, so both a linear model (means)
   // and convolutions (orientation) find something to learn.
   const int64_t pixels = c * h * w;
-  std::vector<double> templates(static_cast<size_t>(classes * pixels));  // [classes, c, h, w]
+  std::vector<double> templates(ix(classes * pixels));  // [classes, c, h, w]
   const double period = std::max<double>(4.0, static_cast<double>(std::max(h, w)) / 3.0);
   for (int k = 0; k < classes; ++k) {
     const double angle = std::numbers::pi * k / classes;
@@ -181,7 +182,7 @@ Dataset make_images(int64_t n, int classes, int64_t c, int64_t h, int64_t w, uin
   }
   std::vector<double> rows;  // [n, c, h, w]
   std::vector<int64_t> labels;
-  rows.reserve(static_cast<size_t>(n * pixels));
+  rows.reserve(ix(n * pixels));
   for (int k = 0; k < classes; ++k) {
     const int64_t m = class_count(n, classes, k);
     for (int64_t i = 0; i < m; ++i) {
@@ -215,14 +216,14 @@ Dataset sort_by_class(const Dataset& data) {
         "sort_by_class: " + std::to_string(data.inputs.ndim() >= 1 ? data.inputs.dim(0) : 0) + " inputs but " +
             std::to_string(n) + " targets",
         "ValueError");
-  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::vector<int64_t> order(ix(n));
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return labels[a] < labels[b]; });
 
   const Tensor inputs = data.inputs.device() == nullptr ? data.inputs : data.inputs.to(nullptr);
   Tensor sorted_inputs = Tensor::empty(inputs.shape(), inputs.dtype());
-  const size_t row_bytes = n > 0 ? inputs.nbytes() / static_cast<size_t>(n) : 0;
-  std::vector<int64_t> sorted_labels(static_cast<size_t>(n));
+  const size_t row_bytes = n > 0 ? inputs.nbytes() / ix(n) : 0;
+  std::vector<int64_t> sorted_labels(ix(n));
   for (int64_t i = 0; i < n; ++i) {
     std::memcpy(static_cast<char*>(sorted_inputs.raw()) + i * row_bytes,
                 static_cast<const char*>(inputs.raw()) + order[i] * row_bytes, row_bytes);

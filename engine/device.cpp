@@ -7,6 +7,7 @@
 #include "engine/backend.h"
 #include "engine/backend_registry.h"
 #include "engine/error.h"
+#include "engine/index.h"
 
 namespace dpv {
 
@@ -58,7 +59,7 @@ DeviceSpec parse_device_spec(const std::string& text) {
       int gpu = parse_int(text, rest.substr(0, x));
       int k = parse_int(text, rest.substr(x + 1));
       if (k < 1 || k > kMaxDevices) bad_spec(text, "the virtual device count must be 1 to 64");
-      spec.gpus.assign(static_cast<size_t>(k), gpu);
+      spec.gpus.assign(ix(k), gpu);
       spec.is_virtual = true;
     } else {
       std::stringstream ss(rest);
@@ -162,7 +163,7 @@ std::shared_ptr<DeviceSet> DeviceSet::create(const std::string& text) {
                       std::to_string(available - 1) + ")",
                   "ValueError");
   for (int i = 0; i < spec.count; ++i) {
-    int gpu = spec.gpus[static_cast<size_t>(i)];
+    int gpu = spec.gpus[ix(i)];
     auto dev = std::make_shared<Device>(i, DeviceKind::Cuda, gpu, spec.is_virtual, make_cuda_backend(gpu, i));
     std::string name = cuda_device_name(gpu);
     dev->set_label(spec.is_virtual ? "GPU " + std::to_string(i) + " (virtual, on " + name + " #" + std::to_string(gpu) + ")"
@@ -174,7 +175,7 @@ std::shared_ptr<DeviceSet> DeviceSet::create(const std::string& text) {
 
 std::vector<std::exception_ptr> DeviceSet::run_parallel_collect(int count, const std::function<void(int)>& fn) const {
   check(count <= size(), "run_parallel: " + std::to_string(count) + " jobs for " + std::to_string(size()) + " devices");
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(count));
+  std::vector<std::exception_ptr> errors(ix(count));
   if (count == 1) {
     // As parallel_apply runs a single replica inline in the calling thread: no thread hop.
     try {
@@ -184,15 +185,15 @@ std::vector<std::exception_ptr> DeviceSet::run_parallel_collect(int count, const
     }
     return errors;
   }
-  std::vector<std::promise<void>> done(static_cast<size_t>(count));
+  std::vector<std::promise<void>> done(ix(count));
   for (int i = 0; i < count; ++i) {
-    devices_[static_cast<size_t>(i)]->worker().submit([&, i] {
+    devices_[ix(i)]->worker().submit([&, i] {
       try {
         fn(i);
       } catch (...) {
-        errors[static_cast<size_t>(i)] = std::current_exception();
+        errors[ix(i)] = std::current_exception();
       }
-      done[static_cast<size_t>(i)].set_value();
+      done[ix(i)].set_value();
     });
   }
   for (auto& d : done) d.get_future().wait();

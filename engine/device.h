@@ -5,6 +5,7 @@
 // Every device of a set has its own worker thread, so per-replica work runs in parallel the way
 // parallel_apply's threads do, and its own memory counter for the app's memory bars.
 #include <atomic>
+#include "engine/index.h"
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -91,8 +92,8 @@ class DeviceSet {
   // ("CUDA is not available: this build has no CUDA backend; use --devices cpu:K").
   static std::shared_ptr<DeviceSet> create(const std::string& spec);
   int size() const { return static_cast<int>(devices_.size()); }
-  Device& operator[](int i) const { return *devices_.at(static_cast<size_t>(i)); }
-  std::shared_ptr<Device> shared(int i) const { return devices_.at(static_cast<size_t>(i)); }
+  Device& operator[](int i) const { return *devices_.at(ix(i)); }
+  std::shared_ptr<Device> shared(int i) const { return devices_.at(ix(i)); }
   const DeviceSpec& spec() const { return spec_; }
   // Runs fn(i) for i in [0, count) on device i's worker thread and waits for all of them; a single
   // job runs inline in the calling thread, as parallel_apply runs a single replica.

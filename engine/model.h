@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/index.h"
 #include "engine/layer.h"
 #include "engine/model_spec.h"
 #include "engine/tensor_map.h"
@@ -17,7 +18,7 @@ class Model {
   const ModelSpec& spec() const { return spec_; }
   DType dtype() const { return spec_.dtype; }
   int num_layers() const { return static_cast<int>(layers_.size()); }
-  Layer& layer(int i) const { return *layers_.at(static_cast<size_t>(i)); }
+  Layer& layer(int i) const { return *layers_.at(ix(i)); }
   std::string layer_prefix(int i) const { return std::to_string(i) + "."; }
   std::vector<TensorDecl> parameter_decls() const;  // full names, registration order
   std::vector<TensorDecl> buffer_decls() const;

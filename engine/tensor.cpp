@@ -7,6 +7,7 @@
 #include "engine/backend.h"
 #include "engine/device.h"
 #include "engine/error.h"
+#include "engine/index.h"
 
 namespace dpv {
 
@@ -58,7 +59,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, std::shared_ptr<Device> de
   Tensor t;
   t.shape_ = shape;
   t.dtype_ = dtype;
-  t.storage_ = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype),
+  t.storage_ = std::make_shared<Storage>(ix(shape_numel(shape)) * dtype_size(dtype),
                                          std::move(device));
   return t;
 }
@@ -126,7 +127,7 @@ Tensor Tensor::slice0(int64_t begin, int64_t end) const {
   Tensor t = *this;
   t.shape_[0] = end - begin;
   int64_t row = shape_numel(shape_) / std::max<int64_t>(shape_[0], 1);
-  t.offset_bytes_ += static_cast<size_t>(begin * row) * dtype_size(dtype_);
+  t.offset_bytes_ += ix(begin * row) * dtype_size(dtype_);
   return t;
 }
 
@@ -168,7 +169,7 @@ Tensor Tensor::clone() const { return to(device_ptr()); }
 
 std::vector<double> Tensor::to_doubles(size_t max_count) const {
   const Tensor host = on_host_memory() ? *this : to(nullptr);
-  size_t n = std::min(static_cast<size_t>(numel()), max_count);
+  size_t n = std::min(ix(numel()), max_count);
   std::vector<double> out(n);
   for (size_t i = 0; i < n; ++i) {
     switch (dtype_) {

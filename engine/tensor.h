@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/dtype.h"
+#include "engine/index.h"
 
 namespace dpv {
 
@@ -43,10 +44,10 @@ class Tensor {
   bool defined() const { return storage_ != nullptr; }
   const Shape& shape() const { return shape_; }
   int ndim() const { return static_cast<int>(shape_.size()); }
-  int64_t dim(int i) const { return shape_.at(static_cast<size_t>(i < 0 ? i + ndim() : i)); }
+  int64_t dim(int i) const { return shape_.at(ix(i < 0 ? i + ndim() : i)); }
   int64_t numel() const { return shape_numel(shape_); }
   DType dtype() const { return dtype_; }
-  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+  size_t nbytes() const { return ix(numel()) * dtype_size(dtype_); }
   Device* device() const { return storage_ ? storage_->device.get() : nullptr; }
   const std::shared_ptr<Device>& device_ptr() const;
   bool on_host_memory() const;  // host tensor or simulated CPU device: data() is readable here

@@ -10,8 +10,8 @@ __global__ void add_channel_bias_kernel(T* y, const T* bias, int64_t n, int64_t 
 }
 
 template <typename T>
-int launch(T* y, const T* bias, int64_t R, int64_t C, int64_t S, void* stream) {
-  const int64_t n = R * C * S;
+int launch(T* y, const T* bias, int64_t N, int64_t C, int64_t S, void* stream) {
+  const int64_t n = N * C * S;
   if (n <= 0) return 0;
   add_channel_bias_kernel<T><<<detail::grid_for(n), detail::kThreads, 0, detail::as_stream(stream)>>>(y, bias, n, C, S);
   return detail::launch_status();
@@ -19,11 +19,11 @@ int launch(T* y, const T* bias, int64_t R, int64_t C, int64_t S, void* stream) {
 
 }  // namespace
 
-int add_channel_bias(float* y, const float* bias, int64_t R, int64_t C, int64_t S, void* stream) {
-  return launch(y, bias, R, C, S, stream);
+int add_channel_bias(float* y, const float* bias, int64_t N, int64_t C, int64_t S, void* stream) {
+  return launch(y, bias, N, C, S, stream);
 }
-int add_channel_bias(double* y, const double* bias, int64_t R, int64_t C, int64_t S, void* stream) {
-  return launch(y, bias, R, C, S, stream);
+int add_channel_bias(double* y, const double* bias, int64_t N, int64_t C, int64_t S, void* stream) {
+  return launch(y, bias, N, C, S, stream);
 }
 
 }  // namespace dpv::kernels

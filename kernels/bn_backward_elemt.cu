@@ -19,8 +19,8 @@ __global__ void bn_backward_elemt_kernel(const T* __restrict__ dy, const T* __re
 
 template <typename T>
 int launch(const T* dy, const T* x, const T* mean, const T* invstd, const T* gamma, const T* sum_dy,
-           const T* sum_dy_xmu, double count, T* dx, int64_t R, int64_t C, int64_t S, void* stream) {
-  const int64_t total = R * C * S;
+           const T* sum_dy_xmu, double count, T* dx, int64_t N, int64_t C, int64_t S, void* stream) {
+  const int64_t total = N * C * S;
   if (total <= 0) return 0;
   bn_backward_elemt_kernel<T><<<detail::grid_for(total), detail::kThreads, 0, detail::as_stream(stream)>>>(
       dy, x, mean, invstd, gamma, sum_dy, sum_dy_xmu, count, dx, C, S, total);
@@ -30,14 +30,14 @@ int launch(const T* dy, const T* x, const T* mean, const T* invstd, const T* gam
 }  // namespace
 
 int bn_backward_elemt(const float* dy, const float* x, const float* mean, const float* invstd, const float* gamma,
-                      const float* sum_dy, const float* sum_dy_xmu, double count, float* dx, int64_t R, int64_t C,
+                      const float* sum_dy, const float* sum_dy_xmu, double count, float* dx, int64_t N, int64_t C,
                       int64_t S, void* stream) {
-  return launch(dy, x, mean, invstd, gamma, sum_dy, sum_dy_xmu, count, dx, R, C, S, stream);
+  return launch(dy, x, mean, invstd, gamma, sum_dy, sum_dy_xmu, count, dx, N, C, S, stream);
 }
 int bn_backward_elemt(const double* dy, const double* x, const double* mean, const double* invstd,
                       const double* gamma, const double* sum_dy, const double* sum_dy_xmu, double count, double* dx,
-                      int64_t R, int64_t C, int64_t S, void* stream) {
-  return launch(dy, x, mean, invstd, gamma, sum_dy, sum_dy_xmu, count, dx, R, C, S, stream);
+                      int64_t N, int64_t C, int64_t S, void* stream) {
+  return launch(dy, x, mean, invstd, gamma, sum_dy, sum_dy_xmu, count, dx, N, C, S, stream);
 }
 
 }  // namespace dpv::kernels

@@ -11,12 +11,12 @@ struct Counts {
 };
 
 template <typename T>
-__global__ void bn_gather_stats_kernel(const T* mean_all, const T* invstd_all, Counts counts, int64_t W, int64_t C,
+__global__ void bn_gather_stats_kernel(const T* mean_all, const T* invstd_all, Counts counts, int64_t R, int64_t C,
                                        double eps, double momentum, T* running_mean, T* running_var, T* mean,
                                        T* invstd) {
   for (int64_t c = detail::global_thread(); c < C; c += detail::grid_threads()) {
     double avg = 0.0, var_n = 0.0, n = 0.0;
-    for (int64_t j = 0; j < W; ++j) {
+    for (int64_t j = 0; j < R; ++j) {
       const double count = counts.value[j];
       if (count < 1.0) continue;
       const double std_j = 1.0 / static_cast<double>(invstd_all[j * C + c]);
@@ -37,28 +37,28 @@ __global__ void bn_gather_stats_kernel(const T* mean_all, const T* invstd_all, C
 }
 
 template <typename T>
-int launch(const T* mean_all, const T* invstd_all, const double* counts_host, int64_t W, int64_t C, double eps,
+int launch(const T* mean_all, const T* invstd_all, const double* counts_host, int64_t R, int64_t C, double eps,
            double momentum, T* running_mean, T* running_var, T* mean, T* invstd, void* stream) {
-  if (W < 1 || W > kMaxGatherRanks) return static_cast<int>(cudaErrorInvalidValue);
+  if (R < 1 || R > kMaxGatherRanks) return static_cast<int>(cudaErrorInvalidValue);
   if (C <= 0) return 0;
   Counts counts{};
-  for (int64_t j = 0; j < W; ++j) counts.value[j] = counts_host[j];
+  for (int64_t j = 0; j < R; ++j) counts.value[j] = counts_host[j];
   bn_gather_stats_kernel<T><<<detail::grid_for(C), detail::kThreads, 0, detail::as_stream(stream)>>>(
-      mean_all, invstd_all, counts, W, C, eps, momentum, running_mean, running_var, mean, invstd);
+      mean_all, invstd_all, counts, R, C, eps, momentum, running_mean, running_var, mean, invstd);
   return detail::launch_status();
 }
 
 }  // namespace
 
-int bn_gather_stats(const float* mean_all, const float* invstd_all, const double* counts_host, int64_t W, int64_t C,
+int bn_gather_stats(const float* mean_all, const float* invstd_all, const double* counts_host, int64_t R, int64_t C,
                     double eps, double momentum, float* running_mean, float* running_var, float* mean, float* invstd,
                     void* stream) {
-  return launch(mean_all, invstd_all, counts_host, W, C, eps, momentum, running_mean, running_var, mean, invstd, stream);
+  return launch(mean_all, invstd_all, counts_host, R, C, eps, momentum, running_mean, running_var, mean, invstd, stream);
 }
-int bn_gather_stats(const double* mean_all, const double* invstd_all, const double* counts_host, int64_t W,
+int bn_gather_stats(const double* mean_all, const double* invstd_all, const double* counts_host, int64_t R,
                     int64_t C, double eps, double momentum, double* running_mean, double* running_var, double* mean,
                     double* invstd, void* stream) {
-  return launch(mean_all, invstd_all, counts_host, W, C, eps, momentum, running_mean, running_var, mean, invstd, stream);
+  return launch(mean_all, invstd_all, counts_host, R, C, eps, momentum, running_mean, running_var, mean, invstd, stream);
 }
 
 }  // namespace dpv::kernels

@@ -5,15 +5,15 @@
 //   var_n += v_j + (avg - mean_j)^2 * n * count_j * f;  avg = n*f*avg + count_j*f*mean_j;  n += count_j
 // then mean = avg, invstd = 1/sqrt(var_n/n + eps), and when running stats are given (non-null)
 //   running_mean = (1-m)*running_mean + m*avg;  running_var = (1-m)*running_var + m*var_n/(n-1)
-// with n the total count. mean_all and invstd_all are [W, C]; counts are host values (W at most
+// with n the total count. mean_all and invstd_all are [R, C]; counts are host values (R at most
 // kMaxGatherRanks), passed to the kernel by value.
 #include "kernels/launch.h"
 
 namespace dpv::kernels {
-int bn_gather_stats(const float* mean_all, const float* invstd_all, const double* counts_host, int64_t W, int64_t C,
+int bn_gather_stats(const float* mean_all, const float* invstd_all, const double* counts_host, int64_t R, int64_t C,
                     double eps, double momentum, float* running_mean, float* running_var, float* mean, float* invstd,
                     void* stream);
-int bn_gather_stats(const double* mean_all, const double* invstd_all, const double* counts_host, int64_t W,
+int bn_gather_stats(const double* mean_all, const double* invstd_all, const double* counts_host, int64_t R,
                     int64_t C, double eps, double momentum, double* running_mean, double* running_var, double* mean,
                     double* invstd, void* stream);
 }  // namespace dpv::kernels

@@ -17,9 +17,9 @@ __global__ void bn_normalize_kernel(const T* __restrict__ x, const T* mean, cons
 }
 
 template <typename T>
-int launch(const T* x, const T* mean, const T* invstd, const T* gamma, const T* beta, T* y, int64_t R, int64_t C,
+int launch(const T* x, const T* mean, const T* invstd, const T* gamma, const T* beta, T* y, int64_t N, int64_t C,
            int64_t S, void* stream) {
-  const int64_t total = R * C * S;
+  const int64_t total = N * C * S;
   if (total <= 0) return 0;
   bn_normalize_kernel<T><<<detail::grid_for(total), detail::kThreads, 0, detail::as_stream(stream)>>>(
       x, mean, invstd, gamma, beta, y, C, S, total);
@@ -29,12 +29,12 @@ int launch(const T* x, const T* mean, const T* invstd, const T* gamma, const T* 
 }  // namespace
 
 int bn_normalize(const float* x, const float* mean, const float* invstd, const float* gamma, const float* beta,
-                 float* y, int64_t R, int64_t C, int64_t S, void* stream) {
-  return launch(x, mean, invstd, gamma, beta, y, R, C, S, stream);
+                 float* y, int64_t N, int64_t C, int64_t S, void* stream) {
+  return launch(x, mean, invstd, gamma, beta, y, N, C, S, stream);
 }
 int bn_normalize(const double* x, const double* mean, const double* invstd, const double* gamma,
-                 const double* beta, double* y, int64_t R, int64_t C, int64_t S, void* stream) {
-  return launch(x, mean, invstd, gamma, beta, y, R, C, S, stream);
+                 const double* beta, double* y, int64_t N, int64_t C, int64_t S, void* stream) {
+  return launch(x, mean, invstd, gamma, beta, y, N, C, S, stream);
 }
 
 }  // namespace dpv::kernels

@@ -71,12 +71,12 @@ __device__ void block_sum(double (&v)[K]) {
   __syncthreads();  // the shared array may be reused by the caller's next sum
 }
 
-// Per-channel sums over x [R, C, S] (R = batch, S = spatial), in one of two block layouts chosen
+// Per-channel sums over x [N, C, S] (N = batch, S = spatial), in one of two block layouts chosen
 // at launch (see ChannelLaunch):
 //  - columns (S == 1, blockDim = 32 x 8): 32 neighbouring channels per block, so each warp reads
 //    128 contiguous bytes of a row; the 8 row groups are summed in shared memory.
-//  - one channel per block (S > 1, blockDim = 256 x 1): the block strides over the R*S elements.
-// `add(index, acc)` adds the contributions of element `index` of [R, C, S] to acc.
+//  - one channel per block (S > 1, blockDim = 256 x 1): the block strides over the N*S elements.
+// `add(index, acc)` adds the contributions of element `index` of [N, C, S] to acc.
 // Returns the channel of this thread (may be >= C in the column layout: then acc is unused).
 struct ChannelSlot {
   int64_t c;
@@ -94,13 +94,13 @@ __device__ inline ChannelSlot channel_slot(int64_t C) {
 }
 
 template <int K, class Add>
-__device__ void channel_sum(int64_t c, int64_t R, int64_t C, int64_t S, Add add, double (&acc)[K]) {
+__device__ void channel_sum(int64_t c, int64_t N, int64_t C, int64_t S, Add add, double (&acc)[K]) {
 #pragma unroll
   for (int k = 0; k < K; ++k) acc[k] = 0.0;
   if (column_layout()) {
     __shared__ double partial[K][kColumnRows][kColumnTile];
     if (c < C)
-      for (int64_t r = threadIdx.y; r < R; r += blockDim.y) add(r * C + c, acc);
+      for (int64_t r = threadIdx.y; r < N; r += blockDim.y) add(r * C + c, acc);
 #pragma unroll
     for (int k = 0; k < K; ++k) partial[k][threadIdx.y][threadIdx.x] = acc[k];
     __syncthreads();
@@ -118,7 +118,7 @@ __device__ void channel_sum(int64_t c, int64_t R, int64_t C, int64_t S, Add add,
     __syncthreads();
     return;
   }
-  const int64_t n = R * S;
+  const int64_t n = N * S;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
     const int64_t r = i / S;
     const int64_t s = i - r * S;
@@ -127,7 +127,7 @@ __device__ void channel_sum(int64_t c, int64_t R, int64_t C, int64_t S, Add add,
   block_sum<K>(acc);
 }
 
-// Grid and block for a channel_sum kernel over [R, C, S].
+// Grid and block for a channel_sum kernel over [N, C, S].
 struct ChannelLaunch {
   dim3 grid, block;
 };

@@ -5,28 +5,28 @@ namespace dpv::kernels {
 namespace {
 
 template <typename T>
-__global__ void sum_channels_kernel(const T* dy, T* out, int64_t R, int64_t C, int64_t S, bool accumulate) {
+__global__ void sum_channels_kernel(const T* dy, T* out, int64_t N, int64_t C, int64_t S, bool accumulate) {
   const detail::ChannelSlot slot = detail::channel_slot(C);
   double acc[1];
-  detail::channel_sum<1>(slot.c, R, C, S, [dy](int64_t i, double (&a)[1]) { a[0] += static_cast<double>(dy[i]); }, acc);
+  detail::channel_sum<1>(slot.c, N, C, S, [dy](int64_t i, double (&a)[1]) { a[0] += static_cast<double>(dy[i]); }, acc);
   if (slot.writer) out[slot.c] = accumulate ? static_cast<T>(out[slot.c] + acc[0]) : static_cast<T>(acc[0]);
 }
 
 template <typename T>
-int launch(const T* dy, T* out, int64_t R, int64_t C, int64_t S, bool accumulate, void* stream) {
+int launch(const T* dy, T* out, int64_t N, int64_t C, int64_t S, bool accumulate, void* stream) {
   if (C <= 0) return 0;
   const detail::ChannelLaunch l = detail::channel_launch(C, S);
-  sum_channels_kernel<T><<<l.grid, l.block, 0, detail::as_stream(stream)>>>(dy, out, R, C, S, accumulate);
+  sum_channels_kernel<T><<<l.grid, l.block, 0, detail::as_stream(stream)>>>(dy, out, N, C, S, accumulate);
   return detail::launch_status();
 }
 
 }  // namespace
 
-int sum_channels(const float* dy, float* out, int64_t R, int64_t C, int64_t S, bool accumulate, void* stream) {
-  return launch(dy, out, R, C, S, accumulate, stream);
+int sum_channels(const float* dy, float* out, int64_t N, int64_t C, int64_t S, bool accumulate, void* stream) {
+  return launch(dy, out, N, C, S, accumulate, stream);
 }
-int sum_channels(const double* dy, double* out, int64_t R, int64_t C, int64_t S, bool accumulate, void* stream) {
-  return launch(dy, out, R, C, S, accumulate, stream);
+int sum_channels(const double* dy, double* out, int64_t N, int64_t C, int64_t S, bool accumulate, void* stream) {
+  return launch(dy, out, N, C, S, accumulate, stream);
 }
 
 }  // namespace dpv::kernels

@@ -13,9 +13,10 @@
 
 #include "engine/backend.h"
 #include "engine/backend_registry.h"
-#include "engine/dtype_dispatch.h"
 #include "engine/device.h"
+#include "engine/dtype_dispatch.h"
 #include "engine/error.h"
+#include "engine/index.h"
 #include "kernels/math/batchnorm.h"
 #include "kernels/math/cross_entropy.h"
 #include "kernels/math/elementwise.h"
@@ -83,31 +84,31 @@ class CpuBackend final : public Backend {
     return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
   }
 
-  void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const Tensor& a, const Tensor& b,
+  void gemm(bool ta, bool tb, int64_t rows, int64_t cols, int64_t inner, double alpha, const Tensor& a, const Tensor& b,
             double beta, Tensor& c) override {
-    if (M == 0 || N == 0) return;
+    if (rows == 0 || cols == 0) return;
     const auto opa = ta ? CblasTrans : CblasNoTrans;
     const auto opb = tb ? CblasTrans : CblasNoTrans;
-    const int lda = static_cast<int>(ta ? M : K), ldb = static_cast<int>(tb ? K : N), ldc = static_cast<int>(N);
-    if (K == 0) {  // BLAS leaves C untouched for K = 0 only when beta = 1
+    const int lda = static_cast<int>(ta ? rows : inner), ldb = static_cast<int>(tb ? inner : cols), ldc = static_cast<int>(cols);
+    if (inner == 0) {  // BLAS leaves C untouched for inner = 0 only when beta = 1
       scale_inplace(c, beta);
       return;
     }
     if (c.dtype() == DType::Float32)
-      cblas_sgemm(CblasRowMajor, opa, opb, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K),
+      cblas_sgemm(CblasRowMajor, opa, opb, static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(inner),
                   static_cast<float>(alpha), a.data<float>(), lda, b.data<float>(), ldb, static_cast<float>(beta),
                   c.data<float>(), ldc);
     else
-      cblas_dgemm(CblasRowMajor, opa, opb, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha,
+      cblas_dgemm(CblasRowMajor, opa, opb, static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(inner), alpha,
                   a.data<double>(), lda, b.data<double>(), ldb, beta, c.data<double>(), ldc);
   }
 
-  void add_channel_bias(Tensor& y, const Tensor& bias, int64_t R, int64_t C, int64_t S) override {
+  void add_channel_bias(Tensor& y, const Tensor& bias, int64_t N, int64_t C, int64_t S) override {
     dispatch_float(y.dtype(), "add_channel_bias", [&](auto* tag) {
       using T = std::remove_pointer_t<decltype(tag)>;
       T* py = y.data<T>();
       const T* pb = bias.data<T>();
-      for (int64_t r = 0; r < R; ++r)
+      for (int64_t r = 0; r < N; ++r)
         for (int64_t c = 0; c < C; ++c) {
           T* row = py + (r * C + c) * S;
           for (int64_t s = 0; s < S; ++s) row[s] += pb[c];
@@ -115,14 +116,14 @@ class CpuBackend final : public Backend {
     });
   }
 
-  void sum_channels(const Tensor& dy, Tensor& out, int64_t R, int64_t C, int64_t S, bool accumulate) override {
+  void sum_channels(const Tensor& dy, Tensor& out, int64_t N, int64_t C, int64_t S, bool accumulate) override {
     dispatch_float(dy.dtype(), "sum_channels", [&](auto* tag) {
       using T = std::remove_pointer_t<decltype(tag)>;
       const T* p = dy.data<T>();
       T* o = out.data<T>();
       for (int64_t c = 0; c < C; ++c) {
         T acc = 0;
-        for (int64_t r = 0; r < R; ++r) {
+        for (int64_t r = 0; r < N; ++r) {
           const T* row = p + (r * C + c) * S;
           for (int64_t s = 0; s < S; ++s) acc += row[s];
         }
@@ -227,35 +228,35 @@ class CpuBackend final : public Backend {
     });
   }
 
-  void bn_stats(const Tensor& x, Tensor& mean, Tensor& var_b, int64_t R, int64_t C, int64_t S) override {
+  void bn_stats(const Tensor& x, Tensor& mean, Tensor& var_b, int64_t N, int64_t C, int64_t S) override {
     dispatch_float(x.dtype(), "batch_norm", [&](auto* tag) {
       using T = std::remove_pointer_t<decltype(tag)>;
       const T* px = x.data<T>();
-      const double n = static_cast<double>(R * S);
+      const double n = static_cast<double>(N * S);
       if (S == 1) {
-        // [R, C]: walk rows in memory order with one accumulator per channel (still two passes in double).
-        std::vector<double> sum(static_cast<size_t>(C), 0.0), sq(static_cast<size_t>(C), 0.0);
-        for (int64_t r = 0; r < R; ++r)
-          for (int64_t c = 0; c < C; ++c) sum[static_cast<size_t>(c)] += px[r * C + c];
+        // [N, C]: walk rows in memory order with one accumulator per channel (still two passes in double).
+        std::vector<double> sum(ix(C), 0.0), sq(ix(C), 0.0);
+        for (int64_t r = 0; r < N; ++r)
+          for (int64_t c = 0; c < C; ++c) sum[ix(c)] += px[r * C + c];
         for (auto& v : sum) v = n > 0 ? v / n : 0.0;
-        for (int64_t r = 0; r < R; ++r)
+        for (int64_t r = 0; r < N; ++r)
           for (int64_t c = 0; c < C; ++c) {
-            const double d = px[r * C + c] - sum[static_cast<size_t>(c)];
-            sq[static_cast<size_t>(c)] += d * d;
+            const double d = px[r * C + c] - sum[ix(c)];
+            sq[ix(c)] += d * d;
           }
         for (int64_t c = 0; c < C; ++c) {
-          mean.data<T>()[c] = static_cast<T>(sum[static_cast<size_t>(c)]);
-          var_b.data<T>()[c] = static_cast<T>(n > 0 ? sq[static_cast<size_t>(c)] / n : 0.0);
+          mean.data<T>()[c] = static_cast<T>(sum[ix(c)]);
+          var_b.data<T>()[c] = static_cast<T>(n > 0 ? sq[ix(c)] / n : 0.0);
         }
         return;
       }
       for (int64_t c = 0; c < C; ++c) {
         double sum = 0;
-        for (int64_t r = 0; r < R; ++r)
+        for (int64_t r = 0; r < N; ++r)
           for (int64_t s = 0; s < S; ++s) sum += px[(r * C + c) * S + s];
         const double m = n > 0 ? sum / n : 0.0;
         double sq = 0;
-        for (int64_t r = 0; r < R; ++r)
+        for (int64_t r = 0; r < N; ++r)
           for (int64_t s = 0; s < S; ++s) {
             const double d = px[(r * C + c) * S + s] - m;
             sq += d * d;
@@ -267,24 +268,24 @@ class CpuBackend final : public Backend {
   }
 
   void bn_normalize(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& gamma, const Tensor& beta,
-                    Tensor& y, int64_t R, int64_t C, int64_t S) override {
+                    Tensor& y, int64_t N, int64_t C, int64_t S) override {
     dispatch_float(x.dtype(), "batch_norm", [&](auto* tag) {
       using T = std::remove_pointer_t<decltype(tag)>;
       const T* px = x.data<T>();
       T* py = y.data<T>();
       // PyTorch CPU folds the affine transform: y = x * alpha + shift, alpha = invstd * gamma.
-      std::vector<math::BnAffine<T>> affine(static_cast<size_t>(C));
+      std::vector<math::BnAffine<T>> affine(ix(C));
       for (int64_t c = 0; c < C; ++c)
-        affine[static_cast<size_t>(c)] =
+        affine[ix(c)] =
             math::bn_fold_affine(mean.data<T>()[c], invstd.data<T>()[c], gamma.data<T>()[c], beta.data<T>()[c]);
       const math::BnAffine<T>* a = affine.data();
       if (S == 1) {
-        for (int64_t r = 0; r < R; ++r)
+        for (int64_t r = 0; r < N; ++r)
           for (int64_t c = 0; c < C; ++c) py[r * C + c] = math::bn_apply_affine(px[r * C + c], a[c]);
         return;
       }
       for (int64_t c = 0; c < C; ++c)
-        for (int64_t r = 0; r < R; ++r) {
+        for (int64_t r = 0; r < N; ++r) {
           const T* in = px + (r * C + c) * S;
           T* out = py + (r * C + c) * S;
           for (int64_t s = 0; s < S; ++s) out[s] = math::bn_apply_affine(in[s], a[c]);
@@ -293,30 +294,30 @@ class CpuBackend final : public Backend {
   }
 
   void bn_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& mean, Tensor& sum_dy, Tensor& sum_dy_xmu,
-                          int64_t R, int64_t C, int64_t S) override {
+                          int64_t N, int64_t C, int64_t S) override {
     dispatch_float(x.dtype(), "batch_norm_backward", [&](auto* tag) {
       using T = std::remove_pointer_t<decltype(tag)>;
       const T* px = x.data<T>();
       const T* pdy = dy.data<T>();
       if (S == 1) {
-        std::vector<double> sdy(static_cast<size_t>(C), 0.0), sdxm(static_cast<size_t>(C), 0.0), m(static_cast<size_t>(C));
-        for (int64_t c = 0; c < C; ++c) m[static_cast<size_t>(c)] = mean.data<T>()[c];
-        for (int64_t r = 0; r < R; ++r)
+        std::vector<double> sdy(ix(C), 0.0), sdxm(ix(C), 0.0), m(ix(C));
+        for (int64_t c = 0; c < C; ++c) m[ix(c)] = mean.data<T>()[c];
+        for (int64_t r = 0; r < N; ++r)
           for (int64_t c = 0; c < C; ++c) {
             const double g = pdy[r * C + c];
-            sdy[static_cast<size_t>(c)] += g;
-            sdxm[static_cast<size_t>(c)] += g * (px[r * C + c] - m[static_cast<size_t>(c)]);
+            sdy[ix(c)] += g;
+            sdxm[ix(c)] += g * (px[r * C + c] - m[ix(c)]);
           }
         for (int64_t c = 0; c < C; ++c) {
-          sum_dy.data<T>()[c] = static_cast<T>(sdy[static_cast<size_t>(c)]);
-          sum_dy_xmu.data<T>()[c] = static_cast<T>(sdxm[static_cast<size_t>(c)]);
+          sum_dy.data<T>()[c] = static_cast<T>(sdy[ix(c)]);
+          sum_dy_xmu.data<T>()[c] = static_cast<T>(sdxm[ix(c)]);
         }
         return;
       }
       for (int64_t c = 0; c < C; ++c) {
         const double m = mean.data<T>()[c];
         double sdy = 0, sdxm = 0;
-        for (int64_t r = 0; r < R; ++r)
+        for (int64_t r = 0; r < N; ++r)
           for (int64_t s = 0; s < S; ++s) {
             const int64_t i = (r * C + c) * S + s;
             sdy += pdy[i];
@@ -330,25 +331,25 @@ class CpuBackend final : public Backend {
 
   void bn_backward_elemt(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& invstd,
                          const Tensor& gamma, const Tensor& sum_dy, const Tensor& sum_dy_xmu, double count, Tensor& dx,
-                         int64_t R, int64_t C, int64_t S) override {
+                         int64_t N, int64_t C, int64_t S) override {
     dispatch_float(x.dtype(), "batch_norm_backward", [&](auto* tag) {
       using T = std::remove_pointer_t<decltype(tag)>;
       const T* px = x.data<T>();
       const T* pdy = dy.data<T>();
       T* pdx = dx.data<T>();
       // Per channel: the mean and the three terms of math::bn_backward_elemt, in the tensor's dtype.
-      std::vector<T> mv(static_cast<size_t>(C));
-      std::vector<math::BnBackwardTerms<T>> terms(static_cast<size_t>(C));
+      std::vector<T> mv(ix(C));
+      std::vector<math::BnBackwardTerms<T>> terms(ix(C));
       for (int64_t c = 0; c < C; ++c) {
-        mv[static_cast<size_t>(c)] = mean.data<T>()[c];
-        terms[static_cast<size_t>(c)] = math::bn_backward_terms(sum_dy.data<T>()[c], sum_dy_xmu.data<T>()[c],
+        mv[ix(c)] = mean.data<T>()[c];
+        terms[ix(c)] = math::bn_backward_terms(sum_dy.data<T>()[c], sum_dy_xmu.data<T>()[c],
                                                                 static_cast<T>(count), invstd.data<T>()[c],
                                                                 gamma.data<T>()[c]);
       }
       const T* m = mv.data();
       const math::BnBackwardTerms<T>* t = terms.data();
       if (S == 1) {
-        for (int64_t r = 0; r < R; ++r)
+        for (int64_t r = 0; r < N; ++r)
           for (int64_t c = 0; c < C; ++c) {
             const int64_t i = r * C + c;
             pdx[i] = math::bn_backward_elemt(pdy[i], px[i], m[c], t[c]);
@@ -356,7 +357,7 @@ class CpuBackend final : public Backend {
         return;
       }
       for (int64_t c = 0; c < C; ++c)
-        for (int64_t r = 0; r < R; ++r)
+        for (int64_t r = 0; r < N; ++r)
           for (int64_t s = 0; s < S; ++s) {
             const int64_t i = (r * C + c) * S + s;
             pdx[i] = math::bn_backward_elemt(pdy[i], px[i], m[c], t[c]);
@@ -366,15 +367,15 @@ class CpuBackend final : public Backend {
 
   void bn_gather_stats(const Tensor& mean_all, const Tensor& invstd_all, const std::vector<double>& counts, double eps,
                        double momentum, Tensor& running_mean, Tensor& running_var, Tensor& mean, Tensor& invstd,
-                       int64_t W, int64_t C) override {
+                       int64_t R, int64_t C) override {
     dispatch_float(mean.dtype(), "batch_norm_gather_stats_with_counts", [&](auto* tag) {
       using T = std::remove_pointer_t<decltype(tag)>;
       for (int64_t c = 0; c < C; ++c) {
         // batch_norm_reduce_statistics_kernel: Chan's merge in rank order, M2 rebuilt from invstd.
         // The CUDA kernel accumulates in float for float inputs; we follow the input's precision.
         T avg = 0, var_n = 0, n = 0;
-        for (int64_t j = 0; j < W; ++j) {
-          const T count = static_cast<T>(counts[static_cast<size_t>(j)]);
+        for (int64_t j = 0; j < R; ++j) {
+          const T count = static_cast<T>(counts[ix(j)]);
           if (count < 1) continue;  // empty ranks are masked out
           const T m = mean_all.data<T>()[j * C + c];
           const T is = invstd_all.data<T>()[j * C + c];

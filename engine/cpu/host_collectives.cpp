@@ -8,6 +8,7 @@
 #include "engine/collectives.h"
 #include "engine/device.h"
 #include "engine/error.h"
+#include "engine/index.h"
 
 namespace dpv {
 
@@ -45,7 +46,7 @@ class HostCollectives final : public Collectives {
     check_buffers(bufs, "broadcast");
     CollectiveReport r = start("broadcast", bufs.size(), bufs[0].nbytes());
     devices_->run_parallel(static_cast<int>(bufs.size()), [&](int i) {
-      if (i != root) bufs[static_cast<size_t>(i)].copy_from(bufs[static_cast<size_t>(root)]);
+      if (i != root) bufs[ix(i)].copy_from(bufs[ix(root)]);
     });
     return finish(r);
   }
@@ -53,7 +54,7 @@ class HostCollectives final : public Collectives {
   CollectiveReport reduce_add(std::vector<Tensor>& bufs, int root) override {
     check_buffers(bufs, "reduce_add");
     CollectiveReport r = start("reduce_add", bufs.size(), bufs[0].nbytes());
-    Tensor& dst = bufs[static_cast<size_t>(root)];
+    Tensor& dst = bufs[ix(root)];
     // The fold runs on the root device's thread.
     devices_->run_parallel(root + 1, [&](int i) {
       if (i != root) return;
@@ -70,7 +71,7 @@ class HostCollectives final : public Collectives {
     devices_->run_parallel(1, [&](int) {
       for (size_t j = 1; j < bufs.size(); ++j) sum.device()->backend().add_inplace(sum, bufs[j]);
     });
-    devices_->run_parallel(static_cast<int>(bufs.size()), [&](int i) { bufs[static_cast<size_t>(i)].copy_from(sum); });
+    devices_->run_parallel(static_cast<int>(bufs.size()), [&](int i) { bufs[ix(i)].copy_from(sum); });
     return finish(r);
   }
 
@@ -85,7 +86,7 @@ class HostCollectives final : public Collectives {
                                                                       " pieces of " + std::to_string(piece));
     CollectiveReport r = start("all_gather", in.size(), in[0].nbytes() * in.size());
     devices_->run_parallel(static_cast<int>(in.size()), [&](int i) {
-      Tensor flat = out[static_cast<size_t>(i)].reshape({out[static_cast<size_t>(i)].numel()});
+      Tensor flat = out[ix(i)].reshape({out[ix(i)].numel()});
       for (size_t j = 0; j < in.size(); ++j)
         flat.slice0(static_cast<int64_t>(j) * piece, static_cast<int64_t>(j + 1) * piece).copy_from(in[j]);
     });

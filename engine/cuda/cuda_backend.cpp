@@ -210,23 +210,23 @@ int blas_int(int64_t v, const char* what) {
 
 }  // namespace
 
-void CudaBackend::gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha, const Tensor& a,
+void CudaBackend::gemm(bool trans_a, bool trans_b, int64_t rows, int64_t cols, int64_t inner, double alpha, const Tensor& a,
                        const Tensor& b, double beta, Tensor& c) {
   const DType dt = c.dtype();
-  expect(c, "gemm", "c", dt, M * N);
-  if (M == 0 || N == 0) return;
-  if (K == 0) {  // as the CPU backend: C = beta * C, zeros for beta = 0 (math::scale)
+  expect(c, "gemm", "c", dt, rows * cols);
+  if (rows == 0 || cols == 0) return;
+  if (inner == 0) {  // as the CPU backend: C = beta * C, zeros for beta = 0 (math::scale)
     scale_inplace(c, beta);
     return;
   }
-  expect(a, "gemm", "a", dt, M * K);
-  expect(b, "gemm", "b", dt, K * N);
+  expect(a, "gemm", "a", dt, rows * inner);
+  expect(b, "gemm", "b", dt, inner * cols);
   activate();
   // The mapping is kernels/math/gemm_mapping.h, tested on the CPU against a naive GEMM.
-  const kernels::math::ColumnMajorGemm map = kernels::math::column_major_gemm(trans_a, trans_b, M, N, K);
+  const kernels::math::ColumnMajorGemm map = kernels::math::column_major_gemm(trans_a, trans_b, rows, cols, inner);
   const cublasOperation_t op_first = map.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_second = map.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const int m = blas_int(map.m, "N"), n = blas_int(map.n, "M"), k = blas_int(map.k, "K");
+  const int m = blas_int(map.m, "cols"), n = blas_int(map.n, "rows"), k = blas_int(map.k, "inner");
   const int ld_first = blas_int(map.ld_first, "ldb"), ld_second = blas_int(map.ld_second, "lda");
   const int ldc = blas_int(map.ldc, "ldc");
   std::lock_guard<std::mutex> lock(blas_mutex_);
@@ -242,23 +242,23 @@ void CudaBackend::gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
   }
 }
 
-void CudaBackend::add_channel_bias(Tensor& y, const Tensor& bias, int64_t R, int64_t C, int64_t S) {
-  expect(y, "add_channel_bias", "y", y.dtype(), R * C * S);
+void CudaBackend::add_channel_bias(Tensor& y, const Tensor& bias, int64_t N, int64_t C, int64_t S) {
+  expect(y, "add_channel_bias", "y", y.dtype(), N * C * S);
   expect(bias, "add_channel_bias", "bias", y.dtype(), C);
   activate();
   dispatch_float(y.dtype(), "add_channel_bias", [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    DPV_CUDA_CHECK(kernels::add_channel_bias(y.data<T>(), bias.data<T>(), R, C, S, stream_));
+    DPV_CUDA_CHECK(kernels::add_channel_bias(y.data<T>(), bias.data<T>(), N, C, S, stream_));
   });
 }
 
-void CudaBackend::sum_channels(const Tensor& dy, Tensor& out, int64_t R, int64_t C, int64_t S, bool accumulate) {
-  expect(dy, "sum_channels", "dy", dy.dtype(), R * C * S);
+void CudaBackend::sum_channels(const Tensor& dy, Tensor& out, int64_t N, int64_t C, int64_t S, bool accumulate) {
+  expect(dy, "sum_channels", "dy", dy.dtype(), N * C * S);
   expect(out, "sum_channels", "out", dy.dtype(), C);
   activate();
   dispatch_float(dy.dtype(), "sum_channels", [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    DPV_CUDA_CHECK(kernels::sum_channels(dy.data<T>(), out.data<T>(), R, C, S, accumulate, stream_));
+    DPV_CUDA_CHECK(kernels::sum_channels(dy.data<T>(), out.data<T>(), N, C, S, accumulate, stream_));
   });
 }
 

@@ -37,10 +37,10 @@ class CudaBackend final : public Backend {
   void synchronize() override;
   double now() override;
 
-  void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha, const Tensor& a, const Tensor& b,
+  void gemm(bool trans_a, bool trans_b, int64_t rows, int64_t cols, int64_t inner, double alpha, const Tensor& a, const Tensor& b,
             double beta, Tensor& c) override;
-  void add_channel_bias(Tensor& y, const Tensor& bias, int64_t R, int64_t C, int64_t S) override;
-  void sum_channels(const Tensor& dy, Tensor& out, int64_t R, int64_t C, int64_t S, bool accumulate) override;
+  void add_channel_bias(Tensor& y, const Tensor& bias, int64_t N, int64_t C, int64_t S) override;
+  void sum_channels(const Tensor& dy, Tensor& out, int64_t N, int64_t C, int64_t S, bool accumulate) override;
   void add_inplace(Tensor& dst, const Tensor& src) override;
   void scale_inplace(Tensor& dst, double alpha) override;
   void relu_forward(const Tensor& x, Tensor& y) override;
@@ -50,17 +50,17 @@ class CudaBackend final : public Backend {
   void permute_nos(const Tensor& src, Tensor& dst, int64_t A, int64_t B, int64_t S) override;
 
   // Batch norm, loss and optimizer: cuda_backend_norm.cpp.
-  void bn_stats(const Tensor& x, Tensor& mean, Tensor& var_b, int64_t R, int64_t C, int64_t S) override;
+  void bn_stats(const Tensor& x, Tensor& mean, Tensor& var_b, int64_t N, int64_t C, int64_t S) override;
   void bn_normalize(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& gamma, const Tensor& beta,
-                    Tensor& y, int64_t R, int64_t C, int64_t S) override;
+                    Tensor& y, int64_t N, int64_t C, int64_t S) override;
   void bn_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& mean, Tensor& sum_dy, Tensor& sum_dy_xmu,
-                          int64_t R, int64_t C, int64_t S) override;
+                          int64_t N, int64_t C, int64_t S) override;
   void bn_backward_elemt(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& invstd,
                          const Tensor& gamma, const Tensor& sum_dy, const Tensor& sum_dy_xmu, double count, Tensor& dx,
-                         int64_t R, int64_t C, int64_t S) override;
+                         int64_t N, int64_t C, int64_t S) override;
   void bn_gather_stats(const Tensor& mean_all, const Tensor& invstd_all, const std::vector<double>& counts, double eps,
                        double momentum, Tensor& running_mean, Tensor& running_var, Tensor& mean, Tensor& invstd,
-                       int64_t W, int64_t C) override;
+                       int64_t R, int64_t C) override;
   void bn_invstd(const Tensor& var_b, double eps, Tensor& invstd) override;
   void bn_update_running(const Tensor& mean, const Tensor& var_b, double n, double momentum, Tensor& running_mean,
                          Tensor& running_var) override;

@@ -1,10 +1,11 @@
 // The CUDA backend, part two: batch norm (plain and SyncBatchNorm's merge), cross-entropy and SGD.
 #include <string>
 
-#include "engine/dtype_dispatch.h"
 #include "engine/cuda/cuda_backend.h"
 #include "engine/cuda/cuda_check.h"
+#include "engine/dtype_dispatch.h"
 #include "engine/error.h"
+#include "engine/index.h"
 #include "kernels/bn_backward_elemt.h"
 #include "kernels/bn_backward_reduce.h"
 #include "kernels/bn_gather_stats.h"
@@ -27,23 +28,23 @@ T* optional_data(const Tensor& t) {
 
 }  // namespace
 
-void CudaBackend::bn_stats(const Tensor& x, Tensor& mean, Tensor& var_b, int64_t R, int64_t C, int64_t S) {
+void CudaBackend::bn_stats(const Tensor& x, Tensor& mean, Tensor& var_b, int64_t N, int64_t C, int64_t S) {
   const DType dt = x.dtype();
-  expect(x, "batch_norm_stats", "input", dt, R * C * S);
+  expect(x, "batch_norm_stats", "input", dt, N * C * S);
   expect(mean, "batch_norm_stats", "mean", dt, C);
   expect(var_b, "batch_norm_stats", "var", dt, C);
   activate();
   dispatch_float(dt, "batch_norm_stats", [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    DPV_CUDA_CHECK(kernels::bn_stats(x.data<T>(), mean.data<T>(), var_b.data<T>(), R, C, S, stream_));
+    DPV_CUDA_CHECK(kernels::bn_stats(x.data<T>(), mean.data<T>(), var_b.data<T>(), N, C, S, stream_));
   });
 }
 
 void CudaBackend::bn_normalize(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& gamma,
-                               const Tensor& beta, Tensor& y, int64_t R, int64_t C, int64_t S) {
+                               const Tensor& beta, Tensor& y, int64_t N, int64_t C, int64_t S) {
   const DType dt = x.dtype();
-  expect(x, "batch_norm_elemt", "input", dt, R * C * S);
-  expect(y, "batch_norm_elemt", "output", dt, R * C * S);
+  expect(x, "batch_norm_elemt", "input", dt, N * C * S);
+  expect(y, "batch_norm_elemt", "output", dt, N * C * S);
   expect(mean, "batch_norm_elemt", "mean", dt, C);
   expect(invstd, "batch_norm_elemt", "invstd", dt, C);
   if (gamma.defined()) expect(gamma, "batch_norm_elemt", "weight", dt, C);
@@ -52,15 +53,15 @@ void CudaBackend::bn_normalize(const Tensor& x, const Tensor& mean, const Tensor
   dispatch_float(dt, "batch_norm_elemt", [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     DPV_CUDA_CHECK(kernels::bn_normalize(x.data<T>(), mean.data<T>(), invstd.data<T>(), optional_data<T>(gamma),
-                                         optional_data<T>(beta), y.data<T>(), R, C, S, stream_));
+                                         optional_data<T>(beta), y.data<T>(), N, C, S, stream_));
   });
 }
 
 void CudaBackend::bn_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& mean, Tensor& sum_dy,
-                                     Tensor& sum_dy_xmu, int64_t R, int64_t C, int64_t S) {
+                                     Tensor& sum_dy_xmu, int64_t N, int64_t C, int64_t S) {
   const DType dt = x.dtype();
-  expect(dy, "batch_norm_backward_reduce", "grad_output", dt, R * C * S);
-  expect(x, "batch_norm_backward_reduce", "input", dt, R * C * S);
+  expect(dy, "batch_norm_backward_reduce", "grad_output", dt, N * C * S);
+  expect(x, "batch_norm_backward_reduce", "input", dt, N * C * S);
   expect(mean, "batch_norm_backward_reduce", "mean", dt, C);
   expect(sum_dy, "batch_norm_backward_reduce", "sum_dy", dt, C);
   expect(sum_dy_xmu, "batch_norm_backward_reduce", "sum_dy_xmu", dt, C);
@@ -68,17 +69,17 @@ void CudaBackend::bn_backward_reduce(const Tensor& dy, const Tensor& x, const Te
   dispatch_float(dt, "batch_norm_backward_reduce", [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     DPV_CUDA_CHECK(kernels::bn_backward_reduce(dy.data<T>(), x.data<T>(), mean.data<T>(), sum_dy.data<T>(),
-                                               sum_dy_xmu.data<T>(), R, C, S, stream_));
+                                               sum_dy_xmu.data<T>(), N, C, S, stream_));
   });
 }
 
 void CudaBackend::bn_backward_elemt(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& invstd,
                                     const Tensor& gamma, const Tensor& sum_dy, const Tensor& sum_dy_xmu, double count,
-                                    Tensor& dx, int64_t R, int64_t C, int64_t S) {
+                                    Tensor& dx, int64_t N, int64_t C, int64_t S) {
   const DType dt = x.dtype();
-  expect(dy, "batch_norm_backward_elemt", "grad_output", dt, R * C * S);
-  expect(x, "batch_norm_backward_elemt", "input", dt, R * C * S);
-  expect(dx, "batch_norm_backward_elemt", "grad_input", dt, R * C * S);
+  expect(dy, "batch_norm_backward_elemt", "grad_output", dt, N * C * S);
+  expect(x, "batch_norm_backward_elemt", "input", dt, N * C * S);
+  expect(dx, "batch_norm_backward_elemt", "grad_input", dt, N * C * S);
   expect(mean, "batch_norm_backward_elemt", "mean", dt, C);
   expect(invstd, "batch_norm_backward_elemt", "invstd", dt, C);
   expect(sum_dy, "batch_norm_backward_elemt", "sum_dy", dt, C);
@@ -90,22 +91,22 @@ void CudaBackend::bn_backward_elemt(const Tensor& dy, const Tensor& x, const Ten
     using T = std::remove_pointer_t<decltype(tag)>;
     DPV_CUDA_CHECK(kernels::bn_backward_elemt(dy.data<T>(), x.data<T>(), mean.data<T>(), invstd.data<T>(),
                                               optional_data<T>(gamma), sum_dy.data<T>(), sum_dy_xmu.data<T>(), count,
-                                              dx.data<T>(), R, C, S, stream_));
+                                              dx.data<T>(), N, C, S, stream_));
   });
 }
 
 void CudaBackend::bn_gather_stats(const Tensor& mean_all, const Tensor& invstd_all, const std::vector<double>& counts,
                                   double eps, double momentum, Tensor& running_mean, Tensor& running_var, Tensor& mean,
-                                  Tensor& invstd, int64_t W, int64_t C) {
+                                  Tensor& invstd, int64_t R, int64_t C) {
   const DType dt = mean.dtype();
-  if (W < 1 || W > kernels::kMaxGatherRanks)
-    throw Error("batch_norm_gather_stats_with_counts: " + std::to_string(W) + " ranks; the CUDA backend takes 1 to " +
+  if (R < 1 || R > kernels::kMaxGatherRanks)
+    throw Error("batch_norm_gather_stats_with_counts: " + std::to_string(R) + " ranks; the CUDA backend takes 1 to " +
                 std::to_string(kernels::kMaxGatherRanks));
-  if (static_cast<int64_t>(counts.size()) < W)
+  if (static_cast<int64_t>(counts.size()) < R)
     throw Error("batch_norm_gather_stats_with_counts: " + std::to_string(counts.size()) + " counts for " +
-                std::to_string(W) + " ranks");
-  expect(mean_all, "batch_norm_gather_stats_with_counts", "mean_all", dt, W * C);
-  expect(invstd_all, "batch_norm_gather_stats_with_counts", "invstd_all", dt, W * C);
+                std::to_string(R) + " ranks");
+  expect(mean_all, "batch_norm_gather_stats_with_counts", "mean_all", dt, R * C);
+  expect(invstd_all, "batch_norm_gather_stats_with_counts", "invstd_all", dt, R * C);
   expect(mean, "batch_norm_gather_stats_with_counts", "mean", dt, C);
   expect(invstd, "batch_norm_gather_stats_with_counts", "invstd", dt, C);
   if (running_mean.defined() != running_var.defined())
@@ -117,7 +118,7 @@ void CudaBackend::bn_gather_stats(const Tensor& mean_all, const Tensor& invstd_a
   activate();
   dispatch_float(dt, "batch_norm_gather_stats_with_counts", [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    DPV_CUDA_CHECK(kernels::bn_gather_stats(mean_all.data<T>(), invstd_all.data<T>(), counts.data(), W, C, eps,
+    DPV_CUDA_CHECK(kernels::bn_gather_stats(mean_all.data<T>(), invstd_all.data<T>(), counts.data(), R, C, eps,
                                             momentum, optional_data<T>(running_mean), optional_data<T>(running_var),
                                             mean.data<T>(), invstd.data<T>(), stream_));
   });
@@ -167,7 +168,7 @@ void CudaBackend::cross_entropy(const Tensor& logits, const Tensor& target, Tens
       if (ptr && cudaFreeAsync(ptr, stream) != cudaSuccess) cudaGetLastError();
     }
   } workspace{nullptr, stream_};
-  DPV_CUDA_CHECK(cudaMallocAsync(&workspace.ptr, static_cast<size_t>(kernels::cross_entropy_workspace_bytes(N)), stream_));
+  DPV_CUDA_CHECK(cudaMallocAsync(&workspace.ptr, ix(kernels::cross_entropy_workspace_bytes(N)), stream_));
   dispatch_float(dt, "cross_entropy", [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     DPV_CUDA_CHECK(kernels::cross_entropy(logits.data<T>(), target.data<int64_t>(), loss_out.data<T>(),

@@ -27,6 +27,7 @@
 #include "engine/cuda/group_guard.h"
 #include "engine/device.h"
 #include "engine/error.h"
+#include "engine/index.h"
 #include "kernels/add_inplace.h"
 
 namespace dpv {
@@ -133,7 +134,7 @@ class CudaCollectives final : public Collectives {
         auto& comms = *nccl_comms;
         GroupGuard group(nccl_group_calls());
         for (int i = 0; i < n; ++i)
-          DPV_CUDA_CHECK(ncclBroadcast(bufs[i].raw(), bufs[i].raw(), static_cast<size_t>(bufs[i].numel()),
+          DPV_CUDA_CHECK(ncclBroadcast(bufs[i].raw(), bufs[i].raw(), ix(bufs[i].numel()),
                                        nccl_type(bufs[i].dtype()), root, comms[i], backends_[i]->stream()));
         group.end();
         return;
@@ -157,7 +158,7 @@ class CudaCollectives final : public Collectives {
         auto& comms = *nccl_comms;
         GroupGuard group(nccl_group_calls());
         for (int i = 0; i < n; ++i)
-          DPV_CUDA_CHECK(ncclReduce(bufs[i].raw(), bufs[i].raw(), static_cast<size_t>(bufs[i].numel()),
+          DPV_CUDA_CHECK(ncclReduce(bufs[i].raw(), bufs[i].raw(), ix(bufs[i].numel()),
                                     nccl_type(bufs[i].dtype()), ncclSum, root, comms[i], backends_[i]->stream()));
         group.end();
         return;
@@ -178,7 +179,7 @@ class CudaCollectives final : public Collectives {
         auto& comms = *nccl_comms;
         GroupGuard group(nccl_group_calls());
         for (int i = 0; i < n; ++i)
-          DPV_CUDA_CHECK(ncclAllReduce(bufs[i].raw(), bufs[i].raw(), static_cast<size_t>(bufs[i].numel()),
+          DPV_CUDA_CHECK(ncclAllReduce(bufs[i].raw(), bufs[i].raw(), ix(bufs[i].numel()),
                                        nccl_type(bufs[i].dtype()), ncclSum, comms[i], backends_[i]->stream()));
         group.end();
         return;
@@ -197,7 +198,7 @@ class CudaCollectives final : public Collectives {
       throw Error("all_gather: " + std::to_string(out.size()) + " output buffers for " + std::to_string(n) + " ranks");
     const size_t piece = in[0].nbytes();
     for (int i = 0; i < n; ++i) {
-      const Tensor& o = out[static_cast<size_t>(i)];
+      const Tensor& o = out[ix(i)];
       if (!o.defined() || o.device() != &(*devices_)[i] || o.dtype() != in[0].dtype() ||
           o.numel() != in[0].numel() * n)
         throw Error("all_gather: output " + std::to_string(i) + " must be a " + dtype_name(in[0].dtype()) + " tensor of " +
@@ -210,7 +211,7 @@ class CudaCollectives final : public Collectives {
         auto& comms = *nccl_comms;
         GroupGuard group(nccl_group_calls());
         for (int i = 0; i < n; ++i)
-          DPV_CUDA_CHECK(ncclAllGather(in[i].raw(), out[i].raw(), static_cast<size_t>(in[i].numel()),
+          DPV_CUDA_CHECK(ncclAllGather(in[i].raw(), out[i].raw(), ix(in[i].numel()),
                                        nccl_type(in[i].dtype()), comms[i], backends_[i]->stream()));
         group.end();
         return;
@@ -219,10 +220,10 @@ class CudaCollectives final : public Collectives {
       driver->activate();
       for (int i = 0; i < n; ++i)
         for (int j = 0; j < n; ++j)
-          copy(static_cast<char*>(out[i].raw()) + static_cast<size_t>(j) * piece, i, in[j].raw(), j, piece,
+          copy(static_cast<char*>(out[i].raw()) + ix(j) * piece, i, in[j].raw(), j, piece,
                driver->stream());
     });
-    return report("all_gather", n, piece * static_cast<size_t>(n), seconds);
+    return report("all_gather", n, piece * ix(n), seconds);
   }
 
  private:
@@ -234,7 +235,7 @@ class CudaCollectives final : public Collectives {
                   std::to_string(devices_->size()) + " devices");
     if (root < 0 || root >= n) throw Error(std::string(op) + ": root " + std::to_string(root) + " is not a rank");
     for (int i = 0; i < n; ++i) {
-      const Tensor& t = bufs[static_cast<size_t>(i)];
+      const Tensor& t = bufs[ix(i)];
       if (!t.defined()) throw Error(std::string(op) + ": buffer " + std::to_string(i) + " is not defined");
       if (t.device() != &(*devices_)[i])
         throw Error(std::string(op) + ": buffer " + std::to_string(i) + " is on " + t.device_name() + ", not on " +
@@ -279,16 +280,16 @@ class CudaCollectives final : public Collectives {
     auto it = comms_.find(ranks);
     if (it != comms_.end()) return it->second;
     std::vector<int> gpus;
-    for (int i = 0; i < ranks; ++i) gpus.push_back(backends_[static_cast<size_t>(i)]->ordinal());
-    std::vector<ncclComm_t> comms(static_cast<size_t>(ranks));
+    for (int i = 0; i < ranks; ++i) gpus.push_back(backends_[ix(i)]->ordinal());
+    std::vector<ncclComm_t> comms(ix(ranks));
     DPV_CUDA_CHECK(ncclCommInitAll(comms.data(), ranks, gpus.data()));
     return comms_.emplace(ranks, std::move(comms)).first->second;
   }
 
   // Queues a device-to-device copy on `stream` (a stream of the driving GPU).
   void copy(void* dst, int dst_rank, const void* src, int src_rank, size_t bytes, cudaStream_t stream) const {
-    const int dst_gpu = backends_[static_cast<size_t>(dst_rank)]->ordinal();
-    const int src_gpu = backends_[static_cast<size_t>(src_rank)]->ordinal();
+    const int dst_gpu = backends_[ix(dst_rank)]->ordinal();
+    const int src_gpu = backends_[ix(src_rank)]->ordinal();
     if (dst_gpu == src_gpu)
       DPV_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
     else
@@ -298,15 +299,15 @@ class CudaCollectives final : public Collectives {
   // bufs[root] += bufs[j] for j in rank order (skipping root), on root's stream. A buffer on
   // another GPU is first copied next to the root.
   void fold_into(std::vector<Tensor>& bufs, int root) {
-    CudaBackend* driver = backends_[static_cast<size_t>(root)];
+    CudaBackend* driver = backends_[ix(root)];
     driver->activate();
-    const Tensor& dst = bufs[static_cast<size_t>(root)];
+    const Tensor& dst = bufs[ix(root)];
     const size_t bytes = dst.nbytes();
     void* staging = nullptr;
     for (int j = 0; j < static_cast<int>(bufs.size()); ++j) {
       if (j == root) continue;
-      const void* src = bufs[static_cast<size_t>(j)].raw();
-      if (backends_[static_cast<size_t>(j)]->ordinal() != driver->ordinal()) {
+      const void* src = bufs[ix(j)].raw();
+      if (backends_[ix(j)]->ordinal() != driver->ordinal()) {
         if (!staging) DPV_CUDA_CHECK(cudaMallocAsync(&staging, bytes, driver->stream()));
         copy(staging, root, src, j, bytes, driver->stream());
         src = staging;
@@ -319,22 +320,22 @@ class CudaCollectives final : public Collectives {
   // Runs `enqueue` between events on each rank's stream; returns the slowest rank's seconds.
   template <typename Enqueue>
   double timed(int ranks, Enqueue&& enqueue) {
-    for (int i = 0; i < ranks; ++i) backends_[static_cast<size_t>(i)]->synchronize();
+    for (int i = 0; i < ranks; ++i) backends_[ix(i)]->synchronize();
     for (int i = 0; i < ranks; ++i) {
-      backends_[static_cast<size_t>(i)]->activate();
-      DPV_CUDA_CHECK(cudaEventRecord(start_[static_cast<size_t>(i)], backends_[static_cast<size_t>(i)]->stream()));
+      backends_[ix(i)]->activate();
+      DPV_CUDA_CHECK(cudaEventRecord(start_[ix(i)], backends_[ix(i)]->stream()));
     }
     enqueue();
     double seconds = 0;
     for (int i = 0; i < ranks; ++i) {
-      backends_[static_cast<size_t>(i)]->activate();
-      DPV_CUDA_CHECK(cudaEventRecord(stop_[static_cast<size_t>(i)], backends_[static_cast<size_t>(i)]->stream()));
+      backends_[ix(i)]->activate();
+      DPV_CUDA_CHECK(cudaEventRecord(stop_[ix(i)], backends_[ix(i)]->stream()));
     }
     for (int i = 0; i < ranks; ++i) {
-      backends_[static_cast<size_t>(i)]->activate();
-      DPV_CUDA_CHECK(cudaEventSynchronize(stop_[static_cast<size_t>(i)]));
+      backends_[ix(i)]->activate();
+      DPV_CUDA_CHECK(cudaEventSynchronize(stop_[ix(i)]));
       float ms = 0;
-      DPV_CUDA_CHECK(cudaEventElapsedTime(&ms, start_[static_cast<size_t>(i)], stop_[static_cast<size_t>(i)]));
+      DPV_CUDA_CHECK(cudaEventElapsedTime(&ms, start_[ix(i)], stop_[ix(i)]));
       seconds = std::max(seconds, static_cast<double>(ms) / 1000.0);
     }
     // The peer-copy path queued everything on one stream: the other ranks must see its results

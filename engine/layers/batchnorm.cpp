@@ -6,6 +6,7 @@
 #include "engine/backend.h"
 #include "engine/device.h"
 #include "engine/error.h"
+#include "engine/index.h"
 #include "engine/layers/simple_layers.h"
 
 namespace dpv {
@@ -57,19 +58,19 @@ void BatchNorm::local_stats(LayerRun& run, const Tensor& x, Tensor& mean, Tensor
   check(x.dtype() == w.dtype(), dtype_mismatch_message("BatchNorm", x.dtype(), w.dtype()));
   output_shape(x.shape());
   const Layout l = layout(x.shape());
-  if (single_check && l.R * l.S == 1)
+  if (single_check && l.N * l.S == 1)
     throw Error("Expected more than 1 value per channel when training, got input size " + torch_size_str(x.shape()),
                 "ValueError");
   mean = Tensor::empty({c_}, x.dtype(), run.replica.device);
   var_b = Tensor::empty({c_}, x.dtype(), run.replica.device);
-  run.backend.bn_stats(x, mean, var_b, l.R, l.C, l.S);
+  run.backend.bn_stats(x, mean, var_b, l.N, l.C, l.S);
 }
 
 Tensor BatchNorm::normalize(LayerRun& run, const Tensor& x, const Tensor& mean, const Tensor& invstd,
                             const Tensor& var_b, double count) const {
   const Layout l = layout(x.shape());
   Tensor y = Tensor::empty(x.shape(), x.dtype(), run.replica.device);
-  run.backend.bn_normalize(x, mean, invstd, run.param("weight"), run.param("bias"), y, l.R, l.C, l.S);
+  run.backend.bn_normalize(x, mean, invstd, run.param("weight"), run.param("bias"), y, l.N, l.C, l.S);
   run.cache.input = x;
   run.cache.aux = mean;
   run.cache.aux2 = invstd;
@@ -96,7 +97,7 @@ Tensor BatchNorm::forward(LayerRun& run, const Tensor& x) {
   Tensor mean, var_b;
   local_stats(run, x, mean, var_b, /*single_check=*/true);
   const Layout l = layout(x.shape());
-  const double n = static_cast<double>(l.R * l.S);
+  const double n = static_cast<double>(l.N * l.S);
   Tensor invstd = Tensor::empty({c_}, x.dtype(), run.replica.device);
   run.backend.bn_invstd(var_b, eps_, invstd);
   run.backend.bn_update_running(mean, var_b, n, momentum_, run.buffer("running_mean"), run.buffer("running_var"));
@@ -109,10 +110,10 @@ void BatchNorm::backward_reduce(LayerRun& run, const Tensor& dy, Tensor& sum_dy,
   const Layout l = layout(x.shape());
   sum_dy = Tensor::empty({c_}, x.dtype(), run.replica.device);
   sum_dy_xmu = Tensor::empty({c_}, x.dtype(), run.replica.device);
-  run.backend.bn_backward_reduce(dy, x, run.cache.aux, sum_dy, sum_dy_xmu, l.R, l.C, l.S);
+  run.backend.bn_backward_reduce(dy, x, run.cache.aux, sum_dy, sum_dy_xmu, l.N, l.C, l.S);
   // dgamma = sum_dy_xmu * invstd, dbeta = sum_dy ([C] vectors; computed on the host for clarity).
   const auto sxm = sum_dy_xmu.to_doubles(), is = run.cache.aux2.to_doubles();
-  std::vector<double> dgamma(static_cast<size_t>(c_));
+  std::vector<double> dgamma(ix(c_));
   for (size_t c = 0; c < dgamma.size(); ++c) dgamma[c] = sxm[c] * is[c];
   const Tensor dgamma_t = Tensor::from_doubles({c_}, x.dtype(), dgamma).to(run.replica.device);
   run.backend.add_inplace(run.grad("weight"), dgamma_t);
@@ -125,7 +126,7 @@ Tensor BatchNorm::backward_elemt(LayerRun& run, const Tensor& dy, const Tensor& 
   const Layout l = layout(x.shape());
   Tensor dx = Tensor::empty(x.shape(), x.dtype(), run.replica.device);
   run.backend.bn_backward_elemt(dy, x, run.cache.aux, run.cache.aux2, run.param("weight"), sum_dy, sum_dy_xmu, count,
-                                dx, l.R, l.C, l.S);
+                                dx, l.N, l.C, l.S);
   return dx;
 }
 

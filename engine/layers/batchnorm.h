@@ -24,8 +24,8 @@ class BatchNorm final : public Layer {
   double eps() const { return eps_; }
   double momentum() const { return momentum_; }
 
-  // x viewed as [R, C, S].
-  struct Layout { int64_t R, C, S; };
+  // x viewed as [N, C, S].
+  struct Layout { int64_t N, C, S; };
   Layout layout(const Shape& x) const;
   // Local batch statistics: mean[C] and biased var[C]. `single_check` raises PyTorch's
   // "Expected more than 1 value per channel when training" for a one-value batch.

@@ -5,6 +5,7 @@
 #include "engine/datasets.h"
 #include "engine/device.h"
 #include "engine/error.h"
+#include "engine/index.h"
 #include "engine/layers/simple_layers.h"
 
 namespace dpv {
@@ -49,7 +50,7 @@ void Conv2d::initialise(TensorMap& state, const std::string& prefix, Rng& rng) c
   for (const char* name : {"weight", "bias"}) {
     if (std::string(name) == "bias" && !bias_) continue;
     Tensor& t = state.at(prefix + name);
-    std::vector<double> v(static_cast<size_t>(t.numel()));
+    std::vector<double> v(ix(t.numel()));
     for (auto& x : v) x = rng.uniform(-bound, bound);
     t.copy_from(Tensor::from_doubles(t.shape(), t.dtype(), v));
   }

@@ -4,6 +4,7 @@
 #include "engine/datasets.h"
 #include "engine/device.h"
 #include "engine/error.h"
+#include "engine/index.h"
 #include "engine/layers/simple_layers.h"
 
 namespace dpv {
@@ -23,7 +24,7 @@ std::string dtype_mismatch_message(const std::string& layer_type, DType input, D
 
 namespace {
 void uniform_fill(Tensor& t, double bound, Rng& rng) {
-  std::vector<double> v(static_cast<size_t>(t.numel()));
+  std::vector<double> v(ix(t.numel()));
   for (auto& x : v) x = rng.uniform(-bound, bound);
   t.copy_from(Tensor::from_doubles(t.shape(), t.dtype(), v));
 }

@@ -1,5 +1,6 @@
 // The value snapshot of each stage: what every device holds, its memory, its busy span.
 #include "engine/error.h"
+#include "engine/index.h"
 #include "engine/parallel/iteration_impl.h"
 
 namespace dpv {
@@ -29,25 +30,25 @@ void Iteration::Impl::fill_snapshot(StageEvent& e) const {
     DeviceState s;
     s.device = d;
     s.label = devs[d].label();
-    s.chunk_rows = d < R ? it.chunks_[static_cast<size_t>(d)] : 0;
+    s.chunk_rows = d < R ? it.chunks_[ix(d)] : 0;
     // Replicas exist from Replicate until their gradients are reduced; replica 0 is the module itself.
     s.has_replica = d < R && (d == 0 || (multi && after_replicate && kind != StageKind::Step));
     s.memory_bytes = devs[d].memory().current.load();
     s.memory_peak = devs[d].memory().peak.load();
-    s.busy_start = busy_start[static_cast<size_t>(d)];
-    s.busy_end = busy_end[static_cast<size_t>(d)];
+    s.busy_start = busy_start[ix(d)];
+    s.busy_end = busy_end[ix(d)];
     if (d < R) {
-      const Replica& rep = replicas[static_cast<size_t>(d)];
-      if (d < static_cast<int>(chunk_inputs.size()) && chunk_inputs[static_cast<size_t>(d)].defined())
-        s.tensors.push_back(info("input chunk", "input", chunk_inputs[static_cast<size_t>(d)]));
+      const Replica& rep = replicas[ix(d)];
+      if (d < static_cast<int>(chunk_inputs.size()) && chunk_inputs[ix(d)].defined())
+        s.tensors.push_back(info("input chunk", "input", chunk_inputs[ix(d)]));
       if (s.has_replica)
         for (const auto& [name, t] : rep.params.items()) s.tensors.push_back(info(name, "param", t));
       if (s.has_replica)
         for (const auto& [name, t] : rep.buffers.items())
           if (name.find("running") != std::string::npos) s.tensors.push_back(info(name, "buffer", t));
-      const Tensor& f = flow[static_cast<size_t>(d)];
+      const Tensor& f = flow[ix(d)];
       if (f.defined() && kind != StageKind::Scatter && kind != StageKind::ReduceGrads && kind != StageKind::Step)
-        s.tensors.push_back(info(flow_name[static_cast<size_t>(d)], backward_started ? "grad" : "activation", f));
+        s.tensors.push_back(info(flow_name[ix(d)], backward_started ? "grad" : "activation", f));
       if (backward_started && kind != StageKind::Step && !(grads_reduced && d == 0))
         for (const auto& [name, g] : rep.grads.items()) s.tensors.push_back(info("grad " + name, "grad", g));
     }

@@ -2,6 +2,7 @@
 // ReduceGrads and the optimizer Step.
 #include "engine/backend.h"
 #include "engine/error.h"
+#include "engine/index.h"
 #include "engine/layers/batchnorm.h"
 #include "engine/parallel/iteration_impl.h"
 
@@ -11,11 +12,11 @@ void Iteration::Impl::grad_scatter(StageEvent& e) {
   // Gather.backward = Scatter with the exact forward sizes (split_with_sizes).
   run_replicas([&](int j) {
     const Tensor view = chunk_of(dlogits, j);
-    flow[static_cast<size_t>(j)] = j == 0 ? view : view.to(devs.shared(j));
+    flow[ix(j)] = j == 0 ? view : view.to(devs.shared(j));
   });
   for (int j = 0; j < R; ++j) {
-    flow_name[static_cast<size_t>(j)] = "grad of output";
-    if (j > 0) e.bytes_moved += flow[static_cast<size_t>(j)].nbytes();
+    flow_name[ix(j)] = "grad of output";
+    if (j > 0) e.bytes_moved += flow[ix(j)].nbytes();
   }
   e.summary = "Gather's backward: the gradient of the loss with respect to the gathered output is split with the "
               "forward's chunk sizes and sent back to the replicas' devices.";
@@ -28,9 +29,9 @@ void Iteration::Impl::backward(StageEvent& e, int layer) {
   Layer& l = tr.model().layer(layer);
   run_replicas([&](int j) {
     LayerRun run = layer_run(j, layer);
-    flow[static_cast<size_t>(j)] = l.backward(run, flow[static_cast<size_t>(j)]);
+    flow[ix(j)] = l.backward(run, flow[ix(j)]);
   });
-  for (int j = 0; j < R; ++j) flow_name[static_cast<size_t>(j)] = "grad of activation " + std::to_string(layer - 1);
+  for (int j = 0; j < R; ++j) flow_name[ix(j)] = "grad of activation " + std::to_string(layer - 1);
   e.summary = l.parameters(tr.model().dtype()).empty()
                   ? "Every replica passes the gradient back through " + l.describe() + "."
                   : "Every replica computes the gradients of " + l.describe() +
@@ -40,24 +41,24 @@ void Iteration::Impl::backward(StageEvent& e, int layer) {
 void Iteration::Impl::backward_sync_bn(StageEvent& e, int layer) {
   auto& bn = static_cast<BatchNorm&>(tr.model().layer(layer));
   const int64_t C = bn.num_features();
-  std::vector<Tensor> sum_dy(static_cast<size_t>(R)), sum_dy_xmu(static_cast<size_t>(R)), packed(static_cast<size_t>(R));
+  std::vector<Tensor> sum_dy(ix(R)), sum_dy_xmu(ix(R)), packed(ix(R));
   if (layer == tr.model().num_layers() - 1 && !multi) flow[0] = dlogits;
   run_replicas([&](int j) {
     LayerRun run = layer_run(j, layer);
-    bn.backward_reduce(run, flow[static_cast<size_t>(j)], sum_dy[static_cast<size_t>(j)], sum_dy_xmu[static_cast<size_t>(j)]);
-    Tensor p = Tensor::empty({2 * C}, sum_dy[static_cast<size_t>(j)].dtype(), run.replica.device);
-    p.slice0(0, C).copy_from(sum_dy[static_cast<size_t>(j)]);
-    p.slice0(C, 2 * C).copy_from(sum_dy_xmu[static_cast<size_t>(j)]);
-    packed[static_cast<size_t>(j)] = p;
+    bn.backward_reduce(run, flow[ix(j)], sum_dy[ix(j)], sum_dy_xmu[ix(j)]);
+    Tensor p = Tensor::empty({2 * C}, sum_dy[ix(j)].dtype(), run.replica.device);
+    p.slice0(0, C).copy_from(sum_dy[ix(j)]);
+    p.slice0(C, 2 * C).copy_from(sum_dy_xmu[ix(j)]);
+    packed[ix(j)] = p;
   });
   e.collectives.push_back(tr.collectives().all_reduce(packed));
-  const double total = replicas[0].caches[static_cast<size_t>(layer)].count;  // the forward's total count
+  const double total = replicas[0].caches[ix(layer)].count;  // the forward's total count
   run_replicas([&](int j) {
     LayerRun run = layer_run(j, layer);
-    const Tensor& p = packed[static_cast<size_t>(j)];
-    flow[static_cast<size_t>(j)] = bn.backward_elemt(run, flow[static_cast<size_t>(j)], p.slice0(0, C), p.slice0(C, 2 * C), total);
+    const Tensor& p = packed[ix(j)];
+    flow[ix(j)] = bn.backward_elemt(run, flow[ix(j)], p.slice0(0, C), p.slice0(C, 2 * C), total);
   });
-  for (int j = 0; j < R; ++j) flow_name[static_cast<size_t>(j)] = "grad of activation " + std::to_string(layer - 1);
+  for (int j = 0; j < R; ++j) flow_name[ix(j)] = "grad of activation " + std::to_string(layer - 1);
   e.summary = "SyncBatchNorm backward: each replica reduces sum(dy) and sum(dy*(x-mean)) over its chunk, the sums "
               "are all-reduced, and every replica forms its input gradient with the whole batch's count. The "
               "weight and bias gradients stay local and are summed by the reduce stage.";
@@ -70,12 +71,12 @@ void Iteration::Impl::reduce_grads(StageEvent& e) {
   const double start = now();
   for (const auto& d : tr.model().parameter_decls()) {
     std::vector<Tensor> bufs;
-    for (int j = 0; j < R; ++j) bufs.push_back(replicas[static_cast<size_t>(j)].grads.at(d.name, "the replica's gradients"));
+    for (int j = 0; j < R; ++j) bufs.push_back(replicas[ix(j)].grads.at(d.name, "the replica's gradients"));
     if (R > 1) {
       CollectiveReport r = tr.collectives().reduce_add(bufs, 0);
       total.bytes += r.bytes;
       total.seconds += r.seconds;
-      e.bytes_moved += r.bytes * static_cast<size_t>(R - 1);
+      e.bytes_moved += r.bytes * ix(R - 1);
     }
     tr.grads().set(d.name, bufs[0]);
   }

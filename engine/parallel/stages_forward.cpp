@@ -1,6 +1,7 @@
 // Scatter, Replicate, Forward (plain and SyncBatchNorm), Gather and Loss.
 #include "engine/backend.h"
 #include "engine/error.h"
+#include "engine/index.h"
 #include "engine/layers/batchnorm.h"
 #include "engine/parallel/iteration_impl.h"
 
@@ -15,21 +16,21 @@ Iteration::Impl::Impl(Iteration& iteration, Trainer& trainer)
     begin += c;
   }
   multi = devs.size() > 1;
-  busy_start.assign(static_cast<size_t>(devs.size()), 0.0);
-  busy_end.assign(static_cast<size_t>(devs.size()), 0.0);
+  busy_start.assign(ix(devs.size()), 0.0);
+  busy_end.assign(ix(devs.size()), 0.0);
   for (int d = 0; d < devs.size(); ++d) devs[d].memory().reset_peak();
-  replicas.resize(static_cast<size_t>(R));
+  replicas.resize(ix(R));
   for (int j = 0; j < R; ++j) {
-    replicas[static_cast<size_t>(j)].device = devs.shared(j);
-    replicas[static_cast<size_t>(j)].caches.resize(static_cast<size_t>(tr.model().num_layers()));
+    replicas[ix(j)].device = devs.shared(j);
+    replicas[ix(j)].caches.resize(ix(tr.model().num_layers()));
   }
   // Replica 0 is the original module: its parameters alias the original storage and its buffers
   // are the original buffers (replicate.py gives device_ids[0] the very same tensors).
   Replica& r0 = replicas[0];
   for (const auto& d : tr.model().parameter_decls()) r0.params.set(d.name, tr.state().at(d.name));
   for (const auto& d : tr.model().buffer_decls()) r0.buffers.set(d.name, tr.state().at(d.name));
-  flow.resize(static_cast<size_t>(R));
-  flow_name.resize(static_cast<size_t>(R));
+  flow.resize(ix(R));
+  flow_name.resize(ix(R));
 }
 
 double Iteration::Impl::now() const {
@@ -44,15 +45,15 @@ void Iteration::Impl::reset_busy() {
 
 void Iteration::Impl::run_replicas(const std::function<void(int)>& fn) {
   auto errors = devs.run_parallel_collect(R, [&](int j) {
-    busy_start[static_cast<size_t>(j)] = now();
+    busy_start[ix(j)] = now();
     fn(j);
     devs[j].backend().synchronize();
-    busy_end[static_cast<size_t>(j)] = now();
+    busy_end[ix(j)] = now();
   });
   for (int j = 0; j < R; ++j) {
-    if (!errors[static_cast<size_t>(j)]) continue;
+    if (!errors[ix(j)]) continue;
     try {
-      std::rethrow_exception(errors[static_cast<size_t>(j)]);
+      std::rethrow_exception(errors[ix(j)]);
     } catch (const Error& e) {
       if (!multi) throw;  // one device: the module is called directly, nothing is wrapped
       throw Error("Caught " + e.kind() + " in replica " + std::to_string(j) + " on device " + std::to_string(j) + ". " +
@@ -63,15 +64,15 @@ void Iteration::Impl::run_replicas(const std::function<void(int)>& fn) {
 }
 
 Tensor Iteration::Impl::chunk_of(const Tensor& t, int j) const {
-  const auto b = chunk_begin[static_cast<size_t>(j)];
-  return t.slice0(b, b + it.chunks_[static_cast<size_t>(j)]);
+  const auto b = chunk_begin[ix(j)];
+  return t.slice0(b, b + it.chunks_[ix(j)]);
 }
 
 void Iteration::Impl::finish_collective_stage(StageEvent& e, CollectiveReport& total, double start) {
   const double end = now();
   for (int j = 0; j < R; ++j) {
-    busy_start[static_cast<size_t>(j)] = start;
-    busy_end[static_cast<size_t>(j)] = end;
+    busy_start[ix(j)] = start;
+    busy_end[ix(j)] = end;
   }
   if (R > 1) {
     finish_report(total);
@@ -80,24 +81,24 @@ void Iteration::Impl::finish_collective_stage(StageEvent& e, CollectiveReport& t
 }
 
 LayerRun Iteration::Impl::layer_run(int j, int layer) {
-  Replica& rep = replicas[static_cast<size_t>(j)];
-  LayerRun run{rep.device->backend(), rep, rep.caches[static_cast<size_t>(layer)], tr.model().layer_prefix(layer)};
+  Replica& rep = replicas[ix(j)];
+  LayerRun run{rep.device->backend(), rep, rep.caches[ix(layer)], tr.model().layer_prefix(layer)};
   run.need_input_grad = layer > 0;
   return run;
 }
 
 void Iteration::Impl::scatter(StageEvent& e) {
   const auto& chunks = it.chunks_;
-  chunk_inputs.resize(static_cast<size_t>(R));
+  chunk_inputs.resize(ix(R));
   run_replicas([&](int j) {
     const Tensor view = chunk_of(input_dev0, j);
     // A chunk already on its target device is a view, not a copy (chunk 0 on device 0).
-    chunk_inputs[static_cast<size_t>(j)] = j == 0 ? view : view.to(devs.shared(j));
+    chunk_inputs[ix(j)] = j == 0 ? view : view.to(devs.shared(j));
   });
   for (int j = 0; j < R; ++j) {
-    flow[static_cast<size_t>(j)] = chunk_inputs[static_cast<size_t>(j)];
-    flow_name[static_cast<size_t>(j)] = "input chunk";
-    if (j > 0) e.bytes_moved += chunk_inputs[static_cast<size_t>(j)].nbytes();
+    flow[ix(j)] = chunk_inputs[ix(j)];
+    flow_name[ix(j)] = "input chunk";
+    if (j > 0) e.bytes_moved += chunk_inputs[ix(j)].nbytes();
   }
   std::string sizes;
   for (size_t j = 0; j < chunks.size(); ++j) sizes += (j ? ", " : "") + std::to_string(chunks[j]);
@@ -122,13 +123,13 @@ void Iteration::Impl::replicate(StageEvent& e) {
       for (int j = 1; j < R; ++j) {
         Tensor copy = Tensor::empty(d.shape, d.dtype, devs.shared(j));
         bufs.push_back(copy);
-        (params ? replicas[static_cast<size_t>(j)].params : replicas[static_cast<size_t>(j)].buffers).set(d.name, copy);
+        (params ? replicas[ix(j)].params : replicas[ix(j)].buffers).set(d.name, copy);
       }
       if (R > 1) {
         CollectiveReport r = tr.collectives().broadcast(bufs, 0);
         total.bytes += r.bytes;
         total.seconds += r.seconds;
-        e.bytes_moved += r.bytes * static_cast<size_t>(R - 1);
+        e.bytes_moved += r.bytes * ix(R - 1);
       }
     }
   };
@@ -153,19 +154,19 @@ void Iteration::Impl::forward(StageEvent& e, int layer) {
   Layer& l = tr.model().layer(layer);
   run_replicas([&](int j) {
     LayerRun run = layer_run(j, layer);
-    flow[static_cast<size_t>(j)] = l.forward(run, flow[static_cast<size_t>(j)]);
+    flow[ix(j)] = l.forward(run, flow[ix(j)]);
   });
-  for (int j = 0; j < R; ++j) flow_name[static_cast<size_t>(j)] = "activation " + std::to_string(layer);
+  for (int j = 0; j < R; ++j) flow_name[ix(j)] = "activation " + std::to_string(layer);
   if (l.is_batchnorm()) {
     for (int j = 0; j < R; ++j) {
-      const LayerCache& c = replicas[static_cast<size_t>(j)].caches[static_cast<size_t>(layer)];
+      const LayerCache& c = replicas[ix(j)].caches[ix(layer)];
       record_local_stats(e.batchnorm, layer, j, c.aux, c.var_b, c.count);
     }
     // SyncBatchNorm on one replica (one device, or a batch too small to split) has nothing to
     // merge: the whole batch's statistics are the replica's own, and they are reported as global
     // like any synchronised run reports them.
     if (tr.options().sync_bn && R == 1) {
-      const LayerCache& c = replicas[0].caches[static_cast<size_t>(layer)];
+      const LayerCache& c = replicas[0].caches[ix(layer)];
       record_local_stats(e.batchnorm, layer, -1, c.aux, c.var_b, c.count);
     }
     it.bn_stats_.insert(it.bn_stats_.end(), e.batchnorm.begin(), e.batchnorm.end());
@@ -179,21 +180,21 @@ void Iteration::Impl::forward(StageEvent& e, int layer) {
 void Iteration::Impl::forward_sync_bn(StageEvent& e, int layer) {
   auto& bn = static_cast<BatchNorm&>(tr.model().layer(layer));
   const int64_t C = bn.num_features();
-  std::vector<Tensor> mean(static_cast<size_t>(R)), var_b(static_cast<size_t>(R)), packed(static_cast<size_t>(R));
+  std::vector<Tensor> mean(ix(R)), var_b(ix(R)), packed(ix(R));
   // 1. Local statistics; SyncBatchNorm skips the one-value check when more than one rank takes part.
   run_replicas([&](int j) {
     LayerRun run = layer_run(j, layer);
-    const Tensor& x = flow[static_cast<size_t>(j)];
-    bn.local_stats(run, x, mean[static_cast<size_t>(j)], var_b[static_cast<size_t>(j)], false);
+    const Tensor& x = flow[ix(j)];
+    bn.local_stats(run, x, mean[ix(j)], var_b[ix(j)], false);
     Tensor invstd = Tensor::empty({C}, x.dtype(), run.replica.device);
-    run.backend.bn_invstd(var_b[static_cast<size_t>(j)], bn.eps(), invstd);
+    run.backend.bn_invstd(var_b[ix(j)], bn.eps(), invstd);
     // [mean(C), invstd(C), count(1)] as torch.nn.modules._functions.SyncBatchNorm packs it.
     const auto l = bn.layout(x.shape());
     Tensor p = Tensor::empty({2 * C + 1}, x.dtype(), run.replica.device);
-    p.slice0(0, C).copy_from(mean[static_cast<size_t>(j)]);
+    p.slice0(0, C).copy_from(mean[ix(j)]);
     p.slice0(C, 2 * C).copy_from(invstd);
-    p.slice0(2 * C, 2 * C + 1).copy_from(Tensor::full({1}, x.dtype(), static_cast<double>(l.R * l.S)));
-    packed[static_cast<size_t>(j)] = p;
+    p.slice0(2 * C, 2 * C + 1).copy_from(Tensor::full({1}, x.dtype(), static_cast<double>(l.N * l.S)));
+    packed[ix(j)] = p;
   });
   // 2. All-gather the packed statistics (counts differ, so not an all-reduce).
   std::vector<Tensor> gathered;
@@ -203,14 +204,14 @@ void Iteration::Impl::forward_sync_bn(StageEvent& e, int layer) {
   // 3. Merge (batch_norm_gather_stats_with_counts) and normalise with the global statistics.
   std::vector<double> counts;
   const auto host_packed = gathered[0].to_doubles();
-  for (int w = 0; w < R; ++w) counts.push_back(host_packed[static_cast<size_t>(w * (2 * C + 1) + 2 * C)]);
+  for (int w = 0; w < R; ++w) counts.push_back(host_packed[ix(w * (2 * C + 1) + 2 * C)]);
   double total = 0;
   for (double c : counts) total += c;
   Tensor global_mean0, global_var0;
   run_replicas([&](int j) {
     LayerRun run = layer_run(j, layer);
-    const Tensor& x = flow[static_cast<size_t>(j)];
-    const Tensor& g = gathered[static_cast<size_t>(j)];
+    const Tensor& x = flow[ix(j)];
+    const Tensor& g = gathered[ix(j)];
     Tensor mean_all = Tensor::empty({R, C}, x.dtype(), run.replica.device);
     Tensor invstd_all = Tensor::empty({R, C}, x.dtype(), run.replica.device);
     for (int w = 0; w < R; ++w) {
@@ -224,19 +225,19 @@ void Iteration::Impl::forward_sync_bn(StageEvent& e, int layer) {
                                 run.buffer("running_var"), gmean, ginvstd, R, C);
     bn.count_batch(run);
     // The variance the global statistics normalise with, rebuilt from invstd as PyTorch holds it.
-    std::vector<double> is = ginvstd.to_doubles(), gv(static_cast<size_t>(C));
+    std::vector<double> is = ginvstd.to_doubles(), gv(ix(C));
     for (size_t c = 0; c < gv.size(); ++c) gv[c] = 1.0 / (is[c] * is[c]) - bn.eps();
     Tensor gvar = Tensor::from_doubles({C}, x.dtype(), gv);
-    flow[static_cast<size_t>(j)] = bn.normalize(run, x, gmean, ginvstd, gvar, total);
+    flow[ix(j)] = bn.normalize(run, x, gmean, ginvstd, gvar, total);
     if (j == 0) {
       global_mean0 = gmean;
       global_var0 = gvar;
     }
   });
   for (int j = 0; j < R; ++j) {
-    flow_name[static_cast<size_t>(j)] = "activation " + std::to_string(layer);
-    record_local_stats(e.batchnorm, layer, j, mean[static_cast<size_t>(j)], var_b[static_cast<size_t>(j)],
-                       counts[static_cast<size_t>(j)]);
+    flow_name[ix(j)] = "activation " + std::to_string(layer);
+    record_local_stats(e.batchnorm, layer, j, mean[ix(j)], var_b[ix(j)],
+                       counts[ix(j)]);
   }
   record_local_stats(e.batchnorm, layer, -1, global_mean0, global_var0, total);
   it.bn_stats_.insert(it.bn_stats_.end(), e.batchnorm.begin(), e.batchnorm.end());
@@ -252,9 +253,9 @@ void Iteration::Impl::gather(StageEvent& e) {
   it.output_ = Tensor::empty(shape, out0.dtype(), devs.shared(0));  // [N, K] on device 0
   run_replicas([&](int j) {
     Tensor dst = chunk_of(it.output_, j);
-    dst.copy_from(flow[static_cast<size_t>(j)]);
+    dst.copy_from(flow[ix(j)]);
   });
-  for (int j = 1; j < R; ++j) e.bytes_moved += flow[static_cast<size_t>(j)].nbytes();
+  for (int j = 1; j < R; ++j) e.bytes_moved += flow[ix(j)].nbytes();
   e.summary = "The replicas' outputs are concatenated along dim 0 on device 0 (the output_device): " +
               torch_size_str(it.output_.shape()) + ".";
 }
