@@ -84,7 +84,8 @@ void run_train(const TrainCliOptions& o) {
             << n << " samples, " << data.classes << " classes), batch " << batch << ", " << o.devices << " ("
             << devices->size() << " device" << (devices->size() == 1 ? "" : "s") << ", chunks "
             << list_str(chunk_sizes(batch, devices->size())) << "), "
-            << batchnorm_mode(spec, o.sync_bn) << ", lr " << o.lr << "\n";
+            << batchnorm_mode(spec, o.sync_bn) << ", lr " << o.lr << "\n"
+            << std::flush;  // through a pipe, Ctrl-C before the first progress line must not lose it
 
   TraceRecorder trace;
   ProgressReporter progress(std::cout, o.steps, ProgressReporter::stdout_is_terminal());

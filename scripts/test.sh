@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The README's second command: install what is missing, build, and run the whole test suite:
 # every GoogleTest suite through ctest (GUI tests offscreen, GPU tests skip without a GPU, the
-# PyTorch comparison where python3-torch is installed), then the engine tests under ASan+UBSan
-# and the collectives and DataParallel tests under TSan.
+# PyTorch comparison where python3-torch is installed), then the engine tests under ASan+UBSan,
+# the collectives and DataParallel tests under TSan, then every parser under libFuzzer for a few
+# seconds (scripts/fuzz.sh; skipped when clang is missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export QT_QPA_PLATFORM=offscreen
@@ -24,6 +25,15 @@ cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j "$jobs" --target dpv_engine_tests
 TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/dpv_engine_tests --gtest_brief=1 \
   --gtest_filter='HostCollectives*:DataParallel*:SyncBatchNorm*:InProcessGroup*:Ddp*'
+
+echo "== every parser under libFuzzer (ASan + UBSan), a few seconds each"
+fuzz_status=0
+bash scripts/fuzz.sh "${DPV_FUZZ_SECONDS:-5}" || fuzz_status=$?
+if [ "$fuzz_status" -eq 77 ]; then
+  echo "fuzz: skipped (no clang/libFuzzer)"
+elif [ "$fuzz_status" -ne 0 ]; then
+  exit "$fuzz_status"
+fi
 
 total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' build/release/ctest-summary.log | tail -n 1)
 skipped=$(grep -c '\*\*\*Skipped' build/release/ctest-summary.log || true)

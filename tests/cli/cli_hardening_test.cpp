@@ -1,9 +1,16 @@
 // Bad input from a careless user: out-of-range integers, sizes too large for the machine, outputs
 // that are inputs, outputs checked only after the work, and the small things (nan, unknown
 // command, file names in messages, Python's error kinds). Each case failed before its fix.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "run_dpv.h"
 
@@ -153,6 +160,48 @@ TEST_F(CliHardening, NanIsPrintedAsPythonPrintsIt) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("loss nan"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("-nan"), std::string::npos) << r.out;
+}
+
+// Starts dpv with stdout on a pipe, reads until `needle` appears (or 20 s pass), then sends SIGINT
+// and returns what was read.
+std::string read_until_then_interrupt(const std::vector<std::string>& args, const std::string& needle) {
+  int fds[2];
+  if (::pipe(fds) != 0) return "<pipe failed>";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(fds[1], STDOUT_FILENO);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    std::vector<std::string> argv_text{dpv_binary()};
+    argv_text.insert(argv_text.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_text) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
+  std::string out;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (out.find(needle) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    char buf[4096];
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n > 0) out.append(buf, static_cast<size_t>(n));
+    else std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ::kill(pid, SIGINT);
+  ::waitpid(pid, nullptr, 0);
+  ::close(fds[0]);
+  return out;
+}
+
+TEST_F(CliHardening, TheFirstLineReachesAPipeBeforeCtrlC) {
+  // With a billion steps the first progress line is far away; the header was held in the buffer
+  // and lost when Ctrl-C ended the run.
+  const std::string out = read_until_then_interrupt(
+      {"train", "--preset", "simple", "--steps", "1000000000", "--devices", "cpu:1"}, "\n");
+  EXPECT_NE(out.find("dpv train: simple"), std::string::npos) << out;
 }
 
 TEST_F(CliHardening, IdxErrorsNameTheFile) {
