@@ -68,7 +68,7 @@ std::string TraceRecorder::to_json() const {
     for (const DeviceState& d : e.devices)
       if (!device_labels.count(d.device))
         device_labels[d.device] = d.label.empty() ? "device " + std::to_string(d.device) : d.label;
-  trace_events.push_back(metadata_event("process_name", kHostTrack, Json{{"name", "dpviz DataParallel"}}));
+  trace_events.push_back(metadata_event("process_name", kHostTrack, Json{{"name", process_name_}}));
   trace_events.push_back(metadata_event("thread_name", kHostTrack, Json{{"name", "host"}}));
   trace_events.push_back(metadata_event("thread_sort_index", kHostTrack, Json{{"sort_index", 0}}));
   for (const auto& [device, label] : device_labels) {

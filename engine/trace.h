@@ -17,8 +17,11 @@ class TraceRecorder : public Observer {
   std::string to_json() const;
   void save(const std::string& path) const;  // atomic write
   void clear();
+  // The trace's process name (default "dpviz DataParallel"; "dpviz DDP" for a DDP rank's trace).
+  void set_process_name(std::string name) { process_name_ = std::move(name); }
 
  private:
+  std::string process_name_ = "dpviz DataParallel";
   std::vector<StageEvent> events_;
   std::vector<double> offsets_;  // per event: seconds added to its times (iterations laid end to end)
   double base_ = 0;

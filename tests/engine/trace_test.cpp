@@ -81,9 +81,13 @@ TEST(TraceTest, NamesOneTrackPerDeviceAndAHostTrack) {
   EXPECT_NE(gpu1, -100);
   EXPECT_NE(host, gpu0);
   EXPECT_NE(gpu0, gpu1);
-  bool has_process_name = false;
-  for (const json& e : events_with(trace, "M")) has_process_name |= e.at("name") == "process_name";
-  EXPECT_TRUE(has_process_name);
+  std::string process_name;
+  for (const json& e : events_with(trace, "M"))
+    if (e.at("name") == "process_name") process_name = e.at("args").at("name");
+  EXPECT_EQ(process_name, "dpviz DataParallel");
+  rec.set_process_name("dpviz DDP");
+  for (const json& e : events_with(json::parse(rec.to_json()), "M"))
+    if (e.at("name") == "process_name") EXPECT_EQ(e.at("args").at("name"), "dpviz DDP");
 }
 
 TEST(TraceTest, OneCompleteEventPerBusyDevicePlusTheHostSpan) {
