@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
     double flops = 0;
     bool first = true;
     for (const auto& l : spec.layers) {
-      if (l.type != "linear") continue;
+      if (l.kind != dpv::LayerKind::Linear) continue;
       shapes.push_back({false, true, batch, l.out_features, l.in_features});       // y = x W^T
       shapes.push_back({true, false, l.out_features, l.in_features, batch});       // dW = dy^T x
       if (!first) shapes.push_back({false, false, batch, l.in_features, l.out_features});  // dx = dy W

@@ -36,7 +36,7 @@ struct TrainCliOptions {
 
 const char* batchnorm_mode(const ModelSpec& spec, bool sync_bn) {
   const bool has_bn = std::any_of(spec.layers.begin(), spec.layers.end(),
-                                  [](const LayerSpec& l) { return l.type.rfind("batchnorm", 0) == 0; });
+                                  [](const LayerSpec& l) { return is_batchnorm(l.kind); });
   if (!has_bn) return "no BatchNorm";
   return sync_bn ? "SyncBatchNorm (global statistics)" : "per-device BatchNorm";
 }

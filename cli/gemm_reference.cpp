@@ -12,7 +12,7 @@ std::vector<GemmShape> mlp_step_gemms(const ModelSpec& spec, int64_t batch) {
   bool first = true;
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const LayerSpec& l = spec.layers[i];
-    if (l.type != "linear") continue;
+    if (l.kind != LayerKind::Linear) continue;
     const std::string p = std::to_string(i);
     shapes.push_back({p + ".forward", false, true, batch, l.out_features, l.in_features});
     shapes.push_back({p + ".grad_weight", true, false, l.out_features, l.in_features, batch});

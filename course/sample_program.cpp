@@ -59,15 +59,18 @@ std::string join(const std::vector<int64_t>& values) {
 // PyTorch's constructor call for a layer.
 std::string layer_code(const LayerSpec& l, bool sync_bn) {
   const auto n = [](int64_t v) { return std::to_string(v); };
-  if (l.type == "linear") return "nn.Linear(" + n(l.in_features) + ", " + n(l.out_features) + (l.bias ? "" : ", bias=False") + ")";
-  if (l.type == "relu") return "nn.ReLU()";
-  if (l.type == "flatten") return "nn.Flatten()";
-  if (l.type == "conv2d") {
-    return "nn.Conv2d(" + n(l.in_channels) + ", " + n(l.out_channels) + ", kernel_size=" + n(l.kernel_size) +
-           ", stride=" + n(l.stride) + ", padding=" + n(l.padding) + ")";
+  switch (l.kind) {
+    case LayerKind::Linear:
+      return "nn.Linear(" + n(l.in_features) + ", " + n(l.out_features) + (l.bias ? "" : ", bias=False") + ")";
+    case LayerKind::ReLU: return "nn.ReLU()";
+    case LayerKind::Flatten: return "nn.Flatten()";
+    case LayerKind::Conv2d:
+      return "nn.Conv2d(" + n(l.in_channels) + ", " + n(l.out_channels) + ", kernel_size=" + n(l.kernel_size) +
+             ", stride=" + n(l.stride) + ", padding=" + n(l.padding) + ")";
+    case LayerKind::BatchNorm1d: return (sync_bn ? "nn.SyncBatchNorm(" : "nn.BatchNorm1d(") + n(l.num_features) + ")";
+    case LayerKind::BatchNorm2d: return (sync_bn ? "nn.SyncBatchNorm(" : "nn.BatchNorm2d(") + n(l.num_features) + ")";
   }
-  if (sync_bn) return "nn.SyncBatchNorm(" + n(l.num_features) + ")";
-  return std::string(l.type == "batchnorm1d" ? "nn.BatchNorm1d(" : "nn.BatchNorm2d(") + n(l.num_features) + ")";
+  return layer_kind_name(l.kind);
 }
 
 // Python's repr of a float as the program writes it (0.01, 0.1, 1e-05).

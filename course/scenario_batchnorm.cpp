@@ -17,10 +17,10 @@ namespace {
 ModelSpec bn_model(int features) {
   ModelSpec spec;
   LayerSpec bn;
-  bn.type = "batchnorm1d";
+  bn.kind = LayerKind::BatchNorm1d;
   bn.num_features = features;
   LayerSpec lin;
-  lin.type = "linear";
+  lin.kind = LayerKind::Linear;
   lin.in_features = features;
   lin.out_features = 2;
   spec.layers = {bn, lin};

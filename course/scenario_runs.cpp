@@ -78,7 +78,7 @@ std::string stage_names(const std::vector<StageKind>& plan) {
 
 // These scenarios feed rows of features: the model must start with a Linear layer.
 int64_t first_linear_inputs(const ModelSpec& spec) {
-  check(!spec.layers.empty() && spec.layers.front().type == "linear",
+  check(!spec.layers.empty() && spec.layers.front().kind == LayerKind::Linear,
         "this scenario needs a model whose first layer is linear (it feeds rows of features)", "ValueError");
   return spec.layers.front().in_features;
 }

@@ -29,13 +29,15 @@ Tensor& LayerRun::grad(const std::string& n, bool& fresh) {
 void Layer::initialise(TensorMap&, const std::string&, Rng&) const {}
 
 std::unique_ptr<Layer> make_layer(const LayerSpec& spec) {
-  if (spec.type == "linear") return std::make_unique<Linear>(spec);
-  if (spec.type == "relu") return std::make_unique<ReLU>();
-  if (spec.type == "flatten") return std::make_unique<Flatten>();
-  if (spec.type == "conv2d") return std::make_unique<Conv2d>(spec);
-  if (spec.type == "batchnorm1d" || spec.type == "batchnorm2d") return std::make_unique<BatchNorm>(spec);
-  throw Error("unknown layer type '" + spec.type + "': use linear, relu, flatten, conv2d, batchnorm1d or batchnorm2d",
-              "ValueError");
+  switch (spec.kind) {
+    case LayerKind::Linear: return std::make_unique<Linear>(spec);
+    case LayerKind::ReLU: return std::make_unique<ReLU>();
+    case LayerKind::Flatten: return std::make_unique<Flatten>();
+    case LayerKind::Conv2d: return std::make_unique<Conv2d>(spec);
+    case LayerKind::BatchNorm1d:
+    case LayerKind::BatchNorm2d: return std::make_unique<BatchNorm>(spec);
+  }
+  throw Error("unknown layer kind " + std::to_string(static_cast<int>(spec.kind)), "ValueError");
 }
 
 }  // namespace dpv

@@ -9,20 +9,20 @@ ModelInputShape input_shape_of(const ModelSpec& spec) {
   check(!spec.layers.empty(), "the model has no layers", "ValueError");
   ModelInputShape s;
   const LayerSpec& first = spec.layers.front();
-  if (first.type == "conv2d") {
+  if (first.kind == LayerKind::Conv2d) {
     // The CNN presets take 32x32 images (CIFAR-sized), as the bench's 3x32x32 input.
     s.image = true;
     s.channels = first.in_channels;
     s.height = s.width = 32;
-  } else if (first.type == "linear") {
+  } else if (first.kind == LayerKind::Linear) {
     s.features = first.in_features;
   } else {
-    throw Error("cannot make data for a model whose first layer is '" + first.type +
+    throw Error("cannot make data for a model whose first layer is '" + std::string(layer_kind_name(first.kind)) +
                     "': it must start with linear or conv2d",
                 "ValueError");
   }
   for (auto it = spec.layers.rbegin(); it != spec.layers.rend(); ++it) {
-    if (it->type == "linear") {
+    if (it->kind == LayerKind::Linear) {
       s.classes = static_cast<int>(it->out_features);
       break;
     }

@@ -12,13 +12,33 @@
 #include "engine/io/atomic_file.h"
 
 namespace dpv {
+
+const char* layer_kind_name(LayerKind kind) {
+  switch (kind) {
+    case LayerKind::Linear: return "linear";
+    case LayerKind::ReLU: return "relu";
+    case LayerKind::Flatten: return "flatten";
+    case LayerKind::Conv2d: return "conv2d";
+    case LayerKind::BatchNorm1d: return "batchnorm1d";
+    case LayerKind::BatchNorm2d: return "batchnorm2d";
+  }
+  return "?";
+}
+
 namespace {
 
 using Json = nlohmann::json;
 using OrderedJson = nlohmann::ordered_json;
 
+constexpr LayerKind kLayerKinds[] = {LayerKind::Linear, LayerKind::ReLU,        LayerKind::Flatten,
+                                     LayerKind::Conv2d, LayerKind::BatchNorm1d, LayerKind::BatchNorm2d};
+
 const std::vector<std::string>& known_layer_types() {
-  static const std::vector<std::string> types{"linear", "relu", "flatten", "conv2d", "batchnorm1d", "batchnorm2d"};
+  static const std::vector<std::string> types = [] {
+    std::vector<std::string> names;
+    for (LayerKind k : kLayerKinds) names.push_back(layer_kind_name(k));
+    return names;
+  }();
   return types;
 }
 
@@ -126,23 +146,25 @@ LayerSpec parse_layer(const Json& layer, size_t index, const std::string& source
   check(type_it->is_string(), at + ": 'type' must be a string, got " + type_it->dump(), "ValueError");
   LayerSpec spec;
   // PyTorch's class names ("Linear", "BatchNorm1d") are accepted as well as the lower-case ones.
-  spec.type = lower(type_it->get<std::string>());
+  const std::string type = lower(type_it->get<std::string>());
   const auto& known = known_layer_types();
-  if (std::find(known.begin(), known.end(), spec.type) == known.end()) {
+  const auto found = std::find(known.begin(), known.end(), type);
+  if (found == known.end()) {
     throw Error(at + ": unknown layer type '" + type_it->get<std::string>() + "' (known types: " + join(known) + ")",
                 "ValueError");
   }
+  spec.kind = kLayerKinds[found - known.begin()];
 
-  LayerReader read(layer, at + " (" + spec.type + ")");
+  LayerReader read(layer, at + " (" + type + ")");
   auto probability = [](double v) { return v >= 0.0 && v <= 1.0; };
   auto positive = [](double v) { return v > 0.0; };
-  if (spec.type == "linear") {
+  if (spec.kind == LayerKind::Linear) {
     read.integer("in_features", spec.in_features, true, 1, kMaxModelWidth);
     read.integer("out_features", spec.out_features, true, 1, kMaxModelWidth);
     read.boolean("bias", spec.bias);
     read.reject_unknown_keys({"in_features", "out_features", "bias"});
     read.check_weight_size({spec.out_features, spec.in_features});
-  } else if (spec.type == "conv2d") {
+  } else if (spec.kind == LayerKind::Conv2d) {
     read.integer("in_channels", spec.in_channels, true, 1, kMaxModelWidth);
     read.integer("out_channels", spec.out_channels, true, 1, kMaxModelWidth);
     read.integer("kernel_size", spec.kernel_size, true, 1, kMaxKernelGeometry);
@@ -151,7 +173,7 @@ LayerSpec parse_layer(const Json& layer, size_t index, const std::string& source
     read.boolean("bias", spec.bias);
     read.reject_unknown_keys({"in_channels", "out_channels", "kernel_size", "stride", "padding", "bias"});
     read.check_weight_size({spec.out_channels, spec.in_channels, spec.kernel_size, spec.kernel_size});
-  } else if (spec.type == "batchnorm1d" || spec.type == "batchnorm2d") {
+  } else if (is_batchnorm(spec.kind)) {
     read.integer("num_features", spec.num_features, true, 1, kMaxModelWidth);
     read.real("eps", spec.eps, positive, "positive");
     read.real("momentum", spec.momentum, probability, "between 0 and 1");
@@ -163,19 +185,19 @@ LayerSpec parse_layer(const Json& layer, size_t index, const std::string& source
 }
 
 OrderedJson layer_to_json(const LayerSpec& l) {
-  OrderedJson j{{"type", l.type}};
-  if (l.type == "linear") {
+  OrderedJson j{{"type", layer_kind_name(l.kind)}};
+  if (l.kind == LayerKind::Linear) {
     j["in_features"] = l.in_features;
     j["out_features"] = l.out_features;
     j["bias"] = l.bias;
-  } else if (l.type == "conv2d") {
+  } else if (l.kind == LayerKind::Conv2d) {
     j["in_channels"] = l.in_channels;
     j["out_channels"] = l.out_channels;
     j["kernel_size"] = l.kernel_size;
     j["stride"] = l.stride;
     j["padding"] = l.padding;
     j["bias"] = l.bias;
-  } else if (l.type == "batchnorm1d" || l.type == "batchnorm2d") {
+  } else if (is_batchnorm(l.kind)) {
     j["num_features"] = l.num_features;
     j["eps"] = l.eps;
     j["momentum"] = l.momentum;
@@ -186,25 +208,25 @@ OrderedJson layer_to_json(const LayerSpec& l) {
 // Builders for the presets.
 LayerSpec linear(int64_t in, int64_t out) {
   LayerSpec l;
-  l.type = "linear";
+  l.kind = LayerKind::Linear;
   l.in_features = in;
   l.out_features = out;
   return l;
 }
-LayerSpec batchnorm(const char* type, int64_t features) {
+LayerSpec batchnorm(LayerKind kind, int64_t features) {
   LayerSpec l;
-  l.type = type;
+  l.kind = kind;
   l.num_features = features;
   return l;
 }
-LayerSpec plain(const char* type) {
+LayerSpec plain(LayerKind kind) {
   LayerSpec l;
-  l.type = type;
+  l.kind = kind;
   return l;
 }
 LayerSpec conv2d(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t padding) {
   LayerSpec l;
-  l.type = "conv2d";
+  l.kind = LayerKind::Conv2d;
   l.in_channels = in;
   l.out_channels = out;
   l.kernel_size = kernel;
@@ -216,8 +238,8 @@ LayerSpec conv2d(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_
 // in -> hidden, BN, ReLU, hidden -> hidden, BN, ReLU, hidden -> out.
 ModelSpec mlp_with_batchnorm(int64_t in, int64_t hidden, int64_t out) {
   ModelSpec spec;
-  spec.layers = {linear(in, hidden),     batchnorm("batchnorm1d", hidden), plain("relu"),
-                 linear(hidden, hidden), batchnorm("batchnorm1d", hidden), plain("relu"),
+  spec.layers = {linear(in, hidden),     batchnorm(LayerKind::BatchNorm1d, hidden), plain(LayerKind::ReLU),
+                 linear(hidden, hidden), batchnorm(LayerKind::BatchNorm1d, hidden), plain(LayerKind::ReLU),
                  linear(hidden, out)};
   return spec;
 }
@@ -299,9 +321,9 @@ ModelSpec preset_model(const std::string& name) {
   if (name == "gpu-mlp") return mlp_with_batchnorm(1024, 4096, 1000);
   if (name == "cnn") {  // [N, 3, 32, 32] -> [N, 8, 32, 32] -> [N, 16, 16, 16] -> [N, 10]
     ModelSpec spec;
-    spec.layers = {conv2d(3, 8, 3, 1, 1),  batchnorm("batchnorm2d", 8),  plain("relu"),
-                   conv2d(8, 16, 3, 2, 1), batchnorm("batchnorm2d", 16), plain("relu"),
-                   plain("flatten"),       linear(16 * 16 * 16, 10)};
+    spec.layers = {conv2d(3, 8, 3, 1, 1),  batchnorm(LayerKind::BatchNorm2d, 8),  plain(LayerKind::ReLU),
+                   conv2d(8, 16, 3, 2, 1), batchnorm(LayerKind::BatchNorm2d, 16), plain(LayerKind::ReLU),
+                   plain(LayerKind::Flatten),       linear(16 * 16 * 16, 10)};
     return spec;
   }
   throw Error("unknown model preset '" + name + "' (presets: " + join(preset_names()) + ")", "ValueError");

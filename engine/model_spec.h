@@ -16,8 +16,16 @@ inline constexpr int64_t kMaxModelWidth = int64_t{1} << 24;
 inline constexpr int64_t kMaxKernelGeometry = 4096;
 inline constexpr int64_t kMaxLayerWeights = int64_t{1} << 36;
 
+// The layers a model can hold. A switch over LayerKind has no default, so a new kind that some code
+// does not handle is a compile warning there (-Wswitch), not a silent fall-through.
+enum class LayerKind { Linear, ReLU, Flatten, Conv2d, BatchNorm1d, BatchNorm2d };
+// The name in the model file's "type" field: "linear", "relu", "flatten", "conv2d", "batchnorm1d",
+// "batchnorm2d". The file format is the only place layer kinds are strings.
+const char* layer_kind_name(LayerKind kind);
+inline bool is_batchnorm(LayerKind kind) { return kind == LayerKind::BatchNorm1d || kind == LayerKind::BatchNorm2d; }
+
 struct LayerSpec {
-  std::string type;  // linear, relu, flatten, conv2d, batchnorm1d, batchnorm2d
+  LayerKind kind = LayerKind::Linear;
   // linear
   int64_t in_features = 0, out_features = 0;
   bool bias = true;  // linear and conv2d

@@ -12,7 +12,7 @@
 namespace dpv {
 
 BatchNorm::BatchNorm(const LayerSpec& s)
-    : two_d_(s.type == "batchnorm2d"), c_(s.num_features), eps_(s.eps), momentum_(s.momentum) {}
+    : two_d_(s.kind == LayerKind::BatchNorm2d), c_(s.num_features), eps_(s.eps), momentum_(s.momentum) {}
 
 std::string BatchNorm::describe() const {
   std::ostringstream os;

@@ -218,8 +218,8 @@ QWidget* BatchNormLabPage::buildChartToolbar() {
   const dpv::ModelSpec spec = bnlab_model_spec(0.1);
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const auto& l = spec.layers[i];
-    if (l.type != "batchnorm1d" && l.type != "batchnorm2d") continue;
-    const QString type = l.type == "batchnorm1d" ? QStringLiteral("BatchNorm1d") : QStringLiteral("BatchNorm2d");
+    if (!dpv::is_batchnorm(l.kind)) continue;
+    const QString type = l.kind == dpv::LayerKind::BatchNorm1d ? QStringLiteral("BatchNorm1d") : QStringLiteral("BatchNorm2d");
     layerBox_->addItem(tr("layer %1: %2(%3)").arg(i).arg(type).arg(l.num_features),
                        QVariant::fromValue(static_cast<int>(l.num_features)));
   }

@@ -13,13 +13,9 @@ namespace gui {
 
 namespace {
 
-bool is_batchnorm_type(const std::string& type) {
-  return type == "batchnorm1d" || type == "batchnorm2d";
-}
-
 int class_count(const dpv::ModelSpec& spec) {
   for (auto it = spec.layers.rbegin(); it != spec.layers.rend(); ++it)
-    if (it->type == "linear") return static_cast<int>(it->out_features);
+    if (it->kind == dpv::LayerKind::Linear) return static_cast<int>(it->out_features);
   return 2;
 }
 
@@ -37,7 +33,7 @@ const char* bnlab_model_name(BnLabModel which) {
 dpv::ModelSpec bnlab_model_spec(double bnMomentum) {
   dpv::ModelSpec spec = dpv::preset_model("mlp-bn");
   for (auto& layer : spec.layers)
-    if (is_batchnorm_type(layer.type)) layer.momentum = bnMomentum;
+    if (dpv::is_batchnorm(layer.kind)) layer.momentum = bnMomentum;
   return spec;
 }
 

@@ -14,19 +14,19 @@ namespace dpv::testing {
 
 inline LayerSpec linear(int64_t in, int64_t out) {
   LayerSpec s;
-  s.type = "linear";
+  s.kind = LayerKind::Linear;
   s.in_features = in;
   s.out_features = out;
   return s;
 }
 inline LayerSpec relu() {
   LayerSpec s;
-  s.type = "relu";
+  s.kind = LayerKind::ReLU;
   return s;
 }
 inline LayerSpec bn1d(int64_t c, double momentum = 0.1) {
   LayerSpec s;
-  s.type = "batchnorm1d";
+  s.kind = LayerKind::BatchNorm1d;
   s.num_features = c;
   s.momentum = momentum;
   return s;

@@ -27,7 +27,7 @@ void expect_same(const ModelSpec& a, const ModelSpec& b) {
   EXPECT_EQ(a.dtype, b.dtype);
   for (size_t i = 0; i < a.layers.size(); ++i) {
     const LayerSpec &x = a.layers[i], &y = b.layers[i];
-    EXPECT_EQ(x.type, y.type) << i;
+    EXPECT_EQ(x.kind, y.kind) << i;
     EXPECT_EQ(x.in_features, y.in_features) << i;
     EXPECT_EQ(x.out_features, y.out_features) << i;
     EXPECT_EQ(x.bias, y.bias) << i;
@@ -58,14 +58,14 @@ TEST(ModelSpecTest, ParsesEveryLayerTypeWithPyTorchDefaults) {
   EXPECT_EQ(spec.loss, "cross_entropy");
   EXPECT_EQ(spec.dtype, dpv::DType::Float32);
   const LayerSpec& conv = spec.layers[0];
-  EXPECT_EQ(conv.type, "conv2d");
+  EXPECT_STREQ(dpv::layer_kind_name(conv.kind), "conv2d");
   EXPECT_EQ(conv.out_channels, 8);
   EXPECT_EQ(conv.stride, 1);
   EXPECT_EQ(conv.padding, 0);
   EXPECT_TRUE(conv.bias);
   EXPECT_EQ(spec.layers[1].eps, 1e-5);
   EXPECT_EQ(spec.layers[1].momentum, 0.1);
-  EXPECT_EQ(spec.layers[3].type, "flatten");
+  EXPECT_STREQ(dpv::layer_kind_name(spec.layers[3].kind), "flatten");
   EXPECT_FALSE(spec.layers[4].bias);
   EXPECT_EQ(spec.layers[4].in_features, 512);
   EXPECT_EQ(spec.layers[5].eps, 0.001);
@@ -76,8 +76,8 @@ TEST(ModelSpecTest, AcceptsPyTorchClassNamesAndFloat64) {
   const ModelSpec spec = dpv::parse_model_spec(
       R"({"layers": [{"type": "Linear", "in_features": 2, "out_features": 3}, {"type": "BatchNorm1d", "num_features": 3}],
           "loss": "cross_entropy", "dtype": "float64"})");
-  EXPECT_EQ(spec.layers[0].type, "linear");
-  EXPECT_EQ(spec.layers[1].type, "batchnorm1d");
+  EXPECT_STREQ(dpv::layer_kind_name(spec.layers[0].kind), "linear");
+  EXPECT_STREQ(dpv::layer_kind_name(spec.layers[1].kind), "batchnorm1d");
   EXPECT_EQ(spec.dtype, dpv::DType::Float64);
 }
 
@@ -177,7 +177,7 @@ TEST(ModelSpecTest, EverySizeIsBoundedAtParseTimeNamingTheField) {
 TEST(ModelSpecTest, ConvShapesUseCheckedArithmetic) {
   // A spec built in code is not bounded by the parser: the shape computation says it overflows.
   LayerSpec conv;
-  conv.type = "conv2d";
+  conv.kind = dpv::LayerKind::Conv2d;
   conv.in_channels = 1;
   conv.out_channels = 1;
   conv.kernel_size = 1;
@@ -229,7 +229,7 @@ TEST(ModelSpecTest, PresetsHaveTheDocumentedShapes) {
 
   auto types = [](const ModelSpec& s) {
     std::vector<std::string> t;
-    for (const auto& l : s.layers) t.push_back(l.type);
+    for (const auto& l : s.layers) t.push_back(dpv::layer_kind_name(l.kind));
     return t;
   };
   const std::vector<std::string> mlp{"linear", "batchnorm1d", "relu", "linear", "batchnorm1d", "relu", "linear"};
@@ -255,14 +255,14 @@ TEST(ModelSpecTest, PresetsHaveTheDocumentedShapes) {
   for (const std::string& name : dpv::preset_names()) {
     int64_t width = -1;
     for (const auto& l : dpv::preset_model(name).layers) {
-      if (l.type == "linear") {
+      if (l.kind == dpv::LayerKind::Linear) {
         if (width > 0) {
           EXPECT_EQ(l.in_features, width) << name;
         }
         width = l.out_features;
-      } else if (l.type == "batchnorm1d") {
+      } else if (l.kind == dpv::LayerKind::BatchNorm1d) {
         EXPECT_EQ(l.num_features, width) << name;
-      } else if (l.type == "flatten") {
+      } else if (l.kind == dpv::LayerKind::Flatten) {
         width = -1;
       }
     }

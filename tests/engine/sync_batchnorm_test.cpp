@@ -103,7 +103,7 @@ class GoldenBatchNorm : public ::testing::Test {
   // Runs the BatchNorm layer on rows [begin, end) with plain per-device statistics.
   Out run_chunk(int64_t begin, int64_t end) {
     LayerSpec spec = bn1d(1);
-    spec.type = "batchnorm1d";
+    spec.kind = LayerKind::BatchNorm1d;
     BatchNorm bn(spec);
     auto device = DeviceSet::create("cpu:1");
     Replica rep;
