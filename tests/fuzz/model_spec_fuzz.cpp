@@ -21,8 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Shapes for a small input: either computed or a dpv::Error (a layer that does not fit).
   const LayerSpec& first = spec.layers.front();
   try {
-    if (first.type == "conv2d") (void)model.activation_shapes({2, first.in_channels, 8, 8});
-    if (first.type == "linear") (void)model.activation_shapes({2, first.in_features});
+    if (first.kind == LayerKind::Conv2d) (void)model.activation_shapes({2, first.in_channels, 8, 8});
+    if (first.kind == LayerKind::Linear) (void)model.activation_shapes({2, first.in_features});
   } catch (const Error&) {
   }
   return 0;
