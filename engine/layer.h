@@ -63,8 +63,8 @@ class Layer {
   virtual ~Layer() = default;
   virtual std::string type() const = 0;       // "Linear", "BatchNorm1d", ...
   virtual std::string describe() const = 0;   // PyTorch's repr: "Linear(in_features=10, out_features=2, bias=True)"
-  virtual std::vector<TensorDecl> parameters(DType dtype) const { (void)dtype; return {}; }
-  virtual std::vector<TensorDecl> buffers(DType dtype) const { (void)dtype; return {}; }
+  virtual std::vector<TensorDecl> parameters(DType) const { return {}; }
+  virtual std::vector<TensorDecl> buffers(DType) const { return {}; }
   // The output shape for an input shape; throws dpv::Error naming both shapes when they do not fit.
   virtual Shape output_shape(const Shape& input) const = 0;
   // Fills freshly allocated host parameters/buffers with PyTorch's default initialisation scheme

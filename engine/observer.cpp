@@ -27,6 +27,20 @@ StageNames names_of(StageKind k) {
 
 }  // namespace
 
+const char* tensor_role_name(TensorRole role) {
+  switch (role) {
+    case TensorRole::Input: return "input";
+    case TensorRole::Target: return "target";
+    case TensorRole::Param: return "param";
+    case TensorRole::Buffer: return "buffer";
+    case TensorRole::Activation: return "activation";
+    case TensorRole::Grad: return "grad";
+    case TensorRole::Output: return "output";
+    case TensorRole::Loss: return "loss";
+  }
+  return "?";
+}
+
 const char* stage_kind_name(StageKind k) { return names_of(k).id; }
 const char* stage_kind_title(StageKind k) { return names_of(k).title; }
 

@@ -25,9 +25,14 @@ struct Stage {
   std::string title;   // "Forward 2: BatchNorm1d(16)"
 };
 
+// What a tensor in a stage snapshot is for. A switch over TensorRole has no default, so a new
+// role some view does not handle is a compile warning there (-Wswitch).
+enum class TensorRole { Input, Target, Param, Buffer, Activation, Grad, Output, Loss };
+const char* tensor_role_name(TensorRole role);  // "input", "target", "param", "buffer", ...
+
 struct TensorInfo {
   std::string name;    // "input chunk", "0.weight", "activation 2", "grad 0.weight", "output", "loss"
-  std::string role;    // "input", "target", "param", "buffer", "activation", "grad", "output", "loss"
+  TensorRole role = TensorRole::Input;
   Shape shape;
   DType dtype = DType::Float32;
   int device = -1;     // index in the set; -1: host

@@ -8,7 +8,7 @@ namespace dpv {
 namespace {
 constexpr size_t kHeadValues = 6;
 
-TensorInfo info(const std::string& name, const std::string& role, const Tensor& t) {
+TensorInfo info(const std::string& name, TensorRole role, const Tensor& t) {
   TensorInfo i;
   i.name = name;
   i.role = role;
@@ -40,29 +40,29 @@ void Iteration::Impl::fill_snapshot(StageEvent& e) const {
     if (d < R) {
       const Replica& rep = replicas[ix(d)];
       if (d < static_cast<int>(chunk_inputs.size()) && chunk_inputs[ix(d)].defined())
-        s.tensors.push_back(info("input chunk", "input", chunk_inputs[ix(d)]));
+        s.tensors.push_back(info("input chunk", TensorRole::Input, chunk_inputs[ix(d)]));
       if (s.has_replica)
-        for (const auto& [name, t] : rep.params.items()) s.tensors.push_back(info(name, "param", t));
+        for (const auto& [name, t] : rep.params.items()) s.tensors.push_back(info(name, TensorRole::Param, t));
       if (s.has_replica)
         for (const auto& [name, t] : rep.buffers.items())
-          if (name.find("running") != std::string::npos) s.tensors.push_back(info(name, "buffer", t));
+          if (name.find("running") != std::string::npos) s.tensors.push_back(info(name, TensorRole::Buffer, t));
       const Tensor& f = flow[ix(d)];
       if (f.defined() && kind != StageKind::Scatter && kind != StageKind::ReduceGrads && kind != StageKind::Step)
-        s.tensors.push_back(info(flow_name[ix(d)], backward_started ? "grad" : "activation", f));
+        s.tensors.push_back(info(flow_name[ix(d)], backward_started ? TensorRole::Grad : TensorRole::Activation, f));
       if (backward_started && kind != StageKind::Step && !(grads_reduced && d == 0))
-        for (const auto& [name, g] : rep.grads.items()) s.tensors.push_back(info("grad " + name, "grad", g));
+        for (const auto& [name, g] : rep.grads.items()) s.tensors.push_back(info("grad " + name, TensorRole::Grad, g));
     }
     if (d == 0) {
       if (!s.has_replica || kind == StageKind::Step)
         for (const auto& [name, t] : tr.state().items())
-          if (name.find("num_batches") == std::string::npos) s.tensors.push_back(info(name, "param", t));
-      if (it.output_.defined() && multi) s.tensors.push_back(info("output", "output", it.output_));
+          if (name.find("num_batches") == std::string::npos) s.tensors.push_back(info(name, TensorRole::Param, t));
+      if (it.output_.defined() && multi) s.tensors.push_back(info("output", TensorRole::Output, it.output_));
       if (kind == StageKind::Loss || backward_started) {
-        s.tensors.push_back(info("target", "target", target_dev0));
-        if (loss_tensor.defined()) s.tensors.push_back(info("loss", "loss", loss_tensor));
+        s.tensors.push_back(info("target", TensorRole::Target, target_dev0));
+        if (loss_tensor.defined()) s.tensors.push_back(info("loss", TensorRole::Loss, loss_tensor));
       }
       if (grads_reduced || kind == StageKind::Step)
-        for (const auto& [name, g] : tr.grads().items()) s.tensors.push_back(info("grad " + name, "grad", g));
+        for (const auto& [name, g] : tr.grads().items()) s.tensors.push_back(info("grad " + name, TensorRole::Grad, g));
     }
     e.devices.push_back(std::move(s));
   }

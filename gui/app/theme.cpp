@@ -124,14 +124,17 @@ QPalette& systemPalette() {
 
 }  // namespace
 
-QColor SceneColors::chipFor(const QString& role) const {
-  if (role == QLatin1String("input")) return chipInput;
-  if (role == QLatin1String("target")) return chipTarget;
-  if (role == QLatin1String("param")) return chipParam;
-  if (role == QLatin1String("activation")) return chipActivation;
-  if (role == QLatin1String("output")) return chipOutput;
-  if (role == QLatin1String("loss")) return chipLoss;
-  if (role == QLatin1String("grad")) return chipGrad;
+QColor SceneColors::chipFor(dpv::TensorRole role) const {
+  switch (role) {
+    case dpv::TensorRole::Input: return chipInput;
+    case dpv::TensorRole::Target: return chipTarget;
+    case dpv::TensorRole::Param:
+    case dpv::TensorRole::Buffer: return chipParam;
+    case dpv::TensorRole::Activation: return chipActivation;
+    case dpv::TensorRole::Output: return chipOutput;
+    case dpv::TensorRole::Loss: return chipLoss;
+    case dpv::TensorRole::Grad: return chipGrad;
+  }
   return layerPill;
 }
 

@@ -4,6 +4,8 @@
 #include <QColor>
 #include <QString>
 
+#include "engine/observer.h"
+
 class QApplication;
 
 namespace gui {
@@ -13,7 +15,7 @@ struct SceneColors {
   QColor idleFill, idleText, failed, memoryTrack, memoryFill, memoryPeak;
   QColor chipInput, chipTarget, chipParam, chipActivation, chipOutput, chipLoss, chipGrad, chipText;
   QColor layerPill, layerActive, layerActiveText;
-  QColor chipFor(const QString& role) const;
+  QColor chipFor(dpv::TensorRole role) const;
 };
 
 // "light", "dark" or "system" (the platform's palette decides).

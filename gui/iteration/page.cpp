@@ -28,19 +28,19 @@ constexpr int kBaseDwellMs = 450;
 const double kSpeeds[] = {0.25, 0.5, 1.0, 2.0, 4.0};
 
 // The chip worth opening in the inspector for a stage (used for screenshots).
-QString roleShownFor(dpv::StageKind kind) {
+dpv::TensorRole roleShownFor(dpv::StageKind kind) {
   switch (kind) {
-    case dpv::StageKind::Scatter: return QStringLiteral("input");
-    case dpv::StageKind::Replicate: return QStringLiteral("param");
-    case dpv::StageKind::Forward: return QStringLiteral("activation");
-    case dpv::StageKind::Gather: return QStringLiteral("output");
-    case dpv::StageKind::Loss: return QStringLiteral("loss");
+    case dpv::StageKind::Scatter: return dpv::TensorRole::Input;
+    case dpv::StageKind::Replicate: return dpv::TensorRole::Param;
+    case dpv::StageKind::Forward: return dpv::TensorRole::Activation;
+    case dpv::StageKind::Gather: return dpv::TensorRole::Output;
+    case dpv::StageKind::Loss: return dpv::TensorRole::Loss;
     case dpv::StageKind::GradScatter:
     case dpv::StageKind::Backward:
-    case dpv::StageKind::ReduceGrads: return QStringLiteral("grad");
-    case dpv::StageKind::Step: return QStringLiteral("param");
+    case dpv::StageKind::ReduceGrads: return dpv::TensorRole::Grad;
+    case dpv::StageKind::Step: return dpv::TensorRole::Param;
   }
-  return QString();
+  return dpv::TensorRole::Input;
 }
 
 }  // namespace
@@ -378,7 +378,7 @@ void IterationPage::seekTo(int index, std::function<void()> done) {
   if (!waiting_) requestNext();
 }
 
-bool IterationPage::inspectChip(int device, const QString& role) {
+bool IterationPage::inspectChip(int device, dpv::TensorRole role) {
   for (ChipItem* chip : scene_->chipsOn(device)) {
     if (chip->view().role == role) {
       emit chip->clicked(chip);
@@ -481,7 +481,7 @@ QList<Page::Shot> IterationPage::screenshots() {
                         const int index = kind == dpv::StageKind::Forward ? matches[matches.size() / 2] : matches.first();
                         seekTo(index, [this, kind, done] {
                           const int last = scene_->deviceCount() - 1;
-                          const QString role = roleShownFor(kind);
+                          const dpv::TensorRole role = roleShownFor(kind);
                           for (int d = std::max(0, last); d >= 0; --d) {
                             if (inspectChip(d, role)) break;
                           }

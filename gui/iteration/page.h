@@ -55,7 +55,7 @@ class IterationPage : public Page {
   QString errorText() const;              // the error banner's text ("" when hidden)
   QString positionText() const;
   // Opens a chip of a device in the inspector (as a click would); false when there is none.
-  bool inspectChip(int device, const QString& role);
+  bool inspectChip(int device, dpv::TensorRole role);
 
  signals:
   void stageShown(int index);

@@ -31,8 +31,8 @@ void IterationScene::setTheme(const QString& theme) {
   buildConnectors();
 }
 
-QString IterationScene::chipKey(int device, const QString& role) const {
-  return QString::number(device) + QLatin1Char(':') + role;
+QString IterationScene::chipKey(int device, dpv::TensorRole role) const {
+  return QString::number(device) + QLatin1Char(':') + QLatin1String(dpv::tensor_role_name(role));
 }
 
 void IterationScene::setInfo(const IterationInfo& info) {
@@ -183,12 +183,11 @@ void IterationScene::showState(const SceneState& next, bool animateRequested) {
 
   // Where a chip that is new on a device comes from, by stage: the host's batch on Scatter, the
   // original parameters on device 0 on Replicate; elsewhere it grows in place.
-  auto sourceFor = [&](int device, const QString& role, QPointF target) -> std::optional<QPointF> {
-    if (next.kind == dpv::StageKind::Scatter && role == QLatin1String("input") && host_) return host_->batchAnchor();
-    if (next.kind == dpv::StageKind::Replicate && role == QLatin1String("param") && device != 0) {
-      if (ChipItem* original = chips_.value(chipKey(0, QStringLiteral("param")))) return original->pos();
+  auto sourceFor = [&](int device, dpv::TensorRole role) -> std::optional<QPointF> {
+    if (next.kind == dpv::StageKind::Scatter && role == dpv::TensorRole::Input && host_) return host_->batchAnchor();
+    if (next.kind == dpv::StageKind::Replicate && role == dpv::TensorRole::Param && device != 0) {
+      if (ChipItem* original = chips_.value(chipKey(0, dpv::TensorRole::Param))) return original->pos();
     }
-    (void)target;
     return std::nullopt;
   };
 
@@ -227,7 +226,7 @@ void IterationScene::showState(const SceneState& next, bool animateRequested) {
       }
       chip = makeChip(cv, dv.device);
       chips_.insert(key, chip);
-      const auto source = animate ? sourceFor(dv.device, cv.role, target) : std::nullopt;
+      const auto source = animate ? sourceFor(dv.device, cv.role) : std::nullopt;
       if (source) {
         chip->setPos(*source);
         auto* move = new QPropertyAnimation(chip, "pos");
@@ -276,41 +275,41 @@ void IterationScene::showState(const SceneState& next, bool animateRequested) {
   // Flights between devices: the collectives of this stage, drawn as chips in transit.
   if (animate) {
     const int n = static_cast<int>(next.devices.size());
-    auto chipOf = [&](int device, std::initializer_list<const char*> roles) -> ChipItem* {
-      for (const char* role : roles) {
-        if (ChipItem* c = chips_.value(chipKey(device, QLatin1String(role)))) return c;
+    auto chipOf = [&](int device, std::initializer_list<dpv::TensorRole> roles) -> ChipItem* {
+      for (dpv::TensorRole role : roles) {
+        if (ChipItem* c = chips_.value(chipKey(device, role))) return c;
       }
       return nullptr;
     };
     const qreal width = boxes_.isEmpty() ? 180 : boxes_.first()->chipWidth();
     if (next.kind == dpv::StageKind::Gather) {
-      ChipItem* dst = chipOf(0, {"output", "activation"});
+      ChipItem* dst = chipOf(0, {dpv::TensorRole::Output, dpv::TensorRole::Activation});
       for (int d = 1; d < n && dst; ++d) {
         if (const DeviceView& pv = previous.devices.value(d); pv.hasReplica) {
-          ChipView v{QStringLiteral("output"), tr("output of GPU %1").arg(d), {}, true};
+          ChipView v{dpv::TensorRole::Output, tr("output of GPU %1").arg(d), {}, true};
           addFlight(v, chipScenePos(d, std::max<int>(0, static_cast<int>(pv.chips.size()) - 1)), dst->pos(), width);
         }
       }
     } else if (next.kind == dpv::StageKind::GradScatter) {
-      ChipItem* src = chipOf(0, {"loss", "output"});
+      ChipItem* src = chipOf(0, {dpv::TensorRole::Loss, dpv::TensorRole::Output});
       for (int d = 1; d < n && src; ++d) {
         if (next.devices[d].hasReplica) {
-          ChipView v{QStringLiteral("grad"), tr("grad of output → GPU %1").arg(d), {}, true};
+          ChipView v{dpv::TensorRole::Grad, tr("grad of output → GPU %1").arg(d), {}, true};
           addFlight(v, src->pos(), chipScenePos(d, std::max<int>(0, static_cast<int>(next.devices[d].chips.size()) - 1)), width);
         }
       }
     } else if (next.kind == dpv::StageKind::ReduceGrads) {
-      ChipItem* dst = chipOf(0, {"grad"});
+      ChipItem* dst = chipOf(0, {dpv::TensorRole::Grad});
       for (int d = 1; d < n && dst; ++d) {
         const DeviceView& pv = previous.devices.value(d);
         for (int row = 0; row < pv.chips.size(); ++row) {
-          if (pv.chips[row].role == QLatin1String("grad")) {
+          if (pv.chips[row].role == dpv::TensorRole::Grad) {
             addFlight(pv.chips[row], chipScenePos(d, row), dst->pos(), width);
           }
         }
       }
     } else if (next.kind == dpv::StageKind::Step) {
-      if (ChipItem* params = chipOf(0, {"param"})) {
+      if (ChipItem* params = chipOf(0, {dpv::TensorRole::Param})) {
         auto* pulse = new QPropertyAnimation(params, "scale");
         pulse->setStartValue(1.0);
         pulse->setKeyValueAt(0.5, 1.06);

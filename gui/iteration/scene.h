@@ -48,7 +48,7 @@ class IterationScene : public QGraphicsScene {
   void animationFinished();
 
  private:
-  QString chipKey(int device, const QString& role) const;
+  QString chipKey(int device, dpv::TensorRole role) const;
   QPointF chipScenePos(int device, int row) const;
   ChipItem* makeChip(const ChipView& view, int device);
   void addFlight(const ChipView& view, QPointF from, QPointF to, qreal width);

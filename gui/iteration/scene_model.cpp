@@ -8,14 +8,10 @@ namespace gui {
 
 namespace {
 
-const QStringList kSlotRoles = {QStringLiteral("input"), QStringLiteral("target"), QStringLiteral("param"),
-                                QStringLiteral("activation"), QStringLiteral("output"), QStringLiteral("loss"),
-                                QStringLiteral("grad")};
+using dpv::TensorRole;
 
-QString roleOf(const dpv::TensorInfo& t) {
-  const QString role = QString::fromStdString(t.role);
-  if (role == QLatin1String("buffer")) return QStringLiteral("param");  // shown with the parameters
-  return role;
+TensorRole roleOf(const dpv::TensorInfo& t) {
+  return t.role == TensorRole::Buffer ? TensorRole::Param : t.role;  // shown with the parameters
 }
 
 size_t totalBytes(const QList<dpv::TensorInfo>& ts) {
@@ -24,19 +20,18 @@ size_t totalBytes(const QList<dpv::TensorInfo>& ts) {
   return b;
 }
 
-QString chipText(const QString& role, const QList<dpv::TensorInfo>& ts, int device) {
+QString chipText(TensorRole role, const QList<dpv::TensorInfo>& ts) {
   const dpv::TensorInfo& last = ts.back();
   const QString name = QString::fromStdString(last.name);
-  if (role == QLatin1String("param")) {
-    (void)device;
+  if (role == TensorRole::Param) {
     return QObject::tr("params ×%1 · %2")
         .arg(ts.size())
         .arg(formatBytes(static_cast<double>(totalBytes(ts))));
   }
-  if (role == QLatin1String("grad")) {
+  if (role == TensorRole::Grad) {
     return QObject::tr("grads ×%1 · %2").arg(ts.size()).arg(formatBytes(static_cast<double>(totalBytes(ts))));
   }
-  if (role == QLatin1String("loss") && !last.head.empty()) {
+  if (role == TensorRole::Loss && !last.head.empty()) {
     return QObject::tr("loss = %1").arg(last.head.front(), 0, 'f', 4);
   }
   // One tensor per chip otherwise; several of one role: show the latest (e.g. the newest activation).
@@ -45,9 +40,18 @@ QString chipText(const QString& role, const QList<dpv::TensorInfo>& ts, int devi
 
 }  // namespace
 
-int chipSlot(const QString& role) {
-  const int i = static_cast<int>(kSlotRoles.indexOf(role));
-  return i < 0 ? kChipSlots - 1 : i;
+int chipSlot(TensorRole role) {
+  switch (role) {
+    case TensorRole::Input: return 0;
+    case TensorRole::Target: return 1;
+    case TensorRole::Param:
+    case TensorRole::Buffer: return 2;
+    case TensorRole::Activation: return 3;
+    case TensorRole::Output: return 4;
+    case TensorRole::Loss: return 5;
+    case TensorRole::Grad: return 6;
+  }
+  return kChipSlots - 1;
 }
 
 QPair<QString, QString> splitDeviceLabel(const QString& label) {
@@ -87,15 +91,15 @@ SceneState sceneStateFor(const IterationInfo& info, const dpv::StageEvent* event
       view.chunkRows = ds->chunk_rows;
       view.memoryBytes = ds->memory_bytes;
       view.memoryPeak = ds->memory_peak;
-      std::map<int, QPair<QString, QList<dpv::TensorInfo>>> byRole;
+      std::map<int, QPair<TensorRole, QList<dpv::TensorInfo>>> byRole;
       for (const auto& t : ds->tensors) {
-        const QString role = roleOf(t);
+        const TensorRole role = roleOf(t);
         auto& slot = byRole[chipSlot(role)];
         slot.first = role;
         slot.second.append(t);
       }
       for (const auto& [slot, group] : byRole) {
-        view.chips.append(ChipView{group.first, chipText(group.first, group.second, d), group.second, false});
+        view.chips.append(ChipView{group.first, chipText(group.first, group.second), group.second, false});
       }
     } else if (event && d < static_cast<int>(event->chunk_sizes.size())) {
       view.chunkRows = event->chunk_sizes[static_cast<size_t>(d)];
@@ -104,17 +108,17 @@ SceneState sceneStateFor(const IterationInfo& info, const dpv::StageEvent* event
     view.idle = scattered && view.chunkRows == 0 && !view.hasReplica;
 
     // Keep the picture readable if a snapshot lists no tensors for what it says is there.
-    auto hasRole = [&](const QString& role) {
+    auto hasRole = [&](TensorRole role) {
       for (const auto& c : view.chips) {
         if (c.role == role) return true;
       }
       return false;
     };
-    if (scattered && view.chunkRows > 0 && !hasRole(QStringLiteral("input"))) {
-      view.chips.prepend(ChipView{QStringLiteral("input"), QObject::tr("input chunk: %1 rows").arg(view.chunkRows), {}, true});
+    if (scattered && view.chunkRows > 0 && !hasRole(TensorRole::Input)) {
+      view.chips.prepend(ChipView{TensorRole::Input, QObject::tr("input chunk: %1 rows").arg(view.chunkRows), {}, true});
     }
-    if (view.hasReplica && !hasRole(QStringLiteral("param"))) {
-      ChipView params{QStringLiteral("param"), d == 0 ? QObject::tr("params (original)") : QObject::tr("params (copy)"), {}, true};
+    if (view.hasReplica && !hasRole(TensorRole::Param)) {
+      ChipView params{TensorRole::Param, d == 0 ? QObject::tr("params (original)") : QObject::tr("params (copy)"), {}, true};
       int at = 0;
       while (at < view.chips.size() && chipSlot(view.chips[at].role) < chipSlot(params.role)) ++at;
       view.chips.insert(at, params);
@@ -127,7 +131,7 @@ SceneState sceneStateFor(const IterationInfo& info, const dpv::StageEvent* event
           notes << QObject::tr("BN mean[0] %1, var[0] %2 (this chunk)").arg(bn.mean[0], 0, 'f', 3).arg(bn.var[0], 0, 'f', 3);
         }
       }
-      if (event->stage.kind == dpv::StageKind::ReduceGrads && d == 0 && hasRole(QStringLiteral("grad"))) {
+      if (event->stage.kind == dpv::StageKind::ReduceGrads && d == 0 && hasRole(TensorRole::Grad)) {
         notes << QObject::tr("all replicas' gradients summed here");
       }
       if (event->stage.kind == dpv::StageKind::Step && d == 0) notes << QObject::tr("weights updated by SGD");

@@ -10,7 +10,7 @@ namespace gui {
 
 // One chip: a group of tensors of one role on one device ("parameters: 6 tensors, 1.2 KB").
 struct ChipView {
-  QString role;    // input, target, param, activation, output, loss, grad (slot order)
+  dpv::TensorRole role = dpv::TensorRole::Input;  // buffers are shown as Param
   QString text;    // the label drawn on the chip
   QList<dpv::TensorInfo> tensors;  // what the inspector shows when the chip is clicked
   bool synthesized = false;        // made from chunk_rows/has_replica (the snapshot listed no tensor)
@@ -37,8 +37,9 @@ struct SceneState {
   QList<DeviceView> devices;
 };
 
-// Slot of a role in a device box (0 = top); unknown roles go last.
-int chipSlot(const QString& role);
+// Slot of a role in a device box, top down: input, target, param (and buffers), activation,
+// output, loss, grad.
+int chipSlot(dpv::TensorRole role);
 constexpr int kChipSlots = 7;
 
 // The scene's content before any stage (event == nullptr) or after `event`.

@@ -64,7 +64,7 @@ void TensorInspector::showChip(const ChipView& chip, const QString& deviceTitle)
                                       QStringLiteral("[") + values.join(QStringLiteral(", ")) + QStringLiteral("]")});
     const QString tip = tr("%1: %2 %3, %4, role %5, device %6")
                             .arg(QString::fromStdString(t.name), formatShape(t.shape), QString::fromLatin1(dpv::dtype_name(t.dtype)),
-                                 formatBytes(static_cast<double>(t.bytes)), QString::fromStdString(t.role))
+                                 formatBytes(static_cast<double>(t.bytes)), QLatin1String(dpv::tensor_role_name(t.role)))
                             .arg(t.device < 0 ? tr("host") : QString::number(t.device));
     for (int c = 0; c < 3; ++c) item->setToolTip(c, tip);
     tree_->addTopLevelItem(item);

@@ -87,6 +87,7 @@ TEST(DeviceSpec, ParsesEveryFormAndRejectsBadOnes) {
     EXPECT_THROW(parse_device_spec(bad), Error) << bad;
   try {
     parse_device_spec("tpu:2");
+    FAIL() << "tpu:2 was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("expected cpu:K"), std::string::npos);
   }

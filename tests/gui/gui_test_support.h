@@ -7,6 +7,7 @@
 #include <QTest>
 #include <functional>
 #include <memory>
+#include <set>
 
 #include "gui/app/context.h"
 #include "gui/iteration/page.h"
@@ -28,14 +29,14 @@ inline AppSettings settingsFor(const QString& devices, const QString& preset, in
 }
 
 // The roles a device holds in a snapshot, as the scene groups them (buffers go with parameters).
-inline QSet<QString> snapshotRoles(const dpv::DeviceState& d) {
-  QSet<QString> roles;
-  for (const auto& t : d.tensors) roles.insert(t.role == "buffer" ? QStringLiteral("param") : QString::fromStdString(t.role));
+inline std::set<dpv::TensorRole> snapshotRoles(const dpv::DeviceState& d) {
+  std::set<dpv::TensorRole> roles;
+  for (const auto& t : d.tensors) roles.insert(t.role == dpv::TensorRole::Buffer ? dpv::TensorRole::Param : t.role);
   return roles;
 }
 
-inline QSet<QString> sceneRoles(IterationScene* scene, int device) {
-  QSet<QString> roles;
+inline std::set<dpv::TensorRole> sceneRoles(IterationScene* scene, int device) {
+  std::set<dpv::TensorRole> roles;
   for (ChipItem* chip : scene->chipsOn(device)) roles.insert(chip->view().role);
   return roles;
 }

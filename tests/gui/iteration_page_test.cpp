@@ -26,7 +26,7 @@ QList<DeviceSnapshot> sceneSnapshot(IterationScene* scene) {
   QList<DeviceSnapshot> out;
   for (int d = 0; d < scene->deviceCount(); ++d) {
     QStringList chips;
-    for (ChipItem* chip : scene->chipsOn(d)) chips << chip->view().role + QLatin1Char('=') + chip->view().text;
+    for (ChipItem* chip : scene->chipsOn(d)) chips << QLatin1String(dpv::tensor_role_name(chip->view().role)) + QLatin1Char('=') + chip->view().text;
     const DeviceView& v = scene->deviceBox(d)->view();
     out.append(DeviceSnapshot{v.chunkRows, v.hasReplica, v.idle, chips});
   }
@@ -57,12 +57,12 @@ TEST_F(IterationPageTest, WholeIterationOnFourDevicesMatchesTheEngineAtEveryStag
       EXPECT_EQ(box->view().hasReplica, ds.has_replica) << "stage " << i << " device " << ds.device;
       EXPECT_EQ(box->view().memoryBytes, ds.memory_bytes);
       // Every role the engine lists on a device is drawn there as a chip.
-      const QSet<QString> shown = sceneRoles(page_->scene(), ds.device);
-      for (const QString& role : snapshotRoles(ds)) {
-        EXPECT_TRUE(shown.contains(role)) << "stage " << i << " device " << ds.device << " lacks a " << role.toStdString() << " chip";
+      const std::set<dpv::TensorRole> shown = sceneRoles(page_->scene(), ds.device);
+      for (dpv::TensorRole role : snapshotRoles(ds)) {
+        EXPECT_TRUE(shown.count(role)) << "stage " << i << " device " << ds.device << " lacks a " << dpv::tensor_role_name(role) << " chip";
       }
       // And no gradient chip is drawn where the engine holds no gradient.
-      EXPECT_EQ(shown.contains(QStringLiteral("grad")), snapshotRoles(ds).contains(QStringLiteral("grad")))
+      EXPECT_EQ(shown.count(dpv::TensorRole::Grad), snapshotRoles(ds).count(dpv::TensorRole::Grad))
           << "stage " << i << " device " << ds.device;
     }
     // The code line for the stage is highlighted in DataParallel's code.
@@ -81,7 +81,7 @@ TEST_F(IterationPageTest, WholeIterationOnFourDevicesMatchesTheEngineAtEveryStag
       case dpv::StageKind::ReduceGrads: {
         sawReduce = true;
         // Gradients end on device 0 (the original module's .grad).
-        EXPECT_TRUE(sceneRoles(page_->scene(), 0).contains(QStringLiteral("grad")));
+        EXPECT_TRUE(sceneRoles(page_->scene(), 0).count(dpv::TensorRole::Grad));
         break;
       }
       default: break;
@@ -181,11 +181,11 @@ TEST_F(IterationPageTest, OneSampleChunkWithBatchNormIsShownAsAnErrorNotThrown) 
 TEST_F(IterationPageTest, ClickingAChipOpensItInTheInspector) {
   start(settingsFor(QStringLiteral("cpu:2"), QStringLiteral("simple"), 8));
   ASSERT_TRUE(stepTo(0));
-  ASSERT_TRUE(page_->inspectChip(1, QStringLiteral("input")));
+  ASSERT_TRUE(page_->inspectChip(1, dpv::TensorRole::Input));
   EXPECT_TRUE(page_->inspector()->headline().contains(QLatin1String("GPU 1"))) << page_->inspector()->headline().toStdString();
   const auto& ds = engine_->events().at(0).devices.at(1);
   int inputs = 0;
-  for (const auto& t : ds.tensors) inputs += t.role == "input";
+  for (const auto& t : ds.tensors) inputs += t.role == dpv::TensorRole::Input;
   EXPECT_EQ(page_->inspector()->rowCount(), inputs);
   if (inputs > 0) {
     EXPECT_EQ(page_->inspector()->rowText(0, 1), QStringLiteral("[4, 10]"));
