@@ -6,16 +6,15 @@
 #include <QApplication>
 #include <QCoreApplication>
 #include <QDir>
-#include <QElapsedTimer>
 #include <QFile>
 #include <QKeyEvent>
 #include <QPushButton>
 #include <QTemporaryDir>
-#include <QThread>
 #include <functional>
 #include <memory>
 
 #include "course/progress.h"
+#include "gui_test_support.h"
 #include "gui/app/context.h"
 #include "gui/quiz/option_button.h"
 #include "gui/quiz/page.h"
@@ -23,16 +22,6 @@
 namespace gui {
 
 namespace {
-
-bool waitFor(const std::function<bool()>& done, int ms = 30000) {
-  QElapsedTimer timer;
-  timer.start();
-  while (!done() && timer.elapsed() < ms) {
-    QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
-    QThread::msleep(2);
-  }
-  return done();
-}
 
 void pressKey(QWidget* w, int key, const QString& text = {}) {
   QKeyEvent press(QEvent::KeyPress, key, Qt::NoModifier, text);
@@ -129,7 +118,7 @@ TEST_F(QuizPageTest, RunItShowsTheEnginesResultOnAWorkerThread) {
   QObject::connect(page_.get(), &QuizPage::scenarioFinished, [&](const QString& id) { finishedId = id; });
   page_->runScenario();
   EXPECT_TRUE(page_->scenarioRunning());
-  ASSERT_TRUE(waitFor([&] { return !finishedId.isEmpty(); }));
+  ASSERT_TRUE(waitUntil([&] { return !finishedId.isEmpty(); }, 30000));
   EXPECT_EQ(finishedId, QStringLiteral("doc-3-output-shape"));
   QString text = page_->scenarioText();
   EXPECT_TRUE(text.contains("torch.Size([8, 10])")) << text.toStdString();
@@ -137,7 +126,7 @@ TEST_F(QuizPageTest, RunItShowsTheEnginesResultOnAWorkerThread) {
   EXPECT_FALSE(text.contains("matches option"));  // not before answering
   page_->chooseOption("A");
   EXPECT_TRUE(page_->scenarioText().contains("matches option A")) << page_->scenarioText().toStdString();
-  ASSERT_TRUE(waitFor([&] { return !page_->scenarioRunning(); }));
+  ASSERT_TRUE(waitUntil([&] { return !page_->scenarioRunning(); }, 30000));
 }
 
 TEST_F(QuizPageTest, LinkButtonsAskTheWindowToNavigate) {
@@ -269,7 +258,7 @@ TEST_F(QuizPageTest, ScreenshotStatesAreReachedWithoutTouchingProgress) {
   for (const auto& shot : shots) {
     bool done = false;
     shot.prepare([&] { done = true; });
-    ASSERT_TRUE(waitFor([&] { return done; })) << shot.suffix.toStdString();
+    ASSERT_TRUE(waitUntil([&] { return done; }, 30000)) << shot.suffix.toStdString();
     if (shot.suffix.isEmpty()) {
       EXPECT_FALSE(page_->isSummaryShown());
       EXPECT_FALSE(page_->isAnswered());
