@@ -212,9 +212,14 @@ if [[ -n $skipped ]]; then
   record "  nothing skipped on the GPU" FAIL $t0 "$(echo "$skipped" | wc -l) skipped"
 else record "  nothing skipped on the GPU" PASS $t0 ""; fi
 
-SANITIZER=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer /opt/nvidia/*/compute-sanitizer \
+  2>/dev/null | head -1)
 PARITY='Dtypes/DenseParity.*:Dtypes/NormParity.*:Dtypes/EdgeCases.*:-*GridStride*'
 for tool in memcheck initcheck racecheck synccheck; do
+  if [[ ! -x $SANITIZER ]]; then
+    record "compute-sanitizer $tool (parity tests)" FAIL $SECONDS "compute-sanitizer not found (PATH, /usr/local/cuda*/bin)"
+    continue
+  fi
   step "compute-sanitizer $tool (parity tests)" 150 bash -c "'$SANITIZER' --tool $tool --error-exitcode 86 \
     '$BUILD/tests/dpv_kernel_tests' --gtest_filter='$PARITY' --gtest_brief=1 >>'$OUT/sanitizers.log' 2>&1; rc=\$?;
     tail -4 '$OUT/sanitizers.log'; exit \$rc"
