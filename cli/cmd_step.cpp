@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/int_options.h"
+#include "cli/step_inputs.h"
 #include "cli/validators.h"
 #include "cli/format.h"
 #include "cli/output_paths.h"
@@ -26,26 +27,6 @@
 namespace dpv::cli {
 namespace {
 
-struct StepOptions {
-  std::string model, state, batch, devices, out;
-  bool sync_bn = false;
-  double lr = 0.01, momentum = 0.0, weight_decay = 0.0;
-  int steps = 1;
-  uint64_t seed = 0;
-};
-
-// A state file may be a plain state dict ("0.weight") or the output of an earlier `dpv step`
-// ("state/0.weight"); the latter is read with its prefix removed so steps can be chained.
-TensorMap state_dict_from_file(const std::string& path) {
-  TensorMap file = load_safetensors(path);
-  const std::string prefix = "state/";
-  TensorMap stripped;
-  for (const auto& [name, t] : file.items()) {
-    if (name.rfind(prefix, 0) == 0) stripped.set(name.substr(prefix.size()), t);
-  }
-  return stripped.empty() ? file : stripped;
-}
-
 std::string stats_key(const BatchNormStats& s, const char* what) {
   std::string where = s.device < 0 ? "global" : "dev" + std::to_string(s.device);
   return "stats/" + std::to_string(s.layer) + "/" + where + "/" + what;
@@ -57,15 +38,8 @@ void run_step(const StepOptions& o) {
   Model model(load_model_spec(o.model));
   const DType dtype = model.dtype();
 
-  const std::string batch_what = "the batch file '" + o.batch + "'";
-  TensorMap batch = load_safetensors(o.batch);
-  Tensor input = batch.at("input", batch_what);
-  Tensor target = batch.at("target", batch_what);
-  check(target.dtype() == DType::Int64,
-        "expected scalar type Long but found " + std::string(dtype_torch_name(target.dtype())) +
-            " for 'target' in " + batch_what + " (cross_entropy takes int64 class indices)");
-
-  TensorMap state = o.state.empty() ? model.initial_state(o.seed) : state_dict_from_file(o.state);
+  const auto [input, target] = load_step_batch(o.batch);
+  TensorMap state = load_step_state(model, o.state, o.seed);
   auto devices = DeviceSet::create(o.devices);
   TrainOptions options{o.lr, o.momentum, o.weight_decay, o.sync_bn};
   Trainer trainer(devices, std::move(model), state, options);
@@ -102,7 +76,9 @@ void run_step(const StepOptions& o) {
 
 void add_step_command(CLI::App& app, Action& run) {
   auto o = std::make_shared<StepOptions>();
-  auto* sub = app.add_subcommand("step", "N DataParallel training iterations on one batch; results to safetensors");
+  auto* sub = app.add_subcommand(
+      "step", "N DataParallel (or, with --ddp, DistributedDataParallel) training iterations on one batch; results to "
+              "safetensors");
   sub->add_option("--model", o->model, "Model spec (JSON)")->required();
   sub->add_option("--state", o->state, "Initial state dict (safetensors); default: initialised from --seed");
   sub->add_option("--batch", o->batch, "Batch (safetensors with 'input' and int64 'target')")->required();
@@ -114,7 +90,17 @@ void add_step_command(CLI::App& app, Action& run) {
   sub->add_option("--steps", o->steps, "Iterations on the batch")->capture_default_str()->transform(integer_in<int>(1));
   sub->add_option("--seed", o->seed, "Seed for the initial weights when --state is not given")->capture_default_str()->transform(integer_in<uint64_t>());
   sub->add_option("--out", o->out, "Output file (safetensors), written atomically")->required();
-  sub->callback([o, &run] { run = [o] { run_step(*o); }; });
+  auto* ddp = sub->add_flag("--ddp", o->ddp,
+                            "DistributedDataParallel: one rank per device; the batch is the GLOBAL batch, split by "
+                            "DistributedSampler");
+  sub->add_flag("--no-broadcast-buffers", o->no_broadcast_buffers,
+                "DDP: keep every rank's own buffers (broadcast_buffers=False)")
+      ->needs(ddp);
+  sub->add_option("--bucket-cap-mb", o->bucket_cap_mb, "DDP: gradient bucket cap in MiB (bucket_cap_mb)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber)
+      ->needs(ddp);
+  sub->callback([o, &run] { run = [o] { o->ddp ? run_step_ddp(*o) : run_step(*o); }; });
 }
 
 }  // namespace dpv::cli

@@ -21,6 +21,10 @@ StageNames names_of(StageKind k) {
     case StageKind::Backward: return {"backward", "Backward"};
     case StageKind::ReduceGrads: return {"reduce_grads", "Reduce grads"};
     case StageKind::Step: return {"step", "Step"};
+    case StageKind::Construct: return {"construct", "Construct"};
+    case StageKind::Sample: return {"sample", "Sample"};
+    case StageKind::BroadcastBuffers: return {"broadcast_buffers", "Broadcast buffers"};
+    case StageKind::Finalize: return {"finalize", "Finalize"};
   }
   return {"?", "?"};
 }

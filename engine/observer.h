@@ -8,12 +8,18 @@
 #include <vector>
 
 #include "engine/collectives.h"
+#include "engine/dist/process_group.h"
 #include "engine/dtype.h"
 #include "engine/tensor.h"
 
 namespace dpv {
 
-enum class StageKind { Scatter, Replicate, Forward, Gather, Loss, GradScatter, Backward, ReduceGrads, Step };
+// DataParallel uses Scatter .. Step; DDP uses Construct, Sample, BroadcastBuffers, Forward, Loss,
+// Backward, Finalize and Step.
+enum class StageKind {
+  Scatter, Replicate, Forward, Gather, Loss, GradScatter, Backward, ReduceGrads, Step,
+  Construct, Sample, BroadcastBuffers, Finalize
+};
 // The stage names, once: the id used in traces, bench output and lesson files ("scatter",
 // "grad_scatter", ...) and the short title the app shows ("Scatter", "Grad scatter", ...).
 const char* stage_kind_name(StageKind k);
@@ -60,6 +66,20 @@ struct DeviceState {
   std::vector<TensorInfo> tensors;  // what the device holds after the stage
 };
 
+// DDP: one bucket's all-reduce as one rank's communication thread ran it, with the ring's steps
+// (seconds since the iteration began). It may overlap the Backward stages that followed its launch.
+struct CommSpan {
+  int device = 0;
+  int bucket = 0;
+  double t_launch = 0;
+  double t_start = 0;
+  double t_end = 0;
+  size_t bytes = 0;
+  std::vector<std::string> params;  // the bucket's parameters, in bucket order
+  CollectiveReport report;
+  std::vector<RingStep> ring;
+};
+
 struct StageEvent {
   int index = 0;             // position in the plan
   Stage stage;
@@ -70,6 +90,7 @@ struct StageEvent {
   size_t bytes_moved = 0;
   std::vector<CollectiveReport> collectives;
   std::vector<BatchNormStats> batchnorm;  // filled by Forward stages of BatchNorm layers
+  std::vector<CommSpan> comm;             // DDP Finalize: every bucket all-reduce of the backward
   std::optional<double> loss;
   std::string summary;       // one plain sentence on what happened
 };

@@ -112,6 +112,7 @@ StageEvent Iteration::step() {
         break;
       case StageKind::ReduceGrads: impl_->reduce_grads(e); break;
       case StageKind::Step: impl_->step_optimizer(e); break;
+      default: throw Error(std::string("not a DataParallel stage: ") + stage_kind_name(e.stage.kind));
     }
   } catch (...) {
     impl_->failed = true;

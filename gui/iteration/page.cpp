@@ -37,8 +37,12 @@ dpv::TensorRole roleShownFor(dpv::StageKind kind) {
     case dpv::StageKind::Loss: return dpv::TensorRole::Loss;
     case dpv::StageKind::GradScatter:
     case dpv::StageKind::Backward:
-    case dpv::StageKind::ReduceGrads: return dpv::TensorRole::Grad;
-    case dpv::StageKind::Step: return dpv::TensorRole::Param;
+    case dpv::StageKind::ReduceGrads:
+    case dpv::StageKind::Finalize: return dpv::TensorRole::Grad;
+    case dpv::StageKind::Step:
+    case dpv::StageKind::Construct:
+    case dpv::StageKind::BroadcastBuffers: return dpv::TensorRole::Param;
+    case dpv::StageKind::Sample: return dpv::TensorRole::Input;
   }
   return dpv::TensorRole::Input;
 }

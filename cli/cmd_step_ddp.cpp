@@ -1,0 +1,57 @@
+// `dpv step --ddp`: N DistributedDataParallel iterations on one GLOBAL batch, one in-process rank
+// per device of --devices; rank r trains on DistributedSampler(shuffle=False, drop_last=False)'s
+// indices of the batch, every step. The output (engine/ddp/ddp_output.h) is what
+// tests/fixtures/make_ddp_fixtures.py records from real torch.nn.parallel.DistributedDataParallel.
+#include <iostream>
+
+#include "cli/format.h"
+#include "cli/output_paths.h"
+#include "cli/step_inputs.h"
+#include "engine/ddp/ddp.h"
+#include "engine/ddp/ddp_output.h"
+#include "engine/device.h"
+#include "engine/error.h"
+#include "engine/io/safetensors.h"
+#include "engine/model_spec.h"
+
+namespace dpv::cli {
+
+void run_step_ddp(const StepOptions& o) {
+  check_output_path(o.out, "--out");
+  check_not_an_input(o.out, "--out", {{"--model", o.model}, {"--batch", o.batch}, {"--state", o.state}});
+  Model model(load_model_spec(o.model));
+  const DType dtype = model.dtype();
+  const auto [input, target] = load_step_batch(o.batch);
+  TensorMap state = load_step_state(model, o.state, o.seed);
+  auto devices = DeviceSet::create(o.devices);
+  DdpOptions options;
+  options.lr = o.lr;
+  options.momentum = o.momentum;
+  options.weight_decay = o.weight_decay;
+  options.sync_bn = o.sync_bn;
+  options.broadcast_buffers = !o.no_broadcast_buffers;
+  options.bucket_cap_mb = o.bucket_cap_mb;
+  DdpTrainer trainer(devices, std::move(model), state, options);
+
+  std::vector<int64_t> shard_sizes;
+  for (int s = 0; s < o.steps; ++s) {
+    DdpIteration it(trainer, input, target);
+    it.run_to_end();
+    shard_sizes.clear();
+    for (const auto& shard : it.shards()) shard_sizes.push_back(static_cast<int64_t>(shard.size()));
+  }
+  const auto results = trainer.results();
+  DdpStepOutput out = ddp_step_output(results, dtype);
+  out.metadata["producer"] = "dpv step --ddp";
+  out.metadata["devices"] = o.devices;
+  out.metadata["steps"] = std::to_string(o.steps);
+  out.metadata["sync_bn"] = o.sync_bn ? "true" : "false";
+  out.metadata["broadcast_buffers"] = o.no_broadcast_buffers ? "false" : "true";
+  save_safetensors(o.out, out.tensors, out.metadata);
+  std::cout << "dpv step --ddp: " << o.steps << " iteration" << (o.steps == 1 ? "" : "s") << " on " << o.devices
+            << " (" << trainer.world_size() << " ranks, shards " << list_str(shard_sizes) << ", "
+            << results[0].buckets.size() << " bucket" << (results[0].buckets.size() == 1 ? "" : "s") << "), loss "
+            << py_fixed(out.tensors.at("loss").item(), 6) << " -> " << o.out << "\n";
+}
+
+}  // namespace dpv::cli

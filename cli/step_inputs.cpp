@@ -1,0 +1,30 @@
+// Reading `dpv step`'s starting state and batch.
+#include "cli/step_inputs.h"
+
+#include "engine/error.h"
+#include "engine/io/safetensors.h"
+
+namespace dpv::cli {
+
+TensorMap load_step_state(const Model& model, const std::string& path, uint64_t seed) {
+  if (path.empty()) return model.initial_state(seed);
+  TensorMap file = load_safetensors(path);
+  const std::string prefix = "state/";
+  TensorMap stripped;
+  for (const auto& [name, t] : file.items()) {
+    if (name.rfind(prefix, 0) == 0) stripped.set(name.substr(prefix.size()), t);
+  }
+  return stripped.empty() ? file : stripped;
+}
+
+StepBatch load_step_batch(const std::string& path) {
+  const std::string what = "the batch file '" + path + "'";
+  TensorMap batch = load_safetensors(path);
+  StepBatch b{batch.at("input", what), batch.at("target", what)};
+  check(b.target.dtype() == DType::Int64,
+        "expected scalar type Long but found " + std::string(dtype_torch_name(b.target.dtype())) + " for 'target' in " +
+            what + " (cross_entropy takes int64 class indices)");
+  return b;
+}
+
+}  // namespace dpv::cli

@@ -1,0 +1,243 @@
+// The in-process DDP driver: the trainer (group + ranks) and the plan of one iteration.
+#include <chrono>
+
+#include "engine/backend.h"
+#include "engine/ddp/ddp.h"
+#include "engine/dist/in_process_group.h"
+#include "engine/error.h"
+
+namespace dpv {
+
+namespace {
+const std::string kAborted = "the in-process group was aborted";
+}
+
+DdpTrainer::DdpTrainer(std::shared_ptr<DeviceSet> devices, Model model, const TensorMap& state, DdpOptions options)
+    : devices_(std::move(devices)), model_(std::move(model)), options_(options), initial_state_(state) {
+  check(devices_ && devices_->size() > 0, "no devices");
+  if (model_.parameter_decls().empty())
+    throw Error("DistributedDataParallel is not needed when a module doesn't have any parameter that requires a "
+                "gradient.");
+  model_.check_state(state);
+  bucket_bytes_cap(options_.bucket_cap_mb);
+  group_ = make_in_process_group(devices_->size());
+  const auto t0 = std::chrono::steady_clock::now();
+  clock_ = [t0] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+}
+
+DdpTrainer::~DdpTrainer() {
+  // A rank may still have an all-reduce queued after a failure: wake it before the ranks go.
+  if (broken_)
+    for (auto& g : group_) abort_in_process_group(*g, "the trainer is being destroyed");
+  ranks_.clear();
+}
+
+double DdpTrainer::now() const { return clock_(); }
+
+DdpRank& DdpTrainer::rank(int r) const {
+  check(constructed_, "DDP: the ranks are built by the first iteration's Construct stage");
+  return *ranks_.at(static_cast<size_t>(r));
+}
+
+void DdpTrainer::run_ranks(const std::function<void(int)>& fn, std::vector<double>& busy_start,
+                           std::vector<double>& busy_end) {
+  check(!broken_, "a DDP rank failed earlier; start a new trainer");
+  const int W = world_size();
+  busy_start.assign(static_cast<size_t>(W), now());
+  busy_end = busy_start;
+  auto errors = devices_->run_parallel_collect(W, [&](int r) {
+    busy_start[static_cast<size_t>(r)] = now();
+    try {
+      fn(r);
+      (*devices_)[r].backend().synchronize();
+    } catch (const std::exception& e) {
+      // The others may be waiting for this rank in a collective: wake them (they throw too).
+      abort_in_process_group(*group_[static_cast<size_t>(r)], "rank " + std::to_string(r) + " failed: " + e.what());
+      busy_end[static_cast<size_t>(r)] = now();
+      throw;
+    }
+    busy_end[static_cast<size_t>(r)] = now();
+  });
+  int pick = -1;
+  for (int r = 0; r < W && pick < 0; ++r) {
+    if (!errors[static_cast<size_t>(r)]) continue;
+    try {
+      std::rethrow_exception(errors[static_cast<size_t>(r)]);
+    } catch (const std::exception& e) {
+      if (std::string(e.what()).rfind(kAborted, 0) != 0) pick = r;
+    }
+  }
+  for (int r = 0; r < W && pick < 0; ++r)
+    if (errors[static_cast<size_t>(r)]) pick = r;
+  if (pick >= 0) {
+    broken_ = true;
+    std::rethrow_exception(errors[static_cast<size_t>(pick)]);
+  }
+}
+
+void DdpTrainer::construct() {
+  if (constructed_) return;
+  ranks_.resize(static_cast<size_t>(world_size()));
+  std::vector<double> s, e;
+  run_ranks(
+      [&](int r) {
+        ranks_[static_cast<size_t>(r)] = std::make_unique<DdpRank>(*group_[static_cast<size_t>(r)], devices_->shared(r),
+                                                                   model_, initial_state_, options_, clock_);
+      },
+      s, e);
+  constructed_ = true;
+}
+
+std::vector<DdpRankResult> DdpTrainer::results() const {
+  std::vector<DdpRankResult> out;
+  for (int r = 0; r < world_size(); ++r) out.push_back(rank(r).result());
+  return out;
+}
+
+DdpIteration::DdpIteration(DdpTrainer& trainer, const Tensor& input, const Tensor& target, Observer* observer,
+                           SamplerOptions sampler)
+    : trainer_(trainer), input_(input), target_(target), observer_(observer) {
+  const int W = trainer.world_size();
+  const Model& model = trainer.model();
+  check(input.ndim() >= 1, "the input must have a batch dimension; got a 0-dimensional tensor", "ValueError");
+  check(target.dtype() == DType::Int64 && target.ndim() == 1,
+        "the target must be a 1-D int64 tensor of class indices, got " + std::string(dtype_name(target.dtype())) + " " +
+            shape_str(target.shape()),
+        "ValueError");
+  check(target.dim(0) == input.dim(0), "Expected input batch_size (" + std::to_string(input.dim(0)) +
+                                           ") to match target batch_size (" + std::to_string(target.dim(0)) + ").",
+        "ValueError");
+  model.check_input(input);  // dtype, shapes, empty batch: what every rank's forward would raise
+  for (int r = 0; r < W; ++r) shards_.push_back(distributed_sampler_indices(input.dim(0), W, r, sampler));
+  const int L = model.num_layers();
+  if (!trainer.constructed())
+    plan_.push_back({StageKind::Construct, -1, "Construct: check the model across ranks, broadcast rank 0's state"});
+  plan_.push_back({StageKind::Sample, -1, "Sample: DistributedSampler gives each rank its strided shard"});
+  if (trainer.options().broadcast_buffers && !model.buffer_decls().empty())
+    plan_.push_back({StageKind::BroadcastBuffers, -1, "Broadcast buffers: rank 0's buffers to every rank"});
+  for (int i = 0; i < L; ++i)
+    plan_.push_back({StageKind::Forward, i, "Forward " + std::to_string(i) + ": " + model.layer(i).describe()});
+  plan_.push_back({StageKind::Loss, -1, "Loss: cross-entropy on every rank's shard"});
+  for (int i = L - 1; i >= 0; --i)
+    plan_.push_back({StageKind::Backward, i, "Backward " + std::to_string(i) + ": " + model.layer(i).describe()});
+  plan_.push_back({StageKind::Finalize, -1, "Finalize: wait for the bucket all-reduces, averaged gradients into .grad"});
+  plan_.push_back({StageKind::Step, -1, "Step: SGD update on every rank"});
+  t0_ = trainer.now();
+}
+
+double DdpIteration::mean_loss() const {
+  double sum = 0;
+  for (int r = 0; r < trainer_.world_size(); ++r) sum += trainer_.rank(r).loss();
+  return sum / trainer_.world_size();
+}
+
+StageEvent DdpIteration::step() {
+  check(!failed_, "this iteration stopped at an error; start a new one");
+  check(!finished(), "the iteration is complete; start a new one");
+  StageEvent e;
+  e.index = next_;
+  e.stage = plan_[static_cast<size_t>(next_)];
+  const int W = trainer_.world_size();
+  for (const auto& s : shards_) e.chunk_sizes.push_back(static_cast<int64_t>(s.size()));
+  e.t_start = trainer_.now() - t0_;
+  std::vector<std::vector<CollectiveReport>> reports(static_cast<size_t>(W));
+  auto on_ranks = [&](const std::function<void(DdpRank&, int)>& fn) {
+    trainer_.run_ranks([&](int r) { fn(trainer_.rank(r), r); }, busy_start_, busy_end_);
+  };
+  const int layer = e.stage.layer;
+  try {
+    switch (e.stage.kind) {
+      case StageKind::Construct:
+        trainer_.construct();
+        e.summary = "Every rank checks that all ranks hold the same parameters (an all-gather of the counts, then "
+                    "rank 0's shapes), and rank 0's whole state dict is broadcast, so every rank starts equal.";
+        break;
+      case StageKind::Sample:
+        on_ranks([&](DdpRank& rank, int r) { rank.set_batch(input_, target_, shards_[static_cast<size_t>(r)]); });
+        e.summary = "DistributedSampler: rank r takes indices r, r+W, r+2W, ... of the padded global batch (" +
+                    std::to_string(input_.dim(0)) + " samples, " + std::to_string(shards_[0].size()) + " per rank).";
+        break;
+      case StageKind::BroadcastBuffers:
+        on_ranks([&](DdpRank& rank, int r) { reports[static_cast<size_t>(r)] = rank.sync_buffers(); });
+        e.summary = "broadcast_buffers=True: rank 0's BatchNorm running statistics overwrite every other rank's "
+                    "before the forward.";
+        break;
+      case StageKind::Forward:
+        if (layer == 0) bn_stats_.clear();
+        on_ranks([&](DdpRank& rank, int r) { reports[static_cast<size_t>(r)] = rank.forward_layer(layer); });
+        for (int r = 0; r < W; ++r)
+          for (const auto& s : trainer_.rank(r).batchnorm_stats())
+            if (s.layer == layer && (s.device >= 0 || r == 0)) e.batchnorm.push_back(s);
+        bn_stats_.insert(bn_stats_.end(), e.batchnorm.begin(), e.batchnorm.end());
+        e.summary = "Every rank runs " + trainer_.model().layer(layer).describe() + " on its own shard.";
+        break;
+      case StageKind::Loss:
+        on_ranks([&](DdpRank& rank, int) { rank.compute_loss(); });
+        e.loss = trainer_.rank(0).loss();
+        e.summary = "Every rank computes the mean cross-entropy of its own shard; losses are not averaged "
+                    "(rank 0 prints its own).";
+        break;
+      case StageKind::Backward:
+        on_ranks([&](DdpRank& rank, int r) { reports[static_cast<size_t>(r)] = rank.backward_layer(layer); });
+        e.summary = "Every rank back-propagates through " + trainer_.model().layer(layer).describe() +
+                    "; each finished gradient is copied into its bucket times 1/W, and a full bucket starts its "
+                    "all-reduce on the communication thread while the backward goes on.";
+        break;
+      case StageKind::Finalize:
+        on_ranks([&](DdpRank& rank, int) { rank.finalize(); });
+        for (int r = 0; r < W; ++r) {
+          const DdpRank& rank = trainer_.rank(r);
+          const auto names = rank.reducer().bucket_names();
+          for (const BucketRun& b : rank.reducer().runs()) {
+            CommSpan span{r, b.bucket, b.launch - t0_, b.start - t0_, b.end - t0_, b.bytes,
+                          names[static_cast<size_t>(b.bucket)], b.report, b.ring};
+            e.comm.push_back(span);
+            if (r == 0) reports[0].push_back(b.report);
+          }
+        }
+        e.summary = "Each rank waits for its bucket all-reduces and copies the averaged gradients back into "
+                    ".grad: every rank now holds the MEAN of the ranks' gradients.";
+        break;
+      case StageKind::Step:
+        on_ranks([&](DdpRank& rank, int) { rank.optimizer_step(); });
+        e.summary = "optimizer.step() on every rank with the same averaged gradients: the parameters stay equal "
+                    "without being broadcast.";
+        break;
+      default: throw Error(std::string("not a DDP stage: ") + stage_kind_name(e.stage.kind));
+    }
+  } catch (...) {
+    failed_ = true;
+    throw;
+  }
+  e.t_end = trainer_.now() - t0_;
+  e.collectives = reports[0];
+  for (const auto& r : e.collectives) e.bytes_moved += r.bytes;
+  fill_devices(e);
+  ++next_;
+  if (observer_) observer_->on_stage(e);
+  return e;
+}
+
+void DdpIteration::fill_devices(StageEvent& e) const {
+  DeviceSet& devs = trainer_.devices();
+  for (int d = 0; d < devs.size(); ++d) {
+    DeviceState s;
+    s.device = d;
+    s.label = devs[d].label();
+    s.has_replica = trainer_.constructed();
+    s.chunk_rows = static_cast<int64_t>(shards_[static_cast<size_t>(d)].size());
+    s.memory_bytes = devs[d].memory().current.load();
+    s.memory_peak = devs[d].memory().peak.load();
+    if (d < static_cast<int>(busy_start_.size())) {
+      s.busy_start = busy_start_[static_cast<size_t>(d)] - t0_;
+      s.busy_end = busy_end_[static_cast<size_t>(d)] - t0_;
+    }
+    e.devices.push_back(std::move(s));
+  }
+}
+
+void DdpIteration::run_to_end() {
+  while (!finished()) step();
+}
+
+}  // namespace dpv

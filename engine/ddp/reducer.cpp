@@ -1,0 +1,127 @@
+// The Reducer: buckets, 1/W copies, in-order launches on the communication thread, finalize.
+#include "engine/ddp/reducer.h"
+
+#include "engine/backend.h"
+#include "engine/device.h"
+#include "engine/error.h"
+
+namespace dpv {
+
+Reducer::Reducer(ProcessGroup& group, CommThread& comm, std::shared_ptr<Device> device, std::vector<std::string> names,
+                 std::vector<BucketParam> params, double bucket_cap_mb, std::function<double()> clock)
+    : group_(group),
+      comm_(comm),
+      device_(std::move(device)),
+      names_(std::move(names)),
+      params_(std::move(params)),
+      bucket_cap_mb_(bucket_cap_mb),
+      clock_(std::move(clock)) {
+  check(names_.size() == params_.size(), "Reducer: one name per parameter");
+  bucket_bytes_cap(bucket_cap_mb_);  // validates the cap now, not at the rebuild
+  buckets_ = initial_buckets(params_);
+}
+
+Reducer::~Reducer() { wait_all(); }
+
+void Reducer::wait_all() noexcept {
+  for (auto& f : done_)
+    if (f.valid()) f.wait();
+}
+
+bool Reducer::prepare_for_forward() {
+  if (rebuilt_ || backwards_ == 0) return false;
+  buckets_ = rebuilt_buckets(params_, first_ready_order_, bucket_cap_mb_);
+  rebuilt_ = true;
+  return true;
+}
+
+void Reducer::prepare_for_backward() {
+  wait_all();
+  const size_t nb = buckets_.buckets.size();
+  slot_.assign(params_.size(), {-1, 0});
+  flat_.clear();
+  pending_.assign(nb, 0);
+  for (size_t b = 0; b < nb; ++b) {
+    int64_t offset = 0;
+    for (size_t p : buckets_.buckets[b]) {
+      slot_[p] = {static_cast<int>(b), offset};
+      offset += params_[p].numel;
+    }
+    pending_[b] = static_cast<int>(buckets_.buckets[b].size());
+    flat_.push_back(Tensor::empty({offset}, params_[buckets_.buckets[b][0]].dtype, device_));  // [bucket numel]
+  }
+  marked_.assign(params_.size(), false);
+  ready_order_.clear();
+  next_launch_ = 0;
+  runs_.assign(nb, {});
+  done_.assign(nb, {});
+}
+
+void Reducer::mark_ready(size_t index, const Tensor& grad) {
+  check(index < params_.size(), "Reducer: parameter index " + std::to_string(index) + " out of range");
+  check(!marked_[index], "Expected to mark a variable ready only once. This error is caused by one of the following "
+                         "reasons: 1) Use of a module parameter outside the `forward` function.");
+  check(grad.numel() == params_[index].numel && grad.dtype() == params_[index].dtype,
+        "Reducer: the gradient of " + names_[index] + " does not match its parameter");
+  marked_[index] = true;
+  ready_order_.push_back(index);
+  const auto [b, offset] = slot_[index];
+  // bucket_view = grad * (1 / world_size), in one pass (mul_out in mark_variable_ready_dense).
+  Tensor view = flat_[static_cast<size_t>(b)].slice0(offset, offset + grad.numel());
+  view.copy_from(grad);
+  device_->backend().scale_inplace(view, 1.0 / static_cast<double>(group_.size()));
+  if (--pending_[static_cast<size_t>(b)] == 0) runs_[static_cast<size_t>(b)].ready = clock_();
+  launch_ready_buckets();
+}
+
+void Reducer::launch_ready_buckets() {
+  const int nb = static_cast<int>(flat_.size());
+  while (next_launch_ < nb && pending_[static_cast<size_t>(next_launch_)] == 0) {
+    const int b = next_launch_++;
+    BucketRun& run = runs_[static_cast<size_t>(b)];
+    run.bucket = b;
+    run.bytes = flat_[static_cast<size_t>(b)].nbytes();
+    run.launch = clock_();
+    device_->backend().synchronize();  // the copies into the bucket are done before the comm thread reads it
+    done_[static_cast<size_t>(b)] = comm_.submit([this, b] {
+      BucketRun& r = runs_[static_cast<size_t>(b)];
+      r.start = clock_();
+      r.report = group_.all_reduce_sum(flat_[static_cast<size_t>(b)], &r.ring);
+      r.end = clock_();
+    });
+  }
+}
+
+void Reducer::finalize(TensorMap& grads) {
+  for (size_t p = 0; p < params_.size(); ++p)
+    check(marked_[p], "Expected to have finished reduction in the prior iteration before starting a new one. This "
+                      "error indicates that your module has parameters that were not used in producing loss. (the "
+                      "gradient of " + names_[p] + " never became ready)");
+  std::exception_ptr first;
+  for (auto& f : done_) {
+    try {
+      f.get();
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+  for (size_t p = 0; p < params_.size(); ++p) {
+    const auto [b, offset] = slot_[p];
+    const Tensor view = flat_[static_cast<size_t>(b)].slice0(offset, offset + params_[p].numel);
+    grads.at(names_[p], "the gradients").copy_from(view);
+  }
+  ++backwards_;
+  if (backwards_ == 1) first_ready_order_ = ready_order_;
+}
+
+std::vector<std::vector<std::string>> Reducer::bucket_names() const {
+  std::vector<std::vector<std::string>> out;
+  for (const auto& b : buckets_.buckets) {
+    out.emplace_back();
+    for (size_t p : b) out.back().push_back(names_[p]);
+  }
+  return out;
+}
+
+}  // namespace dpv

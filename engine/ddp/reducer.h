@@ -1,0 +1,89 @@
+#pragma once
+// One rank's Reducer (torch/csrc/distributed/c10d/reducer.cpp, PyTorch 1.13, the default
+// find_unused_parameters=False path):
+//  - iteration 1 uses one bucket with every parameter; before the second forward the buckets are
+//    rebuilt once from the order gradients became ready, with limits [1 MiB, bucket_cap_mb];
+//  - when a parameter's gradient is ready (mark_ready, called by the backward right after the
+//    layer produced it) it is copied into its bucket slot multiplied by 1/W;
+//  - a bucket whose gradients are all in is all-reduced (SUM) on the rank's communication thread
+//    as soon as every earlier bucket has been launched: buckets go out strictly in index order, so
+//    every rank issues the same sequence, and the all-reduce overlaps the rest of the backward;
+//  - finalize waits for the all-reduces and copies the averaged gradients back into .grad.
+#include <functional>
+#include <future>
+#include <string>
+#include <vector>
+
+#include "engine/ddp/buckets.h"
+#include "engine/ddp/comm_thread.h"
+#include "engine/dist/process_group.h"
+#include "engine/tensor_map.h"
+
+namespace dpv {
+
+// One bucket's all-reduce as this rank ran it (times in seconds on the rank's clock).
+struct BucketRun {
+  int bucket = 0;
+  size_t bytes = 0;
+  double ready = 0;   // the last gradient of the bucket arrived
+  double launch = 0;  // queued on the communication thread (ready, or when the bucket before it launched)
+  double start = 0;   // the all-reduce began
+  double end = 0;     // the all-reduce finished
+  CollectiveReport report;
+  std::vector<RingStep> ring;  // in-process ring only
+};
+
+class Reducer {
+ public:
+  // `names` and `params` in registration order (model.parameters()).
+  Reducer(ProcessGroup& group, CommThread& comm, std::shared_ptr<Device> device, std::vector<std::string> names,
+          std::vector<BucketParam> params, double bucket_cap_mb, std::function<double()> clock);
+  ~Reducer();
+  Reducer(const Reducer&) = delete;
+  Reducer& operator=(const Reducer&) = delete;
+
+  // Before each forward: the one rebuild, after the first iteration (Reducer::rebuild_buckets).
+  // Returns true when the buckets were rebuilt now.
+  bool prepare_for_forward();
+  // Before each backward: fresh bucket buffers, nothing ready.
+  void prepare_for_backward();
+  // The gradient of parameter `index` is complete: copy grad * (1/W) into its bucket slot and
+  // launch every bucket that can go.
+  void mark_ready(size_t index, const Tensor& grad);
+  // Waits for every bucket's all-reduce and copies the averaged gradients into grads[name]
+  // (shapes of the parameters). Throws the first all-reduce error, or when a gradient never came.
+  void finalize(TensorMap& grads);
+
+  const BucketAssignment& buckets() const { return buckets_; }
+  std::vector<std::vector<std::string>> bucket_names() const;
+  bool rebuilt() const { return rebuilt_; }
+  const std::vector<size_t>& ready_order() const { return ready_order_; }  // of the last backward
+  const std::vector<BucketRun>& runs() const { return runs_; }          // of the last backward
+
+ private:
+  void launch_ready_buckets();
+  void wait_all() noexcept;
+
+  ProcessGroup& group_;
+  CommThread& comm_;
+  std::shared_ptr<Device> device_;
+  std::vector<std::string> names_;
+  std::vector<BucketParam> params_;
+  double bucket_cap_mb_;
+  std::function<double()> clock_;
+
+  BucketAssignment buckets_;
+  bool rebuilt_ = false;
+  int backwards_ = 0;
+  std::vector<size_t> first_ready_order_;   // iteration 1's order, for the rebuild
+  std::vector<size_t> ready_order_;
+  std::vector<std::pair<int, int64_t>> slot_;  // per parameter: (bucket, offset in elements)
+  std::vector<Tensor> flat_;                   // per bucket: [numel of its parameters]
+  std::vector<int> pending_;                   // per bucket: gradients still to come
+  std::vector<bool> marked_;
+  int next_launch_ = 0;
+  std::vector<BucketRun> runs_;
+  std::vector<std::shared_future<void>> done_;
+};
+
+}  // namespace dpv

@@ -1,0 +1,77 @@
+// `dpv step --ddp`: the output contract (names, shapes, dtypes, the ddp.buckets metadata), options
+// that only DDP has refused without --ddp, and PyTorch's errors.
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "engine/io/safetensors.h"
+#include "run_dpv.h"
+
+using namespace dpv;
+using namespace dpv::testing;
+
+namespace {
+class DdpStepCli : public CliTest {};
+
+nlohmann::json metadata_of(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  uint64_t n = 0;
+  in.read(reinterpret_cast<char*>(&n), 8);
+  std::string header(n, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(n));
+  return nlohmann::json::parse(header).at("__metadata__");
+}
+}  // namespace
+
+TEST_F(DdpStepCli, WritesTheContract) {
+  const std::string model = write_text("model.json", bn_mlp_json());
+  const std::string batch = write_batch("batch.safetensors", {10, 2}, DType::Float32, 3);
+  const std::string out = path("out.safetensors");
+  RunResult r = run_dpv({"step", "--ddp", "--model", model, "--batch", batch, "--devices", "cpu:4", "--steps", "2",
+                         "--sync-bn", "--out", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const TensorMap t = load_safetensors(out);
+  EXPECT_EQ(t.at("loss").shape(), Shape{});
+  EXPECT_EQ(t.at("loss").dtype(), DType::Float32);
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::string p = "rank" + std::to_string(rank) + "/";
+    EXPECT_EQ(t.at(p + "output").shape(), (Shape{3, 3}));  // 10 samples on 4 ranks: 3 each (padded)
+    EXPECT_EQ(t.at(p + "loss").shape(), Shape{});
+    EXPECT_EQ(t.at(p + "state/1.num_batches_tracked").dtype(), DType::Int64);
+    EXPECT_EQ(t.at(p + "state/1.num_batches_tracked").to_int64()[0], 2);
+    EXPECT_FALSE(t.contains(p + "state/0.weight"));  // buffers only
+    EXPECT_EQ(t.at("stats/1/dev" + std::to_string(rank) + "/mean").shape(), Shape{16});
+  }
+  EXPECT_TRUE(t.contains("stats/1/global/var"));
+  EXPECT_EQ(t.at("grad/0.weight").shape(), (Shape{16, 2}));
+  EXPECT_EQ(t.at("state/0.weight").shape(), (Shape{16, 2}));
+  const auto buckets = nlohmann::json::parse(metadata_of(out).at("ddp.buckets").get<std::string>());
+  ASSERT_EQ(buckets.size(), 1u);
+  EXPECT_EQ(buckets[0].size(), 10u);
+  EXPECT_EQ(buckets[0][0], "6.bias");  // rebuilt in ready order after the first step
+}
+
+TEST_F(DdpStepCli, DdpOnlyOptionsNeedDdp) {
+  const std::string model = write_text("model.json", bn_mlp_json());
+  const std::string batch = write_batch("batch.safetensors", {8, 2}, DType::Float32, 3);
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"--no-broadcast-buffers"}, std::vector<std::string>{"--bucket-cap-mb", "5"}}) {
+    std::vector<std::string> args{"step", "--model", model, "--batch", batch, "--devices", "cpu:2", "--out",
+                                  path("o.safetensors")};
+    args.insert(args.end(), extra.begin(), extra.end());
+    RunResult r = run_dpv(args);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find(extra[0] + " requires --ddp"), std::string::npos) << r.err;
+    EXPECT_FALSE(exists(path("o.safetensors")));
+  }
+}
+
+TEST_F(DdpStepCli, OneSampleBatchNormShardFailsAsInPyTorch) {
+  const std::string model = write_text("model.json", bn_mlp_json());
+  const std::string batch = write_batch("batch.safetensors", {4, 2}, DType::Float32, 3);
+  const std::string out = path("o.safetensors");
+  RunResult r = run_dpv({"step", "--ddp", "--model", model, "--batch", batch, "--devices", "cpu:4", "--out", out});
+  expect_error(r, {"ValueError: Expected more than 1 value per channel when training, got input size torch.Size([1, 16])"},
+               out);
+}
