@@ -175,7 +175,9 @@ TEST(Ddp, SyncBatchNormEqualsBatchNormOverTheUnionOfTheShards) {
   // The merged statistics equal the one device's batch statistics.
   const auto& one_stats = last->batchnorm_stats()[0];
   for (const auto& s : ddp.results[0].batchnorm)
-    if (s.device < 0 && s.layer == 1) EXPECT_LT(max_abs_diff(s.var, one_stats.var), 1e-12);
+    if (s.device < 0 && s.layer == 1) {
+      EXPECT_LT(max_abs_diff(s.var, one_stats.var), 1e-12);
+    }
 }
 
 TEST(Ddp, BucketsAreRebuiltInReadyOrderBeforeTheSecondForward) {
