@@ -17,7 +17,7 @@ Tensor sync_bn_forward(const BatchNorm& bn, LayerRun& run, const Tensor& x, Proc
   Tensor invstd = Tensor::empty({C}, x.dtype(), device);
   run.backend.bn_invstd(var_b, bn.eps(), invstd);
   const auto l = bn.layout(x.shape());
-  const double count = static_cast<double>(l.R * l.S);
+  const double count = static_cast<double>(l.N * l.S);
   // [mean(C), invstd(C), count(1)] packed as torch.nn.modules._functions.SyncBatchNorm does.
   Tensor packed = Tensor::empty({2 * C + 1}, x.dtype(), device);
   packed.slice0(0, C).copy_from(mean);
