@@ -4,6 +4,7 @@
 // tests/fixtures/make_ddp_fixtures.py records from real torch.nn.parallel.DistributedDataParallel.
 #include <iostream>
 
+#include "cli/ddp_launched.h"
 #include "cli/format.h"
 #include "cli/output_paths.h"
 #include "cli/step_inputs.h"
@@ -19,6 +20,8 @@ namespace dpv::cli {
 void run_step_ddp(const StepOptions& o) {
   check_output_path(o.out, "--out");
   check_not_an_input(o.out, "--out", {{"--model", o.model}, {"--batch", o.batch}, {"--state", o.state}});
+  // Started by `dpv launch` (or mpirun, srun): this process is one rank of a real job.
+  if (launched_rank()) return run_step_ddp_launched(o);
   Model model(load_model_spec(o.model));
   const DType dtype = model.dtype();
   const auto [input, target] = load_step_batch(o.batch);

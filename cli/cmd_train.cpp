@@ -11,6 +11,7 @@
 #include "cli/format.h"
 #include "cli/output_paths.h"
 #include "cli/progress.h"
+#include "cli/train_ddp.h"
 #include "cli/size_checks.h"
 #include "cli/validators.h"
 #include "course/batchnorm_stats.h"
@@ -30,6 +31,7 @@ struct TrainCliOptions {
   int64_t steps = 200, batch = 0, samples = 0;
   int trace_steps = 5;
   bool sync_bn = false;
+  bool ddp = false;  // DistributedDataParallel (cli/train_ddp.h) instead of DataParallel
   double lr = 0.1, momentum = 0.0, weight_decay = 0.0;
   uint64_t seed = 0;
 };
@@ -76,6 +78,23 @@ void run_train(const TrainCliOptions& o) {
   const int64_t n = data.inputs.dim(0);
   too_few(n);
 
+  if (o.ddp) {
+    TrainDdpInputs in;
+    in.model_label = o.model_file.empty() ? o.preset : o.model_file;
+    in.spec = spec;
+    in.data = std::move(data);
+    in.batch = batch;
+    in.steps = o.steps;
+    in.devices = o.devices;
+    in.options.lr = o.lr;
+    in.options.momentum = o.momentum;
+    in.options.weight_decay = o.weight_decay;
+    in.options.sync_bn = o.sync_bn;
+    in.seed = o.seed;
+    in.trace = o.trace;
+    in.trace_steps = o.trace_steps;
+    return run_train_ddp(in);
+  }
   Model model(spec);
   TensorMap state = model.initial_state(o.seed);
   Trainer trainer(devices, std::move(model), state, TrainOptions{o.lr, o.momentum, o.weight_decay, o.sync_bn});
@@ -139,6 +158,7 @@ void add_train_command(CLI::App& app, Action& run) {
   sub->add_option("--devices", o->devices, "Device spec: cpu:K, cuda, cuda:0,1, cuda:0xK")->capture_default_str();
   sub->add_option("--steps", o->steps, "Training iterations")->capture_default_str()->transform(integer_in<int64_t>(1));
   sub->add_option("--batch", o->batch, "Batch size (default: the preset's)")->transform(integer_in<int64_t>(1));
+  sub->add_flag("--ddp", o->ddp, "DistributedDataParallel: one rank per device, or per process under `dpv launch`");
   sub->add_flag("--sync-bn", o->sync_bn, "BatchNorm layers use the statistics of the whole batch (DDP + SyncBatchNorm)");
   sub->add_option("--lr", o->lr, "SGD learning rate")->capture_default_str()->check(at_least(0));
   sub->add_option("--momentum", o->momentum, "SGD momentum")->capture_default_str()->check(at_least(0));

@@ -1,0 +1,90 @@
+#include "cli/ddp_launched.h"
+
+#include <iostream>
+
+#include "cli/format.h"
+#include "cli/step_inputs.h"
+#include "engine/ddp/ddp_output.h"
+#include "engine/ddp/ddp_rank.h"
+#include "engine/ddp/ddp_rank_codec.h"
+#include "engine/dist/gather_bytes.h"
+#include "engine/dist/multiprocess/rank_env.h"
+#include "engine/error.h"
+#include "engine/io/safetensors.h"
+#include "engine/model_spec.h"
+
+namespace dpv::cli {
+
+bool launched_rank() { return dist::launched_by_a_launcher(); }
+
+LaunchedRank join_launched_job(const std::string& devices_spec) {
+  LaunchedRank lr;
+  const dist::EnvLookup lookup = dist::environment_lookup();
+  const dist::RankEnv env = dist::read_rank_env(lookup);
+  const dist::DistOptions options = dist::read_dist_options(lookup);
+  const std::string world = std::to_string(env.world_size);
+  if (options.backend == "nccl") {
+    check(devices_spec.rfind("cuda", 0) == 0,
+          "--devices " + devices_spec + " names CPU devices, but the job runs with --backend nccl (one GPU per rank): "
+          "use --devices cuda, or --backend gloo for CPU ranks", "ValueError");
+  } else {
+    check(devices_spec == "cpu:" + world,
+          "--devices " + devices_spec + " does not match the launched job: with --backend gloo each of the " + world +
+              " ranks owns one CPU device, so give --devices cpu:" + world +
+              " (the same command then runs in-process with the same result)",
+          "ValueError");
+  }
+  lr.session = dist::init_process_group(env, options);
+  if (options.backend == "nccl") {
+    lr.devices = DeviceSet::create("cuda:" + std::to_string(env.local_rank));
+    lr.device = lr.devices->shared(0);
+    lr.comm_device = lr.device;
+  } else {
+    lr.devices = DeviceSet::create("cpu:1");
+    lr.device = lr.devices->shared(0);
+  }
+  return lr;
+}
+
+void run_step_ddp_launched(const StepOptions& o) {
+  LaunchedRank lr = join_launched_job(o.devices);
+  ProcessGroup& group = lr.session->group();
+  Model model(load_model_spec(o.model));
+  const DType dtype = model.dtype();
+  const auto [input, target] = load_step_batch(o.batch);
+  TensorMap state = load_step_state(model, o.state, o.seed);
+  DdpOptions options;
+  options.lr = o.lr;
+  options.momentum = o.momentum;
+  options.weight_decay = o.weight_decay;
+  options.sync_bn = o.sync_bn;
+  options.broadcast_buffers = !o.no_broadcast_buffers;
+  options.bucket_cap_mb = o.bucket_cap_mb;
+
+  DdpRankResult mine = run_rank_steps(group, lr.device, model, state, input, target, options, o.steps);
+  // Rank 0 needs every rank's result; the group moves them (an all-gather: every rank calls it).
+  const std::vector<std::string> all = all_gather_bytes(group, encode_rank_result(mine), lr.comm_device);
+  if (lr.rank() == 0) {
+    std::vector<DdpRankResult> results;
+    for (size_t r = 0; r < all.size(); ++r)
+      results.push_back(decode_rank_result(all[r], "rank " + std::to_string(r) + "'s result"));
+    DdpStepOutput out = ddp_step_output(results, dtype);
+    out.metadata["producer"] = "dpv step --ddp";
+    out.metadata["devices"] = o.devices;
+    out.metadata["steps"] = std::to_string(o.steps);
+    out.metadata["sync_bn"] = o.sync_bn ? "true" : "false";
+    out.metadata["broadcast_buffers"] = o.no_broadcast_buffers ? "false" : "true";
+    out.metadata["launched"] = std::to_string(lr.world_size()) + " processes, " + group.backend();
+    save_safetensors(o.out, out.tensors, out.metadata);
+    std::vector<int64_t> shard_sizes;
+    for (const DdpRankResult& r : results) shard_sizes.push_back(r.output.defined() ? r.output.dim(0) : 0);
+    std::cout << "dpv step --ddp: " << o.steps << " iteration" << (o.steps == 1 ? "" : "s") << " on " << o.devices
+              << " (" << lr.world_size() << " launched processes over " << group.backend() << ", shards "
+              << list_str(shard_sizes) << ", " << results[0].buckets.size() << " bucket"
+              << (results[0].buckets.size() == 1 ? "" : "s") << "), loss "
+              << strf("%.6f", out.tensors.at("loss").item()) << " -> " << o.out << "\n";
+  }
+  lr.session->shutdown();
+}
+
+}  // namespace dpv::cli

@@ -1,0 +1,35 @@
+#pragma once
+// The launched side of `dpv step --ddp` and `dpv train --ddp`: when a launcher started this
+// process (RANK, OMPI_COMM_WORLD_RANK or SLURM_PROCID set), it is one rank of a job of real
+// processes. It joins the job's process group (Gloo, or NCCL with --backend nccl), owns one
+// device (cpu, or cuda:LOCAL_RANK), runs the same per-rank DDP code the in-process ranks run
+// (engine/ddp/ddp_rank.h), and rank 0 gathers what the output names through the group.
+#include <memory>
+#include <string>
+
+#include "engine/device.h"
+#include "engine/dist/multiprocess/init_process_group.h"
+
+namespace dpv::cli {
+
+struct StepOptions;
+
+// True when this process is a rank of a launched job.
+bool launched_rank();
+
+// This rank's membership and device. `devices_spec` is the job's --devices as the in-process run
+// would name it (cpu:W, or a CUDA spec with --backend nccl); it must agree with the job.
+struct LaunchedRank {
+  std::unique_ptr<dist::DistSession> session;
+  std::shared_ptr<DeviceSet> devices;   // this rank's one device
+  std::shared_ptr<Device> device;
+  std::shared_ptr<Device> comm_device;  // where the group's tensors live: null (host) for Gloo
+  int rank() const { return session->env().rank; }
+  int world_size() const { return session->env().world_size; }
+};
+LaunchedRank join_launched_job(const std::string& devices_spec);
+
+// `dpv step --ddp` as one launched rank; rank 0 writes --out (atomically) and prints the summary.
+void run_step_ddp_launched(const StepOptions& o);
+
+}  // namespace dpv::cli

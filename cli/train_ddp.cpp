@@ -1,0 +1,241 @@
+#include "cli/train_ddp.h"
+
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <vector>
+
+#include "cli/ddp_launched.h"
+#include "cli/format.h"
+#include "cli/progress.h"
+#include "course/batchnorm_stats.h"
+#include "engine/ddp/ddp.h"
+#include "engine/ddp/sampler.h"
+#include "engine/dist/gather_bytes.h"
+#include "engine/error.h"
+#include "engine/io/atomic_file.h"
+#include "engine/io/trace_merge.h"
+#include "engine/model.h"
+#include "engine/trace.h"
+
+namespace dpv::cli {
+namespace {
+
+constexpr int kWindow = 20;  // loss and accuracy are averaged over the last kWindow steps
+
+// The progress line's window: the last kWindow steps' loss and accuracy.
+struct Window {
+  std::vector<double> losses, accs;
+  void add(double loss, double acc) {
+    losses.push_back(loss);
+    accs.push_back(acc);
+    if (losses.size() > kWindow) {
+      losses.erase(losses.begin());
+      accs.erase(accs.begin());
+    }
+  }
+  ProgressSample sample(int64_t step, int64_t batch, double seconds) const {
+    ProgressSample s;
+    s.step = step;
+    for (size_t i = 0; i < losses.size(); ++i) {
+      s.loss += losses[i] / static_cast<double>(losses.size());
+      s.accuracy += accs[i] / static_cast<double>(accs.size());
+    }
+    s.samples_per_s = seconds > 0 ? static_cast<double>(batch * step) / seconds : 0;
+    return s;
+  }
+};
+
+// Rows `indices` of an int64 target vector.
+Tensor pick(const Tensor& target, const std::vector<int64_t>& indices) {
+  const std::vector<int64_t> all = target.to_int64();
+  std::vector<int64_t> out;
+  for (int64_t i : indices) out.push_back(all[static_cast<size_t>(i)]);
+  return Tensor::from_int64({static_cast<int64_t>(out.size())}, out);
+}
+
+void print_header(const TrainDdpInputs& in, int world, const std::string& how) {
+  std::cout << "dpv train --ddp: " << in.model_label << " on " << in.data.name << " (" << in.data.inputs.dim(0)
+            << " samples, " << in.data.classes << " classes), global batch " << in.batch << ", " << how << " ("
+            << world << " rank" << (world == 1 ? "" : "s") << ", DistributedSampler shards "
+            << (in.batch + world - 1) / world << " samples each), " << (in.options.sync_bn ? "SyncBatchNorm" : "per-rank BatchNorm") << ", lr " << in.options.lr
+            << "; progress: rank 0's loss and accuracy\n";
+}
+
+// One launched rank's iteration, stage by stage, each stage timed and recorded as the engine's
+// traces record stages (TraceRecorder): the rank's compute on track 0, its bucket all-reduces
+// (on its communication thread) on track 1.
+void run_traced_iteration(DdpRank& ddp, const std::function<double()>& clock, TraceRecorder& trace, int rank) {
+  const double it0 = clock();
+  int index = 0;
+  const std::string label = "rank " + std::to_string(rank) + " (" + ddp.device().name() + ")";
+  auto record = [&](StageKind kind, int layer, const std::string& title, double start,
+                    std::vector<CollectiveReport> reports, int track = 0, const std::string& track_label = "") {
+    StageEvent e;
+    e.index = index++;
+    e.stage = Stage{kind, layer, title};
+    e.t_start = start - it0;
+    e.t_end = clock() - it0;
+    DeviceState d;
+    d.device = track;
+    d.label = track_label.empty() ? label : track_label;
+    d.has_replica = true;
+    d.busy_start = e.t_start;
+    d.busy_end = e.t_end;
+    e.devices.push_back(d);
+    e.collectives = std::move(reports);
+    trace.on_stage(e);
+  };
+  double t = clock();
+  if (ddp.will_sync_buffers()) {
+    auto r = ddp.sync_buffers();
+    record(StageKind::Replicate, -1, "Broadcast buffers (rank 0's)", t, r);
+  }
+  const Model& model = ddp.model();
+  for (int i = 0; i < model.num_layers(); ++i) {
+    t = clock();
+    auto r = ddp.forward_layer(i);
+    record(StageKind::Forward, i, "Forward " + std::to_string(i) + ": " + model.layer(i).describe(), t, r);
+  }
+  t = clock();
+  ddp.compute_loss();
+  record(StageKind::Loss, -1, "Loss (this rank's shard)", t, {});
+  for (int i = model.num_layers() - 1; i >= 0; --i) {
+    t = clock();
+    auto r = ddp.backward_layer(i);
+    record(StageKind::Backward, i, "Backward " + std::to_string(i) + ": " + model.layer(i).describe(), t, r);
+  }
+  t = clock();
+  ddp.finalize();
+  record(StageKind::ReduceGrads, -1, "Finalize: wait for the bucket all-reduces", t, {});
+  t = clock();
+  ddp.optimizer_step();
+  record(StageKind::Step, -1, "SGD step", t, {});
+  // The bucket all-reduces as they ran on the communication thread, overlapping the backward.
+  for (const BucketRun& b : ddp.reducer().runs()) {
+    StageEvent e;
+    e.index = index++;
+    e.stage = Stage{StageKind::ReduceGrads, -1, "Bucket " + std::to_string(b.bucket) + " all-reduce"};
+    e.t_start = b.start - it0;
+    e.t_end = b.end - it0;
+    DeviceState d;
+    d.device = 1;
+    d.label = "rank " + std::to_string(rank) + " communication thread";
+    d.busy_start = e.t_start;
+    d.busy_end = e.t_end;
+    e.devices.push_back(d);
+    e.bytes_moved = b.bytes;
+    e.collectives = {b.report};
+    trace.on_stage(e);
+  }
+}
+
+void run_launched(const TrainDdpInputs& in) {
+  LaunchedRank lr = join_launched_job(in.devices);
+  ProcessGroup& group = lr.session->group();
+  const int rank = lr.rank(), world = lr.world_size();
+  const bool rank0 = rank == 0;
+  Model model(in.spec);
+  const TensorMap state = model.initial_state(in.seed);
+  const auto t_origin = std::chrono::steady_clock::now();
+  std::function<double()> clock = [t_origin] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_origin).count();
+  };
+  DdpRank ddp(group, lr.device, model, state, in.options, clock);
+  SamplerOptions sampler;
+  sampler.shuffle = false;
+  const std::vector<int64_t> indices = distributed_sampler_indices(in.batch, world, rank, sampler);
+  if (rank0) print_header(in, world, std::to_string(world) + " launched processes over " + group.backend());
+
+  TraceRecorder trace;
+  trace.set_process_name("dpviz DDP");
+  std::unique_ptr<ProgressReporter> progress;
+  if (rank0) progress = std::make_unique<ProgressReporter>(std::cout, in.steps, ProgressReporter::stdout_is_terminal());
+  Window window;
+  ProgressSample sample;
+  const int64_t n = in.data.inputs.dim(0);
+  const auto t0 = std::chrono::steady_clock::now();
+  int64_t begin = 0;
+  for (int64_t step = 0; step < in.steps; ++step) {
+    if (begin + in.batch > n) begin = 0;  // next epoch; the last partial batch is dropped
+    Dataset b = take_batch(in.data, begin, in.batch);
+    begin += in.batch;
+    ddp.set_batch(b.inputs, b.targets, indices);
+    if (!in.trace.empty() && step < in.trace_steps) {
+      trace.begin_iteration();
+      run_traced_iteration(ddp, clock, trace, rank);
+    } else {
+      ddp.run_iteration();
+    }
+    if (!rank0) continue;
+    window.add(ddp.loss(), course::accuracy(ddp.output(), pick(b.targets, indices)));
+    sample = window.sample(step + 1, in.batch, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    progress->update(sample);
+  }
+  if (rank0) progress->finish(sample);
+  if (!in.trace.empty()) {
+    const std::string mine = trace.to_json();
+    write_file_atomic(rank_trace_path(in.trace, rank), mine);
+    // Rank 0 also writes the merged trace; the ranks' traces travel through the group.
+    const std::vector<std::string> all = all_gather_bytes(group, mine, lr.comm_device);
+    if (rank0) {
+      std::vector<std::string> names;
+      for (int r = 0; r < world; ++r) names.push_back("rank " + std::to_string(r) + "'s trace");
+      write_file_atomic(in.trace, merge_chrome_traces(all, names));
+      std::cout << "trace: " << std::min<int64_t>(in.steps, in.trace_steps) << " iteration(s) of " << world
+                << " ranks -> " << in.trace << " (merged, a process per rank; each rank's own in "
+                << rank_trace_path(in.trace, 0) << " ...)\n";
+    }
+  }
+  lr.session->shutdown();
+}
+
+void run_in_process(const TrainDdpInputs& in) {
+  auto devices = DeviceSet::create(in.devices);
+  Model model(in.spec);
+  const TensorMap state = model.initial_state(in.seed);
+  DdpTrainer trainer(devices, std::move(model), state, in.options);
+  print_header(in, trainer.world_size(), in.devices + " in-process ranks");
+  TraceRecorder trace;
+  trace.set_process_name("dpviz DDP");
+  ProgressReporter progress(std::cout, in.steps, ProgressReporter::stdout_is_terminal());
+  Window window;
+  ProgressSample sample;
+  const int64_t n = in.data.inputs.dim(0);
+  const auto t0 = std::chrono::steady_clock::now();
+  int64_t begin = 0;
+  for (int64_t step = 0; step < in.steps; ++step) {
+    if (begin + in.batch > n) begin = 0;
+    Dataset b = take_batch(in.data, begin, in.batch);
+    begin += in.batch;
+    const bool traced = !in.trace.empty() && step < in.trace_steps;
+    if (traced) trace.begin_iteration();
+    DdpIteration it(trainer, b.inputs, b.targets, traced ? &trace : nullptr);
+    it.run_to_end();
+    window.add(trainer.rank(0).loss(), course::accuracy(trainer.rank(0).output(), pick(b.targets, it.shards()[0])));
+    sample = window.sample(step + 1, in.batch, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    progress.update(sample);
+  }
+  progress.finish(sample);
+  if (!in.trace.empty()) {
+    trace.save(in.trace);
+    std::cout << "trace: " << std::min<int64_t>(in.steps, in.trace_steps) << " iteration(s), " << trace.events().size()
+              << " stages -> " << in.trace << "\n";
+  }
+}
+
+}  // namespace
+
+std::string rank_trace_path(const std::string& trace, int rank) {
+  const std::string suffix = ".json";
+  const bool json = trace.size() > suffix.size() && trace.compare(trace.size() - suffix.size(), suffix.size(), suffix) == 0;
+  const std::string stem = json ? trace.substr(0, trace.size() - suffix.size()) : trace;
+  return stem + ".rank" + std::to_string(rank) + ".json";
+}
+
+void run_train_ddp(const TrainDdpInputs& in) {
+  if (launched_rank()) return run_launched(in);
+  run_in_process(in);
+}
+
+}  // namespace dpv::cli

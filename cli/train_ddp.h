@@ -1,0 +1,33 @@
+#pragma once
+// `dpv train --ddp`: DistributedDataParallel training on the same data as `dpv train`, either as
+// in-process ranks (one per device of --devices) or, under `dpv launch`, as one rank per process.
+// --batch is the GLOBAL batch; rank r trains on DistributedSampler's (strided) share of it. The
+// progress line shows rank 0's own loss and accuracy (DDP averages gradients, not losses), printed
+// by rank 0 only. With --trace, every launched rank writes its own Chrome trace (TRACE.rank<r>.json)
+// and rank 0 also writes TRACE: all ranks' traces merged, a process per rank.
+#include <string>
+
+#include "engine/datasets.h"
+#include "engine/ddp/ddp_rank.h"
+#include "engine/model_spec.h"
+
+namespace dpv::cli {
+
+struct TrainDdpInputs {
+  std::string model_label;  // the preset or model file, for the header line
+  ModelSpec spec;
+  Dataset data;
+  int64_t batch = 0, steps = 0;
+  std::string devices;
+  DdpOptions options;
+  uint64_t seed = 0;
+  std::string trace;
+  int trace_steps = 5;
+};
+
+void run_train_ddp(const TrainDdpInputs& in);
+
+// "trace.json" -> "trace.rank1.json": where launched rank r writes its own trace.
+std::string rank_trace_path(const std::string& trace, int rank);
+
+}  // namespace dpv::cli
