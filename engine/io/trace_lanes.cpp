@@ -16,8 +16,17 @@ int int_field(const Json& e, const char* key) {
   if (!e.contains(key)) return 0;
   const Json& v = e[key];
   if (v.is_number_integer()) return v.get<int>();
-  if (v.is_number()) return static_cast<int>(v.get<double>());
+  if (v.is_number()) {  // a float outside int's range would be undefined behaviour to convert
+    const double d = v.get<double>();
+    return d >= -2147483648.0 && d <= 2147483647.0 ? static_cast<int>(d) : 0;
+  }
   return 0;
+}
+
+// A string field, or "" when absent or not a string (json's value() throws on a wrong type).
+std::string text_field(const Json& e, const char* key) {
+  const auto it = e.find(key);
+  return it != e.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 double number_field(const Json& e, const char* key) {
@@ -43,8 +52,8 @@ TraceLanes read_trace_lanes(const std::string& json_text, const std::string& sou
   std::map<std::pair<int, int>, std::string> thread_names;
   std::map<std::pair<int, int>, int> thread_order;
   for (const Json& e : *events) {
-    if (!e.is_object() || e.value("ph", "") != "M" || !e.contains("args") || !e["args"].is_object()) continue;
-    const std::string name = e.value("name", "");
+    if (!e.is_object() || text_field(e, "ph") != "M" || !e.contains("args") || !e["args"].is_object()) continue;
+    const std::string name = text_field(e, "name");
     const int pid = int_field(e, "pid"), tid = int_field(e, "tid");
     const Json& args = e["args"];
     if (name == "process_name" && args.contains("name") && args["name"].is_string()) process_names[pid] = args["name"];
@@ -57,11 +66,11 @@ TraceLanes read_trace_lanes(const std::string& json_text, const std::string& sou
   std::map<std::pair<int, int>, int> lane_of;
   std::vector<std::pair<std::pair<int, int>, TraceSpan>> raw;
   for (const Json& e : *events) {
-    if (!e.is_object() || e.value("ph", "") != "X") continue;
+    if (!e.is_object() || text_field(e, "ph") != "X") continue;
     const std::pair<int, int> key{int_field(e, "pid"), int_field(e, "tid")};
     lane_of.emplace(key, 0);
     TraceSpan s;
-    s.name = e.value("name", "");
+    s.name = text_field(e, "name");
     s.category = e.contains("cat") && e["cat"].is_string() ? e["cat"].get<std::string>() : "";
     s.start_us = number_field(e, "ts");
     s.duration_us = std::max(0.0, number_field(e, "dur"));

@@ -47,5 +47,16 @@ TEST(TraceLanes, UnnamedLanesAndBadInput) {
   EXPECT_THROW(read_trace_lanes("{\"x\":1}", "other.json"), Error);
 }
 
+TEST(TraceLanes, FieldsOfTheWrongTypeAreSkippedNotThrownAsJsonErrors) {
+  // Found by tests/fuzz/trace_lanes_fuzz: "ph" as an object made json's value() throw type_error.
+  TraceLanes lanes;
+  ASSERT_NO_THROW(lanes = read_trace_lanes(
+                      R"({"traceEvents": [{"name": 5, "ph": {"bytes": 128}}, {"name": "f", "ph": "X", "pid": 1e300,
+                          "tid": 2, "ts": 1, "dur": 2}]})",
+                      "odd.json"));
+  ASSERT_EQ(lanes.spans.size(), 1u);
+  EXPECT_EQ(lanes.spans[0].name, "f");
+}
+
 }  // namespace
 }  // namespace dpv
