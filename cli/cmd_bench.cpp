@@ -1,4 +1,5 @@
-// `dpv bench`: throughput of DataParallel training steps, one device versus several, for the
+// `dpv bench`: throughput of training steps, one device versus DataParallel versus
+// DistributedDataParallel (same model, same global batch) on several devices, for the
 // preset models at their usual batch sizes; where the time goes (per-stage totals); and for the
 // large MLP the engine's achieved GEMM rate against OpenBLAS's own rate on the same GEMMs.
 // Benchmarks print figures; nothing here is a pass/fail check.
@@ -23,6 +24,7 @@
 #include "cli/validators.h"
 #include "engine/backend_registry.h"
 #include "engine/data_parallel.h"
+#include "engine/ddp/ddp.h"
 #include "engine/device.h"
 #include "engine/io/atomic_file.h"
 #include "engine/model.h"
@@ -37,6 +39,7 @@ struct BenchOptions {
   int iters = 30, warmup = 3, stage_iters = 5;  // iters: timed, in three rounds (the best one counts)
   std::string json;
   uint64_t seed = 0;
+  bool ddp = true;  // also DistributedDataParallel on every multi-device set
 };
 
 struct Measurement {
@@ -111,6 +114,30 @@ Measurement measure(const std::string& preset, const std::string& device_spec, c
   return m;
 }
 
+// DistributedDataParallel on the same model and GLOBAL batch (DistributedSampler shards), best of
+// three rounds as above.
+double measure_ddp(const std::string& preset, const std::string& device_spec, const BenchOptions& o) {
+  ModelSpec spec = preset_model(preset);
+  const int64_t batch = default_batch(preset);
+  Dataset data = make_data_for_model(spec, batch, o.seed + 1);
+  auto devices = DeviceSet::create(device_spec);
+  Model model(spec);
+  TensorMap state = model.initial_state(o.seed);
+  DdpOptions options;
+  options.lr = 0.01;
+  DdpTrainer trainer(devices, std::move(model), state, options);
+  for (int i = 0; i < std::max(o.warmup, 2); ++i)  // the second iteration rebuilds the buckets
+    DdpIteration(trainer, data.inputs, data.targets).run_to_end();
+  const int rounds = std::min(3, o.iters), per_round = std::max(1, o.iters / rounds);
+  double best = 1e30;
+  for (int round = 0; round < rounds; ++round) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < per_round; ++i) DdpIteration(trainer, data.inputs, data.targets).run_to_end();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / per_round);
+  }
+  return best;
+}
+
 nlohmann::json stages_json(const Measurement& m) {
   nlohmann::json j = nlohmann::json::object();
   for (int k = 0; k < kStageKinds; ++k) {
@@ -147,6 +174,7 @@ void run_bench(const BenchOptions& o) {
                     {"openblas_core", openblas_get_corename()}};
   out["iters"] = o.iters;
   out["results"] = nlohmann::json::array();
+  out["ddp"] = nlohmann::json::array();  // DDP on the multi-device sets, same model and global batch
 
   std::cout << strf("%-10s %5s %-8s %-14s %9s %9s %11s %8s\n", "model", "batch", "devices", "chunks", "ms/step",
                     "steps/s", "samples/s", "vs 1 dev");
@@ -174,6 +202,18 @@ void run_bench(const BenchOptions& o) {
                           {"stage_ms_per_step", stages_json(m)}};
       if (speedup > 0) r["speedup_vs_one_device"] = speedup;
       out["results"].push_back(r);
+      if (o.ddp && m.device_count > 1) {
+        const double ddp = measure_ddp(preset, spec, o);
+        std::cout << strf("%-10s %5lld %-8s %-14s %9.3f %9.1f %11.0f %8s  DDP: %.2fx DataParallel's speed\n",
+                          preset.c_str(), static_cast<long long>(m.batch), (spec + " ddp").c_str(), "sampler",
+                          1e3 * ddp, 1.0 / ddp, m.batch / ddp,
+                          one_device > 0 ? strf("%.2fx", one_device / ddp).c_str() : "-", m.seconds_per_step / ddp);
+        nlohmann::json d = {{"model", preset},         {"batch", m.batch},         {"devices", spec},
+                            {"ms_per_step", 1e3 * ddp}, {"steps_per_s", 1.0 / ddp}, {"samples_per_s", m.batch / ddp},
+                            {"ddp_speed_vs_dp", m.seconds_per_step / ddp}};
+        if (one_device > 0) d["speedup_vs_one_device"] = one_device / ddp;
+        out["ddp"].push_back(d);
+      }
 
       if (gemm_reference) {
         const GemmRate& blas = m.blas;
@@ -207,7 +247,7 @@ void run_bench(const BenchOptions& o) {
 
 void add_bench_command(CLI::App& app, Action& run) {
   auto o = std::make_shared<BenchOptions>();
-  auto* sub = app.add_subcommand("bench", "Training-step throughput: one device versus DataParallel; JSON out");
+  auto* sub = app.add_subcommand("bench", "Training-step throughput: one device versus DataParallel versus DDP; JSON out");
   sub->add_option("--devices", o->devices, "Device specs to compare (default: cpu:1 cpu:2 cpu:4, or the GPUs)");
   sub->add_option("--models", o->models, "Presets: simple mnist-mlp mlp-large cnn")->capture_default_str();
   sub->add_option("--iters", o->iters, "Timed iterations per model and device set")->capture_default_str()->transform(integer_in<int>(1));
@@ -215,6 +255,7 @@ void add_bench_command(CLI::App& app, Action& run) {
   sub->add_option("--stage-iters", o->stage_iters, "Iterations observed for the per-stage times")->capture_default_str()->transform(integer_in<int>(0));
   sub->add_option("--json", o->json, "Write the figures as JSON");
   sub->add_option("--seed", o->seed, "Seed for weights and data")->capture_default_str()->transform(integer_in<uint64_t>());
+  sub->add_flag("!--no-ddp", o->ddp, "Skip the DistributedDataParallel rows");
   // `dpv bench allreduce` (cmd_bench_allreduce.cpp) is a subcommand of this one and sets its own action.
   sub->callback([o, sub, &run] {
     if (sub->get_subcommands().empty()) run = [o] { run_bench(*o); };

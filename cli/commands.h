@@ -19,5 +19,7 @@ void add_launch_command(CLI::App& app, Action& run);
 void add_trace_command(CLI::App& app, Action& run);
 // `dpv bench allreduce`: registered under the bench command, so after add_bench_command.
 void add_bench_allreduce_command(CLI::App& app, Action& run);
+// `dpv bench ring`: the in-process ring against memcpy; also under the bench command.
+void add_bench_ring_command(CLI::App& app, Action& run);
 
 }  // namespace dpv::cli

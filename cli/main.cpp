@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   dpv::cli::add_train_command(app, run);
   dpv::cli::add_bench_command(app, run);
   dpv::cli::add_bench_allreduce_command(app, run);
+  dpv::cli::add_bench_ring_command(app, run);
   dpv::cli::add_launch_command(app, run);
   dpv::cli::add_trace_command(app, run);
 

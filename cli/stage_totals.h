@@ -1,5 +1,5 @@
 #pragma once
-// An observer that adds up the measured time of every DataParallel stage kind (scatter,
+// An observer that adds up the measured time of every stage kind (scatter,
 // replicate, forward, ...), for "where the time goes" in `dpv bench`.
 #include <array>
 #include <cstdint>
@@ -8,7 +8,7 @@
 
 namespace dpv::cli {
 
-constexpr int kStageKinds = static_cast<int>(StageKind::Step) + 1;
+constexpr int kStageKinds = static_cast<int>(StageKind::Finalize) + 1;  // every kind, DataParallel and DDP
 
 class StageTotals : public Observer {
  public:

@@ -15,6 +15,8 @@ using Json = nlohmann::ordered_json;
 constexpr int kProcessId = 1;
 constexpr int kHostTrack = 0;
 int device_track(int device) { return device + 1; }
+// DDP: each rank's communication thread (bucket all-reduces) gets a lane below the compute lanes.
+int comm_track(int device) { return 1000 + device; }
 
 constexpr double kMicrosecondsPerSecond = 1e6;
 
@@ -77,6 +79,15 @@ std::string TraceRecorder::to_json() const {
         metadata_event("thread_sort_index", device_track(device), Json{{"sort_index", device_track(device)}}));
   }
 
+  std::map<int, bool> comm_devices;
+  for (const StageEvent& e : events_)
+    for (const CommSpan& c : e.comm) comm_devices[c.device] = true;
+  for (const auto& [device, unused] : comm_devices) {
+    const std::string label = device_labels.count(device) ? device_labels[device] : "rank " + std::to_string(device);
+    trace_events.push_back(metadata_event("thread_name", comm_track(device), Json{{"name", label + " communication"}}));
+    trace_events.push_back(metadata_event("thread_sort_index", comm_track(device), Json{{"sort_index", comm_track(device)}}));
+  }
+
   for (size_t i = 0; i < events_.size(); ++i) {
     const StageEvent& e = events_[i];
     const double offset = offsets_[i];
@@ -113,6 +124,26 @@ std::string TraceRecorder::to_json() const {
                                   {"tid", device_track(d.device)},
                                   {"ts", (offset + d.busy_start) * kMicrosecondsPerSecond},
                                   {"dur", (d.busy_end - d.busy_start) * kMicrosecondsPerSecond},
+                                  {"args", std::move(args)}});
+    }
+    // Bucket all-reduces where they really ran: on the rank's communication thread, overlapping
+    // the Backward stages that came after their launch.
+    for (const CommSpan& c : e.comm) {
+      Json ring = Json::array();
+      for (const RingStep& st : c.ring)
+        ring.push_back(Json{{"phase", st.phase}, {"step", st.step}, {"send_to", st.send_to},
+                            {"recv_from", st.recv_from}, {"send_chunk", st.send_chunk}, {"recv_chunk", st.recv_chunk},
+                            {"bytes", st.bytes}, {"seconds", st.seconds}});
+      Json args{{"bucket", c.bucket}, {"bytes", c.bytes}, {"params", c.params},
+                {"launched_at_us", (offset + c.t_launch) * kMicrosecondsPerSecond},
+                {"collectives", collectives_json({c.report})}, {"ring_steps", std::move(ring)}};
+      trace_events.push_back(Json{{"name", "all-reduce bucket " + std::to_string(c.bucket)},
+                                  {"cat", "allreduce"},
+                                  {"ph", "X"},
+                                  {"pid", kProcessId},
+                                  {"tid", comm_track(c.device)},
+                                  {"ts", (offset + c.t_start) * kMicrosecondsPerSecond},
+                                  {"dur", std::max(0.0, c.t_end - c.t_start) * kMicrosecondsPerSecond},
                                   {"args", std::move(args)}});
     }
   }

@@ -223,6 +223,10 @@ TEST_F(CliCommands, BenchWritesJsonPerModelAndDeviceCount) {
   }
   EXPECT_EQ(j["results"][1].at("chunks"), nlohmann::json::array({16, 16}));
   EXPECT_TRUE(j["results"][1].contains("speedup_vs_one_device"));
+  // DDP on cpu:2 for each model, with its speed relative to DataParallel's.
+  ASSERT_EQ(j.at("ddp").size(), 2u);
+  EXPECT_EQ(j["ddp"][0].at("devices"), "cpu:2");
+  EXPECT_GT(j["ddp"][0].at("ddp_speed_vs_dp").get<double>(), 0);
   ASSERT_TRUE(j.contains("gemm"));
   EXPECT_GT(j["gemm"].at("openblas_gflops").get<double>(), 0.1);
   // 784-1024-1024-10 at batch 256: forward 2*256*(784*1024 + 1024*1024 + 1024*10) FLOPs, times ~3 for backward.

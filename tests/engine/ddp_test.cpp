@@ -11,6 +11,9 @@
 #include "engine/ddp/ddp_output.h"
 #include "engine/dist/in_process_group.h"
 #include "engine/error.h"
+#include "engine/trace.h"
+
+#include <nlohmann/json.hpp>
 
 using namespace dpv;
 using namespace dpv::testing;
@@ -304,4 +307,30 @@ TEST(Ddp, SteppedPlanReportsEveryStage) {
   // A second iteration has no Construct stage.
   DdpIteration second(trainer, batch.input, batch.target);
   EXPECT_EQ(second.plan().front().kind, StageKind::Sample);
+}
+
+TEST(Ddp, TraceHasACommunicationLanePerRankWithTheBucketAllReduces) {
+  const auto spec = mlp_bn();
+  const TensorMap state = Model(spec).initial_state(11);
+  const Batch batch = random_batch(8, 4, 3, 20);
+  DdpTrainer trainer(DeviceSet::create("cpu:2"), Model(spec), state, {});
+  TraceRecorder trace;
+  for (int i = 0; i < 2; ++i) {
+    trace.begin_iteration();
+    DdpIteration(trainer, batch.input, batch.target, &trace).run_to_end();
+  }
+  const auto j = nlohmann::json::parse(trace.to_json());
+  int lanes = 0, allreduces = 0;
+  for (const auto& e : j.at("traceEvents")) {
+    if (e.at("ph") == "M" && e.at("name") == "thread_name" &&
+        e.at("args").at("name").get<std::string>().find("communication") != std::string::npos)
+      ++lanes;
+    if (e.at("ph") == "X" && e.value("cat", "") == "allreduce") {
+      ++allreduces;
+      EXPECT_GE(e.at("tid").get<int>(), 1000);
+      EXPECT_EQ(e.at("args").at("ring_steps").size(), 2u);  // W=2: one reduce-scatter, one all-gather step
+    }
+  }
+  EXPECT_EQ(lanes, 2);
+  EXPECT_EQ(allreduces, 2 * 2);  // 2 iterations x 2 ranks, one bucket each
 }

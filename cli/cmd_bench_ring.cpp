@@ -1,0 +1,109 @@
+// `dpv bench ring`: the in-process ring all-reduce that DDP's in-process ranks use (float32 sum,
+// W threads, engine/dist/in_process_group.h) against a plain memcpy of the same bytes on this
+// machine. busbw = algbw * 2(W-1)/W (nccl-tests), so a ring as fast as the memory would reach
+// about the memcpy rate (each step copies or adds n/W bytes per rank). A benchmark: figures only.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/int_options.h"
+#include "cli/output_paths.h"
+#include "cli/validators.h"
+#include "engine/dist/in_process_group.h"
+#include "engine/error.h"
+#include "engine/io/atomic_file.h"
+
+namespace dpv::cli {
+namespace {
+
+struct RingBenchOptions {
+  std::vector<int> ranks{2, 4};
+  double min_bytes = 64.0 * 1024, max_bytes = 64.0 * 1024 * 1024;
+  int iters = 10;
+  std::string json;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Best-of-iters GB/s of memcpy over `bytes`.
+double memcpy_gbps(size_t bytes, int iters) {
+  std::vector<char> a(bytes, 1), b(bytes, 0);
+  double best = 1e30;
+  for (int i = 0; i < iters + 1; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::memcpy(b.data(), a.data(), bytes);
+    const double s = seconds_since(t0);
+    if (i > 0) best = std::min(best, s);  // the first pass faults the pages in
+  }
+  return static_cast<double>(bytes) / best / 1e9;
+}
+
+// Mean seconds of one all-reduce over W threads (the slowest rank's time of each call counting).
+double ring_seconds(int W, size_t bytes, int iters) {
+  auto group = make_in_process_group(W);
+  const int64_t n = static_cast<int64_t>(bytes / 4);
+  std::vector<double> per_rank(static_cast<size_t>(W), 0);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < W; ++r)
+    threads.emplace_back([&, r] {
+      Tensor t = Tensor::full({n}, DType::Float32, 1.0);
+      ProcessGroup& g = *group[static_cast<size_t>(r)];
+      g.all_reduce_sum(t);  // warm-up: pages faulted in
+      g.barrier();
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < iters; ++i) g.all_reduce_sum(t);
+      per_rank[static_cast<size_t>(r)] = seconds_since(t0) / iters;
+    });
+  for (auto& t : threads) t.join();
+  return *std::max_element(per_rank.begin(), per_rank.end());
+}
+
+void run_ring_bench(const RingBenchOptions& o) {
+  if (!o.json.empty()) check_output_path(o.json, "--json");
+  for (int W : o.ranks) check(W >= 1 && W <= 64, "--ranks: each world size must be 1 to 64, got " + std::to_string(W), "ValueError");
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  std::printf("%6s %12s %12s %12s %12s %14s %10s\n", "ranks", "bytes", "time (us)", "algbw GB/s", "busbw GB/s",
+              "memcpy GB/s", "busbw/cpy");
+  for (int W : o.ranks) {
+    for (double b = o.min_bytes; b <= o.max_bytes; b *= 4) {
+      const size_t bytes = static_cast<size_t>(b) / 4 * 4;
+      const double s = ring_seconds(W, bytes, o.iters);
+      const double algbw = static_cast<double>(bytes) / s / 1e9, busbw = algbw * 2.0 * (W - 1) / W;
+      const double copy = memcpy_gbps(bytes, o.iters);
+      std::printf("%6d %12zu %12.1f %12.3f %12.3f %14.3f %9.2fx\n", W, bytes, s * 1e6, algbw, busbw, copy,
+                  busbw / copy);
+      std::fflush(stdout);
+      rows.push_back({{"ranks", W}, {"bytes", bytes}, {"seconds", s}, {"algbw_GBps", algbw}, {"busbw_GBps", busbw},
+                      {"memcpy_GBps", copy}});
+    }
+  }
+  if (!o.json.empty()) {
+    nlohmann::ordered_json j{{"op", "all_reduce"}, {"backend", "in-process ring"}, {"dtype", "float32"}};
+    j["results"] = rows;
+    write_file_atomic(o.json, j.dump(2) + "\n");
+  }
+}
+
+}  // namespace
+
+void add_bench_ring_command(CLI::App& app, Action& run) {
+  CLI::App* bench = app.get_subcommand("bench");
+  auto o = std::make_shared<RingBenchOptions>();
+  auto* sub = bench->add_subcommand("ring", "The in-process ring all-reduce (DDP's in-process ranks) against memcpy");
+  sub->add_option("--ranks", o->ranks, "World sizes")->capture_default_str();
+  sub->add_option("--min-bytes", o->min_bytes, "Smallest message")->capture_default_str()->check(at_least(4));
+  sub->add_option("--max-bytes", o->max_bytes, "Largest message")->capture_default_str()->check(at_least(4));
+  sub->add_option("--iters", o->iters, "Timed calls per size")->capture_default_str()->transform(integer_in<int>(1));
+  sub->add_option("--json", o->json, "Write the figures as JSON");
+  sub->callback([o, &run] { run = [o] { run_ring_bench(*o); }; });
+}
+
+}  // namespace dpv::cli
