@@ -16,6 +16,7 @@ class StageTotals : public Observer {
     seconds[static_cast<size_t>(e.stage.kind)] += e.t_end - e.t_start;
     bytes[static_cast<size_t>(e.stage.kind)] += e.bytes_moved;
   }
+  bool wants_snapshots() const override { return false; }  // timings and bytes only: no host copies
   double total() const {
     double t = 0;
     for (double s : seconds) t += s;

@@ -52,8 +52,11 @@ class Backend {
   virtual void add_channel_bias(Tensor& y, const Tensor& bias, int64_t N, int64_t C, int64_t S) = 0;
   // out[C] (+)= sum over N and S of dy[N, C, S]; accumulate adds to out instead of overwriting.
   virtual void sum_channels(const Tensor& dy, Tensor& out, int64_t N, int64_t C, int64_t S, bool accumulate) = 0;
-  // dst += src (same shape): reduce-add and gradient accumulation.
+  // dst += src (same shape; float32, float64 or int64): reduce-add, gradient accumulation,
+  // BatchNorm's num_batches_tracked.
   virtual void add_inplace(Tensor& dst, const Tensor& src) = 0;
+  // dst += a * b elementwise (torch.addcmul_ with value 1): BatchNorm's weight gradient.
+  virtual void addcmul_inplace(Tensor& dst, const Tensor& a, const Tensor& b) = 0;
   // dst *= alpha
   virtual void scale_inplace(Tensor& dst, double alpha) = 0;
 

@@ -79,25 +79,46 @@ class Iteration {
   // replica are re-raised like parallel_apply does: "Caught ValueError in replica 3 on device 3. ..."
   StageEvent step();
   void run_to_end();
+  // Whether stages build value snapshots (StageEvent::devices, batchnorm, loss). On when the
+  // observer wants them; a caller that draws the events step() returns turns it on itself.
+  // Off, an iteration copies nothing from the devices to the host between stages.
+  bool snapshots() const { return snapshots_; }
+  void set_snapshots(bool on) { snapshots_ = on; }
 
   const std::vector<int64_t>& chunks() const { return chunks_; }
   int replicas() const { return static_cast<int>(chunks_.size()); }
   Tensor output() const { return output_; }   // gathered output on device 0 (after Gather)
-  double loss() const { return loss_; }       // after Loss
-  // BatchNorm statistics of the last forward: per device, and global under sync_bn.
-  const std::vector<BatchNormStats>& batchnorm_stats() const { return bn_stats_; }
+  // The loss after the Loss stage (0 before it); read from device 0 on the first call, as
+  // loss.item() is: a run that never asks never copies it to the host.
+  double loss() const;
+  // BatchNorm statistics of the last forward: per device, and global under sync_bn. The devices
+  // keep them as tensors; they are read on the host when asked for (or for a snapshot).
+  const std::vector<BatchNormStats>& batchnorm_stats() const;
 
  private:
   struct Impl;
   friend struct Impl;
+  // One entry of batchnorm_stats() as the devices hold it. The global statistics of SyncBatchNorm
+  // keep invstd (what the merge produces); the variance is rebuilt from it when read.
+  struct DeviceStats {
+    int layer = -1;
+    int device = -1;
+    Tensor mean;    // [C]
+    Tensor var_b;   // [C] biased variance, or undefined: use invstd
+    Tensor invstd;  // [C]
+    double eps = 0;
+    double count = 0;
+  };
   Trainer& trainer_;
   Observer* observer_;
+  bool snapshots_ = false;  // the observer wants value snapshots
   std::vector<Stage> plan_;
   std::vector<int64_t> chunks_;
   int next_ = 0;
   Tensor output_;
-  double loss_ = 0;
-  std::vector<BatchNormStats> bn_stats_;
+  mutable std::optional<double> loss_;
+  std::vector<DeviceStats> bn_device_stats_;
+  mutable std::vector<BatchNormStats> bn_stats_;  // the first bn_stats_.size() entries, read
   std::unique_ptr<Impl> impl_;
 };
 

@@ -173,6 +173,16 @@ std::shared_ptr<DeviceSet> DeviceSet::create(const std::string& text) {
   return set;
 }
 
+std::shared_ptr<DeviceSet> DeviceSet::create_simulated(std::vector<std::unique_ptr<Backend>> backends) {
+  auto set = std::make_shared<DeviceSet>();
+  set->spec_ = parse_device_spec("cpu:" + std::to_string(backends.size()));
+  for (size_t i = 0; i < backends.size(); ++i) {
+    check(backends[i] != nullptr, "create_simulated: no backend for device " + std::to_string(i));
+    set->devices_.push_back(std::make_shared<Device>(static_cast<int>(i), DeviceKind::Cpu, -1, false, std::move(backends[i])));
+  }
+  return set;
+}
+
 std::vector<std::exception_ptr> DeviceSet::run_parallel_collect(int count, const std::function<void(int)>& fn) const {
   check(count <= size(), "run_parallel: " + std::to_string(count) + " jobs for " + std::to_string(size()) + " devices");
   std::vector<std::exception_ptr> errors(ix(count));

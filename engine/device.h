@@ -91,6 +91,8 @@ class DeviceSet {
   // Builds the devices of a spec. Throws dpv::Error when CUDA is asked for and not available
   // ("CUDA is not available: this build has no CUDA backend; use --devices cpu:K").
   static std::shared_ptr<DeviceSet> create(const std::string& spec);
+  // cpu:K made with the given backends, one per device (a test's wrapper around the CPU backend).
+  static std::shared_ptr<DeviceSet> create_simulated(std::vector<std::unique_ptr<Backend>> backends);
   int size() const { return static_cast<int>(devices_.size()); }
   Device& operator[](int i) const { return *devices_.at(ix(i)); }
   std::shared_ptr<Device> shared(int i) const { return devices_.at(ix(i)); }

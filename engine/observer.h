@@ -86,12 +86,12 @@ struct StageEvent {
   double t_start = 0;        // seconds since the iteration began
   double t_end = 0;
   std::vector<int64_t> chunk_sizes;
-  std::vector<DeviceState> devices;
+  std::vector<DeviceState> devices;       // empty unless the observer wants snapshots
   size_t bytes_moved = 0;
   std::vector<CollectiveReport> collectives;
-  std::vector<BatchNormStats> batchnorm;  // filled by Forward stages of BatchNorm layers
+  std::vector<BatchNormStats> batchnorm;  // Forward stages of BatchNorm layers (snapshots only)
   std::vector<CommSpan> comm;             // DDP Finalize: every bucket all-reduce of the backward
-  std::optional<double> loss;
+  std::optional<double> loss;             // the Loss stage's value (snapshots only)
   std::string summary;       // one plain sentence on what happened
 };
 
@@ -99,6 +99,11 @@ class Observer {
  public:
   virtual ~Observer() = default;
   virtual void on_stage(const StageEvent& event) = 0;
+  // Whether stages build the value part of each event for this observer: `devices` (tensors,
+  // memory, busy spans), `batchnorm` and `loss`. Building it reads device memory on the host, so
+  // an observer that only adds up timings and bytes returns false and the run copies nothing to
+  // the host between stages. Without any observer no snapshot is built either.
+  virtual bool wants_snapshots() const { return true; }
 };
 
 }  // namespace dpv

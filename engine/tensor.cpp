@@ -140,10 +140,13 @@ Tensor Tensor::reshape(const Shape& shape) const {
 }
 
 namespace {
-// The backend that can perform a copy between two places: a CUDA side's, else any device's, else memcpy.
+// The backend that performs a copy between two places: a CUDA side's, else a simulated device's
+// (a memcpy, but one its backend sees, as a GPU's would), else none: host to host is a memcpy.
 Backend* copy_backend(Device* a, Device* b) {
   if (a && a->kind() == DeviceKind::Cuda) return &a->backend();
   if (b && b->kind() == DeviceKind::Cuda) return &b->backend();
+  if (a) return &a->backend();
+  if (b) return &b->backend();
   return nullptr;
 }
 }  // namespace
@@ -168,8 +171,9 @@ Tensor Tensor::to(std::shared_ptr<Device> dev) const {
 Tensor Tensor::clone() const { return to(device_ptr()); }
 
 std::vector<double> Tensor::to_doubles(size_t max_count) const {
-  const Tensor host = on_host_memory() ? *this : to(nullptr);
-  size_t n = std::min(ix(numel()), max_count);
+  const size_t n = std::min(ix(numel()), max_count);
+  // Only the values kept travel: a device tensor copies its first n elements, not all of it.
+  const Tensor host = device() ? reshape({numel()}).slice0(0, static_cast<int64_t>(n)).to(nullptr) : *this;
   std::vector<double> out(n);
   for (size_t i = 0; i < n; ++i) {
     switch (dtype_) {
@@ -183,7 +187,7 @@ std::vector<double> Tensor::to_doubles(size_t max_count) const {
 
 std::vector<int64_t> Tensor::to_int64() const {
   check(dtype_ == DType::Int64, std::string("expected an int64 tensor, got ") + dtype_name(dtype_));
-  const Tensor host = on_host_memory() ? *this : to(nullptr);
+  const Tensor host = device() ? to(nullptr) : *this;
   return std::vector<int64_t>(host.data<int64_t>(), host.data<int64_t>() + numel());
 }
 

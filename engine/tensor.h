@@ -68,7 +68,8 @@ class Tensor {
   Tensor clone() const;
   void copy_from(const Tensor& src);  // same dtype and numel; any devices
 
-  // Host copy of the first `max_count` values as doubles (for snapshots, tests and printing).
+  // Host copy of the first `max_count` values as doubles (for snapshots, tests and printing);
+  // from a device only those values are copied.
   std::vector<double> to_doubles(size_t max_count = SIZE_MAX) const;
   std::vector<int64_t> to_int64() const;
   double item() const;  // one-element tensors

@@ -133,11 +133,27 @@ class CpuBackend final : public Backend {
   }
 
   void add_inplace(Tensor& dst, const Tensor& src) override {
+    if (dst.dtype() == DType::Int64) {  // num_batches_tracked
+      int64_t* d = dst.data<int64_t>();
+      const int64_t* s = src.data<int64_t>();
+      for (int64_t i = 0, n = dst.numel(); i < n; ++i) d[i] += s[i];
+      return;
+    }
     dispatch_float(dst.dtype(), "add", [&](auto* tag) {
       using T = std::remove_pointer_t<decltype(tag)>;
       T* d = dst.data<T>();
       const T* s = src.data<T>();
       for (int64_t i = 0, n = dst.numel(); i < n; ++i) d[i] += s[i];
+    });
+  }
+
+  void addcmul_inplace(Tensor& dst, const Tensor& a, const Tensor& b) override {
+    dispatch_float(dst.dtype(), "addcmul_", [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      T* d = dst.data<T>();
+      const T* pa = a.data<T>();
+      const T* pb = b.data<T>();
+      for (int64_t i = 0, n = dst.numel(); i < n; ++i) d[i] += pa[i] * pb[i];
     });
   }
 

@@ -15,6 +15,7 @@
 #include "engine/error.h"
 #include "kernels/add_channel_bias.h"
 #include "kernels/add_inplace.h"
+#include "kernels/addcmul_inplace.h"
 #include "kernels/fill.h"
 #include "kernels/im2col.h"
 #include "kernels/math/gemm_mapping.h"
@@ -272,6 +273,17 @@ void CudaBackend::add_inplace(Tensor& dst, const Tensor& src) {
     case DType::Float64: DPV_CUDA_CHECK(kernels::add_inplace(dst.data<double>(), src.data<double>(), n, stream_)); break;
     case DType::Int64: DPV_CUDA_CHECK(kernels::add_inplace(dst.data<int64_t>(), src.data<int64_t>(), n, stream_)); break;
   }
+}
+
+void CudaBackend::addcmul_inplace(Tensor& dst, const Tensor& a, const Tensor& b) {
+  expect(dst, "addcmul_", "self", dst.dtype(), a.numel());
+  expect(a, "addcmul_", "tensor1", dst.dtype(), dst.numel());
+  expect(b, "addcmul_", "tensor2", dst.dtype(), dst.numel());
+  activate();
+  dispatch_float(dst.dtype(), "addcmul_", [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    DPV_CUDA_CHECK(kernels::addcmul_inplace(dst.data<T>(), a.data<T>(), b.data<T>(), dst.numel(), stream_));
+  });
 }
 
 void CudaBackend::scale_inplace(Tensor& dst, double alpha) {

@@ -42,6 +42,7 @@ class CudaBackend final : public Backend {
   void add_channel_bias(Tensor& y, const Tensor& bias, int64_t N, int64_t C, int64_t S) override;
   void sum_channels(const Tensor& dy, Tensor& out, int64_t N, int64_t C, int64_t S, bool accumulate) override;
   void add_inplace(Tensor& dst, const Tensor& src) override;
+  void addcmul_inplace(Tensor& dst, const Tensor& a, const Tensor& b) override;
   void scale_inplace(Tensor& dst, double alpha) override;
   void relu_forward(const Tensor& x, Tensor& y) override;
   void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override;

@@ -80,9 +80,9 @@ Tensor BatchNorm::normalize(LayerRun& run, const Tensor& x, const Tensor& mean, 
 }
 
 void BatchNorm::count_batch(LayerRun& run) const {
+  // num_batches_tracked += 1 on the device: the count never travels to the host.
   Tensor& nbt = run.buffer("num_batches_tracked");
-  const double n = nbt.item();
-  nbt.copy_from(Tensor::full({}, DType::Int64, n + 1));
+  run.backend.add_inplace(nbt, Tensor::full({}, DType::Int64, 1.0, run.replica.device));
 }
 
 Tensor BatchNorm::forward(LayerRun& run, const Tensor& x) {
@@ -111,12 +111,8 @@ void BatchNorm::backward_reduce(LayerRun& run, const Tensor& dy, Tensor& sum_dy,
   sum_dy = Tensor::empty({c_}, x.dtype(), run.replica.device);
   sum_dy_xmu = Tensor::empty({c_}, x.dtype(), run.replica.device);
   run.backend.bn_backward_reduce(dy, x, run.cache.aux, sum_dy, sum_dy_xmu, l.N, l.C, l.S);
-  // dgamma = sum_dy_xmu * invstd, dbeta = sum_dy ([C] vectors; computed on the host for clarity).
-  const auto sxm = sum_dy_xmu.to_doubles(), is = run.cache.aux2.to_doubles();
-  std::vector<double> dgamma(ix(c_));
-  for (size_t c = 0; c < dgamma.size(); ++c) dgamma[c] = sxm[c] * is[c];
-  const Tensor dgamma_t = Tensor::from_doubles({c_}, x.dtype(), dgamma).to(run.replica.device);
-  run.backend.add_inplace(run.grad("weight"), dgamma_t);
+  // dgamma = sum_dy_xmu * invstd, dbeta = sum_dy ([C] vectors, accumulated on the device).
+  run.backend.addcmul_inplace(run.grad("weight"), sum_dy_xmu, run.cache.aux2);
   run.backend.add_inplace(run.grad("bias"), sum_dy);
 }
 

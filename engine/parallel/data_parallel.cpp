@@ -39,7 +39,7 @@ TensorMap Trainer::state_to_host() const {
 }
 
 Iteration::Iteration(Trainer& trainer, const Tensor& input, const Tensor& target, Observer* observer)
-    : trainer_(trainer), observer_(observer) {
+    : trainer_(trainer), observer_(observer), snapshots_(observer && observer->wants_snapshots()) {
   const Model& model = trainer.model();
   const int k = trainer.devices().size();
   try {
@@ -89,7 +89,11 @@ StageEvent Iteration::step() {
   e.stage = plan_[static_cast<size_t>(next_)];
   e.chunk_sizes = chunks_;
   impl_->reset_busy();
-  if (e.stage.kind == StageKind::Forward && e.stage.layer == 0) bn_stats_.clear();
+  if (e.stage.kind == StageKind::Forward && e.stage.layer == 0) {
+    bn_device_stats_.clear();
+    bn_stats_.clear();
+  }
+  const size_t stats_before = bn_device_stats_.size();
   e.t_start = impl_->now();
   try {
     switch (e.stage.kind) {
@@ -119,10 +123,35 @@ StageEvent Iteration::step() {
     throw;
   }
   e.t_end = impl_->now();
-  impl_->fill_snapshot(e);
+  if (snapshots_) {
+    impl_->fill_snapshot(e);
+    const auto& stats = batchnorm_stats();
+    e.batchnorm.assign(stats.begin() + static_cast<std::ptrdiff_t>(stats_before), stats.end());
+    if (e.stage.kind == StageKind::Loss) e.loss = loss();
+  }
   ++next_;
   if (observer_) observer_->on_stage(e);
   return e;
+}
+
+double Iteration::loss() const {
+  if (!loss_ && impl_->loss_tensor.defined()) loss_ = impl_->loss_tensor.item();
+  return loss_.value_or(0.0);
+}
+
+const std::vector<BatchNormStats>& Iteration::batchnorm_stats() const {
+  for (size_t i = bn_stats_.size(); i < bn_device_stats_.size(); ++i) {
+    const DeviceStats& d = bn_device_stats_[i];
+    std::vector<double> var;
+    if (d.var_b.defined()) {
+      var = d.var_b.to_doubles();
+    } else {  // 1/invstd^2 - eps: the variance the synchronised statistics normalise with
+      var = d.invstd.to_doubles();
+      for (double& v : var) v = 1.0 / (v * v) - d.eps;
+    }
+    bn_stats_.push_back({d.layer, d.device, d.mean.to_doubles(), std::move(var), d.count});
+  }
+  return bn_stats_;
 }
 
 void Iteration::run_to_end() {

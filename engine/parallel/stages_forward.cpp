@@ -143,12 +143,6 @@ void Iteration::Impl::replicate(StageEvent& e) {
                     : "Only one chunk, so one replica: the original module on device 0; nothing to broadcast.";
 }
 
-namespace {
-void record_local_stats(std::vector<BatchNormStats>& out, int layer, int device, const Tensor& mean,
-                        const Tensor& var_b, double count) {
-  out.push_back({layer, device, mean.to_doubles(), var_b.to_doubles(), count});
-}
-}  // namespace
 
 void Iteration::Impl::forward(StageEvent& e, int layer) {
   Layer& l = tr.model().layer(layer);
@@ -160,16 +154,15 @@ void Iteration::Impl::forward(StageEvent& e, int layer) {
   if (l.is_batchnorm()) {
     for (int j = 0; j < R; ++j) {
       const LayerCache& c = replicas[ix(j)].caches[ix(layer)];
-      record_local_stats(e.batchnorm, layer, j, c.aux, c.var_b, c.count);
+      it.bn_device_stats_.push_back({layer, j, c.aux, c.var_b, Tensor(), 0.0, c.count});
     }
     // SyncBatchNorm on one replica (one device, or a batch too small to split) has nothing to
     // merge: the whole batch's statistics are the replica's own, and they are reported as global
     // like any synchronised run reports them.
     if (tr.options().sync_bn && R == 1) {
       const LayerCache& c = replicas[0].caches[ix(layer)];
-      record_local_stats(e.batchnorm, layer, -1, c.aux, c.var_b, c.count);
+      it.bn_device_stats_.push_back({layer, -1, c.aux, c.var_b, Tensor(), 0.0, c.count});
     }
-    it.bn_stats_.insert(it.bn_stats_.end(), e.batchnorm.begin(), e.batchnorm.end());
     e.summary = "Each replica normalises its chunk with its own chunk's mean and variance. Only replica 0's "
                 "running statistics update lands in the model; the other replicas' updates are discarded.";
   } else {
@@ -181,6 +174,9 @@ void Iteration::Impl::forward_sync_bn(StageEvent& e, int layer) {
   auto& bn = static_cast<BatchNorm&>(tr.model().layer(layer));
   const int64_t C = bn.num_features();
   std::vector<Tensor> mean(ix(R)), var_b(ix(R)), packed(ix(R));
+  // The counts travel in the packed statistics as PyTorch packs them, but the host knows them
+  // already (chunk rows times spatial size), so nothing is read back from the devices.
+  std::vector<double> counts(ix(R));
   // 1. Local statistics; SyncBatchNorm skips the one-value check when more than one rank takes part.
   run_replicas([&](int j) {
     LayerRun run = layer_run(j, layer);
@@ -193,7 +189,9 @@ void Iteration::Impl::forward_sync_bn(StageEvent& e, int layer) {
     Tensor p = Tensor::empty({2 * C + 1}, x.dtype(), run.replica.device);
     p.slice0(0, C).copy_from(mean[ix(j)]);
     p.slice0(C, 2 * C).copy_from(invstd);
-    p.slice0(2 * C, 2 * C + 1).copy_from(Tensor::full({1}, x.dtype(), static_cast<double>(l.N * l.S)));
+    counts[ix(j)] = static_cast<double>(l.N * l.S);
+    Tensor count = p.slice0(2 * C, 2 * C + 1);
+    run.backend.fill(count, counts[ix(j)]);
     packed[ix(j)] = p;
   });
   // 2. All-gather the packed statistics (counts differ, so not an all-reduce).
@@ -202,12 +200,9 @@ void Iteration::Impl::forward_sync_bn(StageEvent& e, int layer) {
     gathered.push_back(Tensor::empty({R * (2 * C + 1)}, packed[0].dtype(), devs.shared(j)));
   e.collectives.push_back(tr.collectives().all_gather(packed, gathered));
   // 3. Merge (batch_norm_gather_stats_with_counts) and normalise with the global statistics.
-  std::vector<double> counts;
-  const auto host_packed = gathered[0].to_doubles();
-  for (int w = 0; w < R; ++w) counts.push_back(host_packed[ix(w * (2 * C + 1) + 2 * C)]);
   double total = 0;
   for (double c : counts) total += c;
-  Tensor global_mean0, global_var0;
+  Tensor global_mean0, global_invstd0;
   run_replicas([&](int j) {
     LayerRun run = layer_run(j, layer);
     const Tensor& x = flow[ix(j)];
@@ -224,23 +219,20 @@ void Iteration::Impl::forward_sync_bn(StageEvent& e, int layer) {
     run.backend.bn_gather_stats(mean_all, invstd_all, counts, bn.eps(), bn.momentum(), run.buffer("running_mean"),
                                 run.buffer("running_var"), gmean, ginvstd, R, C);
     bn.count_batch(run);
-    // The variance the global statistics normalise with, rebuilt from invstd as PyTorch holds it.
-    std::vector<double> is = ginvstd.to_doubles(), gv(ix(C));
-    for (size_t c = 0; c < gv.size(); ++c) gv[c] = 1.0 / (is[c] * is[c]) - bn.eps();
-    Tensor gvar = Tensor::from_doubles({C}, x.dtype(), gv);
-    flow[ix(j)] = bn.normalize(run, x, gmean, ginvstd, gvar, total);
+    // PyTorch holds the global statistics as mean and invstd; the variance they stand for is
+    // rebuilt from invstd only when someone reads the statistics (Iteration::batchnorm_stats).
+    flow[ix(j)] = bn.normalize(run, x, gmean, ginvstd, Tensor(), total);
     if (j == 0) {
       global_mean0 = gmean;
-      global_var0 = gvar;
+      global_invstd0 = ginvstd;
     }
   });
   for (int j = 0; j < R; ++j) {
     flow_name[ix(j)] = "activation " + std::to_string(layer);
-    record_local_stats(e.batchnorm, layer, j, mean[ix(j)], var_b[ix(j)],
-                       counts[ix(j)]);
+    it.bn_device_stats_.push_back({layer, j, mean[ix(j)], var_b[ix(j)], Tensor(), 0.0,
+                                   counts[ix(j)]});
   }
-  record_local_stats(e.batchnorm, layer, -1, global_mean0, global_var0, total);
-  it.bn_stats_.insert(it.bn_stats_.end(), e.batchnorm.begin(), e.batchnorm.end());
+  it.bn_device_stats_.push_back({layer, -1, global_mean0, Tensor(), global_invstd0, bn.eps(), total});
   e.summary = "SyncBatchNorm (what DDP + SyncBatchNorm computes; nn.DataParallel itself does not sync): each replica "
               "computes its chunk's mean and invstd, all-gathers them with the counts, merges them into the "
               "statistics of the whole batch, and normalises with those.";
@@ -271,8 +263,7 @@ void Iteration::Impl::loss(StageEvent& e) {
   d0.backend().synchronize();
   busy_start[0] = start;
   busy_end[0] = now();
-  it.loss_ = loss_tensor.item();
-  e.loss = it.loss_;
+  it.loss_.reset();  // read from loss_tensor when asked for (Iteration::loss)
   e.summary = "CrossEntropyLoss (mean over the " + std::to_string(it.output_.dim(0)) +
               " samples, leaving out any whose target is -100, the ignore_index) is computed once, on device 0, "
               "from the gathered output: a 0-dim tensor.";

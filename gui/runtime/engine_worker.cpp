@@ -94,6 +94,7 @@ void EngineWorker::ensureIteration(quint64 generation) {
   }
   batch_ = std::make_unique<dpv::Dataset>(makeBatchFor(settings_.preset, settings_.batchSize, settings_.seed, iterationNumber_));
   iteration_ = std::make_unique<dpv::Iteration>(*trainer_, batch_->inputs, batch_->targets);
+  iteration_->set_snapshots(true);  // the pages draw every stage's snapshot
   ++iterationNumber_;
 
   IterationInfo info;
