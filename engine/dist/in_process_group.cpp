@@ -148,6 +148,8 @@ class InProcessGroup final : public ProcessGroup {
     const int from = mod(rank_ - 1, W), to = mod(rank_ + 1, W);
     for (int phase = 0; phase < 2 && W > 1; ++phase) {
       for (int s = 0; s < W - 1; ++s) {
+        std::vector<double> before;
+        if (steps && record_values_ > 0) before = mine.to_doubles(record_values_);
         const auto ts = std::chrono::steady_clock::now();
         // Reduce-scatter: send chunk r-s, receive and add chunk r-1-s. All-gather: send r+1-s, receive r-s.
         const int send = phase == 0 ? mod(rank_ - s, W) : mod(rank_ + 1 - s, W);
@@ -161,7 +163,11 @@ class InProcessGroup final : public ProcessGroup {
         hub_->wait_all();  // nobody reads a chunk of step s+1 before every rank finished step s
         if (steps) {
           const size_t bytes = static_cast<size_t>(off[static_cast<size_t>(send) + 1] - off[static_cast<size_t>(send)]) * esize;
-          steps->push_back({phase == 0 ? "reduce-scatter" : "all-gather", s, to, from, send, recv, bytes, seconds_since(ts)});
+          const double seconds = seconds_since(ts);
+          // Only this rank writes its own buffer, so reading it here races with nobody.
+          std::vector<double> after = record_values_ > 0 ? mine.to_doubles(record_values_) : std::vector<double>{};
+          steps->push_back({phase == 0 ? "reduce-scatter" : "all-gather", s, to, from, send, recv, bytes, seconds,
+                            std::move(before), std::move(after)});
         }
       }
     }
@@ -203,10 +209,12 @@ class InProcessGroup final : public ProcessGroup {
   }
 
   void barrier() override { hub_->wait_all(); }
+  void set_record_values(size_t max_values) { record_values_ = max_values; }
 
  private:
   std::shared_ptr<InProcessHub> hub_;
   int rank_;
+  size_t record_values_ = 0;  // elements of the buffer copied before and after each step
 };
 
 }  // namespace
@@ -223,6 +231,12 @@ void abort_in_process_group(ProcessGroup& group, const std::string& reason) {
   auto* g = dynamic_cast<InProcessGroup*>(&group);
   check(g != nullptr, "abort_in_process_group: the group (" + group.backend() + ") is not an in-process group");
   g->hub().abort(reason);
+}
+
+void record_ring_values(ProcessGroup& group, size_t max_values) {
+  auto* g = dynamic_cast<InProcessGroup*>(&group);
+  check(g != nullptr, "record_ring_values: the group (" + group.backend() + ") is not an in-process group");
+  g->set_record_values(max_values);
 }
 
 }  // namespace dpv

@@ -9,6 +9,7 @@
 // a barrier after every step, so no chunk is read while it is being written. If one rank fails
 // (an exception in its forward, say), the driver calls abort(): every rank waiting in a collective
 // of this hub then throws instead of waiting for ever.
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +26,12 @@ std::vector<std::unique_ptr<ProcessGroup>> make_in_process_group(int world_size)
 // Wakes every rank waiting in a collective of `group`'s hub and makes it (and every later
 // collective) throw dpv::Error naming `reason`. `group` must come from make_in_process_group.
 void abort_in_process_group(ProcessGroup& group, const std::string& reason);
+
+// From now on, `group`'s all_reduce_sum fills RingStep::before and ::after with the first
+// `max_values` elements of this rank's buffer (SIZE_MAX: all of it; 0: off, the default). For the
+// app's ring view, a teaching run rather than a timed one. Per endpoint: set it on every rank whose
+// steps are wanted. `group` must come from make_in_process_group.
+void record_ring_values(ProcessGroup& group, size_t max_values);
 
 // The chunk boundaries of a ring over `numel` elements and W ranks: chunk c is
 // [offsets[c], offsets[c+1]); the first numel % W chunks hold one element more.

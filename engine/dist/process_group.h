@@ -30,6 +30,11 @@ struct RingStep {
   int recv_chunk = -1; // index of the chunk received (and, in reduce-scatter, added)
   size_t bytes = 0;    // bytes sent in this step
   double seconds = 0;  // time of this step on this rank
+  // Only when the group records values (record_ring_values, in-process ring): this rank's buffer
+  // (its first elements, up to the recorder's limit) before and after the step, as doubles, so a view can show the partial sums the ring
+  // really made. Empty otherwise (a copy of the buffer per step costs as much as the step).
+  std::vector<double> before;
+  std::vector<double> after;
 };
 
 class ProcessGroup {

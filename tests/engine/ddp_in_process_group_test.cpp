@@ -103,6 +103,62 @@ TEST(InProcessGroup, RingStepsFollowReduceScatterThenAllGather) {
   }
 }
 
+// With values recorded, every step's buffers are the rank's real ones: before step 0 its own
+// values; a reduce-scatter step adds the neighbour's chunk (as it was before the step) into the
+// received chunk only; after the last all-gather step every rank holds the sum.
+TEST(InProcessGroup, RecordedRingValuesArePartialSums) {
+  const int W = 3, n = 7;
+  auto group = make_in_process_group(W);
+  for (auto& g : group) record_ring_values(*g, SIZE_MAX);
+  std::vector<std::vector<RingStep>> steps(W);
+  on_ranks(group, [&](ProcessGroup& pg) {
+    Tensor t = Tensor::from_doubles({n}, DType::Float64, rank_values(pg.rank(), n));
+    pg.all_reduce_sum(t, &steps[static_cast<size_t>(pg.rank())]);
+  });
+  const auto off = ring_chunk_offsets(n, W);
+  for (int r = 0; r < W; ++r) {
+    const auto& s = steps[static_cast<size_t>(r)];
+    ASSERT_EQ(s.size(), 2u * (W - 1));
+    EXPECT_EQ(s[0].before, rank_values(r, n));
+    for (size_t k = 0; k < s.size(); ++k) {
+      const RingStep& st = s[k];
+      ASSERT_EQ(st.before.size(), static_cast<size_t>(n));
+      ASSERT_EQ(st.after.size(), static_cast<size_t>(n));
+      if (k > 0) EXPECT_EQ(st.before, s[k - 1].after);
+      const auto& sender = steps[static_cast<size_t>(st.recv_from)][k].before;
+      for (int i = 0; i < n; ++i) {
+        const bool received = i >= off[static_cast<size_t>(st.recv_chunk)] && i < off[static_cast<size_t>(st.recv_chunk) + 1];
+        const double expect = !received ? st.before[i] : st.phase == "reduce-scatter" ? st.before[i] + sender[i] : sender[i];
+        EXPECT_EQ(st.after[static_cast<size_t>(i)], expect) << "rank " << r << " step " << k << " element " << i;
+      }
+    }
+    for (int i = 0; i < n; ++i) {
+      double sum = 0;
+      for (int q = 0; q < W; ++q) sum += rank_values(q, n)[static_cast<size_t>(i)];
+      EXPECT_EQ(s.back().after[static_cast<size_t>(i)], sum);
+    }
+  }
+  // Off (the default), nothing is copied.
+  auto quiet = make_in_process_group(2);
+  std::vector<std::vector<RingStep>> plain(2);
+  on_ranks(quiet, [&](ProcessGroup& pg) {
+    Tensor t = Tensor::full({4}, DType::Float32, 1.0);
+    pg.all_reduce_sum(t, &plain[static_cast<size_t>(pg.rank())]);
+  });
+  EXPECT_TRUE(plain[0][0].before.empty());
+  EXPECT_TRUE(plain[0][0].after.empty());
+  // A limit copies only the first elements.
+  auto limited = make_in_process_group(2);
+  for (auto& g : limited) record_ring_values(*g, 1);
+  std::vector<std::vector<RingStep>> first(2);
+  on_ranks(limited, [&](ProcessGroup& pg) {
+    Tensor t = Tensor::full({4}, DType::Float32, pg.rank() + 1.0);
+    pg.all_reduce_sum(t, &first[static_cast<size_t>(pg.rank())]);
+  });
+  EXPECT_EQ(first[1][0].before, std::vector<double>{2.0});
+  EXPECT_EQ(first[1].back().after, std::vector<double>{3.0});
+}
+
 TEST(InProcessGroup, BroadcastAllGatherBarrierAndDeviceTensors) {
   auto devs = DeviceSet::create("cpu:3");
   auto group = make_in_process_group(3);
