@@ -1,0 +1,99 @@
+#pragma once
+// One device, DataParallel and DistributedDataParallel trained side by side on the same model,
+// seed and global batches: what the app's "DP vs DDP" page shows, measured by the engine. Per
+// iteration the loss, the largest parameter difference against one device and where the step's time
+// went; per device the peak memory; the bytes each kind of transfer moved in one step; one gradient
+// element showing sum (DataParallel) against mean (DDP); and the speed-up over 1..8 devices.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/tensor_map.h"
+
+namespace dpv::course {
+
+struct CompareConfig {
+  std::string preset = "mlp-bn";
+  int world_size = 4;           // devices for DataParallel, ranks for DDP (cpu:W)
+  int64_t batch = 64;           // the GLOBAL batch: DP scatters it, DDP's sampler shards it
+  int iterations = 20;
+  uint64_t seed = 0;
+  double lr = 0.05;
+  int max_speedup_devices = 8;  // the speed-up sweep covers 1..this (0: no sweep)
+  int speedup_iters = 3;        // timed iterations per point (the best counts)
+};
+
+// Where one iteration's time went (seconds). DataParallel: compute = Forward, Loss, Backward,
+// Step; communication = Scatter, Gather, Grad scatter, ReduceGrads; replicate = Replicate (every
+// iteration). DDP: compute = Sample, Forward, Loss, Backward (its all-reduces overlap it), Step;
+// communication = BroadcastBuffers and Finalize (the all-reduce time the backward did not hide);
+// replicate = Construct (the first iteration only).
+struct StepParts {
+  double compute = 0;
+  double communication = 0;
+  double replicate = 0;
+  double total = 0;       // the whole iteration, wall clock
+  double overlapped = 0;  // DDP: the bucket all-reduces' own time on rank 0, much of it hidden by the backward
+};
+
+struct BytesMoved {
+  std::string what;  // "scatter inputs", "reduce gradients to device 0", "all-reduce gradients (ring)"
+  double bytes = 0;  // sent between devices in one iteration, all devices together
+};
+
+struct ModeRun {
+  std::string name;                     // "one device", "DataParallel", "DDP"
+  std::vector<double> loss;             // per iteration (DDP: the mean of the ranks' losses)
+  std::vector<double> rank0_loss;       // DDP only: what rank 0 alone would print
+  std::vector<double> max_param_diff;   // per iteration: max |param - one device's| (one device: 0)
+  std::vector<StepParts> parts;         // per iteration
+  std::vector<std::string> device_labels;
+  std::vector<int64_t> peak_memory;     // per device: the engine's peak allocation over the run
+  std::vector<int64_t> kept_memory;     // per device: still allocated after the run (parameters,
+                                        // gradients, buckets, optimizer state)
+  std::vector<BytesMoved> bytes;        // the last iteration's transfers
+  std::vector<int64_t> rows;            // rows per device (DP: torch.chunk; DDP: sampler shard)
+};
+
+// One gradient element after one iteration from the same start: the first element of `param`.
+struct SumVsMean {
+  std::string param;
+  double one_device = 0;              // gradient of the whole-batch mean loss
+  std::vector<double> dp_replicas;    // each replica's gradient of the whole-batch mean loss (its chunk only)
+  double dp_reduced = 0;              // device 0 after ReduceGrads: the SUM of the replicas'
+  std::vector<double> ddp_bucket;     // each rank's gradient of its own shard's mean loss, divided by W
+                                      // (what DDP puts into the bucket before the all-reduce)
+  double ddp_reduced = 0;             // every rank after the all-reduce: the MEAN of the ranks' gradients
+};
+
+struct SpeedupPoint {
+  int devices = 1;
+  double one_device_s = 0;  // seconds per step on one device
+  double dp_s = 0;
+  double ddp_s = 0;
+  double dp_speedup = 0;    // one_device_s / dp_s
+  double ddp_speedup = 0;
+};
+
+struct CompareResult {
+  CompareConfig config;
+  ModeRun one, dp, ddp;
+  bool has_batchnorm = false;  // per-device BatchNorm statistics: DP and DDP differ from one device
+  int64_t ddp_padding = 0;     // samples DistributedSampler repeated to even out the shards
+  SumVsMean sum_mean;
+  std::vector<SpeedupPoint> speedup;
+  unsigned hardware_threads = 0;
+};
+
+// Progress: (what is running, fraction done 0..1). Return false from `keep_going` to stop early
+// (the result then holds what finished). Throws dpv::Error on bad settings.
+CompareResult run_comparison(const CompareConfig& config,
+                             const std::function<void(const std::string&, double)>& progress = {},
+                             const std::function<bool()>& keep_going = {});
+
+// max |a - b| over the tensors both maps hold under `names` (0 when none is shared); the maps may
+// live on devices.
+double max_abs_difference(const TensorMap& a, const TensorMap& b, const std::vector<std::string>& names);
+
+}  // namespace dpv::course

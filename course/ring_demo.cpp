@@ -1,0 +1,149 @@
+// The Ring page's data: a real DDP bucket's ring all-reduce with its values, and DataParallel's
+// reduce onto device 0 (see ring_demo.h).
+#include "course/ring_demo.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "engine/data_parallel.h"
+#include "engine/ddp/ddp.h"
+#include "engine/device.h"
+#include "engine/dist/in_process_group.h"
+#include "engine/error.h"
+#include "engine/model.h"
+#include "engine/model_data.h"
+
+namespace dpv::course {
+
+namespace {
+
+// Keeps the events of one iteration.
+class EventLog final : public Observer {
+ public:
+  void on_stage(const StageEvent& e) override { events.push_back(e); }
+  std::vector<StageEvent> events;
+};
+
+const TensorInfo* find_tensor(const DeviceState& d, const std::string& name) {
+  for (const TensorInfo& t : d.tensors)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+size_t ix(int i) { return static_cast<size_t>(i); }
+
+std::vector<RingFrame> frames_from(const std::vector<const CommSpan*>& spans, int W) {
+  std::vector<RingFrame> frames;
+  RingFrame start;
+  start.phase = "start";
+  start.contributors.resize(ix(W));
+  for (int r = 0; r < W; ++r) {
+    const auto& ring = spans[ix(r)]->ring;
+    check(!ring.empty() && !ring[0].before.empty(), "the ring did not record its values (record_ring_values)");
+    start.values.push_back(ring[0].before);
+    for (int c = 0; c < W; ++c) start.contributors[ix(r)].push_back({r});
+  }
+  frames.push_back(start);
+  const size_t steps = spans[0]->ring.size();
+  for (size_t k = 0; k < steps; ++k) {
+    const RingFrame& prev = frames.back();
+    RingFrame f;
+    f.phase = spans[0]->ring[k].phase;
+    f.step = spans[0]->ring[k].step;
+    f.contributors = prev.contributors;
+    for (int r = 0; r < W; ++r) {
+      const RingStep& st = spans[ix(r)]->ring.at(k);
+      f.moves.push_back({r, st.send_to, st.send_chunk, st.bytes, st.seconds});
+      f.values.push_back(st.after);
+      // What rank r received this step: chunk recv_chunk from recv_from, as the sender held it before.
+      const auto& sent = prev.contributors[ix(st.recv_from)][ix(st.recv_chunk)];
+      auto& mine = f.contributors[ix(r)][ix(st.recv_chunk)];
+      if (st.phase == "reduce-scatter") {
+        mine.insert(mine.end(), sent.begin(), sent.end());
+        std::sort(mine.begin(), mine.end());
+      } else {
+        mine = sent;
+      }
+    }
+    frames.push_back(std::move(f));
+  }
+  return frames;
+}
+
+DpReduceDemo dp_reduce(const RingDemoConfig& config, const Model& model, const TensorMap& state, const Dataset& data,
+                       const std::string& param) {
+  auto devices = DeviceSet::create("cpu:" + std::to_string(config.world_size));
+  Trainer trainer(devices, Model(model.spec()), state, TrainOptions{config.lr, 0.0, 0.0, false});
+  EventLog log;
+  Iteration it(trainer, data.inputs, data.targets, &log);
+  it.run_to_end();
+  DpReduceDemo dp;
+  dp.replicas = it.replicas();
+  dp.chunks = it.chunks();
+  dp.param = param;
+  dp.transport = trainer.collectives().transport();
+  const StageEvent* last_backward = nullptr;
+  for (const StageEvent& e : log.events) {
+    if (e.stage.kind == StageKind::Backward) last_backward = &e;
+    if (e.stage.kind != StageKind::ReduceGrads) continue;
+    dp.seconds = e.t_end - e.t_start;
+    dp.bytes_to_device0 = e.bytes_moved;
+    if (const TensorInfo* t = e.devices.empty() ? nullptr : find_tensor(e.devices[0], "grad " + param)) dp.reduced = t->head;
+  }
+  check(last_backward != nullptr, "DataParallel's iteration had no Backward stage");
+  for (int j = 0; j < dp.replicas; ++j) {
+    const TensorInfo* t = find_tensor(last_backward->devices.at(ix(j)), "grad " + param);
+    dp.replica_grads.push_back(t ? t->head : std::vector<double>{});
+  }
+  return dp;
+}
+
+}  // namespace
+
+RingDemo run_ring_demo(const RingDemoConfig& config) {
+  const int W = config.world_size;
+  check(W >= 2 && W <= 8, "the ring needs 2 to 8 ranks, got " + std::to_string(W), "ValueError");
+  check(config.batch >= W, "the global batch (" + std::to_string(config.batch) + ") must hold at least one sample per rank (" +
+                               std::to_string(W) + " ranks)", "ValueError");
+  const ModelSpec spec = preset_model(config.preset);
+  Model model(spec);
+  const TensorMap state = model.initial_state(config.seed);
+  const Dataset data = make_data_for_model(spec, config.batch, config.seed + 1);
+
+  DdpOptions options;
+  options.lr = config.lr;
+  DdpTrainer trainer(DeviceSet::create("cpu:" + std::to_string(W)), Model(spec), state, options);
+  for (int r = 0; r < W; ++r) record_ring_values(trainer.group(r), SIZE_MAX);
+  EventLog log;
+  DdpIteration it(trainer, data.inputs, data.targets, &log);
+  it.run_to_end();
+
+  RingDemo demo;
+  demo.config = config;
+  demo.world_size = W;
+  for (const auto& shard : it.shards()) demo.shards.push_back(static_cast<int64_t>(shard.size()));
+  // The bucket that was all-reduced first (PyTorch's bucket 0 holds the last layer's parameters,
+  // whose gradients are ready first).
+  std::vector<const CommSpan*> spans(ix(W), nullptr);
+  for (const StageEvent& e : log.events)
+    for (const CommSpan& c : e.comm)
+      if (c.bucket == 0 && c.device >= 0 && c.device < W) spans[ix(c.device)] = &c;
+  for (int r = 0; r < W; ++r) check(spans[ix(r)] != nullptr, "rank " + std::to_string(r) + " reported no all-reduce of bucket 0");
+  const CommSpan& first = *spans[0];
+  demo.bucket = first.bucket;
+  demo.params = first.params;
+  demo.bytes = first.report.bytes;
+  demo.numel = static_cast<int64_t>(first.ring.empty() ? 0 : first.ring[0].before.size());
+  demo.chunk_offsets = ring_chunk_offsets(demo.numel, W);
+  demo.frames = frames_from(spans, W);
+  for (const RingStep& st : first.ring) demo.bytes_sent_per_rank += st.bytes;
+  demo.formula_bytes = 2.0 * (W - 1) / W * static_cast<double>(demo.bytes);
+  demo.seconds = first.report.seconds;
+  demo.busbw = first.report.busbw;
+  demo.algbw = first.report.algbw;
+  check(!demo.params.empty(), "bucket 0 holds no parameter");
+  demo.dp = dp_reduce(config, model, state, data, demo.params[0]);
+  return demo;
+}
+
+}  // namespace dpv::course

@@ -1,0 +1,141 @@
+// course/ring_demo.h and course/ddp_compare.h against the arithmetic they must show: the ring's
+// partial sums are sums of the ranks' starting values, DataParallel sums and DDP averages, and
+// without BatchNorm the three ways of training agree.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "course/ddp_compare.h"
+#include "course/ring_demo.h"
+#include "engine/error.h"
+
+namespace dpv::course {
+namespace {
+
+double sum(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return s;
+}
+
+TEST(RingDemo, EveryCellIsTheSumOfItsContributorsStartingValues) {
+  RingDemoConfig config;
+  config.world_size = 4;
+  const RingDemo demo = run_ring_demo(config);
+  const int W = 4;
+  ASSERT_EQ(demo.frames.size(), static_cast<size_t>(1 + 2 * (W - 1)));
+  ASSERT_EQ(demo.chunk_offsets.size(), static_cast<size_t>(W + 1));
+  EXPECT_EQ(demo.chunk_offsets.back(), demo.numel);
+  EXPECT_GT(demo.numel, 0);
+  const RingFrame& start = demo.frames.front();
+  for (size_t f = 0; f < demo.frames.size(); ++f) {
+    const RingFrame& frame = demo.frames[f];
+    EXPECT_EQ(frame.moves.size(), f == 0 ? 0u : static_cast<size_t>(W));
+    for (int r = 0; r < W; ++r)
+      for (int c = 0; c < W; ++c) {
+        const auto& who = frame.contributors[static_cast<size_t>(r)][static_cast<size_t>(c)];
+        for (int64_t i = demo.chunk_offsets[static_cast<size_t>(c)]; i < demo.chunk_offsets[static_cast<size_t>(c) + 1]; ++i) {
+          double expect = 0;
+          for (int q : who) expect += start.values[static_cast<size_t>(q)][static_cast<size_t>(i)];
+          EXPECT_NEAR(frame.values[static_cast<size_t>(r)][static_cast<size_t>(i)], expect, 1e-6 * (1 + std::fabs(expect)))
+              << "frame " << f << " rank " << r << " chunk " << c;
+        }
+      }
+  }
+  // After the reduce-scatter each rank owns one complete chunk; at the end every chunk is complete everywhere.
+  for (int r = 0; r < W; ++r)
+    for (int c = 0; c < W; ++c)
+      EXPECT_EQ(demo.frames.back().contributors[static_cast<size_t>(r)][static_cast<size_t>(c)].size(), static_cast<size_t>(W));
+  for (int r = 0; r < W; ++r) {
+    int complete = 0;
+    for (int c = 0; c < W; ++c)
+      complete += demo.frames[static_cast<size_t>(W - 1)].contributors[static_cast<size_t>(r)][static_cast<size_t>(c)].size() ==
+                  static_cast<size_t>(W);
+    EXPECT_EQ(complete, 1) << "rank " << r;
+  }
+  // The cost formula: each rank sends 2(W-1)/W of the bucket (up to the uneven chunks).
+  EXPECT_NEAR(static_cast<double>(demo.bytes_sent_per_rank), demo.formula_bytes, 4.0 * 2 * (W - 1));
+  EXPECT_GT(demo.seconds, 0);
+
+  // DataParallel's contrast: device 0 holds the SUM of the replicas' gradients; with SimpleModel (no
+  // BatchNorm) and equal shards it equals DDP's MEAN of the per-rank gradients.
+  const DpReduceDemo& dp = demo.dp;
+  ASSERT_EQ(dp.replica_grads.size(), static_cast<size_t>(W));
+  ASSERT_FALSE(dp.reduced.empty());
+  for (size_t i = 0; i < dp.reduced.size(); ++i) {
+    double s = 0;
+    for (const auto& g : dp.replica_grads) s += g.at(i);
+    EXPECT_NEAR(dp.reduced[i], s, 1e-6);
+    EXPECT_NEAR(dp.reduced[i], demo.frames.back().values[0].at(i), 1e-6) << "element " << i;
+  }
+  EXPECT_GT(dp.bytes_to_device0, 0u);
+}
+
+TEST(RingDemo, RefusesOneRankAndTooSmallABatch) {
+  RingDemoConfig one;
+  one.world_size = 1;
+  EXPECT_THROW(run_ring_demo(one), Error);
+  RingDemoConfig small;
+  small.batch = 2;
+  EXPECT_THROW(run_ring_demo(small), Error);
+}
+
+TEST(DdpCompare, WithoutBatchNormAllThreeTrainAlike) {
+  CompareConfig c;
+  c.preset = "simple";
+  c.world_size = 2;
+  c.batch = 8;
+  c.iterations = 3;
+  c.max_speedup_devices = 2;
+  c.speedup_iters = 1;
+  const CompareResult r = run_comparison(c);
+  EXPECT_FALSE(r.has_batchnorm);
+  ASSERT_EQ(r.one.loss.size(), 3u);
+  ASSERT_EQ(r.dp.loss.size(), 3u);
+  ASSERT_EQ(r.ddp.loss.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NEAR(r.dp.loss[static_cast<size_t>(i)], r.one.loss[static_cast<size_t>(i)], 1e-5);
+    EXPECT_NEAR(r.ddp.loss[static_cast<size_t>(i)], r.one.loss[static_cast<size_t>(i)], 1e-5);
+    EXPECT_LT(r.dp.max_param_diff[static_cast<size_t>(i)], 1e-5);
+    EXPECT_LT(r.ddp.max_param_diff[static_cast<size_t>(i)], 1e-5);
+    EXPECT_GT(r.dp.parts[static_cast<size_t>(i)].total, 0);
+  }
+  EXPECT_EQ(r.ddp_padding, 0);
+  // Sum versus mean: DP's device 0 holds the sum of the replicas' gradients, DDP the mean of the
+  // ranks' (each rank puts g_r / W into the bucket, the ring sums them); both equal one device's.
+  const SumVsMean& s = r.sum_mean;
+  ASSERT_EQ(s.dp_replicas.size(), 2u);
+  ASSERT_EQ(s.ddp_bucket.size(), 2u);
+  EXPECT_NEAR(s.dp_reduced, sum(s.dp_replicas), 1e-6);
+  EXPECT_NEAR(s.ddp_reduced, sum(s.ddp_bucket), 1e-6);
+  EXPECT_NEAR(s.dp_reduced, s.one_device, 1e-6);
+  EXPECT_NEAR(s.ddp_reduced, s.one_device, 1e-6);
+  // DataParallel's device 0 holds more than device 1 at its peak (the gathered output, the loss,
+  // the reduced gradients); DDP's ranks hold about the same.
+  ASSERT_EQ(r.dp.peak_memory.size(), 2u);
+  EXPECT_GT(r.dp.peak_memory[0], r.dp.peak_memory[1]);
+  for (size_t d = 0; d < 2; ++d) EXPECT_GE(r.ddp.peak_memory[d], r.ddp.kept_memory[d]);
+  ASSERT_EQ(r.speedup.size(), 2u);
+  EXPECT_EQ(r.speedup[1].devices, 2);
+  EXPECT_NEAR(r.speedup[1].dp_speedup, r.speedup[1].one_device_s / r.speedup[1].dp_s, 1e-12);
+  bool ring_bytes = false;
+  for (const auto& b : r.ddp.bytes) ring_bytes = ring_bytes || (b.what == "all-reduce gradients (ring)" && b.bytes > 0);
+  EXPECT_TRUE(ring_bytes);
+}
+
+TEST(DdpCompare, PerDeviceBatchNormDriftsFromOneDevice) {
+  CompareConfig c;
+  c.preset = "mlp-bn";
+  c.world_size = 2;
+  c.batch = 16;
+  c.iterations = 2;
+  c.max_speedup_devices = 0;
+  const CompareResult r = run_comparison(c);
+  EXPECT_TRUE(r.has_batchnorm);
+  EXPECT_GT(r.dp.max_param_diff.back(), 1e-6);
+  EXPECT_GT(r.ddp.max_param_diff.back(), 1e-6);
+  EXPECT_TRUE(r.speedup.empty());
+}
+
+}  // namespace
+}  // namespace dpv::course
