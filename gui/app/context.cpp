@@ -7,6 +7,7 @@
 
 #include "course/lessons.h"
 #include "engine/error.h"
+#include "gui/runtime/engine_controller.h"
 
 namespace gui {
 
@@ -16,6 +17,15 @@ void AppContext::setSettings(const AppSettings& settings) {
   if (settings == settings_) return;
   settings_ = settings;
   emit settingsChanged(settings_);
+}
+
+void AppContext::setEngine(EngineController* engine) {
+  if (engine == engine_) return;
+  if (engine_) disconnect(this, &AppContext::settingsChanged, engine_, nullptr);
+  engine_ = engine;
+  if (!engine_) return;
+  connect(this, &AppContext::settingsChanged, engine_, &EngineController::applySettings);
+  engine_->applySettings(settings_);
 }
 
 void AppContext::setTheme(const QString& theme) {

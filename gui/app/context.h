@@ -5,19 +5,11 @@
 #include <QObject>
 #include <QString>
 
+#include "gui/runtime/settings.h"
+
 namespace gui {
 
 class EngineController;
-
-struct AppSettings {
-  QString devices = QStringLiteral("cpu:4");   // a dpv device spec
-  QString preset = QStringLiteral("simple");   // a dpv::preset_model name
-  int batchSize = 10;
-  bool syncBatchNorm = false;
-  double learningRate = 0.01;
-  quint64 seed = 0;
-  bool operator==(const AppSettings&) const = default;
-};
 
 class AppContext : public QObject {
   Q_OBJECT
@@ -33,9 +25,10 @@ class AppContext : public QObject {
 
   // The engine on its worker thread (gui/runtime/engine_controller.h), shared by the pages: it holds the
   // current iteration's recorded StageEvents and the last finished iteration's (Timeline page).
-  // Set by whoever creates the pages (the main window, or a test); may be null.
+  // Set by whoever creates the pages (the main window, or a test); may be null. The engine then
+  // follows this context's settings: the current ones are applied at once, later ones as they change.
   EngineController* engine() const { return engine_; }
-  void setEngine(EngineController* engine) { engine_ = engine; }
+  void setEngine(EngineController* engine);
   // "light" or "dark": the theme in effect (pages with custom drawing read it).
   QString theme() const { return theme_; }
   void setTheme(const QString& theme);  // emits themeChanged when it changed
@@ -55,5 +48,3 @@ class AppContext : public QObject {
 };
 
 }  // namespace gui
-
-Q_DECLARE_METATYPE(gui::AppSettings)

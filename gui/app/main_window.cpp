@@ -35,7 +35,6 @@ MainWindow::MainWindow(AppContext* context, EngineController* engine, const Opti
     : QMainWindow(parent), context_(context), engine_(engine), options_(options) {
   setWindowTitle(tr("dpviz — DataParallel, step by step"));
   setWindowIcon(QIcon(QStringLiteral(":/icons/dpviz.svg")));
-  context_->setEngine(engine_);
 
   // Settings before the pages exist, so they start with the remembered ones.
   if (options_.persistent) {
@@ -55,7 +54,7 @@ MainWindow::MainWindow(AppContext* context, EngineController* engine, const Opti
                                           : QStringLiteral("light");
   }
   if (auto* app = qobject_cast<QApplication*>(QCoreApplication::instance())) context_->setTheme(applyTheme(*app, requestedTheme_));
-  if (engine_) engine_->follow(context_);
+  context_->setEngine(engine_);  // the engine follows the context's settings from here on
 
   auto* central = new QWidget(this);
   auto* outer = new QVBoxLayout(central);

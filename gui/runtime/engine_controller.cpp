@@ -34,11 +34,6 @@ void EngineController::shutdown() {
   }
 }
 
-void EngineController::follow(AppContext* context) {
-  connect(context, &AppContext::settingsChanged, this, &EngineController::applySettings);
-  applySettings(context->settings());
-}
-
 void EngineController::applySettings(const AppSettings& settings) {
   if (stopping_) return;
   settings_ = settings;

@@ -7,8 +7,8 @@
 #include <QVector>
 #include <atomic>
 
-#include "gui/app/context.h"
 #include "gui/runtime/engine_types.h"
+#include "gui/runtime/settings.h"
 #include "gui/runtime/engine_worker.h"
 #include "gui/runtime/generation.h"
 #include "gui/runtime/worker_thread.h"
@@ -24,8 +24,6 @@ class EngineController : public QObject {
 
   // Starts a new generation: what was recorded is cleared and the next request uses `settings`.
   void applySettings(const AppSettings& settings);
-  // Follows a context's settings from now on (applies the current ones at once).
-  void follow(AppContext* context);
 
   void requestPrepare();    // announce the iteration (iterationStarted) without running a stage
   void requestStage();      // run the next stage (a new iteration after the last one)

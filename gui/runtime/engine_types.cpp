@@ -1,6 +1,9 @@
 #include "gui/runtime/engine_types.h"
 
-#include "gui/app/context.h"
+#include <QCoreApplication>
+
+#include "gui/runtime/settings.h"
+
 
 namespace gui {
 
@@ -13,7 +16,9 @@ void registerEngineMetaTypes() {
 
 QString stageLessonId(dpv::StageKind kind) { return QString::fromLatin1(dpv::stage_kind_name(kind)); }
 
-QString stageShortTitle(dpv::StageKind kind) { return QString::fromLatin1(dpv::stage_kind_title(kind)); }
+// The engine's English title is the source text; the installed translator (if any) gives the
+// learner's language. The table itself stays in the engine (engine/observer.cpp).
+QString stageShortTitle(dpv::StageKind kind) { return QCoreApplication::translate("gui::Stage", dpv::stage_kind_title(kind)); }
 
 QString formatBytes(double bytes) {
   static const char* units[] = {"B", "KB", "MB", "GB", "TB"};

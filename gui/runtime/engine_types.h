@@ -39,7 +39,8 @@ namespace gui {
 void registerEngineMetaTypes();
 
 // The engine's stage names (engine/observer.h) as QStrings: the id, which names the lesson file
-// lessons/stages/<id>.md ("scatter", "grad_scatter", ...), and the short title ("Grad scatter").
+// lessons/stages/<id>.md ("scatter", "grad_scatter", ...), and the short title ("Grad scatter")
+// shown to the learner, translated (context "gui::Stage", the engine's title as the source text).
 QString stageLessonId(dpv::StageKind kind);
 QString stageShortTitle(dpv::StageKind kind);
 // "1.2 KB", "3.4 MB" (powers of 1024, one decimal).

@@ -6,8 +6,8 @@
 #include <atomic>
 #include <memory>
 
-#include "gui/app/context.h"
 #include "gui/runtime/engine_types.h"
+#include "gui/runtime/settings.h"
 #include "gui/runtime/generation.h"
 
 namespace dpv {

@@ -48,7 +48,6 @@ class IterationPageTest : public ::testing::Test {
     engine_ = std::make_unique<EngineController>();
     context_->setSettings(settings);
     context_->setEngine(engine_.get());
-    engine_->follow(context_.get());
     page_ = std::make_unique<IterationPage>(context_.get());
     page_->resize(1200, 760);
     page_->show();
