@@ -87,12 +87,18 @@ const std::vector<std::string>& stage_lesson_names() {
   return names;
 }
 
+const std::vector<std::string>& ddp_topic_lesson_names() {
+  static const std::vector<std::string> names = {"sampler", "buckets", "ring", "dp-vs-ddp"};
+  return names;
+}
+
 const std::vector<std::string>& lesson_ids() {
   static const std::vector<std::string> ids = [] {
     std::vector<std::string> v = {"intro"};
     for (const auto& s : stage_lesson_names()) v.push_back("stages/" + s);
     v.push_back("batchnorm-lab");
     v.push_back("timeline");
+    for (const auto& s : ddp_topic_lesson_names()) v.push_back("ddp/" + s);
     return v;
   }();
   return ids;

@@ -10,10 +10,14 @@ namespace dpv::course {
 // not valid UTF-8.
 std::string load_lesson(const std::string& lessons_dir, const std::string& id);
 
-// Every lesson the app expects: "intro", "stages/scatter", ..., "batchnorm-lab", "timeline".
+// Every lesson the app expects: "intro", "stages/scatter", ..., "batchnorm-lab", "timeline",
+// "ddp/sampler", ...
 const std::vector<std::string>& lesson_ids();
 // Stage lesson ids in the order of the DataParallel plan ("scatter", ..., "step").
 const std::vector<std::string>& stage_lesson_names();
+
+// DDP topic lessons under ddp/: "sampler", "buckets", "ring", "dp-vs-ddp".
+const std::vector<std::string>& ddp_topic_lesson_names();
 
 // Tries to load every lesson of lesson_ids(); returns one message per lesson that fails.
 std::vector<std::string> check_lessons(const std::string& lessons_dir);

@@ -36,6 +36,7 @@ struct QuizQuestion {
   std::optional<QuizScenario> scenario;
   std::string link;         // optional page id: iteration, bnlab, sample
   std::string origin;       // "document" for the source document's questions, else "dpviz"
+  std::string section;      // "dp" (nn.DataParallel, the default) or "ddp" (DistributedDataParallel)
   std::string source;       // the file it came from (for messages)
 
   const QuizOption* option(const std::string& label) const;
@@ -50,6 +51,10 @@ struct QuizLoadResult {
 // Difficulties and page ids a question may name.
 const std::vector<std::string>& quiz_difficulties();
 const std::vector<std::string>& quiz_link_pages();
+// Sections of the quiz, in the order the page shows them: "dp", "ddp".
+const std::vector<std::string>& quiz_sections();
+// "DataParallel" / "DistributedDataParallel": a section's heading.
+std::string quiz_section_title(const std::string& section);
 
 // Parses one quiz file: a question object, or {"questions": [ ... ]}. Questions that fail
 // validation are left out and described in `problems`, each naming `source`.

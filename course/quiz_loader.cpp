@@ -40,6 +40,15 @@ const std::vector<std::string>& quiz_link_pages() {
   return p;
 }
 
+const std::vector<std::string>& quiz_sections() {
+  static const std::vector<std::string> s = {"dp", "ddp"};
+  return s;
+}
+
+std::string quiz_section_title(const std::string& section) {
+  return section == "ddp" ? "DistributedDataParallel" : "DataParallel";
+}
+
 std::string option_label(int index) { return std::string(1, static_cast<char>('A' + index)); }
 
 namespace {
@@ -151,6 +160,10 @@ QuizQuestion read_question(const json& q, const std::string& source) {
   if (out.origin.empty()) out.origin = "dpviz";
   if (out.origin != "document" && out.origin != "dpviz")
     throw Error("'origin' is '" + out.origin + "'; expected document or dpviz");
+  out.section = text_field(q, "section", false);
+  if (out.section.empty()) out.section = "dp";
+  if (!contains(quiz_sections(), out.section))
+    throw Error("'section' is '" + out.section + "'; expected one of " + join(quiz_sections()));
   if (q.contains("scenario")) {
     const json& s = q.at("scenario");
     if (!s.is_object()) throw Error("'scenario' must be an object with \"type\" and \"params\"");
@@ -174,7 +187,7 @@ QuizQuestion read_question(const json& q, const std::string& source) {
   for (const auto& key : q.items()) {
     static const std::set<std::string> known = {"id", "difficulty", "prompt", "code", "options", "correct",
                                                 "solution", "quick_check", "hint", "mistakes", "scenario",
-                                                "link", "origin", "title", "comment"};
+                                                "link", "origin", "section", "title", "comment"};
     if (!known.count(key.key())) throw Error("unknown field '" + key.key() + "' (a typo?)");
   }
   for (const auto* text : {&out.prompt, &out.code, &out.quick_check, &out.hint})

@@ -70,6 +70,68 @@ std::unique_ptr<IterationRun> run_iteration(int devices, const ModelSpec& spec, 
   return run;
 }
 
+ModelSpec batchnorm_scenario_model(int features) {
+  ModelSpec spec;
+  LayerSpec bn;
+  bn.kind = LayerKind::BatchNorm1d;
+  bn.num_features = features;
+  LayerSpec lin;
+  lin.kind = LayerKind::Linear;
+  lin.in_features = features;
+  lin.out_features = 2;
+  spec.layers = {bn, lin};
+  return spec;
+}
+
+std::unique_ptr<DdpRun> run_ddp(int devices, const ModelSpec& spec, const Tensor& input, const Tensor& target,
+                                const DdpOptions& options, int iterations, uint64_t seed) {
+  auto run = std::make_unique<DdpRun>();
+  run->devices = DeviceSet::create("cpu:" + std::to_string(devices));
+  Model model(spec);
+  run->initial_state = model.initial_state(seed);
+  run->trainer = std::make_unique<DdpTrainer>(run->devices, std::move(model), run->initial_state, options);
+  for (int i = 0; i < iterations; ++i) {
+    const bool last = i + 1 == iterations;
+    run->iteration = std::make_unique<DdpIteration>(*run->trainer, input, target, last ? &run->recorder : nullptr);
+    run->iteration->run_to_end();
+  }
+  return run;
+}
+
+Tensor take_rows(const Tensor& batch, const std::vector<int64_t>& indices) {
+  Shape shape = batch.shape();
+  const int64_t per_row = shape[0] ? batch.numel() / shape[0] : 0;
+  shape[0] = static_cast<int64_t>(indices.size());
+  if (batch.dtype() == DType::Int64) {
+    const auto all = batch.to_int64();
+    std::vector<int64_t> out;
+    for (int64_t i : indices) out.insert(out.end(), all.begin() + i * per_row, all.begin() + (i + 1) * per_row);
+    return Tensor::from_int64(shape, out);
+  }
+  const auto all = batch.to_doubles();
+  std::vector<double> out;
+  for (int64_t i : indices) out.insert(out.end(), all.begin() + i * per_row, all.begin() + (i + 1) * per_row);
+  return Tensor::from_doubles(shape, batch.dtype(), out);
+}
+
+double max_difference(const TensorMap& a, const TensorMap& b) {
+  double worst = 0;
+  for (const auto& [name, x] : a.items()) {
+    const Tensor* y = b.find(name);
+    if (!y || y->numel() != x.numel()) continue;
+    const auto xs = x.to_doubles(), ys = y->to_doubles();
+    for (size_t i = 0; i < xs.size(); ++i) worst = std::max(worst, std::fabs(xs[i] - ys[i]));
+  }
+  return worst;
+}
+
+double max_magnitude(const TensorMap& m) {
+  double worst = 0;
+  for (const auto& [name, x] : m.items())
+    for (double v : x.to_doubles()) worst = std::max(worst, std::fabs(v));
+  return worst;
+}
+
 bool plan_has(const std::vector<StageKind>& plan, StageKind kind) {
   return std::find(plan.begin(), plan.end(), kind) != plan.end();
 }
@@ -99,7 +161,7 @@ namespace {
 
 using detail::json;
 
-enum class Kind { Int, Bool, Text, IntList, Object };
+enum class Kind { Int, Number, Bool, Text, IntList, Object };
 
 struct Key {
   const char* name;
@@ -144,6 +206,37 @@ const std::map<std::string, TypeSpec>& type_specs() {
         {"peak_device"},
         run_memory}},
       {"plan", {{{"devices", Kind::Int, true}, {"batch", Kind::Int, true}}, {"skipped_stages", "step"}, run_plan}},
+      // DistributedDataParallel (in-process ranks) and its DistributedSampler.
+      {"sampler",
+       {{{"dataset", Kind::Int, true}, {"devices", Kind::Int, true}, {"batch", Kind::Int, false},
+         {"rank", Kind::Int, false}, {"drop_last", Kind::Bool, false}},
+        {"rank_indices", "counted", "duplicates", "steps_per_epoch"},
+        run_sampler}},
+      {"ddp_loss",
+       {{{"devices", Kind::Int, true}, {"batch", Kind::Int, true}, {"model", Kind::Object, false},
+         {"preset", Kind::Text, false}},
+        {"printed_loss"},
+        run_ddp_loss}},
+      {"ddp_gradients",
+       {{{"devices", Kind::Int, true}, {"batch", Kind::Int, true}, {"model", Kind::Object, false},
+         {"preset", Kind::Text, false}, {"lr", Kind::Number, false}},
+        {"reduction", "vs_single", "vs_dp", "matching_step"},
+        run_ddp_gradients}},
+      {"ddp_buffers",
+       {{{"devices", Kind::Int, true}, {"batch", Kind::Int, true}, {"features", Kind::Int, false},
+         {"broadcast_buffers", Kind::Bool, false}, {"sync_bn", Kind::Bool, false}},
+        {"after_step", "next_forward"},
+        run_ddp_buffers}},
+      {"ddp_memory",
+       {{{"devices", Kind::Int, true}, {"batch", Kind::Int, true}, {"model", Kind::Object, false},
+         {"preset", Kind::Text, false}, {"momentum", Kind::Bool, false}},
+        {"peak_devices"},
+        run_ddp_memory}},
+      {"ddp_buckets",
+       {{{"devices", Kind::Int, true}, {"batch", Kind::Int, true}, {"model", Kind::Object, false},
+         {"preset", Kind::Text, false}},
+        {"counts", "why_faster"},
+        run_ddp_buckets}},
   };
   return specs;
 }
@@ -159,6 +252,9 @@ std::string check_params(const TypeSpec& spec, const json& p) {
     switch (key.kind) {
       case Kind::Int:
         if (!v.is_number_integer()) return name + " must be an integer";
+        break;
+      case Kind::Number:
+        if (!v.is_number()) return name + " must be a number";
         break;
       case Kind::Bool:
         if (!v.is_boolean()) return name + " must be true or false";
@@ -206,6 +302,11 @@ std::string check_params(const TypeSpec& spec, const json& p) {
   if (outside("devices", 1, 8)) return "'devices' must be between 1 and 8";
   if (outside("batch", 1, 512)) return "'batch' must be between 1 and 512";
   if (outside("features", 1, 64)) return "'features' must be between 1 and 64";
+  if (outside("dataset", 1, 100000)) return "'dataset' must be between 1 and 100000";
+  if (outside("rank", 0, 7)) return "'rank' must be between 0 and 7";
+  if (p.contains("rank") && p.contains("devices") && p.at("rank").get<int64_t>() >= p.at("devices").get<int64_t>())
+    return "'rank' must be less than 'devices'";
+  if (p.contains("lr") && !(p.at("lr").get<double>() > 0 && p.at("lr").get<double>() <= 10)) return "'lr' must be in (0, 10]";
   // Shapes: every size at most 4096 (view_as may hold -1) and at most 2^22 elements in all, so a
   // course file cannot ask the app for gigabytes.
   for (const char* key : {"input_shape", "view_as"}) {

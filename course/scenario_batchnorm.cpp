@@ -12,21 +12,6 @@ namespace dpv::course::detail {
 
 namespace {
 
-// BatchNorm1d first, so its statistics are those of the raw input chunks (easy to check by hand),
-// then a Linear layer for the loss.
-ModelSpec bn_model(int features) {
-  ModelSpec spec;
-  LayerSpec bn;
-  bn.kind = LayerKind::BatchNorm1d;
-  bn.num_features = features;
-  LayerSpec lin;
-  lin.kind = LayerKind::Linear;
-  lin.in_features = features;
-  lin.out_features = 2;
-  spec.layers = {bn, lin};
-  return spec;
-}
-
 std::vector<BatchNormStats> stats_of(const IterationRun& run, int layer) {
   std::vector<BatchNormStats> out;
   if (!run.iteration) return out;
@@ -48,7 +33,7 @@ ScenarioResult run_batchnorm(const Params& p) {
   const int k = p.integer("devices"), batch = p.integer("batch"), features = p.integer("features", 3);
   const std::string ask = p.text("ask");
   const bool sync = p.flag("sync_bn");
-  const ModelSpec spec = bn_model(features);
+  const ModelSpec spec = batchnorm_scenario_model(features);
   // Rows drift with their index, so chunks from different parts of the batch have different means.
   const Tensor x = make_input({batch, features}, spec.dtype, 23, 0.5);
   const Tensor t = make_targets(batch, 2, 23);

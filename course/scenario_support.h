@@ -9,6 +9,7 @@
 
 #include "course/scenario.h"
 #include "engine/data_parallel.h"
+#include "engine/ddp/ddp.h"
 #include "engine/model_spec.h"
 #include "engine/observer.h"
 
@@ -63,6 +64,30 @@ std::unique_ptr<IterationRun> run_iteration(int devices, const ModelSpec& spec, 
                                             const TrainOptions& options, uint64_t seed = 7,
                                             std::optional<StageKind> stop_after = std::nullopt);
 
+// DistributedDataParallel on "cpu:<devices>" (in-process ranks): `iterations` iterations on the
+// same global batch, the last one recorded stage by stage (DistributedSampler without shuffling,
+// as `dpv step --ddp`). Engine errors propagate.
+struct DdpRun {
+  std::shared_ptr<DeviceSet> devices;
+  std::unique_ptr<DdpTrainer> trainer;
+  std::unique_ptr<DdpIteration> iteration;  // the last iteration
+  Recorder recorder;                        // its stage events
+  TensorMap initial_state;                  // host copy of the state before the first step
+};
+std::unique_ptr<DdpRun> run_ddp(int devices, const ModelSpec& spec, const Tensor& input, const Tensor& target,
+                                const DdpOptions& options, int iterations = 1, uint64_t seed = 7);
+
+// Rows `indices` of a host batch (input [N, ...] or int64 target [N]): what one rank trains on.
+Tensor take_rows(const Tensor& batch, const std::vector<int64_t>& indices);
+// max |a - b| over the names both maps hold (0 when none).
+double max_difference(const TensorMap& a, const TensorMap& b);
+// max |x| over a map's tensors.
+double max_magnitude(const TensorMap& m);
+
+// BatchNorm1d(features) then Linear(features, 2): the BatchNorm scenarios' model, so the
+// statistics are those of the raw input rows.
+ModelSpec batchnorm_scenario_model(int features);
+
 bool plan_has(const std::vector<StageKind>& plan, StageKind kind);
 std::string join_ints(const std::vector<int64_t>& v, const char* sep = ",");
 std::string format_values(const std::vector<double>& v, int max_count = 4);
@@ -76,5 +101,12 @@ ScenarioResult run_loss_in_model(const Params& p);
 ScenarioResult run_memory(const Params& p);
 ScenarioResult run_plan(const Params& p);
 ScenarioResult run_batchnorm(const Params& p);
+// DDP (scenario_ddp.cpp, scenario_ddp_state.cpp).
+ScenarioResult run_sampler(const Params& p);
+ScenarioResult run_ddp_loss(const Params& p);
+ScenarioResult run_ddp_gradients(const Params& p);
+ScenarioResult run_ddp_buffers(const Params& p);
+ScenarioResult run_ddp_memory(const Params& p);
+ScenarioResult run_ddp_buckets(const Params& p);
 
 }  // namespace dpv::course::detail

@@ -98,7 +98,7 @@ TEST(QuizContent, EveryQuestionIsComplete) {
 
 TEST(LessonContent, EveryLessonLoads) {
   EXPECT_TRUE(check_lessons(lessons_dir()).empty()) << joined(check_lessons(lessons_dir()));
-  EXPECT_EQ(lesson_ids().size(), 12u);
+  EXPECT_EQ(lesson_ids().size(), 16u);
 }
 
 int word_count(const std::string& text) {
@@ -120,6 +120,41 @@ TEST(LessonContent, StageLessonsAreShortAndComplete) {
                              "**Common misconceptions.**"})
       EXPECT_NE(text.find(part), std::string::npos) << "missing " << part;
   }
+}
+
+TEST(LessonContent, DdpTopicLessonsCoverWhatLearnersGetWrong) {
+  for (const auto& name : ddp_topic_lesson_names()) {
+    SCOPED_TRACE(name);
+    const std::string text = load_lesson(lessons_dir(), "ddp/" + name);
+    EXPECT_GE(word_count(text), 200);
+    EXPECT_LE(word_count(text), 450);
+    EXPECT_NE(text.find("**Common misconceptions.**"), std::string::npos);
+  }
+  const std::string sampler = load_lesson(lessons_dir(), "ddp/sampler");
+  EXPECT_NE(sampler.find("2, 6, 0"), std::string::npos);  // the padded shard of 10 samples on 4 ranks
+  EXPECT_NE(sampler.find("**per process**"), std::string::npos);
+  const std::string buckets = load_lesson(lessons_dir(), "ddp/buckets");
+  EXPECT_NE(buckets.find("**1 MiB**"), std::string::npos);
+  EXPECT_NE(buckets.find("**mean**"), std::string::npos);
+  EXPECT_NE(load_lesson(lessons_dir(), "ddp/ring").find("2(W − 1)/W"), std::string::npos);
+  const std::string compare = load_lesson(lessons_dir(), "ddp/dp-vs-ddp");
+  EXPECT_NE(compare.find("rank 0 prints is rank 0's own"), std::string::npos);
+  EXPECT_NE(compare.find("SyncBatchNorm works only under DDP"), std::string::npos);
+}
+
+TEST(QuizContent, DdpSectionHasTwelveEngineGradedQuestions) {
+  const QuizLoadResult quiz = load_quiz(quiz_dir());
+  int ddp = 0;
+  for (const auto& q : quiz.questions) {
+    if (q.section != "ddp") continue;
+    ++ddp;
+    SCOPED_TRACE(q.id);
+    ASSERT_TRUE(q.scenario.has_value());
+    // Graded by a DDP run, not by a DataParallel scenario.
+    EXPECT_TRUE(q.scenario->type == "sampler" || q.scenario->type.rfind("ddp_", 0) == 0) << q.scenario->type;
+  }
+  EXPECT_GE(ddp, 12);
+  EXPECT_GT(static_cast<int>(quiz.questions.size()) - ddp, 0) << "the DataParallel section is still there";
 }
 
 TEST(LessonContent, KeyFactsArePresent) {
