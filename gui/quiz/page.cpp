@@ -62,6 +62,19 @@ void QuizPage::buildUi() {
   counter_->setObjectName(QStringLiteral("hintLabel"));
   header->addWidget(title_);
   header->addStretch(1);
+  // One button per section: it jumps to the section's first question and stays down while a
+  // question of that section is shown.
+  for (const auto& section : dpv::course::quiz_sections()) {
+    const QString id = QString::fromStdString(section);
+    auto* button = new QPushButton(QString::fromStdString(dpv::course::quiz_section_title(section)), this);
+    button->setObjectName(QStringLiteral("quizSection-") + id);
+    button->setCheckable(true);
+    button->setFocusPolicy(Qt::NoFocus);  // the page keeps the keyboard (1-6, Enter, H)
+    button->setToolTip(tr("Go to the first %1 question").arg(button->text()));
+    connect(button, &QPushButton::clicked, this, [this, id] { goToSection(id); });
+    header->addWidget(button);
+    sectionButtons_.insert(id, button);
+  }
   header->addWidget(counter_);
   outer->addLayout(header);
 
@@ -226,6 +239,25 @@ void QuizPage::startRound(const QStringList& ids) {
   showQuestion();
 }
 
+QString QuizPage::currentSection() const {
+  const QuizQuestion* q = currentQuestion();
+  return q && !isSummaryShown() ? QString::fromStdString(q->section) : QString();
+}
+
+void QuizPage::goToSection(const QString& section) {
+  for (int i = 0; i < sequence_.size(); ++i) {
+    auto it = byId_.find(sequence_[i]);
+    if (it != byId_.end() && questions_[static_cast<size_t>(*it)].section == section.toStdString()) {
+      goToQuestion(i);
+      return;
+    }
+  }
+  // None in this round (a retry round without that section's questions): stay, and say so.
+  if (auto* button = sectionButtons_.value(section)) button->setChecked(section == currentSection());
+  emit context()->statusMessage(tr("This round has no %1 question.").arg(
+      QString::fromStdString(dpv::course::quiz_section_title(section.toStdString()))));
+}
+
 const QuizQuestion* QuizPage::currentQuestion() const {
   if (index_ < 0 || index_ >= sequence_.size()) return nullptr;
   auto it = byId_.find(sequence_[index_]);
@@ -265,6 +297,8 @@ void QuizPage::showQuestion() {
   }
   stack_->setCurrentWidget(questionScroll_);
   difficulty_->setText(quiz_text::difficultyLine(*q));
+  for (auto it = sectionButtons_.cbegin(); it != sectionButtons_.cend(); ++it)
+    it.value()->setChecked(it.key().toStdString() == q->section);
   prompt_->setText(QString::fromStdString(q->prompt));
   code_->setVisible(!q->code.empty());
   code_->setPlainText(QString::fromStdString(q->code));
@@ -398,9 +432,21 @@ void QuizPage::showSummary() {
   for (auto it = roundAnswers_.cbegin(); it != roundAnswers_.cend(); ++it)
     if (auto q = byId_.find(it.key()); q != byId_.end() && questions_[static_cast<size_t>(*q)].correct == it.value().toStdString())
       ++roundRight;
+  QStringList sectionScores;
+  for (const auto& section : dpv::course::quiz_sections()) {
+    int count = 0, right = 0;
+    for (const auto& q : questions_) {
+      if (q.section != section) continue;
+      ++count;
+      const auto answer = progress_.answers().find(q.id);
+      if (answer != progress_.answers().end() && answer->second.correct) ++right;
+    }
+    if (count) sectionScores << quiz_text::sectionScore(QString::fromStdString(dpv::course::quiz_section_title(section)), right, count);
+  }
   summary_->setText(quiz_text::summaryHtml(roundRight, static_cast<int>(roundAnswers_.size()),
                                            static_cast<int>(sequence_.size()), progress_.score(),
-                                           static_cast<int>(questions_.size()), missedPrompts));
+                                           static_cast<int>(questions_.size()), missedPrompts, sectionScores));
+  for (auto* button : std::as_const(sectionButtons_)) button->setChecked(false);
   retryButton_->setEnabled(!missed.empty());
   stack_->setCurrentWidget(summaryPage_);
   prevButton_->setEnabled(!sequence_.isEmpty());
@@ -495,24 +541,34 @@ QList<Page::Shot> QuizPage::screenshots() {
                   showCodeQuestion();
                   done();
                 }};
-  shots << Shot{QStringLiteral("answered"), [this, showCodeQuestion](std::function<void()> done) {
+  // Answers the current question wrongly and waits for the engine's result so the shot shows it.
+  const auto answerAndRun = [this](std::function<void()> done) {
+    const QuizQuestion* q = currentQuestion();
+    if (!q) return done();
+    answer(q->correct == "A" ? QStringLiteral("B") : QStringLiteral("A"), /*record=*/false);
+    if (!q->scenario || runner_->busy()) return done();
+    // Give up after a while.
+    auto once = std::make_shared<std::function<void()>>(std::move(done));
+    auto finish = [once] {
+      if (*once) std::exchange(*once, nullptr)();
+    };
+    auto conn = std::make_shared<QMetaObject::Connection>();
+    *conn = connect(this, &QuizPage::scenarioFinished, this, [finish, conn] {
+      disconnect(*conn);
+      finish();
+    });
+    QTimer::singleShot(20000, this, finish);
+    runScenario();
+  };
+  shots << Shot{QStringLiteral("answered"), [showCodeQuestion, answerAndRun](std::function<void()> done) {
                   showCodeQuestion();
-                  const QuizQuestion* q = currentQuestion();
-                  if (!q) return done();
-                  answer(q->correct == "A" ? QStringLiteral("B") : QStringLiteral("A"), /*record=*/false);
-                  if (!q->scenario || runner_->busy()) return done();
-                  // Wait for the engine's result so the shot shows it; give up after a while.
-                  auto once = std::make_shared<std::function<void()>>(std::move(done));
-                  auto finish = [once] {
-                    if (*once) std::exchange(*once, nullptr)();
-                  };
-                  auto conn = std::make_shared<QMetaObject::Connection>();
-                  *conn = connect(this, &QuizPage::scenarioFinished, this, [finish, conn] {
-                    disconnect(*conn);
-                    finish();
-                  });
-                  QTimer::singleShot(20000, this, finish);
-                  runScenario();
+                  answerAndRun(std::move(done));
+                }};
+  // The DDP section: its first question, answered, with the engine's DDP run.
+  shots << Shot{QStringLiteral("ddp"), [this, answerAndRun](std::function<void()> done) {
+                  restartAll();
+                  goToSection(QStringLiteral("ddp"));
+                  answerAndRun(std::move(done));
                 }};
   shots << Shot{QStringLiteral("summary"), [this](std::function<void()> done) {
                   showSummary();

@@ -51,6 +51,9 @@ class QuizPage : public Page {
   QStringList problems() const { return problems_; }  // quiz files that did not load, progress trouble
   const dpv::course::Progress& progress() const { return progress_; }
   QuizOptionButton* optionButton(const QString& label) const;
+  // Sections of the quiz ("dp", "ddp"): the current question's, and the header's section buttons.
+  QString currentSection() const;
+  QPushButton* sectionButton(const QString& section) const { return sectionButtons_.value(section); }
 
  public slots:
   // Forgets every saved answer and starts again at the first question (the main window's menu).
@@ -62,6 +65,7 @@ class QuizPage : public Page {
   void next();       // the last question leads to the summary
   void previous();
   void goToQuestion(int index);
+  void goToSection(const QString& section);  // the first question of that section in this round
   void showSummary();
   void retryMissed();  // a round of the questions answered wrongly
   void restartAll();   // a round of every question
@@ -103,6 +107,7 @@ class QuizPage : public Page {
   // Widgets.
   QLabel* title_ = nullptr;
   QLabel* counter_ = nullptr;
+  QHash<QString, QPushButton*> sectionButtons_;  // section id -> its header button
   QLabel* banner_ = nullptr;
   QStackedWidget* stack_ = nullptr;
   QScrollArea* questionScroll_ = nullptr;

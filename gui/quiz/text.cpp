@@ -29,7 +29,7 @@ QString difficultyLine(const dpv::course::QuizQuestion& question) {
   QString d = q(question.difficulty);
   if (!d.isEmpty()) d[0] = d[0].toUpper();
   const QString origin = question.origin == "document" ? tr("from the source document") : tr("dpviz question");
-  return d + QStringLiteral("  ·  ") + origin;
+  return q(dpv::course::quiz_section_title(question.section)) + QStringLiteral("  ·  ") + d + QStringLiteral("  ·  ") + origin;
 }
 
 QString linkText(const QString& pageId) {
@@ -62,11 +62,21 @@ QString solutionHtml(const dpv::course::QuizQuestion& question) {
   return html;
 }
 
-QString summaryHtml(int roundRight, int roundAnswered, int roundCount, int score, int total, const QStringList& missedPrompts) {
+QString sectionScore(const QString& sectionTitle, int right, int count) {
+  return tr("%1: %2 of %3 correct").arg(sectionTitle).arg(right).arg(count);
+}
+
+QString summaryHtml(int roundRight, int roundAnswered, int roundCount, int score, int total, const QStringList& missedPrompts,
+                    const QStringList& sectionScores) {
   QString html = QStringLiteral("<h2>%1</h2>").arg(tr("Summary"));
   html += QStringLiteral("<p>%1</p>")
               .arg(tr("This round: %1 correct out of %2 questions (%3 answered).").arg(roundRight).arg(roundCount).arg(roundAnswered));
   html += QStringLiteral("<p><b>%1</b></p>").arg(tr("Score: %1 of %2 questions answered correctly.").arg(score).arg(total));
+  if (!sectionScores.isEmpty()) {
+    html += QStringLiteral("<ul>");
+    for (const QString& line : sectionScores) html += QStringLiteral("<li>%1</li>").arg(line.toHtmlEscaped());
+    html += QStringLiteral("</ul>");
+  }
   if (missedPrompts.isEmpty()) {
     html += QStringLiteral("<p>%1</p>").arg(tr("Nothing missed so far."));
   } else {

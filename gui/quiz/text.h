@@ -19,7 +19,10 @@ QString feedback(const dpv::course::QuizQuestion& q, const QString& chosen);
 // Translucent mid-tone fills: readable on light and dark palettes alike.
 QString feedbackStyle(bool correct);
 QString solutionHtml(const dpv::course::QuizQuestion& q);
-QString summaryHtml(int roundRight, int roundAnswered, int roundCount, int score, int total, const QStringList& missedPrompts);
+// "DistributedDataParallel: 3 of 16 correct"
+QString sectionScore(const QString& sectionTitle, int right, int count);
+QString summaryHtml(int roundRight, int roundAnswered, int roundCount, int score, int total, const QStringList& missedPrompts,
+                    const QStringList& sectionScores = {});
 // The result's lines and facts; the line naming the matching option only once the question is answered.
 QString scenarioPlainText(const dpv::course::ScenarioResult& r, bool answered);
 

@@ -75,6 +75,57 @@ TEST_F(QuizPageTest, StartsAtTheFirstDocumentQuestionWithoutProblems) {
   EXPECT_EQ(page_->optionButton("E"), nullptr);
 }
 
+TEST_F(QuizPageTest, SectionButtonsJumpToTheDdpQuestionsAndTheSummaryScoresEachSection) {
+  ASSERT_NE(page_->sectionButton("dp"), nullptr);
+  ASSERT_NE(page_->sectionButton("ddp"), nullptr);
+  EXPECT_EQ(page_->currentSection(), QStringLiteral("dp"));
+  EXPECT_TRUE(page_->sectionButton("dp")->isChecked());
+  EXPECT_FALSE(page_->sectionButton("ddp")->isChecked());
+
+  page_->sectionButton("ddp")->click();
+  const auto* q = page_->currentQuestion();
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->section, "ddp");
+  EXPECT_TRUE(page_->sectionButton("ddp")->isChecked());
+  EXPECT_FALSE(page_->sectionButton("dp")->isChecked());
+  // The first DDP question follows the last DataParallel one.
+  const int first = page_->currentIndex();
+  ASSERT_GT(first, 0);
+  page_->goToQuestion(first - 1);
+  EXPECT_EQ(page_->currentSection(), QStringLiteral("dp"));
+  page_->goToQuestion(first);
+
+  // Answer it right: the summary counts it in the DDP section only.
+  ASSERT_TRUE(page_->chooseOption(QString::fromStdString(page_->currentQuestion()->correct)));
+  int ddpCount = 0, dpCount = 0;
+  for (int i = 0; i < page_->questionCount(); ++i) {
+    page_->goToQuestion(i);
+    (page_->currentSection() == QStringLiteral("ddp") ? ddpCount : dpCount)++;
+  }
+  EXPECT_GE(ddpCount, 12);
+  page_->showSummary();
+  const QString summary = page_->summaryText();
+  EXPECT_TRUE(summary.contains(QStringLiteral("DistributedDataParallel: 1 of %1 correct").arg(ddpCount))) << summary.toStdString();
+  EXPECT_TRUE(summary.contains(QStringLiteral("DataParallel: 0 of %1 correct").arg(dpCount))) << summary.toStdString();
+  EXPECT_TRUE(page_->currentSection().isEmpty());
+}
+
+TEST_F(QuizPageTest, DdpQuestionRunsOnTheEnginesRanksAndMatchesTheMarkedAnswer) {
+  page_->goToSection(QStringLiteral("ddp"));
+  const auto* q = page_->currentQuestion();
+  ASSERT_NE(q, nullptr);
+  ASSERT_TRUE(q->scenario.has_value());
+  ASSERT_TRUE(page_->chooseOption(QString::fromStdString(q->correct)));
+  page_->runScenario();
+  ASSERT_TRUE(waitUntil([this] { return !page_->scenarioRunning() && !page_->scenarioText().isEmpty(); }, 20000));
+  // The page shows what the engine computed, and the option the engine's result matches.
+  const auto expected = dpv::course::run_question_scenario(*q);
+  ASSERT_FALSE(expected.failed);
+  EXPECT_EQ(expected.answer_label, q->correct);
+  for (const auto& line : expected.lines)
+    EXPECT_TRUE(page_->scenarioText().contains(QString::fromStdString(line))) << line;
+}
+
 TEST_F(QuizPageTest, HintThenRightAnswerByKeyboardIsSaved) {
   pressKey(page_.get(), Qt::Key_H, "h");
   EXPECT_TRUE(page_->hintVisible());
@@ -251,10 +302,11 @@ TEST_F(QuizPageTest, ScreenshotStatesAreReachedWithoutTouchingProgress) {
   page_->chooseOption("B");
   const auto before = savedProgress().to_json();
   const auto shots = page_->screenshots();
-  ASSERT_EQ(shots.size(), 3);
+  ASSERT_EQ(shots.size(), 4);
   EXPECT_EQ(shots[0].suffix, QString());
   EXPECT_EQ(shots[1].suffix, QStringLiteral("answered"));
-  EXPECT_EQ(shots[2].suffix, QStringLiteral("summary"));
+  EXPECT_EQ(shots[2].suffix, QStringLiteral("ddp"));
+  EXPECT_EQ(shots[3].suffix, QStringLiteral("summary"));
   for (const auto& shot : shots) {
     bool done = false;
     shot.prepare([&] { done = true; });
@@ -262,9 +314,11 @@ TEST_F(QuizPageTest, ScreenshotStatesAreReachedWithoutTouchingProgress) {
     if (shot.suffix.isEmpty()) {
       EXPECT_FALSE(page_->isSummaryShown());
       EXPECT_FALSE(page_->isAnswered());
-    } else if (shot.suffix == "answered") {
+    } else if (shot.suffix == "answered" || shot.suffix == "ddp") {
       EXPECT_TRUE(page_->feedbackText().startsWith("Not quite"));
       EXPECT_TRUE(page_->solutionVisible());
+      EXPECT_EQ(page_->currentSection(), shot.suffix == "ddp" ? QStringLiteral("ddp") : QStringLiteral("dp"));
+      EXPECT_FALSE(page_->scenarioText().isEmpty()) << "the shot shows the engine's run";
     } else {
       EXPECT_TRUE(page_->isSummaryShown());
     }
