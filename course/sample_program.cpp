@@ -1,5 +1,6 @@
 #include "course/sample_program.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "engine/data_parallel.h"
@@ -12,19 +13,50 @@ namespace dpv::course {
 
 ModelSpec sample_model() { return preset_model(kSamplePreset); }
 
-Dataset sample_data(int64_t rows, uint64_t seed, DType dtype) {
+namespace {
+
+// torch.randn(shape) then torch.randint(0, classes, (rows,)) from one generator seeded with seed + 1.
+Dataset randn_randint(Shape shape, int classes, uint64_t seed, DType dtype) {
+  const int64_t rows = shape.front();
   check(rows > 0, "the batch size must be at least 1", "ValueError");
   Rng rng(seed + 1);
-  std::vector<double> inputs(static_cast<size_t>(rows * kSampleFeatures));
-  for (double& v : inputs) v = rng.normal();  // torch.randn(rows, 10)
+  std::vector<double> inputs(static_cast<size_t>(shape_numel(shape)));
+  for (double& v : inputs) v = rng.normal();
   std::vector<int64_t> labels(static_cast<size_t>(rows));
-  for (int64_t& v : labels) v = rng.randint(kSampleClasses);  // torch.randint(0, 2, (rows,))
+  for (int64_t& v : labels) v = rng.randint(classes);
   Dataset d;
-  d.inputs = Tensor::from_doubles({rows, kSampleFeatures}, dtype, inputs);
+  d.inputs = Tensor::from_doubles(shape, dtype, inputs);
   d.targets = Tensor::from_int64({rows}, labels);
-  d.classes = kSampleClasses;
-  d.name = "the sample program's torch.randn inputs and torch.randint labels";
+  d.classes = classes;
+  d.name = "the program's torch.randn inputs and torch.randint labels";
   return d;
+}
+
+}  // namespace
+
+Dataset sample_data(int64_t rows, uint64_t seed, DType dtype) {
+  return randn_randint({rows, kSampleFeatures}, kSampleClasses, seed, dtype);  // torch.randn(rows, 10)
+}
+
+Dataset program_data(const std::string& preset, int64_t rows, uint64_t seed) {
+  const ModelSpec spec = preset_model(preset);
+  const ModelInputShape s = input_shape_of(spec);
+  const Shape shape = s.image ? Shape{rows, s.channels, s.height, s.width} : Shape{rows, s.features};
+  return randn_randint(shape, s.classes, seed, spec.dtype);
+}
+
+int64_t batch_that_works(const std::string& preset, int64_t batch, int devices) {
+  const ModelSpec spec = preset_model(preset);
+  const bool batchnorm = std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) { return is_batchnorm(l.kind); });
+  if (!batchnorm || devices < 1) return batch;
+  const auto leaves_one = [devices](int64_t n) {
+    const std::vector<int64_t> chunks = chunk_sizes(n, devices);
+    return std::any_of(chunks.begin(), chunks.end(), [](int64_t c) { return c == 1; });
+  };
+  if (!leaves_one(batch)) return batch;
+  int64_t n = std::max<int64_t>(batch, 4 * static_cast<int64_t>(devices));
+  while (leaves_one(n)) ++n;
+  return n;
 }
 
 SampleRun run_sample_program(const std::shared_ptr<DeviceSet>& devices, uint64_t seed) {

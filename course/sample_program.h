@@ -36,6 +36,17 @@ ModelSpec sample_model();
 // same seed gives the same program run everywhere.
 Dataset sample_data(int64_t rows, uint64_t seed, DType dtype = DType::Float32);
 
+// The data the program text (sample_program below) builds for any preset: `inputs =
+// torch.randn(rows, <the model's input shape>)`, `labels = torch.randint(0, <classes>, (rows,))`,
+// drawn as sample_data draws them (so "simple" gives sample_data's values). Any batch of at least
+// one sample works for any number of classes. Throws dpv::Error for an unknown preset or rows < 1.
+Dataset program_data(const std::string& preset, int64_t rows, uint64_t seed);
+
+// The smallest batch of at least `batch` samples (and at least 4 per device) that leaves every
+// device at least 2 samples when `preset` has BatchNorm layers (a chunk of 1 sample makes BatchNorm
+// raise in training, as in PyTorch); `batch` itself otherwise. `devices` is the device count.
+int64_t batch_that_works(const std::string& preset, int64_t batch, int devices);
+
 // What one run of the program shows.
 struct SampleRun {
   int devices = 0;                // devices in the set (DataParallel splits over them when > 1)

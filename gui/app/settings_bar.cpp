@@ -6,8 +6,10 @@
 #include <QLabel>
 #include <QSpinBox>
 
+#include "course/sample_program.h"
 #include "engine/backend_registry.h"
 #include "engine/device.h"
+#include "engine/error.h"
 #include "engine/model_spec.h"
 
 namespace gui {
@@ -34,6 +36,7 @@ QString presetLabel(const QString& name) {
   if (name == QLatin1String("cnn")) return QObject::tr("Small CNN");
   if (name == QLatin1String("mnist-mlp")) return QObject::tr("MNIST-size MLP");
   if (name == QLatin1String("mlp-large")) return QObject::tr("Large MLP + BatchNorm");
+  if (name == QLatin1String("gpu-mlp")) return QObject::tr("GPU benchmark MLP (1000 classes)");
   return name;
 }
 
@@ -64,9 +67,11 @@ SettingsBar::SettingsBar(AppContext* context, QWidget* parent) : QFrame(parent),
   for (const QString& spec : deviceChoices()) devices_->addItem(deviceLabel(spec), spec);
   devices_->setToolTip(tr("Devices DataParallel splits the batch over. Simulated devices run on CPU threads."));
   preset_ = new QComboBox(this);
+  preset_->setObjectName(QStringLiteral("presetBox"));
   for (const auto& name : dpv::preset_names()) preset_->addItem(presetLabel(QString::fromStdString(name)), QString::fromStdString(name));
   preset_->setToolTip(tr("The model DataParallel wraps; SimpleModel is the source document's Linear(10, 2)"));
   batch_ = new QSpinBox(this);
+  batch_->setObjectName(QStringLiteral("batchBox"));
   batch_->setRange(1, 4096);
   batch_->setToolTip(tr("Global batch size: torch.chunk splits it into ceil(N/k)-row chunks"));
   batchNorm_ = new QComboBox(this);
@@ -105,7 +110,11 @@ SettingsBar::SettingsBar(AppContext* context, QWidget* parent) : QFrame(parent),
   auto now = [this] { if (!updating_) commit(); };
   auto later = [this] { if (!updating_) debounce_.start(); };
   connect(devices_, &QComboBox::currentIndexChanged, this, now);
-  connect(preset_, &QComboBox::currentIndexChanged, this, now);
+  connect(preset_, &QComboBox::currentIndexChanged, this, [this] {
+    if (updating_) return;
+    fitBatchToPreset();
+    commit();
+  });
   connect(batchNorm_, &QComboBox::currentIndexChanged, this, now);
   connect(batch_, &QSpinBox::valueChanged, this, later);
   connect(lr_, &QDoubleSpinBox::valueChanged, this, later);
@@ -140,6 +149,24 @@ AppSettings SettingsBar::current() const {
   s.learningRate = lr_->value();
   s.seed = static_cast<quint64>(seed_->value());
   return s;
+}
+
+void SettingsBar::fitBatchToPreset() {
+  const AppSettings s = current();
+  int devices = 1;
+  try {
+    devices = dpv::parse_device_spec(s.devices.toStdString()).count;
+  } catch (const dpv::Error&) {
+    return;  // the engine reports a bad device spec when it runs
+  }
+  const auto fitted = dpv::course::batch_that_works(s.preset.toStdString(), s.batchSize, devices);
+  if (fitted == s.batchSize || fitted > batch_->maximum()) return;
+  updating_ = true;
+  batch_->setValue(static_cast<int>(fitted));
+  updating_ = false;
+  emit context_->statusMessage(tr("Batch set to %1: a batch of %2 on %3 devices leaves a device 1 sample, "
+                                  "and BatchNorm cannot train on 1 sample")
+                                   .arg(fitted).arg(s.batchSize).arg(devices));
 }
 
 void SettingsBar::commit() {

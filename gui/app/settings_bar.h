@@ -25,6 +25,9 @@ class SettingsBar : public QFrame {
 
  private:
   void commit();
+  // When the learner picks a preset with BatchNorm, raises the batch so every device gets at least
+  // 2 samples (course::batch_that_works), so each preset works with the settings it starts with.
+  void fitBatchToPreset();
   AppContext* context_;
   QComboBox* devices_;
   QComboBox* preset_;

@@ -270,10 +270,17 @@ void IterationPage::onEngineError(const QString& message) {
   pause();
   QString advice = tr("Change the settings above and step again.");
   if (message.contains(QLatin1String("Expected more than 1 value per channel"))) {
+    // nn.DataParallel has no synchronised BatchNorm (each replica normalises its own chunk), so the
+    // only fix inside DataParallel is a batch that gives every device at least 2 samples.
     advice = tr("One device got a chunk of a single sample, and BatchNorm cannot normalise one value per channel "
-                "in training. Pick a batch size that leaves at least 2 samples per chunk, or switch to SyncBatchNorm.");
+                "in training. Pick a batch size that leaves at least 2 samples per chunk.");
   }
-  errorBanner_->setText(tr("The engine stopped with an error (PyTorch raises the same):\n%1\n%2").arg(message, advice));
+  // Only errors raised while a stage of the program ran are PyTorch's; the app's own (preparing
+  // devices, model or data) are said to be the app's.
+  const bool pytorchError = engine() && engine()->lastErrorInProgram();
+  const QString headline = pytorchError ? tr("The engine stopped with an error (PyTorch raises the same):")
+                                        : tr("The app could not prepare this iteration (this error is the app's own, not one PyTorch raises):");
+  errorBanner_->setText(QStringLiteral("%1\n%2\n%3").arg(headline, message, advice));
   errorBanner_->setVisible(true);
   static const QRegularExpression replica(QStringLiteral("replica (\\d+)"));
   const auto match = replica.match(message);

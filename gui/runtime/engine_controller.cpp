@@ -44,6 +44,8 @@ void EngineController::applySettings(const AppSettings& settings) {
   lastCompleted_.clear();
   lastCompletedInfo_ = IterationInfo{};
   lastError_.clear();
+  lastErrorInProgram_ = false;
+  losses_.clear();
   addPending();
   emit configureWorker(settings_, generation);
   emit settingsApplied(settings_);
@@ -89,6 +91,7 @@ void EngineController::onIterationStarted(const IterationInfo& info) {
 void EngineController::onStageFinished(quint64 generation, const dpv::StageEvent& event) {
   if (!generation_.isCurrent(generation) || !hasInfo_) return;
   events_.append(event);
+  if (event.loss) losses_.append(*event.loss);
   emit stageRecorded(event);
   if (iterationComplete()) {
     lastCompleted_ = events_;
@@ -97,9 +100,10 @@ void EngineController::onStageFinished(quint64 generation, const dpv::StageEvent
   }
 }
 
-void EngineController::onFailed(quint64 generation, const QString& message) {
+void EngineController::onFailed(quint64 generation, const QString& message, bool inProgram) {
   if (!generation_.isCurrent(generation)) return;
   lastError_ = message;
+  lastErrorInProgram_ = inProgram;
   emit engineError(message);
 }
 

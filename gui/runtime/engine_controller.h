@@ -42,6 +42,11 @@ class EngineController : public QObject {
   const QVector<dpv::StageEvent>& lastCompleted() const { return lastCompleted_; }
   const IterationInfo& lastCompletedInfo() const { return lastCompletedInfo_; }
   QString lastError() const { return lastError_; }
+  // Whether the last error came from running a stage of the PyTorch program (the engine raises what
+  // PyTorch raises there) rather than from the app preparing it (devices, model, data).
+  bool lastErrorInProgram() const { return lastErrorInProgram_; }
+  // loss.item() of every iteration of these settings so far, in order (the Loss stage's value).
+  const QVector<double>& losses() const { return losses_; }
   bool iterationComplete() const { return hasInfo_ && !events_.isEmpty() && events_.size() == static_cast<int>(info_.plan.size()); }
 
   // Stops the thread; later requests are ignored. Called by the destructor and on window close.
@@ -66,7 +71,7 @@ class EngineController : public QObject {
  private:
   void onIterationStarted(const IterationInfo& info);
   void onStageFinished(quint64 generation, const dpv::StageEvent& event);
-  void onFailed(quint64 generation, const QString& message);
+  void onFailed(quint64 generation, const QString& message, bool inProgram);
   void onRequestDone(quint64 generation);
   void addPending();
 
@@ -83,6 +88,8 @@ class EngineController : public QObject {
   QVector<dpv::StageEvent> lastCompleted_;
   IterationInfo lastCompletedInfo_;
   QString lastError_;
+  bool lastErrorInProgram_ = false;
+  QVector<double> losses_;
 };
 
 }  // namespace gui

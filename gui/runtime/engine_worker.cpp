@@ -1,14 +1,13 @@
 #include "gui/runtime/engine_worker.h"
 
 #include <exception>
+#include <utility>
 
 #include "course/sample_program.h"
 #include "engine/data_parallel.h"
-#include "engine/datasets.h"
 #include "engine/device.h"
 #include "engine/error.h"
 #include "engine/model.h"
-#include "engine/model_data.h"
 #include "engine/model_spec.h"
 
 namespace gui {
@@ -31,13 +30,10 @@ QString describeException(std::exception_ptr error) {
 
 }  // namespace
 
-dpv::Dataset makeBatchFor(const QString& preset, int64_t rows, uint64_t seed, int index) {
-  // SimpleModel trains on the seed program's own data, the same batch every iteration (so the loss
-  // falls as one would see running the program in a loop).
-  if (preset == QLatin1String(dpv::course::kSamplePreset)) return dpv::course::sample_data(rows, seed);
-  dpv::check(rows > 0, "the batch size must be at least 1", "ValueError");
-  const dpv::ModelSpec spec = dpv::preset_model(preset.toStdString());
-  return dpv::make_data_for_model(spec, rows, seed * 1000003ULL + static_cast<uint64_t>(index));
+dpv::Dataset makeBatchFor(const QString& preset, int64_t rows, uint64_t seed) {
+  // The data the code panel's program builds (torch.randn inputs, torch.randint labels), the same
+  // batch every iteration, so the loss falls as one would see running the program in a loop.
+  return dpv::course::program_data(preset.toStdString(), rows, seed);
 }
 
 EngineWorker::EngineWorker(const Generation* generation, const std::atomic<bool>* stopping)
@@ -69,7 +65,7 @@ void EngineWorker::configure(const AppSettings& settings, quint64 generation) {
 void EngineWorker::reportFailure(quint64 generation, const QString& message) {
   // The failed iteration cannot continue (replicas are half-way); the next request starts afresh.
   iteration_.reset();
-  emit failed(generation, message);
+  emit failed(generation, message, std::exchange(inStage_, false));
 }
 
 void EngineWorker::ensureIteration(quint64 generation) {
@@ -92,7 +88,7 @@ void EngineWorker::ensureIteration(quint64 generation) {
     trainer_ = std::make_unique<dpv::Trainer>(devices_, std::move(model), state, options);
     iterationNumber_ = 0;
   }
-  batch_ = std::make_unique<dpv::Dataset>(makeBatchFor(settings_.preset, settings_.batchSize, settings_.seed, iterationNumber_));
+  batch_ = std::make_unique<dpv::Dataset>(makeBatchFor(settings_.preset, settings_.batchSize, settings_.seed));
   iteration_ = std::make_unique<dpv::Iteration>(*trainer_, batch_->inputs, batch_->targets);
   iteration_->set_snapshots(true);  // the pages draw every stage's snapshot
   ++iterationNumber_;
@@ -117,7 +113,9 @@ void EngineWorker::ensureIteration(quint64 generation) {
 
 void EngineWorker::stepOnce(quint64 generation) {
   ensureIteration(generation);
+  inStage_ = true;
   const dpv::StageEvent event = iteration_->step();
+  inStage_ = false;
   emit stageFinished(generation, event);
 }
 

@@ -19,11 +19,11 @@ struct Dataset;
 
 namespace gui {
 
-// The host batch the Iteration page trains `preset` on: for SimpleModel the seed program's data
-// (course/sample_program.h: torch.randn inputs, random labels in [0, 2)), the same batch every
-// iteration; for other presets data that fits the model (engine/model_data.h), a different batch
-// for each iteration `index`. Throws dpv::Error when the model cannot take a batch.
-dpv::Dataset makeBatchFor(const QString& preset, int64_t rows, uint64_t seed, int index);
+// The host batch the Iteration page trains `preset` on: the data the code panel's program builds
+// (course/sample_program.h program_data: torch.randn inputs, torch.randint labels; for SimpleModel
+// the seed program's own), one fixed batch for every iteration of a run. Throws dpv::Error when the
+// model cannot take a batch.
+dpv::Dataset makeBatchFor(const QString& preset, int64_t rows, uint64_t seed);
 
 class EngineWorker : public QObject {
   Q_OBJECT
@@ -47,7 +47,9 @@ class EngineWorker : public QObject {
  signals:
   void iterationStarted(const IterationInfo& info);
   void stageFinished(quint64 generation, const dpv::StageEvent& event);
-  void failed(quint64 generation, const QString& message);
+  // `inProgram`: raised while a stage of the PyTorch program ran (PyTorch raises the same there),
+  // not while the app prepared the iteration (devices, model, data).
+  void failed(quint64 generation, const QString& message, bool inProgram);
   void sampleFinished(quint64 requestId, const QString& text, bool ok);
   // Sent once at the end of every request (also skipped ones), so the controller can count them.
   void requestDone(quint64 generation);
@@ -68,6 +70,7 @@ class EngineWorker : public QObject {
   std::unique_ptr<dpv::Iteration> iteration_;
   std::unique_ptr<dpv::Dataset> batch_;  // the batch the iteration uses (kept alive with it)
   int iterationNumber_ = 0;
+  bool inStage_ = false;  // a stage of the program is running (errors are the program's)
 };
 
 }  // namespace gui

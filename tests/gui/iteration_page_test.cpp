@@ -168,6 +168,9 @@ TEST_F(IterationPageTest, OneSampleChunkWithBatchNormIsShownAsAnErrorNotThrown) 
   const QString error = page_->errorText();
   ASSERT_FALSE(error.isEmpty()) << "the one-sample chunk did not fail";
   EXPECT_TRUE(error.contains(QLatin1String("Expected more than 1 value per channel when training"))) << error.toStdString();
+  EXPECT_TRUE(error.contains(QLatin1String("PyTorch raises the same"))) << "raised inside the program's forward";
+  // nn.DataParallel has no synchronised BatchNorm: the banner must not send the learner to one.
+  EXPECT_FALSE(error.contains(QLatin1String("SyncBatchNorm"))) << error.toStdString();
   EXPECT_FALSE(page_->scene()->deviceBox(3)->failure().isEmpty()) << "device 3 should be marked";
   EXPECT_TRUE(engine_->running());
   // The app carries on: SyncBatchNorm accepts the one-sample chunk.
@@ -176,6 +179,17 @@ TEST_F(IterationPageTest, OneSampleChunkWithBatchNormIsShownAsAnErrorNotThrown) 
   EXPECT_TRUE(page_->errorText().isEmpty());
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(stepTo(i));
   EXPECT_TRUE(page_->errorText().isEmpty()) << page_->errorText().toStdString();
+}
+
+TEST_F(IterationPageTest, AnErrorOfTheAppIsNotPresentedAsPyTorchs) {
+  // Preparing the iteration (devices, model, data) is the app's work: its errors are the app's.
+  start(settingsFor(QStringLiteral("cpu:2"), QStringLiteral("simple"), 8));
+  context_->setSettings(settingsFor(QStringLiteral("cpu:0"), QStringLiteral("simple"), 8));
+  ASSERT_TRUE(waitUntil([&] { return !engine_->busy() && !page_->errorText().isEmpty(); }));
+  const QString error = page_->errorText();
+  EXPECT_FALSE(error.contains(QLatin1String("PyTorch raises the same"))) << error.toStdString();
+  EXPECT_TRUE(error.contains(QLatin1String("the app's own"))) << error.toStdString();
+  EXPECT_FALSE(engine_->lastErrorInProgram());
 }
 
 TEST_F(IterationPageTest, ClickingAChipOpensItInTheInspector) {

@@ -69,10 +69,4 @@ TEST(SamplePreset, SeedProgramsLabelsAreZeroOrOne) {
   EXPECT_TRUE(seen[0] && seen[1]) << "64 random labels hold both classes";
 }
 
-TEST(SamplePreset, OtherPresetsStillDrawANewBatchEachIteration) {
-  const PresetRun run = runIterations(QStringLiteral("mlp-bn"), 16, 0, 2);
-  ASSERT_EQ(run.inputHeads.size(), 2u);
-  EXPECT_NE(run.inputHeads[0], run.inputHeads[1]);
-}
-
 }  // namespace gui
