@@ -22,7 +22,6 @@ struct Bar {
   QSpinBox* batch = bar.findChild<QSpinBox*>(QStringLiteral("batchBox"));
   Bar() {
     context.setEngine(&engine);
-    engine.follow(&context);
   }
 };
 
