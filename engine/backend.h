@@ -72,6 +72,17 @@ class Backend {
   // [N, O, S] <-> [O, N, S] transposes used around the conv GEMMs.
   virtual void permute_nos(const Tensor& src, Tensor& dst, int64_t A, int64_t B, int64_t S) = 0;  // [A,B,S] -> [B,A,S]
 
+  // --- nn.Conv2d (groups 1, no dilation, no bias: the layer adds it) on x [N, C, H, W] and
+  // w [O, C, kh, kw] into y [N, O, OH, OW]. The defaults (engine/conv2d_im2col.cpp) are im2col +
+  // one GEMM per pass, the reference; a backend may override them with a library's kernels (the
+  // CPU backend runs oneDNN in float32). `saved` carries what backward needs besides x and w (the
+  // im2col path keeps its columns there; an override may leave it empty).
+  virtual void conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Tensor& saved, const ConvGeometry& g);
+  // dw[O, C, kh, kw] = (accumulate_dw ? dw : 0) + the weight gradient; when dx is given,
+  // *dx[N, C, H, W] = the input gradient (overwritten).
+  virtual void conv2d_backward(const Tensor& x, const Tensor& saved, const Tensor& w, const Tensor& dy, Tensor& dw,
+                               bool accumulate_dw, Tensor* dx, const ConvGeometry& g);
+
   // --- batch norm over x [N, C, S] (N = batch, S = spatial), per channel c.
   // mean[C] and var_b[C] (biased) of the local input, two-pass, accumulated in double.
   virtual void bn_stats(const Tensor& x, Tensor& mean, Tensor& var_b, int64_t N, int64_t C, int64_t S) = 0;

@@ -26,7 +26,7 @@ struct TensorDecl {
 struct LayerCache {
   Tensor input;    // x
   Tensor output;   // y
-  Tensor aux;      // conv: im2col columns; bn: mean
+  Tensor aux;      // conv: the backend's saved columns (im2col path only); bn: mean
   Tensor aux2;     // bn: invstd
   Tensor var_b;    // bn: biased variance of the normalised batch (per device, or global with sync)
   double count = 0;  // bn: elements per channel that normalised (total count under sync)

@@ -13,6 +13,7 @@
 
 #include "engine/backend.h"
 #include "engine/backend_registry.h"
+#include "engine/cpu/onednn_conv.h"
 #include "engine/device.h"
 #include "engine/dtype_dispatch.h"
 #include "engine/error.h"
@@ -242,6 +243,29 @@ class CpuBackend final : public Backend {
           std::memcpy(pd + run, ps + math::permute_source(run, A, B, S), sizeof(T) * S);
         }
     });
+  }
+
+  // Conv2d in float32 through oneDNN (as PyTorch's CPU convolutions); float64 takes the im2col
+  // default, oneDNN having no float64 convolution.
+  void conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Tensor& saved, const ConvGeometry& g) override {
+    if (x.dtype() != DType::Float32) return Backend::conv2d_forward(x, w, y, saved, g);
+    conv_.forward(x.data<float>(), w.data<float>(), y.data<float>(), w.dim(0), g);
+    saved = Tensor();
+  }
+
+  void conv2d_backward(const Tensor& x, const Tensor& saved, const Tensor& w, const Tensor& dy, Tensor& dw,
+                       bool accumulate_dw, Tensor* dx, const ConvGeometry& g) override {
+    if (x.dtype() != DType::Float32) return Backend::conv2d_backward(x, saved, w, dy, dw, accumulate_dw, dx, g);
+    const int64_t O = w.dim(0);
+    if (accumulate_dw) {
+      // oneDNN overwrites its output: compute into a scratch gradient and add it.
+      Tensor fresh = Tensor::empty(dw.shape(), dw.dtype(), dw.device_ptr());
+      conv_.backward_weights(x.data<float>(), dy.data<float>(), fresh.data<float>(), O, g);
+      add_inplace(dw, fresh);
+    } else {
+      conv_.backward_weights(x.data<float>(), dy.data<float>(), dw.data<float>(), O, g);
+    }
+    if (dx) conv_.backward_data(dy.data<float>(), w.data<float>(), dx->data<float>(), O, g);
   }
 
   void bn_stats(const Tensor& x, Tensor& mean, Tensor& var_b, int64_t N, int64_t C, int64_t S) override {
@@ -491,6 +515,7 @@ class CpuBackend final : public Backend {
   }
 
  private:
+  cpu::OnednnConv conv_;
   std::mutex cache_mutex_;
   std::unordered_map<size_t, std::vector<void*>> cache_;
 };

@@ -61,47 +61,29 @@ Tensor Conv2d::forward(LayerRun& run, const Tensor& x) {
   check(x.dtype() == w.dtype(), dtype_mismatch_message("Conv2d", x.dtype(), w.dtype()));
   const Shape os = output_shape(x.shape());
   const Backend::ConvGeometry g{x.dim(0), cin_, x.dim(2), x.dim(3), k_, k_, stride_, pad_, os[2], os[3]};
-  const int64_t rows = cin_ * k_ * k_, L = g.OH * g.OW;
-  // One GEMM for the whole batch: columns laid out [C*k*k, N*L] so the product is wide enough for BLAS.
-  Tensor col = Tensor::empty({g.N, rows, L}, x.dtype(), run.replica.device);  // [N, C*k*k, L]
-  run.backend.im2col(x, col, g);
-  Tensor col_t = Tensor::empty({rows, g.N, L}, x.dtype(), run.replica.device);  // [C*k*k, N, L]
-  run.backend.permute_nos(col, col_t, g.N, rows, L);
-  Tensor y_t = Tensor::empty({cout_, g.N, L}, x.dtype(), run.replica.device);  // [O, N, L]
-  run.backend.gemm(false, false, cout_, g.N * L, rows, 1.0, w, col_t, 0.0, y_t);
   Tensor y = Tensor::empty(os, x.dtype(), run.replica.device);  // [N, O, OH, OW]
-  run.backend.permute_nos(y_t, y, cout_, g.N, L);
-  if (bias_) run.backend.add_channel_bias(y, run.param("bias"), g.N, cout_, L);
+  run.cache.aux = Tensor();
+  run.backend.conv2d_forward(x, w, y, run.cache.aux, g);
+  if (bias_) run.backend.add_channel_bias(y, run.param("bias"), g.N, cout_, g.OH * g.OW);
   run.cache.input = x;
-  run.cache.aux = col_t;
   return y;
 }
 
 Tensor Conv2d::backward(LayerRun& run, const Tensor& dy) {
   const Tensor& x = run.cache.input;
-  const Tensor& col_t = run.cache.aux;  // [C*k*k, N, L]
   const Shape os = dy.shape();
   const Backend::ConvGeometry g{x.dim(0), cin_, x.dim(2), x.dim(3), k_, k_, stride_, pad_, os[2], os[3]};
-  const int64_t rows = cin_ * k_ * k_, L = g.OH * g.OW;
-  Tensor& w = run.param("weight");
-  Tensor dy_t = Tensor::empty({cout_, g.N, L}, dy.dtype(), run.replica.device);  // [O, N, L]
-  run.backend.permute_nos(dy, dy_t, g.N, cout_, L);
-  // dW[O, C*k*k] += dy_t[O, N*L] @ col_t[C*k*k, N*L]^T
   bool fresh = false;
   Tensor& dw = run.grad("weight", fresh);
-  run.backend.gemm(false, true, cout_, rows, g.N * L, 1.0, dy_t, col_t, fresh ? 0.0 : 1.0, dw);
   if (bias_) {
-    Tensor& db = run.grad("bias", fresh);
-    run.backend.sum_channels(dy, db, g.N, cout_, L, !fresh);
+    bool bias_fresh = false;
+    Tensor& db = run.grad("bias", bias_fresh);
+    run.backend.sum_channels(dy, db, g.N, cout_, g.OH * g.OW, !bias_fresh);
   }
-  if (!run.need_input_grad) return {};
-  // dcol_t[C*k*k, N*L] = W^T @ dy_t, then back to [N, C*k*k, L] and scattered into the image.
-  Tensor dcol_t = Tensor::empty({rows, g.N, L}, dy.dtype(), run.replica.device);
-  run.backend.gemm(true, false, rows, g.N * L, cout_, 1.0, w, dy_t, 0.0, dcol_t);
-  Tensor dcol = Tensor::empty({g.N, rows, L}, dy.dtype(), run.replica.device);
-  run.backend.permute_nos(dcol_t, dcol, rows, g.N, L);
-  Tensor dx = Tensor::empty(x.shape(), x.dtype(), run.replica.device);
-  run.backend.col2im(dcol, dx, g);
+  Tensor dx;
+  if (run.need_input_grad) dx = Tensor::empty(x.shape(), x.dtype(), run.replica.device);
+  run.backend.conv2d_backward(x, run.cache.aux, run.param("weight"), dy, dw, !fresh,
+                              run.need_input_grad ? &dx : nullptr, g);
   return dx;
 }
 

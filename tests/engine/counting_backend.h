@@ -61,6 +61,13 @@ class CountingBackend final : public Backend {
   void permute_nos(const Tensor& src, Tensor& dst, int64_t A, int64_t B, int64_t S) override {
     inner_->permute_nos(src, dst, A, B, S);
   }
+  void conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Tensor& saved, const ConvGeometry& g) override {
+    inner_->conv2d_forward(x, w, y, saved, g);
+  }
+  void conv2d_backward(const Tensor& x, const Tensor& saved, const Tensor& w, const Tensor& dy, Tensor& dw,
+                       bool accumulate_dw, Tensor* dx, const ConvGeometry& g) override {
+    inner_->conv2d_backward(x, saved, w, dy, dw, accumulate_dw, dx, g);
+  }
   void bn_stats(const Tensor& x, Tensor& mean, Tensor& var_b, int64_t N, int64_t C, int64_t S) override {
     inner_->bn_stats(x, mean, var_b, N, C, S);
   }

@@ -1,0 +1,42 @@
+#pragma once
+// Conv2d's three passes in float32 through oneDNN, the library PyTorch's CPU convolutions use.
+// Private to the CPU backend (no oneDNN type leaks out of engine/cpu). oneDNN has no float64
+// convolution, so float64 keeps the im2col + GEMM path (Backend's default conv2d_*).
+//
+// Primitives are built once per shape and pass, then reused: building one costs far more than a
+// small convolution. Buffers in oneDNN's preferred (blocked) layouts are kept with them, so a
+// steady-state step allocates nothing here. Every call runs on the calling thread alone (one
+// OpenMP thread), as each simulated device is one worker thread.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "kernels/math/indexing.h"
+
+namespace dpv::cpu {
+
+class OnednnConv {
+ public:
+  using Geometry = kernels::math::ConvShape;  // {N, C, H, W, kh, kw, stride, pad, OH, OW}
+
+  OnednnConv();
+  ~OnednnConv();
+  OnednnConv(const OnednnConv&) = delete;
+  OnednnConv& operator=(const OnednnConv&) = delete;
+
+  // y[N, O, OH, OW] = conv(x[N, C, H, W], w[O, C, kh, kw]) (no bias: the layer adds it).
+  void forward(const float* x, const float* w, float* y, int64_t O, const Geometry& g);
+  // dx[N, C, H, W] = the input gradient from dy[N, O, OH, OW] and w (overwritten).
+  void backward_data(const float* dy, const float* w, float* dx, int64_t O, const Geometry& g);
+  // dw[O, C, kh, kw] = the weight gradient from x and dy (overwritten).
+  void backward_weights(const float* x, const float* dy, float* dw, int64_t O, const Geometry& g);
+
+  // "oneDNN 2.6.3": the library this build runs, for `dpv bench`'s machine line.
+  static std::string library_version();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dpv::cpu
