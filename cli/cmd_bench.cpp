@@ -161,6 +161,28 @@ std::string stages_line(const Measurement& m) {
   return line;
 }
 
+// The per-layer profile: "Linear 0.05+0.09  BatchNorm1d 0.02+0.03 ..." (ms per step, forward +
+// backward) in layer order, and the same as JSON [{layer, type, forward_ms, backward_ms}].
+std::string layers_line(const Measurement& m, const ModelSpec& spec) {
+  std::string line;
+  const double per = 1e3 / std::max(m.stage_iters, 1);
+  for (size_t i = 0; i < m.stages.forward_by_layer.size() && i < spec.layers.size(); ++i)
+    line += strf("%s %.3f+%.3f  ", layer_kind_name(spec.layers[i].kind), per * m.stages.forward_by_layer[i],
+                 per * m.stages.backward_by_layer[i]);
+  return line;
+}
+
+nlohmann::json layers_json(const Measurement& m, const ModelSpec& spec) {
+  nlohmann::json j = nlohmann::json::array();
+  const double per = 1e3 / std::max(m.stage_iters, 1);
+  for (size_t i = 0; i < m.stages.forward_by_layer.size() && i < spec.layers.size(); ++i)
+    j.push_back({{"layer", i},
+                 {"type", layer_kind_name(spec.layers[i].kind)},
+                 {"forward_ms", per * m.stages.forward_by_layer[i]},
+                 {"backward_ms", per * m.stages.backward_by_layer[i]}});
+  return j;
+}
+
 void run_bench(const BenchOptions& o) {
   // Every entry of every list, and the JSON output, is checked before the first measurement: a bad
   // second device or model must not fail minutes into the run.
@@ -191,6 +213,11 @@ void run_bench(const BenchOptions& o) {
                         1e3 * m.seconds_per_step, 1.0 / m.seconds_per_step, m.batch / m.seconds_per_step,
                         speedup > 0 ? strf("%.2fx", speedup).c_str() : "-");
       std::cout << "           time per stage: " << stages_line(m) << "\n";
+      // Per layer on one device, where a layer's stage is its own work (on several devices it
+      // also holds the hand-off to the workers).
+      const ModelSpec model_spec = preset_model(preset);
+      if (m.device_count == 1 && m.stage_iters > 0)
+        std::cout << "           per layer, ms fwd+bwd: " << layers_line(m, model_spec) << "\n";
       nlohmann::json r = {{"model", preset},
                           {"batch", m.batch},
                           {"devices", spec},
@@ -199,7 +226,8 @@ void run_bench(const BenchOptions& o) {
                           {"ms_per_step", 1e3 * m.seconds_per_step},
                           {"steps_per_s", 1.0 / m.seconds_per_step},
                           {"samples_per_s", m.batch / m.seconds_per_step},
-                          {"stage_ms_per_step", stages_json(m)}};
+                          {"stage_ms_per_step", stages_json(m)},
+                          {"layer_ms_per_step", layers_json(m, model_spec)}};
       if (speedup > 0) r["speedup_vs_one_device"] = speedup;
       out["results"].push_back(r);
       if (o.ddp && m.device_count > 1) {
