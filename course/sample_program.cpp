@@ -89,7 +89,7 @@ std::string join(const std::vector<int64_t>& values) {
 }
 
 // PyTorch's constructor call for a layer.
-std::string layer_code(const LayerSpec& l, bool sync_bn) {
+std::string layer_code(const LayerSpec& l) {
   const auto n = [](int64_t v) { return std::to_string(v); };
   switch (l.kind) {
     case LayerKind::Linear:
@@ -99,8 +99,8 @@ std::string layer_code(const LayerSpec& l, bool sync_bn) {
     case LayerKind::Conv2d:
       return "nn.Conv2d(" + n(l.in_channels) + ", " + n(l.out_channels) + ", kernel_size=" + n(l.kernel_size) +
              ", stride=" + n(l.stride) + ", padding=" + n(l.padding) + ")";
-    case LayerKind::BatchNorm1d: return (sync_bn ? "nn.SyncBatchNorm(" : "nn.BatchNorm1d(") + n(l.num_features) + ")";
-    case LayerKind::BatchNorm2d: return (sync_bn ? "nn.SyncBatchNorm(" : "nn.BatchNorm2d(") + n(l.num_features) + ")";
+    case LayerKind::BatchNorm1d: return "nn.BatchNorm1d(" + n(l.num_features) + ")";
+    case LayerKind::BatchNorm2d: return "nn.BatchNorm2d(" + n(l.num_features) + ")";
   }
   return layer_kind_name(l.kind);
 }
@@ -129,17 +129,34 @@ std::vector<ProgramLine> sample_program(const ProgramOptions& o) {
     add("class SimpleModel(nn.Module):");
     add("    def __init__(self):");
     add("        super().__init__()");
-    add("        self.linear = " + layer_code(spec.layers.front(), false), {}, 0);
+    add("        self.linear = " + layer_code(spec.layers.front()), {}, 0);
     add("    def forward(self, x):");
     add("        return self.linear(x)");
     add("");
     add("model = SimpleModel().cuda()");
   } else {
     add("model = nn.Sequential(");
-    for (size_t i = 0; i < spec.layers.size(); ++i) add("    " + layer_code(spec.layers[i], o.sync_bn) + ",", {}, static_cast<int>(i));
+    for (size_t i = 0; i < spec.layers.size(); ++i) add("    " + layer_code(spec.layers[i]) + ",", {}, static_cast<int>(i));
     add(").cuda()");
   }
   add("# devices: " + o.devices);
+  if (o.sync_bn) {
+    // nn.DataParallel has no synchronised BatchNorm (an nn.SyncBatchNorm inside it does not sync
+    // across the replicas); the statistics the app merges are those of this DDP program.
+    std::string processes = "N";  // a spec the engine will refuse still gets its program text
+    try {
+      processes = std::to_string(parse_device_spec(o.devices).count);
+    } catch (const Error&) {
+    }
+    add("# BatchNorm over the whole batch is what DDP + SyncBatchNorm");
+    add("# computes; nn.DataParallel cannot sync BatchNorm. In PyTorch,");
+    add("# one process per GPU (torchrun --nproc_per_node=" + processes + "):");
+    add("#   dist.init_process_group(\"nccl\"); rank = dist.get_rank()");
+    add("#   model = nn.SyncBatchNorm.convert_sync_batchnorm(model)");
+    add("#   model = nn.parallel.DistributedDataParallel(model, device_ids=[rank])");
+    add("# The app runs DataParallel's stages below and merges BatchNorm's");
+    add("# statistics over all devices, as that program does:");
+  }
   add("model = nn.DataParallel(model)");
   add("criterion = nn.CrossEntropyLoss()");
   add("optimizer = optim.SGD(model.parameters(), lr=" + py_float(o.lr) + ")");

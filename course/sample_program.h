@@ -60,7 +60,8 @@ struct SampleRun {
 SampleRun run_sample_program(const std::shared_ptr<DeviceSet>& devices, uint64_t seed);
 
 // The program's text for a preset: the seed's SimpleModel class for "simple", an nn.Sequential of
-// the preset's layers otherwise (nn.SyncBatchNorm for BatchNorm layers when `sync_bn`). Each line
+// the preset's layers otherwise. With `sync_bn` it also shows the DDP + SyncBatchNorm code whose
+// whole-batch statistics the app computes (nn.DataParallel itself cannot sync BatchNorm). Each line
 // names the stages it stands for (outputs = model(inputs): scatter, replicate, forward, gather) and
 // the layer it defines, so a view can highlight the line of the stage that runs.
 struct ProgramLine {

@@ -76,9 +76,10 @@ SettingsBar::SettingsBar(AppContext* context, QWidget* parent) : QFrame(parent),
   batch_->setToolTip(tr("Global batch size: torch.chunk splits it into ceil(N/k)-row chunks"));
   batchNorm_ = new QComboBox(this);
   batchNorm_->addItem(tr("per-device BatchNorm"), false);
-  batchNorm_->addItem(tr("SyncBatchNorm"), true);
-  batchNorm_->setToolTip(tr("SyncBatchNorm: statistics over the whole batch. PyTorch supports it only under DDP; "
-                            "here it is a labelled extension that computes what DDP + SyncBatchNorm computes."));
+  batchNorm_->addItem(tr("whole-batch BN (as DDP + SyncBatchNorm)"), true);
+  batchNorm_->setToolTip(tr("Per-device: each replica normalises its own chunk, as nn.DataParallel does. Whole-batch: "
+                            "the statistics of the whole batch, what DDP + SyncBatchNorm computes; nn.DataParallel "
+                            "itself cannot sync BatchNorm, so this mode is the app's extension."));
   lr_ = new QDoubleSpinBox(this);
   lr_->setDecimals(4);
   lr_->setRange(0.0001, 10.0);

@@ -127,7 +127,16 @@ SceneState sceneStateFor(const IterationInfo& info, const dpv::StageEvent* event
     if (event) {
       QStringList notes;
       for (const auto& bn : event->batchnorm) {
-        if (bn.device == d && !bn.mean.empty()) {
+        if (bn.device != d || bn.mean.empty()) continue;
+        // Whole-batch statistics (device -1) of the same layer, when BatchNorm is synchronised.
+        const dpv::BatchNormStats* merged = nullptr;
+        for (const auto& g : event->batchnorm) {
+          if (g.device == -1 && g.layer == bn.layer && !g.mean.empty()) merged = &g;
+        }
+        if (merged) {
+          notes << QObject::tr("BN mean[0]: this chunk %1, whole batch %2 (used, as DDP + SyncBatchNorm)")
+                       .arg(bn.mean[0], 0, 'f', 3).arg(merged->mean[0], 0, 'f', 3);
+        } else {
           notes << QObject::tr("BN mean[0] %1, var[0] %2 (this chunk)").arg(bn.mean[0], 0, 'f', 3).arg(bn.var[0], 0, 'f', 3);
         }
       }

@@ -192,6 +192,22 @@ TEST_F(IterationPageTest, AnErrorOfTheAppIsNotPresentedAsPyTorchs) {
   EXPECT_FALSE(engine_->lastErrorInProgram());
 }
 
+TEST_F(IterationPageTest, WholeBatchBatchNormIsLabelledAsWhatDdpAndSyncBatchNormCompute) {
+  start(settingsFor(QStringLiteral("cpu:4"), QStringLiteral("mlp-bn"), 16, true));
+  const auto& plan = engine_->info().plan;
+  int bnForward = -1;
+  for (int i = 0; i < static_cast<int>(plan.size()) && bnForward < 0; ++i) {
+    if (plan[static_cast<size_t>(i)].kind == dpv::StageKind::Forward && plan[static_cast<size_t>(i)].layer == 1) bnForward = i;
+  }
+  ASSERT_GE(bnForward, 0);
+  for (int i = 0; i <= bnForward; ++i) ASSERT_TRUE(stepTo(i)) << i;
+  for (int d = 0; d < 4; ++d) {
+    const QString note = page_->scene()->deviceBox(d)->view().note;
+    EXPECT_TRUE(note.contains(QLatin1String("as DDP + SyncBatchNorm"))) << d << ": " << note.toStdString();
+    EXPECT_FALSE(note.contains(QLatin1String("var[0]"))) << "per-device statistics are not the ones used: " << note.toStdString();
+  }
+}
+
 TEST_F(IterationPageTest, ClickingAChipOpensItInTheInspector) {
   start(settingsFor(QStringLiteral("cpu:2"), QStringLiteral("simple"), 8));
   ASSERT_TRUE(stepTo(0));
@@ -233,7 +249,14 @@ TEST(CodeMapping, EveryStageKindHasALineInBothTabs) {
   for (const auto& l : user) bnLines += l.text.contains(QLatin1String("BatchNorm1d"));
   EXPECT_GE(bnLines, 1);
   const auto sync = userCodeLines(QStringLiteral("mlp-bn"), true, 10, 0.01, QStringLiteral("cpu:4"));
-  EXPECT_TRUE(std::any_of(sync.begin(), sync.end(), [](const CodeLine& l) { return l.text.contains(QLatin1String("SyncBatchNorm")); }));
+  // SyncBatchNorm mode shows the DDP code that computes its statistics, never nn.SyncBatchNorm
+  // inside nn.DataParallel (which does not sync).
+  auto hasText = [&sync](const char* text) {
+    return std::any_of(sync.begin(), sync.end(), [text](const CodeLine& l) { return l.text.contains(QLatin1String(text)); });
+  };
+  EXPECT_TRUE(hasText("convert_sync_batchnorm"));
+  EXPECT_TRUE(hasText("DistributedDataParallel"));
+  EXPECT_FALSE(hasText("nn.SyncBatchNorm("));
 }
 
 }  // namespace gui

@@ -35,7 +35,11 @@ TEST(SampleProgram, OtherPresetsAreSequentialsOfTheirLayers) {
   const std::string text = text_of(lines);
   EXPECT_NE(text.find("model = nn.Sequential("), std::string::npos) << text;
   EXPECT_NE(text.find("inputs = torch.randn(8, 3, 32, 32)"), std::string::npos) << text;
-  EXPECT_NE(text.find("nn.SyncBatchNorm("), std::string::npos) << text;
+  EXPECT_EQ(text.find("nn.SyncBatchNorm("), std::string::npos) << "no SyncBatchNorm inside nn.DataParallel:\n" << text;
+  EXPECT_NE(text.find("nn.BatchNorm2d("), std::string::npos) << text;
+  EXPECT_NE(text.find("nn.SyncBatchNorm.convert_sync_batchnorm(model)"), std::string::npos) << text;
+  EXPECT_NE(text.find("nn.parallel.DistributedDataParallel(model, device_ids=[rank])"), std::string::npos) << text;
+  EXPECT_NE(text.find("--nproc_per_node=4"), std::string::npos) << text;
   const size_t layers = preset_model("cnn").layers.size();
   const auto defines = std::count_if(lines.begin(), lines.end(), [](const ProgramLine& l) { return l.layer >= 0; });
   EXPECT_EQ(static_cast<size_t>(defines), layers) << "one line per layer";
