@@ -16,6 +16,8 @@ struct BnLabChartColours {
   QColor perDevice;   // per-device BatchNorm model
   QColor sync;        // SyncBatchNorm model
   QColor reference;   // single-device reference
+  QColor ddpPerRank;  // per-rank BatchNorm under DDP
+  QColor ddpSync;     // SyncBatchNorm under DDP
   QColor device0;     // statistics rebuilt from device 0 alone
   bool dark = false;
 };

@@ -13,7 +13,11 @@ namespace gui {
 
 namespace {
 
-constexpr int kPerDeviceSlot = 0, kSyncSlot = 1;
+constexpr int kSyncSlot = 1;
+// The models with bars of per-device statistics, in bar order.
+constexpr std::array<BnLabModel, 3> kBarModels = {BnLabPerDevice, BnLabSync, BnLabDdpPerRank};
+// The models compared with the reference.
+constexpr std::array<BnLabModel, 4> kComparedModels = {BnLabPerDevice, BnLabSync, BnLabDdpPerRank, BnLabDdpSync};
 
 double floored_distance(double d) { return std::isfinite(d) ? std::max(d, BnLabCharts::kDistanceFloor) : d; }
 
@@ -22,6 +26,8 @@ QString model_short(BnLabModel m) {
     case BnLabPerDevice: return QStringLiteral("per-device BN");
     case BnLabSync: return QStringLiteral("SyncBN");
     case BnLabReference: return QStringLiteral("reference");
+    case BnLabDdpPerRank: return QStringLiteral("DDP per-rank BN");
+    case BnLabDdpSync: return QStringLiteral("DDP SyncBN");
   }
   return {};
 }
@@ -56,6 +62,7 @@ QString BnLabCharts::chartTitle(Chart chart) {
 }
 
 QString BnLabCharts::chunkSeries(BnLabModel m) {
+  if (m == BnLabDdpPerRank) return QStringLiteral("DDP per-rank: shard");
   return m == BnLabSync ? QStringLiteral("SyncBN: chunk (local only)") : QStringLiteral("per-device: chunk (normalises)");
 }
 QString BnLabCharts::wholeSeries(BnLabModel m) {
@@ -63,6 +70,8 @@ QString BnLabCharts::wholeSeries(BnLabModel m) {
     case BnLabPerDevice: return QStringLiteral("per-device: whole batch (unused)");
     case BnLabSync: return QStringLiteral("SyncBN: global (normalises)");
     case BnLabReference: return QStringLiteral("reference: whole batch");
+    case BnLabDdpPerRank:
+    case BnLabDdpSync: break;  // the same batch: the DataParallel lines already show it
   }
   return {};
 }
@@ -123,19 +132,19 @@ void BnLabCharts::buildPlots() {
   for (int s = 0; s < 2; ++s) {
     QCustomPlot* plot = plots_[s == 0 ? BatchMean : BatchVar];
     auto* group = new QCPBarsGroup(plot);
-    for (int m = 0; m < 2; ++m) {
+    for (size_t b = 0; b < kBarModels.size(); ++b) {
       auto* bars = new QCPBars(plot->xAxis, plot->yAxis);
-      bars->setName(chunkSeries(static_cast<BnLabModel>(m)));
-      bars->setWidth(0.36);
+      bars->setName(chunkSeries(kBarModels[b]));
+      bars->setWidth(0.26);
       bars->setBarsGroup(group);
-      chunkBars_[s][m] = bars;
+      chunkBars_[s][b] = bars;
     }
-    for (int m = 0; m < kBnLabModelCount; ++m) {
+    for (int m = 0; m < kBnLabDpModelCount; ++m) {
       auto* line = plot->addGraph();
       line->setName(wholeSeries(static_cast<BnLabModel>(m)));
       wholeLines_[s][m] = line;
     }
-    plot->xAxis->setLabel(tr("device (rows in its chunk)"));
+    plot->xAxis->setLabel(tr("device (rows in its DataParallel chunk / DDP shard)"));
     plot->yAxis->setLabel(s == 0 ? tr("mean") : tr("biased variance"));
     plot->xAxis->setTicker(QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText));
   }
@@ -144,8 +153,9 @@ void BnLabCharts::buildPlots() {
   for (int s = 0; s < 2; ++s) {
     QCustomPlot* plot = plots_[s == 0 ? RunningMean : RunningVar];
     // Drawn bottom to top: the wide per-device curve, the wide translucent reference, the thin
-    // SyncBN curve, the dashed device-0 rebuild; where curves coincide each stays visible.
-    for (int m : {BnLabPerDevice, BnLabReference, BnLabSync}) {
+    // SyncBN curve, the DDP curves (dash-dot), the dashed device-0 rebuild; where curves coincide
+    // each stays visible.
+    for (int m : {BnLabPerDevice, BnLabReference, BnLabSync, BnLabDdpPerRank, BnLabDdpSync}) {
       auto* g = plot->addGraph();
       g->setName(runningSeries(static_cast<BnLabModel>(m)));
       runningGraphs_[s][m] = g;
@@ -160,11 +170,11 @@ void BnLabCharts::buildPlots() {
   {
     QCustomPlot* plot = plots_[LossAccuracy];
     plot->yAxis2->setVisible(true);
-    for (int m : {BnLabReference, BnLabSync, BnLabPerDevice}) {
+    for (int m : {BnLabReference, BnLabSync, BnLabPerDevice, BnLabDdpSync, BnLabDdpPerRank}) {
       lossGraphs_[m] = plot->addGraph(plot->xAxis, plot->yAxis);
       lossGraphs_[m]->setName(lossSeries(static_cast<BnLabModel>(m)));
     }
-    for (int m : {BnLabReference, BnLabSync, BnLabPerDevice}) {
+    for (int m : {BnLabReference, BnLabSync, BnLabPerDevice, BnLabDdpSync, BnLabDdpPerRank}) {
       accuracyGraphs_[m] = plot->addGraph(plot->xAxis, plot->yAxis2);
       accuracyGraphs_[m]->setName(accuracySeries(static_cast<BnLabModel>(m)));
       accuracyGraphs_[m]->removeFromLegend();  // same colour as the loss; the axis label says "dashed"
@@ -179,11 +189,11 @@ void BnLabCharts::buildPlots() {
   // Distance from the reference, on a log axis.
   {
     QCustomPlot* plot = plots_[Distance];
-    for (int m = 0; m < 2; ++m) {
+    for (BnLabModel m : kComparedModels) {
       paramDistanceGraphs_[m] = plot->addGraph();
-      paramDistanceGraphs_[m]->setName(paramDistanceSeries(static_cast<BnLabModel>(m)));
+      paramDistanceGraphs_[m]->setName(paramDistanceSeries(m));
       gradDistanceGraphs_[m] = plot->addGraph();
-      gradDistanceGraphs_[m]->setName(gradDistanceSeries(static_cast<BnLabModel>(m)));
+      gradDistanceGraphs_[m]->setName(gradDistanceSeries(m));
       gradDistanceGraphs_[m]->setAntialiased(false);
     }
     plot->yAxis->setScaleType(QCPAxis::stLogarithmic);
@@ -206,13 +216,16 @@ void BnLabCharts::applyPalette() {
     emptyNotes_[c]->setColor(faint);
   }
 
-  const std::array<QColor, 3> model = {colours.perDevice, colours.sync, colours.reference};
+  const std::array<QColor, kBnLabModelCount> model = {colours.perDevice, colours.sync, colours.reference,
+                                                       colours.ddpPerRank, colours.ddpSync};
+  // The DDP models' curves are dash-dot, so the two families read apart at a glance.
+  const auto ddpPen = [&model](BnLabModel m, double width) { return QPen(model[m], width, Qt::DashDotLine); };
   for (int s = 0; s < 2; ++s) {
-    for (int m = 0; m < 2; ++m) {
-      QColor fill = model[m];
-      fill.setAlpha(m == kSyncSlot ? 110 : 200);  // the SyncBN chunks are context, kept lighter
-      chunkBars_[s][m]->setBrush(fill);
-      chunkBars_[s][m]->setPen(QPen(model[m].darker(120), 1));
+    for (size_t b = 0; b < kBarModels.size(); ++b) {
+      QColor fill = model[kBarModels[b]];
+      fill.setAlpha(b == kSyncSlot ? 110 : 200);  // the SyncBN chunks are context, kept lighter
+      chunkBars_[s][b]->setBrush(fill);
+      chunkBars_[s][b]->setPen(QPen(model[kBarModels[b]].darker(120), 1));
     }
     wholeLines_[s][BnLabPerDevice]->setPen(QPen(model[BnLabPerDevice], 2, Qt::DashLine));
     wholeLines_[s][BnLabSync]->setPen(QPen(model[BnLabSync], 2.5, Qt::SolidLine));
@@ -224,14 +237,17 @@ void BnLabCharts::applyPalette() {
     runningGraphs_[s][BnLabSync]->setPen(QPen(model[BnLabSync], 1.8));
     // Wide under thin: where the device-0 rebuild lies on the per-device curve, both stay visible.
     runningGraphs_[s][BnLabPerDevice]->setPen(QPen(model[BnLabPerDevice], 4.5));
+    runningGraphs_[s][BnLabDdpPerRank]->setPen(ddpPen(BnLabDdpPerRank, 2));
+    runningGraphs_[s][BnLabDdpSync]->setPen(ddpPen(BnLabDdpSync, 1.5));
     emaGraphs_[s]->setPen(QPen(colours.device0, 1.5, Qt::DashLine));
   }
   for (int m = 0; m < kBnLabModelCount; ++m) {
-    lossGraphs_[m]->setPen(QPen(model[m], m == BnLabReference ? 3.5 : 1.5));
+    lossGraphs_[m]->setPen(bnlab_is_ddp(static_cast<BnLabModel>(m)) ? ddpPen(static_cast<BnLabModel>(m), 1.5)
+                                                                    : QPen(model[m], m == BnLabReference ? 3.5 : 1.5));
     accuracyGraphs_[m]->setPen(QPen(model[m], m == BnLabReference ? 2.5 : 1.2, Qt::DashLine));
   }
-  for (int m = 0; m < 2; ++m) {
-    paramDistanceGraphs_[m]->setPen(QPen(model[m], 2));
+  for (BnLabModel m : kComparedModels) {
+    paramDistanceGraphs_[m]->setPen(bnlab_is_ddp(m) ? ddpPen(m, 2) : QPen(model[m], 2));
     gradDistanceGraphs_[m]->setPen(QPen(model[m], 1.5, Qt::DashLine));
   }
   markDirty();
@@ -304,7 +320,7 @@ void BnLabCharts::appendSteps(const QVector<BnLabStep>& steps) {
       lossGraphs_[m]->addData(x, ms.loss);
       accuracyGraphs_[m]->addData(x, 100.0 * ms.accuracy);
     }
-    for (int m = 0; m < 2; ++m) {
+    for (BnLabModel m : kComparedModels) {
       paramDistanceGraphs_[m]->addData(x, floored_distance(step.models[static_cast<size_t>(m)].paramDistance));
       gradDistanceGraphs_[m]->addData(x, floored_distance(step.models[static_cast<size_t>(m)].gradDistance));
     }
@@ -399,17 +415,17 @@ void BnLabCharts::updateBatchCharts() {
       lo = std::min(lo, v);
       hi = std::max(hi, v);
     };
-    for (int m = 0; m < 2; ++m) {
-      chunkBars_[s][m]->data()->clear();
-      const BnLabLayerStats* layer = layer_of(latest_.models[static_cast<size_t>(m)], layerSlot_);
+    for (size_t b = 0; b < kBarModels.size(); ++b) {
+      chunkBars_[s][b]->data()->clear();
+      const BnLabLayerStats* layer = layer_of(latest_.models[static_cast<size_t>(kBarModels[b])], layerSlot_);
       if (!layer) continue;
       for (const auto& chunk : layer->chunks) {
         const double v = at_channel(s == 0 ? chunk.mean : chunk.var, channel_);
-        chunkBars_[s][m]->addData(chunk.device, v);
+        chunkBars_[s][b]->addData(chunk.device, v);
         take(v);
       }
     }
-    for (int m = 0; m < kBnLabModelCount; ++m) {
+    for (int m = 0; m < kBnLabDpModelCount; ++m) {
       wholeLines_[s][m]->data()->clear();
       const BnLabLayerStats* layer = layer_of(latest_.models[static_cast<size_t>(m)], layerSlot_);
       if (!layer) continue;

@@ -1,7 +1,7 @@
 #pragma once
 // The BatchNorm lab's six QCustomPlot charts and the data behind them:
 //   batch-mean, batch-var     each device's chunk statistic against the whole-batch one (this step)
-//   running-mean, running-var the running buffers over the steps, for both models and the reference
+//   running-mean, running-var the running buffers over the steps, for every model (DDP: rank 0's)
 //   loss-accuracy             training loss (left axis) and accuracy (right axis)
 //   distance                  max |difference| from the single-device reference (log axis)
 // Colours come from the widget palette, so the charts follow light and dark themes. Replots are
@@ -33,10 +33,10 @@ class BnLabCharts : public QWidget {
   static QString chartId(Chart chart);     // "batch-mean", ... (file names, CSV)
   static QString chartTitle(Chart chart);  // "Batch mean per device", ...
 
-  // Series names (legend entries and CSV columns). `model` is BnLabPerDevice or BnLabSync where a
-  // series exists for both DataParallel models.
-  static QString chunkSeries(BnLabModel model);  // bars: each device's chunk statistic
-  static QString wholeSeries(BnLabModel model);  // line: the whole-batch statistic
+  // Series names (legend entries and CSV columns). `model` is any model but the reference where a
+  // series compares against it.
+  static QString chunkSeries(BnLabModel model);  // bars: each device's chunk statistic (per-device, SyncBN, DDP per-rank)
+  static QString wholeSeries(BnLabModel model);  // line: the whole-batch statistic (the DataParallel models and the reference)
   static QString runningSeries(BnLabModel model);
   static QString device0EmaSeries();             // running statistic rebuilt from device 0's chunks
   static QString lossSeries(BnLabModel model);
@@ -97,16 +97,17 @@ class BnLabCharts : public QWidget {
   QTimer* replotTimer_;
   int nextReplot_ = 0;
 
-  // Batch statistics: [chart: mean or var][model: per-device, sync].
-  std::array<std::array<QCPBars*, 2>, 2> chunkBars_{};
-  std::array<std::array<QCPGraph*, 3>, 2> wholeLines_{};  // [chart][model incl. reference]
+  // Batch statistics: [chart: mean or var][model: per-device, sync, DDP per-rank].
+  std::array<std::array<QCPBars*, 3>, 2> chunkBars_{};
+  std::array<std::array<QCPGraph*, kBnLabDpModelCount>, 2> wholeLines_{};  // [chart][DataParallel model or reference]
   // Running statistics: [chart][model], plus the device-0 rebuild.
-  std::array<std::array<QCPGraph*, 3>, 2> runningGraphs_{};
+  std::array<std::array<QCPGraph*, kBnLabModelCount>, 2> runningGraphs_{};
   std::array<QCPGraph*, 2> emaGraphs_{};
-  std::array<QCPGraph*, 3> lossGraphs_{};
-  std::array<QCPGraph*, 3> accuracyGraphs_{};
-  std::array<QCPGraph*, 2> paramDistanceGraphs_{};
-  std::array<QCPGraph*, 2> gradDistanceGraphs_{};
+  std::array<QCPGraph*, kBnLabModelCount> lossGraphs_{};
+  std::array<QCPGraph*, kBnLabModelCount> accuracyGraphs_{};
+  // [model]; none for the reference.
+  std::array<QCPGraph*, kBnLabModelCount> paramDistanceGraphs_{};
+  std::array<QCPGraph*, kBnLabModelCount> gradDistanceGraphs_{};
 
   std::vector<BnLabStep> history_;  // every step; per-chunk statistics kept only in latest_
   BnLabStep latest_;

@@ -509,15 +509,19 @@ void BatchNormLabPage::updateStatus() {
   if (!configured_ && !hasFailed()) text = tr("Preparing the devices…");
   else if (!last) text = tr("Ready: %1 device(s), batch %2. Press Start.").arg(deviceCountFromSpec()).arg(batchSpin_->value());
   else {
-    QStringList sizes;
+    QStringList sizes, shards;
     for (int64_t c : last->chunks) sizes << QString::number(c);
-    text = tr("Step %1 of %2 · chunks %3 · loss: per-device %4, SyncBN %5, ref. %6")
+    for (int64_t c : last->shards) shards << QString::number(c);
+    text = tr("Step %1 of %2 · chunks %3 · loss: per-device %4, SyncBN %5, ref. %6 · DDP shards %7: per-rank %8, SyncBN %9")
                .arg(last->step)
                .arg(stepLimit_)
                .arg(sizes.join(QStringLiteral(", ")))
                .arg(last->models[BnLabPerDevice].loss, 0, 'f', 3)
                .arg(last->models[BnLabSync].loss, 0, 'f', 3)
-               .arg(last->models[BnLabReference].loss, 0, 'f', 3);
+               .arg(last->models[BnLabReference].loss, 0, 'f', 3)
+               .arg(shards.join(QStringLiteral(", ")))
+               .arg(last->models[BnLabDdpPerRank].loss, 0, 'f', 3)
+               .arg(last->models[BnLabDdpSync].loss, 0, 'f', 3);
   }
   if (running_) text = tr("Training · ") + text;
   statusLabel_->setText(text);

@@ -1,6 +1,7 @@
 #pragma once
-// The BatchNorm lab: per-device BatchNorm and SyncBatchNorm under DataParallel trained side by side
-// from one seed on the same batches, with a single-device reference, and live charts of what each
+// The BatchNorm lab: per-device BatchNorm and SyncBatchNorm under DataParallel, and per-rank
+// BatchNorm and SyncBatchNorm under DDP, trained side by side from one seed on the same batches,
+// with a single-device reference, and live charts of what each
 // device normalises with, the running statistics, loss, accuracy and the distance from the
 // reference. Training runs in a BnLabWorker on its own QThread; this page only draws.
 #include <QPointer>

@@ -26,6 +26,8 @@ const char* bnlab_model_name(BnLabModel which) {
     case BnLabPerDevice: return "per-device BatchNorm";
     case BnLabSync: return "SyncBatchNorm";
     case BnLabReference: return "single-device reference";
+    case BnLabDdpPerRank: return "per-rank BatchNorm (DDP)";
+    case BnLabDdpSync: return "SyncBatchNorm (DDP)";
   }
   return "?";
 }
@@ -101,7 +103,7 @@ BnLabSession::BnLabSession(const BnLabConfig& config)
 
   initial_ = model_.initial_state(config.seed);
   const dpv::TensorMap& initial = initial_;
-  for (int which = 0; which < kBnLabModelCount; ++which) {
+  for (int which = 0; which < kBnLabDpModelCount; ++which) {
     dpv::TrainOptions options;
     options.lr = config.learningRate;
     options.momentum = config.sgdMomentum;
@@ -112,6 +114,8 @@ BnLabSession::BnLabSession(const BnLabConfig& config)
     trainers_[static_cast<size_t>(which)] = std::make_unique<dpv::Trainer>(
         std::move(devices), dpv::Model(bnlab_model_spec(config.bnMomentum)), initial, options);
   }
+  for (BnLabModel which : {BnLabDdpPerRank, BnLabDdpSync})
+    ddpTrainers_[static_cast<size_t>(which - BnLabDdpPerRank)] = makeDdpTrainer(which);
   for (int layer : bnLayers_) {
     const std::string prefix = model_.layer_prefix(layer);
     emaMean_.push_back(initial.at(prefix + "running_mean").to_doubles());
@@ -120,6 +124,16 @@ BnLabSession::BnLabSession(const BnLabConfig& config)
 }
 
 BnLabSession::~BnLabSession() = default;
+
+std::unique_ptr<dpv::DdpTrainer> BnLabSession::makeDdpTrainer(BnLabModel which) const {
+  dpv::DdpOptions options;
+  options.lr = config_.learningRate;
+  options.momentum = config_.sgdMomentum;
+  options.sync_bn = which == BnLabDdpSync;
+  // One in-process rank per device of the lab's spec, on a device set of its own.
+  return std::make_unique<dpv::DdpTrainer>(dpv::DeviceSet::create(config_.devices),
+                                           dpv::Model(bnlab_model_spec(config_.bnMomentum)), initial_, options);
+}
 
 int BnLabSession::deviceCount() const { return trainers_[BnLabPerDevice]->devices().size(); }
 
@@ -152,7 +166,73 @@ std::pair<std::string, std::string> BnLabSession::probeFirstStep() {
       return {bnlab_model_name(which), e.what()};
     }
   }
+  for (BnLabModel which : {BnLabDdpPerRank, BnLabDdpSync}) {
+    try {
+      auto copy = makeDdpTrainer(which);
+      dpv::DdpIteration iteration(*copy, batch.inputs, batch.targets);
+      iteration.run_to_end();
+    } catch (const dpv::Error& e) {
+      return {bnlab_model_name(which), e.full()};
+    } catch (const std::exception& e) {
+      return {bnlab_model_name(which), e.what()};
+    }
+  }
   return {};
+}
+
+BnLabLayerStats BnLabSession::layerStats(int layer, const std::vector<dpv::BatchNormStats>& all) const {
+  BnLabLayerStats stats;
+  stats.layer = layer;
+  const dpv::BatchNormStats* global = nullptr;
+  for (const auto& s : all) {
+    if (s.layer != layer) continue;
+    if (s.device < 0) global = &s;
+    else stats.chunks.push_back(s);
+  }
+  std::sort(stats.chunks.begin(), stats.chunks.end(),
+            [](const dpv::BatchNormStats& a, const dpv::BatchNormStats& b) { return a.device < b.device; });
+  if (global) stats.whole = *global;
+  else if (stats.chunks.size() == 1) stats.whole = stats.chunks.front();
+  else stats.whole = dpv::course::merge_batchnorm_stats(stats.chunks);
+  return stats;
+}
+
+BnLabModelStep BnLabSession::runDdpModel(BnLabModel which, const dpv::Dataset& batch, std::vector<int64_t>& shards) {
+  dpv::DdpTrainer& tr = ddpTrainer(which);
+  // The lab's global batch, each rank training on its DistributedSampler shard (no shuffling: the
+  // batch is already drawn at random).
+  dpv::DdpIteration iteration(tr, batch.inputs, batch.targets);
+  iteration.run_to_end();
+
+  BnLabModelStep result;
+  result.loss = iteration.mean_loss();  // what an all-reduced loss would print; each rank's own is local
+  const std::vector<int64_t> targets = batch.targets.to_int64();  // [N]
+  int64_t right = 0, rows = 0;
+  shards.clear();
+  for (int r = 0; r < tr.world_size(); ++r) {
+    const auto& shard = iteration.shards()[static_cast<size_t>(r)];
+    shards.push_back(static_cast<int64_t>(shard.size()));
+    const dpv::Tensor& out = tr.rank(r).output();  // [n_r, classes]
+    const std::vector<double> logits = out.to_doubles();
+    const int64_t classes = out.dim(1);
+    for (size_t k = 0; k < shard.size(); ++k) {
+      const auto begin = logits.begin() + static_cast<int64_t>(k) * classes;
+      right += std::max_element(begin, begin + classes) - begin == targets[static_cast<size_t>(shard[k])];
+      ++rows;
+    }
+  }
+  result.accuracy = rows ? static_cast<double>(right) / static_cast<double>(rows) : BnLabModelStep::kNaN;
+  // Rank 0's BatchNorm statistics come with every rank's (and, with SyncBatchNorm, the global ones).
+  const auto& all = iteration.batchnorm_stats();
+  const dpv::DdpRank& rank0 = tr.rank(0);
+  for (int layer : bnLayers_) {
+    BnLabLayerStats stats = layerStats(layer, all);
+    const std::string prefix = model_.layer_prefix(layer);
+    stats.runningMean = rank0.buffers().at(prefix + "running_mean").to_doubles();
+    stats.runningVar = rank0.buffers().at(prefix + "running_var").to_doubles();
+    result.layers.push_back(std::move(stats));
+  }
+  return result;
 }
 
 BnLabModelStep BnLabSession::runModel(BnLabModel which, const dpv::Dataset& batch) {
@@ -166,19 +246,7 @@ BnLabModelStep BnLabSession::runModel(BnLabModel which, const dpv::Dataset& batc
   const auto& all = iteration.batchnorm_stats();
   for (size_t slot = 0; slot < bnLayers_.size(); ++slot) {
     const int layer = bnLayers_[slot];
-    BnLabLayerStats stats;
-    stats.layer = layer;
-    const dpv::BatchNormStats* global = nullptr;
-    for (const auto& s : all) {
-      if (s.layer != layer) continue;
-      if (s.device < 0) global = &s;
-      else stats.chunks.push_back(s);
-    }
-    std::sort(stats.chunks.begin(), stats.chunks.end(),
-              [](const dpv::BatchNormStats& a, const dpv::BatchNormStats& b) { return a.device < b.device; });
-    if (global) stats.whole = *global;
-    else if (stats.chunks.size() == 1) stats.whole = stats.chunks.front();
-    else stats.whole = dpv::course::merge_batchnorm_stats(stats.chunks);
+    BnLabLayerStats stats = layerStats(layer, all);
     const std::string prefix = model_.layer_prefix(layer);
     stats.runningMean = tr.state().at(prefix + "running_mean").to_doubles();
     stats.runningVar = tr.state().at(prefix + "running_var").to_doubles();
@@ -196,9 +264,10 @@ BnLabStep BnLabSession::step() {
   out.chunks = dpv::chunk_sizes(config_.batchSize, deviceCount());
   // The per-device model first: it is the one a one-sample chunk stops, and failing before the
   // others have stepped keeps the three models at the same step.
-  for (BnLabModel which : {BnLabPerDevice, BnLabSync, BnLabReference}) {
+  for (BnLabModel which : {BnLabPerDevice, BnLabSync, BnLabReference, BnLabDdpPerRank, BnLabDdpSync}) {
     try {
-      out.models[static_cast<size_t>(which)] = runModel(which, batch);
+      out.models[static_cast<size_t>(which)] =
+          bnlab_is_ddp(which) ? runDdpModel(which, batch, out.shards) : runModel(which, batch);
     } catch (const dpv::Error& e) {
       failedModel_ = bnlab_model_name(which);
       failure_ = e.full();
@@ -219,6 +288,12 @@ BnLabStep BnLabSession::step() {
     auto& m = out.models[static_cast<size_t>(which)];
     m.paramDistance = bnlab_max_abs_difference(trainer(which).state(), reference.state(), params);
     m.gradDistance = bnlab_max_abs_difference(trainer(which).grads(), reference.grads(), params);
+  }
+  for (BnLabModel which : {BnLabDdpPerRank, BnLabDdpSync}) {
+    // Rank 0's parameters and averaged gradients (every rank holds the same ones).
+    auto& m = out.models[static_cast<size_t>(which)];
+    m.paramDistance = bnlab_max_abs_difference(ddpTrainer(which).rank(0).params(), reference.state(), params);
+    m.gradDistance = bnlab_max_abs_difference(ddpTrainer(which).rank(0).grads(), reference.grads(), params);
   }
   out.step = ++steps_;
   return out;

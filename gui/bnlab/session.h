@@ -1,7 +1,7 @@
 #pragma once
-// The BatchNorm lab's training, without Qt threads: three trainers from one seed (per-device
-// BatchNorm under DataParallel, SyncBatchNorm under DataParallel, a single-device reference), fed
-// the same batches, one step at a time. The worker (gui/bnlab/worker.h) drives it on its own thread;
+// The BatchNorm lab's training, without Qt threads: five trainers from one seed (per-device
+// BatchNorm and SyncBatchNorm under DataParallel, a single-device reference, per-rank BatchNorm and
+// SyncBatchNorm under DistributedDataParallel), fed the same global batches, one step at a time. The worker (gui/bnlab/worker.h) drives it on its own thread;
 // tests drive it directly.
 #include <array>
 #include <memory>
@@ -11,6 +11,7 @@
 
 #include "engine/data_parallel.h"
 #include "engine/datasets.h"
+#include "engine/ddp/ddp.h"
 #include "gui/bnlab/types.h"
 
 namespace gui {
@@ -33,7 +34,7 @@ double bnlab_max_abs_difference(const dpv::TensorMap& a, const dpv::TensorMap& b
 
 class BnLabSession {
  public:
-  // Builds the devices and the three trainers; throws dpv::Error (bad device spec, no CUDA, ...).
+  // Builds the devices and the five trainers; throws dpv::Error (bad device spec, no CUDA, ...).
   explicit BnLabSession(const BnLabConfig& config);
   ~BnLabSession();
 
@@ -45,24 +46,32 @@ class BnLabSession {
   std::vector<std::string> deviceLabels() const;
   int deviceCount() const;
 
-  // One training step of all three models on the next batch. On an engine error the session
+  // One training step of all five models on the next batch. On an engine error the session
   // stays failed: `failed()` is true, `failure()` names the model and holds the engine's text
   // ("ValueError: Caught ValueError in replica 3 ..."), and further steps throw.
   BnLabStep step();
   bool failed() const { return !failure_.empty(); }
-  // Runs the first batch through throwaway copies of the three models (the real ones are not
+  // Runs the first batch through throwaway copies of the five models (the real ones are not
   // touched) and returns the first engine error, so the page can show it before training starts:
   // {model name, "ValueError: ..."}; both empty when the settings train fine.
   std::pair<std::string, std::string> probeFirstStep();
   const std::string& failure() const { return failure_; }
   const std::string& failedModel() const { return failedModel_; }
 
-  // The trainers, for tests that compare against an independent computation.
+  // The trainers, for tests that compare against an independent computation: the DataParallel
+  // models and the reference, and the DDP models.
   dpv::Trainer& trainer(BnLabModel which) { return *trainers_.at(static_cast<size_t>(which)); }
+  dpv::DdpTrainer& ddpTrainer(BnLabModel which) {
+    return *ddpTrainers_.at(static_cast<size_t>(which - BnLabDdpPerRank));
+  }
   const dpv::Dataset& dataset() const { return data_; }
 
  private:
   BnLabModelStep runModel(BnLabModel which, const dpv::Dataset& batch);
+  BnLabModelStep runDdpModel(BnLabModel which, const dpv::Dataset& batch, std::vector<int64_t>& shards);
+  // A layer's statistics from an iteration's list: per device (or rank) and the global ones.
+  BnLabLayerStats layerStats(int layer, const std::vector<dpv::BatchNormStats>& all) const;
+  std::unique_ptr<dpv::DdpTrainer> makeDdpTrainer(BnLabModel which) const;
   void updateDevice0Ema(BnLabLayerStats& stats, size_t layerSlot);
 
   BnLabConfig config_;
@@ -70,7 +79,8 @@ class BnLabSession {
   dpv::Dataset data_;
   dpv::TensorMap initial_;  // the state all three models start from (host)
   std::vector<int> bnLayers_;
-  std::array<std::unique_ptr<dpv::Trainer>, kBnLabModelCount> trainers_;
+  std::array<std::unique_ptr<dpv::Trainer>, kBnLabDpModelCount> trainers_;
+  std::array<std::unique_ptr<dpv::DdpTrainer>, kBnLabModelCount - kBnLabDpModelCount> ddpTrainers_;
   // Device 0's chunk statistics folded with the BatchNorm update rule, per BatchNorm layer.
   std::vector<std::vector<double>> emaMean_, emaVar_;
   int64_t steps_ = 0;
@@ -78,7 +88,8 @@ class BnLabSession {
   std::string failedModel_;
 };
 
-// Display names of the three models ("per-device BatchNorm", "SyncBatchNorm", "single-device reference").
+// Display names of the models ("per-device BatchNorm", "SyncBatchNorm", "single-device reference",
+// "per-rank BatchNorm (DDP)", "SyncBatchNorm (DDP)").
 const char* bnlab_model_name(BnLabModel which);
 
 }  // namespace gui

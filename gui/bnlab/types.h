@@ -14,16 +14,21 @@
 
 namespace gui {
 
-// The three models the lab trains from the same initial state on the same batches.
+// The models the lab trains from the same initial state on the same global batches.
 enum BnLabModel : int {
   BnLabPerDevice = 0,  // nn.DataParallel with plain BatchNorm: each replica normalises its own chunk
   BnLabSync = 1,       // the same with SyncBatchNorm's merge (what DDP + SyncBatchNorm computes)
-  BnLabReference = 2,  // one device, the whole batch: what the other two should agree with
+  BnLabReference = 2,  // one device, the whole batch: what the others should agree with
+  BnLabDdpPerRank = 3, // DistributedDataParallel with plain BatchNorm: each rank normalises its own shard
+  BnLabDdpSync = 4,    // DistributedDataParallel with SyncBatchNorm: statistics all-gathered over the ranks
 };
-constexpr int kBnLabModelCount = 3;
+constexpr int kBnLabModelCount = 5;
+// The DataParallel models and the reference (dpv::Trainer), and the DDP models (dpv::DdpTrainer).
+constexpr int kBnLabDpModelCount = 3;
+inline bool bnlab_is_ddp(BnLabModel m) { return m == BnLabDdpPerRank || m == BnLabDdpSync; }
 
 struct BnLabConfig {
-  std::string devices = "cpu:4";  // device spec of the two DataParallel models
+  std::string devices = "cpu:4";  // device spec of the DataParallel and DDP models (one rank per device)
   int64_t batchSize = 32;
   double learningRate = 0.05;
   double sgdMomentum = 0.0;       // torch.optim.SGD(momentum=...)
@@ -36,12 +41,13 @@ struct BnLabConfig {
 // Statistics of one BatchNorm layer in one model for one training step.
 struct BnLabLayerStats {
   int layer = -1;                            // index in the model ("1" for "1.running_mean")
-  std::vector<dpv::BatchNormStats> chunks;   // one per device that held a replica, device order
+  // One per device that held a replica (DDP: one per rank, its DistributedSampler shard), device order.
+  std::vector<dpv::BatchNormStats> chunks;
   // The whole batch: the engine's synchronised statistics (SyncBN model), the pooled statistics of
   // this model's own chunks (per-device model: what SyncBN would have used), or the single
   // device's statistics (reference).
   dpv::BatchNormStats whole;
-  std::vector<double> runningMean, runningVar;  // [C] after this step's update
+  std::vector<double> runningMean, runningVar;  // [C] after this step's update (DDP: rank 0's, the ones saved)
   // Per-device model only: running statistics rebuilt from device 0's chunk alone, with the
   // BatchNorm update rule; they coincide with runningMean/runningVar because only replica 0's
   // buffers survive a DataParallel forward.
@@ -50,8 +56,8 @@ struct BnLabLayerStats {
 
 struct BnLabModelStep {
   static constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-  double loss = kNaN;       // cross-entropy (mean over the batch), before the step's update
-  double accuracy = kNaN;   // fraction of the batch classified right, before the update
+  double loss = kNaN;       // cross-entropy (mean over the batch; DDP: mean of the ranks' losses), before the update
+  double accuracy = kNaN;   // fraction of the batch classified right (DDP: of the ranks' shards), before the update
   double paramDistance = kNaN;  // max |param - reference param| after the update (NaN for the reference)
   double gradDistance = kNaN;   // max |grad - reference grad| of this step (NaN for the reference)
   std::vector<BnLabLayerStats> layers;  // one per BatchNorm layer, model order
@@ -59,7 +65,8 @@ struct BnLabModelStep {
 
 struct BnLabStep {
   int64_t step = 0;              // steps taken so far, this one included (1-based)
-  std::vector<int64_t> chunks;   // rows per device with a replica
+  std::vector<int64_t> chunks;   // rows per device with a replica (DataParallel's scatter)
+  std::vector<int64_t> shards;   // rows per DDP rank (DistributedSampler, padded)
   std::array<BnLabModelStep, kBnLabModelCount> models;
 };
 
