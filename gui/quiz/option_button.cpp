@@ -56,6 +56,9 @@ void QuizOptionButton::setState(State state) {
     case State::Plain:
       setStyleSheet(base.arg(QStringLiteral("background-color: palette(button); border: 1px solid palette(mid);")));
       break;
+    case State::Selected:
+      setStyleSheet(base.arg(QStringLiteral("background-color: palette(button); border: 2px solid palette(highlight);")));
+      break;
     case State::Correct:
       setStyleSheet(base.arg(QStringLiteral("background-color: rgba(46, 160, 67, 0.28); border: 2px solid rgba(46, 160, 67, 0.95);")));
       break;

@@ -11,7 +11,7 @@ namespace gui {
 class QuizOptionButton : public QPushButton {
   Q_OBJECT
  public:
-  enum class State { Plain, Correct, Wrong, Dimmed };
+  enum class State { Plain, Selected, Correct, Wrong, Dimmed };  // Selected: chosen, not yet checked
   QuizOptionButton(const QString& label, const QString& text, QWidget* parent = nullptr);
   QString label() const { return label_; }
   QString optionText() const;

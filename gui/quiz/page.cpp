@@ -3,6 +3,9 @@
 #include <QDir>
 #include <QFontDatabase>
 #include <QHBoxLayout>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QKeyEvent>
 #include <QLabel>
 #include <QPlainTextEdit>
@@ -11,10 +14,12 @@
 #include <QStackedWidget>
 #include <QTimer>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <memory>
 #include <utility>
 
 #include "engine/error.h"
+#include "engine/model_spec.h"
 #include "gui/app/context.h"
 #include "gui/quiz/option_button.h"
 #include "gui/quiz/text.h"
@@ -40,12 +45,30 @@ QPushButton* plainButton(const QString& text, QWidget* parent) {
   return b;
 }
 
+// The Iteration page's settings for a question's scenario: its devices ("devices": K simulated
+// GPUs), batch ("batch", or the first dimension of "input_shape"), model ("preset") and BatchNorm
+// mode ("sync_bn"); what the scenario does not name stays as it is.
+AppSettings settingsOfScenario(const dpv::course::QuizScenario& scenario, AppSettings settings) {
+  const QJsonObject params = QJsonDocument::fromJson(QByteArray::fromStdString(scenario.params_json)).object();
+  if (const int devices = params.value(QLatin1String("devices")).toInt(); devices >= 1 && devices <= 8)
+    settings.devices = QStringLiteral("cpu:%1").arg(devices);
+  int batch = params.value(QLatin1String("batch")).toInt();
+  if (batch < 1) batch = params.value(QLatin1String("input_shape")).toArray().at(0).toInt();
+  if (batch >= 1) settings.batchSize = batch;
+  const std::string preset = params.value(QLatin1String("preset")).toString().toStdString();
+  const auto presets = dpv::preset_names();
+  if (std::find(presets.begin(), presets.end(), preset) != presets.end()) settings.preset = QString::fromStdString(preset);
+  if (params.contains(QLatin1String("sync_bn"))) settings.syncBatchNorm = params.value(QLatin1String("sync_bn")).toBool();
+  return settings;
+}
+
 }  // namespace
 
 QuizPage::QuizPage(AppContext* context, QWidget* parent) : Page(context, parent) {
   buildUi();
   loadCourse();
   startRound({});
+  resumeSavedAnswers();
 }
 
 // A scenario run in progress is waited for by its runner (a child of the page) as the page goes.
@@ -114,6 +137,14 @@ void QuizPage::buildUi() {
   optionsLayout_ = new QVBoxLayout;
   optionsLayout_->setSpacing(gap);
   column->addLayout(optionsLayout_);
+
+  auto* checkRow = new QHBoxLayout;
+  checkButton_ = plainButton(tr("Check answer (Enter)"), body);
+  checkButton_->setObjectName(QStringLiteral("primary"));
+  checkButton_->setToolTip(tr("Answers with the selected option; an answer cannot be changed in this round"));
+  checkRow->addWidget(checkButton_);
+  checkRow->addStretch(1);
+  column->addLayout(checkRow);
 
   feedback_ = wrappedLabel(body, QStringLiteral("quizFeedback"));
   feedback_->hide();
@@ -197,10 +228,8 @@ void QuizPage::buildUi() {
   connect(nextButton_, &QPushButton::clicked, this, &QuizPage::next);
   connect(retryButton_, &QPushButton::clicked, this, &QuizPage::retryMissed);
   connect(restartButton_, &QPushButton::clicked, this, &QuizPage::restartAll);
-  connect(linkButton_, &QPushButton::clicked, this, [this] {
-    if (const QuizQuestion* q = currentQuestion(); q && !q->link.empty())
-      emit this->context()->navigateRequested(QString::fromStdString(q->link));
-  });
+  connect(checkButton_, &QPushButton::clicked, this, &QuizPage::confirmSelection);
+  connect(linkButton_, &QPushButton::clicked, this, &QuizPage::openLink);
 }
 
 QString QuizPage::progressPath() const {
@@ -311,10 +340,11 @@ void QuizPage::showQuestion() {
   }
   qDeleteAll(optionButtons_);
   optionButtons_.clear();
+  selected_.clear();
   for (const auto& o : q->options) {
     auto* b = new QuizOptionButton(QString::fromStdString(o.label), QString::fromStdString(o.text),
                                    questionScroll_->widget());
-    connect(b, &QPushButton::clicked, this, [this, label = b->label()] { chooseOption(label); });
+    connect(b, &QPushButton::clicked, this, [this, label = b->label()] { selectOption(label); });
     optionsLayout_->addWidget(b);
     optionButtons_ << b;
   }
@@ -324,8 +354,11 @@ void QuizPage::showQuestion() {
   feedback_->hide();
   solution_->hide();
   scenarioBox_->setVisible(q->scenario.has_value());
-  runButton_->setEnabled(!runner_->busy());
-  scenarioStatus_->setText(tr("The engine runs this question's code on simulated devices."));
+  checkButton_->show();
+  checkButton_->setEnabled(false);
+  // The engine's result gives the answer away, so it runs once the learner has chosen.
+  runButton_->setEnabled(false);
+  scenarioStatus_->setText(tr("Answer first; then the engine runs this question's code on simulated devices."));
   scenarioOutput_->hide();
   if (auto it = scenarioResults_.find(QString::fromStdString(q->id)); it != scenarioResults_.end()) setScenarioText(*it);
   linkButton_->setVisible(!q->link.empty());
@@ -343,6 +376,53 @@ bool QuizPage::chooseOption(const QString& label) {
   if (!q || isSummaryShown() || isAnswered() || !q->option(label.toStdString())) return false;
   answer(label, /*record=*/true);
   return true;
+}
+
+bool QuizPage::selectOption(const QString& label) {
+  const QuizQuestion* q = currentQuestion();
+  if (!q || isSummaryShown() || isAnswered() || !q->option(label.toStdString())) return false;
+  selected_ = label;
+  for (auto* b : optionButtons_)
+    b->setState(b->label() == label ? QuizOptionButton::State::Selected : QuizOptionButton::State::Plain);
+  checkButton_->setEnabled(true);
+  return true;
+}
+
+bool QuizPage::confirmSelection() {
+  if (selected_.isEmpty()) return false;
+  return chooseOption(std::exchange(selected_, QString()));
+}
+
+void QuizPage::resumeSavedAnswers() {
+  // What the learner answered before (another run of the app) stays answered: shown and locked.
+  int firstOpen = -1;
+  for (int i = 0; i < sequence_.size(); ++i) {
+    if (const auto* saved = progress_.find(sequence_[i].toStdString())) {
+      roundAnswers_.insert(sequence_[i], QString::fromStdString(saved->chosen));
+    } else if (firstOpen < 0) {
+      firstOpen = i;
+    }
+  }
+  if (roundAnswers_.isEmpty()) return;
+  if (firstOpen < 0) {
+    showSummary();  // every question is answered
+    return;
+  }
+  goToQuestion(firstOpen);
+}
+
+void QuizPage::openLink() {
+  const QuizQuestion* q = currentQuestion();
+  if (!q || q->link.empty()) return;
+  const QString page = QString::fromStdString(q->link);
+  if (page == QLatin1String("iteration") && q->scenario) {
+    const AppSettings wanted = settingsOfScenario(*q->scenario, context()->settings());
+    if (!(wanted == context()->settings())) {
+      context()->setSettings(wanted);
+      emit context()->statusMessage(tr("Settings of the question: %1 on %2").arg(wanted.batchSize).arg(wanted.devices));
+    }
+  }
+  emit context()->navigateRequested(page);
 }
 
 void QuizPage::answer(const QString& label, bool record) {
@@ -375,6 +455,10 @@ void QuizPage::showAnsweredState(const QString& chosen) {
   solution_->show();
   hint_->hide();
   hintButton_->hide();  // the solution says more than the hint now
+  checkButton_->hide();
+  runButton_->setEnabled(!runner_->busy());
+  if (!scenarioResults_.contains(QString::fromStdString(q->id)))
+    scenarioStatus_->setText(tr("The engine runs this question's code on simulated devices."));
   // A result shown before answering held back which option it matches; show it now.
   if (auto it = scenarioResults_.find(QString::fromStdString(q->id)); it != scenarioResults_.end()) setScenarioText(*it);
 }
@@ -481,7 +565,7 @@ void QuizPage::resetProgress() {
 
 void QuizPage::runScenario() {
   const QuizQuestion* q = currentQuestion();
-  if (!q || !q->scenario || runner_->busy()) return;
+  if (!q || !q->scenario || runner_->busy() || !isAnswered()) return;
   const QuizQuestion question = *q;  // the worker gets its own copy
   const QString id = QString::fromStdString(q->id);
   const quint64 generation = results_.current();
@@ -489,7 +573,7 @@ void QuizPage::runScenario() {
   scenarioStatus_->setText(tr("Running on the engine..."));
   runner_->run([question] { return dpv::course::run_question_scenario(question); },  // never throws
                [this, id, generation](const ScenarioResult& result) {
-                 runButton_->setEnabled(true);
+                 runButton_->setEnabled(isAnswered());
                  onScenarioResult(generation, id, result);
                });
 }
@@ -510,13 +594,13 @@ void QuizPage::setScenarioText(const ScenarioResult& result) {
 void QuizPage::keyPressEvent(QKeyEvent* event) {
   const int key = event->key();
   if (key == Qt::Key_Return || key == Qt::Key_Enter) {
-    next();
+    if (!confirmSelection()) next();  // Enter checks a selection; without one it moves on
   } else if (key == Qt::Key_H) {
     showHint();
   } else if (key >= Qt::Key_1 && key <= Qt::Key_6) {
-    chooseOption(dpv::course::option_label(key - Qt::Key_1).c_str());
+    selectOption(dpv::course::option_label(key - Qt::Key_1).c_str());
   } else if (key >= Qt::Key_A && key <= Qt::Key_F) {
-    chooseOption(dpv::course::option_label(key - Qt::Key_A).c_str());
+    selectOption(dpv::course::option_label(key - Qt::Key_A).c_str());
   } else if (key == Qt::Key_Left || key == Qt::Key_Backspace) {
     previous();
   } else {

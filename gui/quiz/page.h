@@ -2,7 +2,9 @@
 // The practice quiz: one question at a time, immediate feedback, a hint, the worked solution,
 // "Run it" for questions the engine can show (run on a worker thread), links to other pages,
 // a summary with the score and "Retry missed". Progress is saved after every answer.
-// Keyboard: 1-6 or A-F choose, Enter = next, H = hint.
+// Answering takes two steps, so a stray key never answers for good: a click or 1-6 / A-F selects
+// an option, "Check answer" or Enter confirms it. Enter = next once answered, H = hint. Answers
+// saved earlier are shown (and locked) when the page opens again, at the first unanswered question.
 #include <QHash>
 #include <QList>
 #include <QPointer>
@@ -41,6 +43,10 @@ class QuizPage : public Page {
   const dpv::course::QuizQuestion* currentQuestion() const;
   bool isSummaryShown() const;
   bool isAnswered() const;               // the current question, in this round
+  QString selectedOption() const { return selected_; }  // selected, not yet checked ("" when none)
+  QPushButton* checkButton() const { return checkButton_; }
+  QPushButton* runButton() const { return runButton_; }
+  QPushButton* linkButton() const { return linkButton_; }
   bool hintVisible() const;
   bool solutionVisible() const;
   QString feedbackText() const;
@@ -61,6 +67,11 @@ class QuizPage : public Page {
   // Answers the current question as if the option were clicked; false if it was already answered
   // or there is no such option.
   bool chooseOption(const QString& label);
+  // Marks an option as the learner's choice without answering (a click, a 1-6 / A-F key); false
+  // when answered already or there is no such option.
+  bool selectOption(const QString& label);
+  // Answers with the selected option ("Check answer", Enter); false when nothing is selected.
+  bool confirmSelection();
   void showHint();
   void next();       // the last question leads to the summary
   void previous();
@@ -69,7 +80,7 @@ class QuizPage : public Page {
   void showSummary();
   void retryMissed();  // a round of the questions answered wrongly
   void restartAll();   // a round of every question
-  void runScenario();  // the current question's scenario, on a worker thread
+  void runScenario();  // the current question's scenario, on a worker thread (once it is answered)
 
  signals:
   void answered(const QString& questionId, bool correct);
@@ -85,6 +96,8 @@ class QuizPage : public Page {
   void showAnsweredState(const QString& chosen);
   void answer(const QString& label, bool record);
   void saveProgress();
+  void resumeSavedAnswers();  // the saved answers of this round's questions, shown and locked
+  void openLink();            // the question's page, with the question's settings where it has them
   void startRound(const QStringList& ids);
   void updateHeader();
   void onScenarioResult(quint64 generation, const QString& questionId, const dpv::course::ScenarioResult& result);
@@ -98,6 +111,7 @@ class QuizPage : public Page {
   QHash<QString, QString> roundAnswers_;  // id -> chosen label, this round
   QHash<QString, dpv::course::ScenarioResult> scenarioResults_;  // id -> last run
   bool retryRound_ = false;
+  QString selected_;  // the option selected for the current question, not yet checked
   dpv::course::Progress progress_;
   QStringList problems_;
 
@@ -116,6 +130,7 @@ class QuizPage : public Page {
   QPlainTextEdit* code_ = nullptr;
   QVBoxLayout* optionsLayout_ = nullptr;
   QList<QuizOptionButton*> optionButtons_;
+  QPushButton* checkButton_ = nullptr;
   QLabel* feedback_ = nullptr;
   QPushButton* hintButton_ = nullptr;
   QLabel* hint_ = nullptr;

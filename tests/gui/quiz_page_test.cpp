@@ -130,6 +130,9 @@ TEST_F(QuizPageTest, HintThenRightAnswerByKeyboardIsSaved) {
   pressKey(page_.get(), Qt::Key_H, "h");
   EXPECT_TRUE(page_->hintVisible());
   pressKey(page_.get(), Qt::Key_2, "2");  // B: the document's answer to question 1
+  EXPECT_FALSE(page_->isAnswered()) << "a key selects; Enter checks";
+  EXPECT_EQ(page_->selectedOption(), QStringLiteral("B"));
+  pressKey(page_.get(), Qt::Key_Return);
   ASSERT_TRUE(page_->isAnswered());
   EXPECT_TRUE(page_->feedbackText().startsWith("Correct")) << page_->feedbackText().toStdString();
   EXPECT_TRUE(page_->solutionVisible());
@@ -148,6 +151,7 @@ TEST_F(QuizPageTest, WrongAnswerShowsTheSolutionAndCannotBeChanged) {
   page_->next();
   ASSERT_EQ(page_->currentQuestionId(), QStringLiteral("doc-2-wrap"));
   pressKey(page_.get(), Qt::Key_A, "a");  // the answer is C
+  pressKey(page_.get(), Qt::Key_Enter);
   EXPECT_TRUE(page_->feedbackText().startsWith("Not quite")) << page_->feedbackText().toStdString();
   EXPECT_TRUE(page_->feedbackText().contains("The answer is C"));
   EXPECT_EQ(page_->optionButton("A")->state(), QuizOptionButton::State::Wrong);
@@ -165,19 +169,75 @@ TEST_F(QuizPageTest, WrongAnswerShowsTheSolutionAndCannotBeChanged) {
 
 TEST_F(QuizPageTest, RunItShowsTheEnginesResultOnAWorkerThread) {
   goTo("doc-3-output-shape");
+  // The engine's output (torch.Size([8, 10])) is the answer: it runs only once the learner chose.
+  EXPECT_FALSE(page_->runButton()->isEnabled());
+  page_->runScenario();
+  EXPECT_FALSE(page_->scenarioRunning());
+  EXPECT_TRUE(page_->scenarioText().isEmpty());
+  page_->chooseOption("A");
+  EXPECT_TRUE(page_->runButton()->isEnabled());
   QString finishedId;
   QObject::connect(page_.get(), &QuizPage::scenarioFinished, [&](const QString& id) { finishedId = id; });
-  page_->runScenario();
+  page_->runButton()->click();
   EXPECT_TRUE(page_->scenarioRunning());
   ASSERT_TRUE(waitUntil([&] { return !finishedId.isEmpty(); }, 30000));
   EXPECT_EQ(finishedId, QStringLiteral("doc-3-output-shape"));
-  QString text = page_->scenarioText();
+  const QString text = page_->scenarioText();
   EXPECT_TRUE(text.contains("torch.Size([8, 10])")) << text.toStdString();
   EXPECT_TRUE(text.contains("chunks: 4, 4")) << text.toStdString();
-  EXPECT_FALSE(text.contains("matches option"));  // not before answering
-  page_->chooseOption("A");
-  EXPECT_TRUE(page_->scenarioText().contains("matches option A")) << page_->scenarioText().toStdString();
+  EXPECT_TRUE(text.contains("matches option A")) << text.toStdString();
   ASSERT_TRUE(waitUntil([&] { return !page_->scenarioRunning(); }, 30000));
+}
+
+TEST_F(QuizPageTest, AStrayKeyOrClickSelectsButDoesNotAnswer) {
+  pressKey(page_.get(), Qt::Key_C, "c");
+  EXPECT_FALSE(page_->isAnswered());
+  EXPECT_EQ(savedProgress().find("doc-1-purpose"), nullptr) << "nothing saved for a key alone";
+  EXPECT_EQ(page_->optionButton("C")->state(), QuizOptionButton::State::Selected);
+  page_->optionButton("B")->click();  // changing one's mind is free until checked
+  EXPECT_FALSE(page_->isAnswered());
+  EXPECT_EQ(page_->selectedOption(), QStringLiteral("B"));
+  EXPECT_EQ(page_->optionButton("C")->state(), QuizOptionButton::State::Plain);
+  ASSERT_TRUE(page_->checkButton()->isEnabled());
+  page_->checkButton()->click();
+  ASSERT_TRUE(page_->isAnswered());
+  EXPECT_EQ(savedProgress().find("doc-1-purpose")->chosen, "B");
+  pressKey(page_.get(), Qt::Key_A, "a");  // after checking, keys change nothing
+  EXPECT_EQ(savedProgress().find("doc-1-purpose")->chosen, "B");
+  EXPECT_EQ(page_->optionButton("B")->state(), QuizOptionButton::State::Correct);
+}
+
+TEST_F(QuizPageTest, AfterARestartSavedAnswersAreShownLockedAndItOpensAtTheFirstUnanswered) {
+  ASSERT_TRUE(page_->chooseOption("B"));  // right
+  page_->next();
+  ASSERT_TRUE(page_->chooseOption("A"));  // wrong (C)
+  page_ = std::make_unique<QuizPage>(context_.get());  // the app again
+  EXPECT_EQ(page_->currentIndex(), 2) << "opens at the first question not answered";
+  EXPECT_FALSE(page_->isAnswered());
+  page_->goToQuestion(1);
+  ASSERT_TRUE(page_->isAnswered()) << "the saved answer is shown";
+  EXPECT_TRUE(page_->feedbackText().contains("The answer is C")) << page_->feedbackText().toStdString();
+  EXPECT_EQ(page_->optionButton("A")->state(), QuizOptionButton::State::Wrong);
+  EXPECT_FALSE(page_->chooseOption("C")) << "and cannot be overwritten";
+  EXPECT_FALSE(savedProgress().find("doc-2-wrap")->correct);
+  EXPECT_EQ(page_->progress().score(), 1);
+}
+
+TEST_F(QuizPageTest, SeeItOnTheIterationPageAppliesTheQuestionsSettings) {
+  context_->setSettings(settingsFor(QStringLiteral("cpu:2"), QStringLiteral("mlp-bn"), 32));
+  QStringList requested;
+  QObject::connect(context_.get(), &AppContext::navigateRequested, [&](const QString& id) { requested << id; });
+  goTo("scatter-6-on-4-idle");
+  ASSERT_TRUE(page_->chooseOption("A"));
+  ASSERT_TRUE(page_->linkButton()->isVisible() || page_->linkButton()->isVisibleTo(page_.get()));
+  page_->linkButton()->click();
+  EXPECT_EQ(requested, QStringList{QStringLiteral("iteration")});
+  EXPECT_EQ(context_->settings().devices, QStringLiteral("cpu:4"));
+  EXPECT_EQ(context_->settings().batchSize, 6);
+  goTo("doc-3-output-shape");  // its batch is the first dimension of its input
+  page_->linkButton()->click();
+  EXPECT_EQ(context_->settings().devices, QStringLiteral("cpu:2"));
+  EXPECT_EQ(context_->settings().batchSize, 8);
 }
 
 TEST_F(QuizPageTest, LinkButtonsAskTheWindowToNavigate) {
