@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
   auto pct = [&](double p) { return gaps[std::min(gaps.size() - 1, static_cast<size_t>(p * gaps.size()))]; };
   const double steps = static_cast<double>(page.charts()->stepCount());
   std::printf("bnlab_stall_bench: devices %s, batch %d, %dx%d, %d s\n", qPrintable(devices), batch, width, height, seconds);
-  std::printf("  training steps     %.0f (%.1f steps/s, each step = 3 models)\n", steps, steps / seconds);
+  std::printf("  training steps     %.0f (%.1f steps/s, each step = %d models)\n", steps, steps / seconds, gui::kBnLabModelCount);
   std::printf("  GUI timer ticks    %zu\n", gaps.size());
   std::printf("  gap p50 / p99      %.2f ms / %.2f ms\n", pct(0.5), pct(0.99));
   std::printf("  longest GUI stall  %.2f ms (budget 16 ms: %s)\n", gaps.back(), gaps.back() <= 16.0 ? "within" : "OVER");

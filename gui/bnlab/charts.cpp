@@ -144,7 +144,7 @@ void BnLabCharts::buildPlots() {
       line->setName(wholeSeries(static_cast<BnLabModel>(m)));
       wholeLines_[s][m] = line;
     }
-    plot->xAxis->setLabel(tr("device (rows in its DataParallel chunk / DDP shard)"));
+    plot->xAxis->setLabel(tr("device (rows in its DataParallel chunk; its DDP shard when different)"));
     plot->yAxis->setLabel(s == 0 ? tr("mean") : tr("biased variance"));
     plot->xAxis->setTicker(QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText));
   }
@@ -158,6 +158,8 @@ void BnLabCharts::buildPlots() {
     for (int m : {BnLabPerDevice, BnLabReference, BnLabSync, BnLabDdpPerRank, BnLabDdpSync}) {
       auto* g = plot->addGraph();
       g->setName(runningSeries(static_cast<BnLabModel>(m)));
+      // Antialiased dash-dot lines cost most of a redraw; these thin ones read fine without.
+      if (bnlab_is_ddp(static_cast<BnLabModel>(m))) g->setAntialiased(false);
       runningGraphs_[s][m] = g;
     }
     emaGraphs_[s] = plot->addGraph();
@@ -173,6 +175,7 @@ void BnLabCharts::buildPlots() {
     for (int m : {BnLabReference, BnLabSync, BnLabPerDevice, BnLabDdpSync, BnLabDdpPerRank}) {
       lossGraphs_[m] = plot->addGraph(plot->xAxis, plot->yAxis);
       lossGraphs_[m]->setName(lossSeries(static_cast<BnLabModel>(m)));
+      if (bnlab_is_ddp(static_cast<BnLabModel>(m))) lossGraphs_[m]->setAntialiased(false);  // dash-dot: see above
     }
     for (int m : {BnLabReference, BnLabSync, BnLabPerDevice, BnLabDdpSync, BnLabDdpPerRank}) {
       accuracyGraphs_[m] = plot->addGraph(plot->xAxis, plot->yAxis2);
@@ -192,6 +195,7 @@ void BnLabCharts::buildPlots() {
     for (BnLabModel m : kComparedModels) {
       paramDistanceGraphs_[m] = plot->addGraph();
       paramDistanceGraphs_[m]->setName(paramDistanceSeries(m));
+      if (bnlab_is_ddp(m)) paramDistanceGraphs_[m]->setAntialiased(false);  // dash-dot
       gradDistanceGraphs_[m] = plot->addGraph();
       gradDistanceGraphs_[m]->setName(gradDistanceSeries(m));
       gradDistanceGraphs_[m]->setAntialiased(false);
@@ -400,10 +404,15 @@ void BnLabCharts::updateBatchCharts() {
   // Device ticks: every device of the set, idle ones marked, so fewer chunks than devices shows.
   const std::vector<int64_t>& chunks = history_.empty() ? expectedChunks_ : latest_.chunks;
   auto ticker = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
+  // A DDP shard that differs from the DataParallel chunk (the sampler pads) is named beside it.
+  const std::vector<int64_t>& shards = history_.empty() ? std::vector<int64_t>{} : latest_.shards;
   for (int d = 0; d < deviceCount_; ++d) {
     const bool active = static_cast<size_t>(d) < chunks.size();
-    ticker->addTick(d, active && chunks[static_cast<size_t>(d)] > 0 ? tr("GPU %1 (%2)").arg(d).arg(chunks[static_cast<size_t>(d)])
-                                                                   : tr("GPU %1 (idle)").arg(d));
+    QString tick = active && chunks[static_cast<size_t>(d)] > 0 ? tr("GPU %1 (%2)").arg(d).arg(chunks[static_cast<size_t>(d)])
+                                                                : tr("GPU %1 (idle)").arg(d);
+    if (static_cast<size_t>(d) < shards.size() && (!active || shards[static_cast<size_t>(d)] != chunks[static_cast<size_t>(d)]))
+      tick = tr("GPU %1 (%2, DDP %3)").arg(d).arg(active ? chunks[static_cast<size_t>(d)] : 0).arg(shards[static_cast<size_t>(d)]);
+    ticker->addTick(d, tick);
   }
   for (int s = 0; s < 2; ++s) {
     QCustomPlot* plot = plots_[s == 0 ? BatchMean : BatchVar];

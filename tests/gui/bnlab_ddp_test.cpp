@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <qcustomplot.h>
 
 #include "engine/ddp/ddp.h"
 #include "engine/device.h"
@@ -153,6 +154,26 @@ TEST(BnLabDdpPage, DistanceChartShowsSyncBatchNormUnderDdpAtTheReference) {
   const auto running = page.charts()->seriesData(BnLabCharts::RunningMean, BnLabCharts::runningSeries(BnLabDdpPerRank));
   ASSERT_EQ(running.size(), steps);
   EXPECT_NEAR(running.back().y(), rank2.runningMean.at(static_cast<size_t>(page.charts()->channel())), 1e-9);
+}
+
+}  // namespace gui
+
+namespace gui {
+
+// 30 rows on 4 devices: DataParallel's chunks are 8, 8, 8, 6 and DDP pads every shard to 8; the
+// device ticks of the batch charts name both where they differ.
+TEST(BnLabDdpCharts, DeviceTicksNameThePaddedDdpShardBesideTheChunk) {
+  BnLabSession session(ddpConfig(30));
+  const BnLabStep step = session.step();
+  EXPECT_EQ(step.chunks, (std::vector<int64_t>{8, 8, 8, 6}));
+  EXPECT_EQ(step.shards, (std::vector<int64_t>{8, 8, 8, 8}));
+  BnLabCharts charts;
+  charts.clear(4);
+  charts.appendSteps({step});
+  auto ticker = charts.plot(BnLabCharts::BatchMean)->xAxis->ticker().dynamicCast<QCPAxisTickerText>();
+  ASSERT_TRUE(ticker);
+  EXPECT_EQ(ticker->ticks().value(0), QStringLiteral("GPU 0 (8)"));
+  EXPECT_EQ(ticker->ticks().value(3), QStringLiteral("GPU 3 (6, DDP 8)"));
 }
 
 }  // namespace gui
