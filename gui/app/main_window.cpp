@@ -9,6 +9,8 @@
 #include <QListWidget>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QScreen>
+#include <QScrollArea>
 #include <QSettings>
 #include <QStackedWidget>
 #include <QStatusBar>
@@ -98,6 +100,15 @@ MainWindow::MainWindow(AppContext* context, EngineController* engine, const Opti
   resize(1280, 800);
   showPage(QStringLiteral("intro"));
   restoreState();
+  fitToScreen();
+}
+
+void MainWindow::fitToScreen() {
+  // The default size, or one remembered from a larger screen, never exceeds the screen it opens on.
+  const QScreen* s = screen();
+  if (!s) return;
+  const QSize available = s->availableGeometry().size();
+  if (width() > available.width() || height() > available.height()) resize(size().boundedTo(available));
 }
 
 MainWindow::~MainWindow() {
@@ -108,7 +119,14 @@ MainWindow::~MainWindow() {
 void MainWindow::addPage(const QString& id, const QString& title, const QString& icon, Page* page) {
   auto* item = new QListWidgetItem(QIcon(QStringLiteral(":/icons/%1.svg").arg(icon)), title, nav_);
   item->setData(Qt::UserRole, id);
-  stack_->addWidget(page);
+  // A page whose content needs more room than the window has scrolls inside it, instead of making
+  // the window larger than the screen (1024x640 is the smallest supported size).
+  auto* scroll = new QScrollArea(stack_);
+  scroll->setObjectName(QStringLiteral("pageScroll"));
+  scroll->setWidget(page);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  stack_->addWidget(scroll);
   pages_.insert(id, page);
   order_.append(id);
 }
@@ -207,7 +225,7 @@ QString MainWindow::exportTrace(const QString& path) const {
 }
 
 QString MainWindow::exportScreenshot(const QString& path) {
-  QWidget* current = stack_->currentWidget();
+  QWidget* current = page(currentPageId());
   if (!current) return tr("No page is shown.");
   if (!current->grab().save(path, "PNG")) return tr("Could not write %1.").arg(path);
   return QString();

@@ -45,6 +45,7 @@ class MainWindow : public QMainWindow {
   void buildMenus();
   void addPage(const QString& id, const QString& title, const QString& icon, Page* page);
   void restoreState();
+  void fitToScreen();  // shrinks the window to the screen's available area
   void saveState() const;
   void updateEngineStatus();
   void showShortcuts();

@@ -60,8 +60,8 @@ QLabel* caption(const QString& text, QWidget* parent) {
 SettingsBar::SettingsBar(AppContext* context, QWidget* parent) : QFrame(parent), context_(context) {
   setObjectName(QStringLiteral("settingsBar"));
   auto* row = new QHBoxLayout(this);
-  row->setContentsMargins(14, 8, 14, 8);
-  row->setSpacing(8);
+  row->setContentsMargins(10, 6, 10, 6);
+  row->setSpacing(6);
 
   devices_ = new QComboBox(this);
   for (const QString& spec : deviceChoices()) devices_->addItem(deviceLabel(spec), spec);
@@ -86,21 +86,27 @@ SettingsBar::SettingsBar(AppContext* context, QWidget* parent) : QFrame(parent),
   lr_->setSingleStep(0.01);
   seed_ = new QSpinBox(this);
   seed_->setRange(0, 1000000);
+  // The bar fits a 1024-pixel window whatever the names: long ones are elided in the closed combo
+  // box (its list shows them whole).
+  for (QComboBox* box : {devices_, preset_}) {
+    box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    box->setMinimumContentsLength(17);
+  }
 
   row->addWidget(caption(tr("Devices"), this));
   row->addWidget(devices_);
-  row->addSpacing(6);
+  row->addSpacing(4);
   row->addWidget(caption(tr("Model"), this));
   row->addWidget(preset_);
-  row->addSpacing(6);
+  row->addSpacing(4);
   row->addWidget(caption(tr("Batch"), this));
   row->addWidget(batch_);
-  row->addSpacing(6);
+  row->addSpacing(4);
   row->addWidget(batchNorm_);
-  row->addSpacing(6);
+  row->addSpacing(4);
   row->addWidget(caption(tr("lr"), this));
   row->addWidget(lr_);
-  row->addSpacing(6);
+  row->addSpacing(4);
   row->addWidget(caption(tr("Seed"), this));
   row->addWidget(seed_);
   row->addStretch(1);

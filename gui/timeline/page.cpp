@@ -9,7 +9,10 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QSplitter>
 #include <QTableWidget>
+#include <QTextBrowser>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <map>
@@ -18,19 +21,17 @@
 #include "gui/app/context.h"
 #include "gui/app/theme.h"
 #include "gui/app/ui_helpers.h"
+#include "gui/timeline/bars.h"
+#include "gui/iteration/lesson_panel.h"
 #include "gui/iteration/scene_model.h"
 #include "gui/runtime/engine_controller.h"
+#include "gui/runtime/run_off_thread.h"
 #include "engine/error.h"
 
 namespace gui {
 
-namespace {
-constexpr dpv::StageKind kAllKinds[] = {dpv::StageKind::Scatter, dpv::StageKind::Replicate, dpv::StageKind::Forward,
-                                        dpv::StageKind::Gather,  dpv::StageKind::Loss,      dpv::StageKind::GradScatter,
-                                        dpv::StageKind::Backward, dpv::StageKind::ReduceGrads, dpv::StageKind::Step};
-}
-
-TimelinePage::TimelinePage(AppContext* context, QWidget* parent) : Page(context, parent) {
+TimelinePage::TimelinePage(AppContext* context, QWidget* parent)
+    : Page(context, parent), cancel_(std::make_shared<std::atomic<bool>>(false)), runner_(new OffThreadRunner(this)) {
   auto* outer = new QVBoxLayout(this);
   outer->setContentsMargins(12, 12, 12, 12);
   outer->setSpacing(10);
@@ -41,23 +42,46 @@ TimelinePage::TimelinePage(AppContext* context, QWidget* parent) : Page(context,
   auto* top = new QHBoxLayout();
   summary_ = new QLabel(chartBox);
   summary_->setWordWrap(true);
-  runButton_ = new QPushButton(QIcon(QStringLiteral(":/icons/run.svg")), tr("Run one iteration"), chartBox);
-  runButton_->setObjectName(QStringLiteral("primary"));
-  runButton_->setToolTip(tr("Runs a whole DataParallel iteration with the current settings and charts it"));
+  summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  measureButton_ = new QPushButton(QIcon(QStringLiteral(":/icons/run.svg")), tr("Measure %1 iterations").arg(kMeasuredIterations), chartBox);
+  measureButton_->setObjectName(QStringLiteral("primary"));
+  measureButton_->setToolTip(tr("Runs %1 whole DataParallel iterations with the current settings (and the same on one device), "
+                                "then charts each stage's median with its spread").arg(kMeasuredIterations));
+  runButton_ = new QPushButton(tr("Run one iteration"), chartBox);
+  runButton_->setToolTip(tr("Runs one whole DataParallel iteration on the engine and charts it (one sample)"));
+  auto* buttons = new QVBoxLayout();
+  buttons->addWidget(measureButton_);
+  buttons->addWidget(runButton_);
+  buttons->addStretch(1);
   top->addWidget(summary_, 1);
-  top->addWidget(runButton_, 0, Qt::AlignTop);
+  top->addLayout(buttons);
   cl->addLayout(top);
-  legend_ = new QHBoxLayout();
-  legend_->setSpacing(12);
-  cl->addLayout(legend_);
-  emptyHint_ = new QLabel(tr("No iteration has run yet. Press “Run one iteration”, or step through one on the Iteration page."), chartBox);
+  speedup_ = new QLabel(chartBox);
+  speedup_->setObjectName(QStringLiteral("speedup"));
+  cores_ = new QLabel(chartBox);
+  cores_->setObjectName(QStringLiteral("notice"));
+  cores_->setWordWrap(true);
+  cl->addWidget(speedup_);
+  cl->addWidget(cores_);
+  legend_ = new QLabel(chartBox);
+  legend_->setObjectName(QStringLiteral("hintLabel"));
+  legend_->setWordWrap(true);
+  cl->addWidget(legend_);
+  emptyHint_ = new QLabel(tr("Nothing measured yet. Press “Measure %1 iterations”, or step through one iteration on the Iteration page.")
+                              .arg(kMeasuredIterations), chartBox);
   emptyHint_->setObjectName(QStringLiteral("hintLabel"));
+  emptyHint_->setWordWrap(true);
   cl->addWidget(emptyHint_);
-  plot_ = new QCustomPlot(chartBox);
-  plot_->setMinimumHeight(220);
+  plot_ = new QCustomPlot();
   plot_->setMouseTracking(true);
-  cl->addWidget(plot_, 1);
-  outer->addWidget(wrapInCard(tr("Timeline of the last iteration (measured)"), chartBox, this), 3);
+  // Rows keep a readable height; with many devices the chart scrolls instead of squeezing them.
+  plotScroll_ = new QScrollArea(chartBox);
+  plotScroll_->setWidget(plot_);
+  plotScroll_->setWidgetResizable(true);
+  plotScroll_->setFrameShape(QFrame::NoFrame);
+  plotScroll_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  plotScroll_->setMinimumHeight(120);
+  cl->addWidget(plotScroll_, 1);
 
   table_ = new QTableWidget(0, 7);
   table_->setHorizontalHeaderLabels({tr("stage"), tr("collective"), tr("devices"), tr("bytes"), tr("time (µs)"),
@@ -65,7 +89,8 @@ TimelinePage::TimelinePage(AppContext* context, QWidget* parent) : Page(context,
   table_->verticalHeader()->setVisible(false);
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
+  table_->horizontalHeader()->setStretchLastSection(true);
   table_->setAlternatingRowColors(true);
   auto* tableBox = new QWidget();
   auto* tl = new QVBoxLayout(tableBox);
@@ -76,27 +101,64 @@ TimelinePage::TimelinePage(AppContext* context, QWidget* parent) : Page(context,
   tableHint->setWordWrap(true);
   tl->addWidget(table_, 1);
   tl->addWidget(tableHint);
-  outer->addWidget(wrapInCard(tr("Collectives: bytes and bandwidth"), tableBox, this), 2);
 
-  for (dpv::StageKind kind : kAllKinds) {
-    auto* item = new QLabel(this);
-    item->setObjectName(QStringLiteral("hintLabel"));
-    item->setProperty("stageKind", static_cast<int>(kind));
-    legend_->addWidget(item);
-  }
-  legend_->addStretch(1);
+  lesson_ = new QTextBrowser();
+  lesson_->setOpenExternalLinks(true);
 
+  // Chart above the collectives, the lesson beside both; the learner can move the dividers.
+  auto* left = new QSplitter(Qt::Vertical);
+  left->addWidget(wrapInCard(tr("Timeline (measured by the engine)"), chartBox, this));
+  left->addWidget(wrapInCard(tr("Collectives: bytes and bandwidth"), tableBox, this));
+  left->setStretchFactor(0, 4);
+  left->setStretchFactor(1, 1);
+  left->setChildrenCollapsible(false);
+  auto* split = new QSplitter(Qt::Horizontal);
+  split->addWidget(left);
+  auto* lessonCard = wrapInCard(tr("Lesson"), lesson_, this);
+  lessonCard->setMinimumWidth(220);
+  split->addWidget(lessonCard);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 1);
+  split->setChildrenCollapsible(false);
+  outer->addWidget(split, 1);
+
+  connect(measureButton_, &QPushButton::clicked, this, &TimelinePage::measure);
   connect(runButton_, &QPushButton::clicked, this, &TimelinePage::runIteration);
   connect(plot_, &QCustomPlot::mouseMove, this, &TimelinePage::onMouseMove);
   connect(context, &AppContext::themeChanged, this, [this] { applyTheme(); refresh(); });
   if (EngineController* e = context->engine()) {
     connect(e, &EngineController::iterationCompleted, this, &TimelinePage::refresh);
-    connect(e, &EngineController::settingsApplied, this, &TimelinePage::refresh);
+    connect(e, &EngineController::settingsApplied, this, [this] {
+      // A measurement of other settings is not this one's.
+      seriesGeneration_.next();
+      series_.reset();
+      seriesError_.clear();
+      measureButton_->setEnabled(!runner_->busy());
+      refresh();
+    });
     connect(e, &EngineController::busyChanged, this, [this](bool busy) { runButton_->setEnabled(!busy); });
+  } else {
+    measureButton_->setEnabled(false);
+    runButton_->setEnabled(false);
   }
   applyTheme();
+  loadLesson();
   refresh();
 }
+
+TimelinePage::~TimelinePage() {
+  cancel_->store(true);  // a measurement in flight stops after its current iteration
+}
+
+void TimelinePage::loadLesson() {
+  QString error;
+  const QString md = loadLessonMarkdown(context()->lessonsDir(), QStringLiteral("timeline"), &error);
+  lesson_->setMarkdown(md.isEmpty() ? tr("**The lesson on reading the timeline is missing** (%1). The chart and its numbers still work.")
+                                          .arg(error.toHtmlEscaped())
+                                    : md);
+}
+
+QString TimelinePage::lessonText() const { return lesson_->toPlainText(); }
 
 void TimelinePage::applyTheme() {
   const QString theme = context()->theme();
@@ -111,20 +173,18 @@ void TimelinePage::applyTheme() {
     axis->setLabelColor(c.text);
     axis->grid()->setPen(QPen(c.memoryTrack, 1, Qt::DotLine));
   }
-  for (int i = 0; i < legend_->count(); ++i) {
-    auto* label = qobject_cast<QLabel*>(legend_->itemAt(i)->widget());
-    if (!label) continue;
-    const int kind = label->property("stageKind").toInt();
-    label->setText(QStringLiteral("<span style='color:%1'>■</span> %2")
-                       .arg(stageColor(kind, theme).name(), stageShortTitle(static_cast<dpv::StageKind>(kind))));
+  QStringList items;
+  for (dpv::StageKind kind : kTimelineKinds) {
+    items << QStringLiteral("<span style='white-space:nowrap'><span style='color:%1'>■</span>&nbsp;%2</span>")
+                 .arg(stageColor(static_cast<int>(kind), theme).name(), stageShortTitle(kind).toHtmlEscaped().replace(QLatin1Char(' '), QStringLiteral("&nbsp;")));
   }
+  legend_->setText(items.join(QStringLiteral(" &nbsp; ")));
 }
 
 void TimelinePage::runIteration() {
-  if (opened_) {  // back to the engine's own iterations
-    opened_.reset();
-    refresh();
-  }
+  opened_.reset();  // back to the engine's own iterations
+  series_.reset();  // the chart shows this one iteration
+  refresh();
   if (EngineController* e = context()->engine()) {
     runButton_->setEnabled(false);
     e->requestIteration();
@@ -135,60 +195,68 @@ int TimelinePage::collectiveRows() const { return table_->rowCount(); }
 
 QString TimelinePage::summary() const { return summary_->text(); }
 
-QString TimelinePage::openTrace(const QString& path) {
-  QFile file(path);
-  if (!file.open(QIODevice::ReadOnly)) return tr("Cannot open %1: %2").arg(path, file.errorString());
-  const QByteArray bytes = file.readAll();
-  try {
-    opened_ = dpv::read_trace_lanes(bytes.toStdString(), QFileInfo(path).fileName().toStdString());
-  } catch (const dpv::Error& e) {
-    return QString::fromStdString(e.what());
-  }
-  openedPath_ = path;
-  refresh();
-  return QString();
+void TimelinePage::setRows(const QStringList& labels) {
+  rows_ = static_cast<int>(labels.size());
+  QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+  for (int r = 0; r < rows_; ++r) ticker->addTick(rows_ - 1 - r, labels.at(r));
+  plot_->yAxis->setTicker(ticker);
+  plot_->yAxis->setSubTicks(false);
+  plot_->yAxis->setRange(-0.7, std::max(0, rows_ - 1) + 0.7);
+  // About 30 px a row plus the axis: eight devices stay readable and the area scrolls when short.
+  const int rowPx = std::max(26, fontMetrics().height() + 12);
+  plot_->setMinimumHeight(rowPx * std::max(rows_, 2) + 3 * fontMetrics().height() + 24);
 }
 
 void TimelinePage::refresh() {
   bars_.clear();
   plot_->clearItems();
   table_->setRowCount(0);
+  speedup_->setVisible(false);
+  cores_->setVisible(false);
+  summary_->setToolTip(QString());
   if (opened_) {
     drawOpenedTrace();
-    emit refreshed();
-    return;
+  } else if (series_) {
+    drawSeries();
+  } else {
+    drawLastIteration();
   }
+  plot_->replot();
+  emit refreshed();
+}
+
+void TimelinePage::addCollectiveRows(const dpv::StageEvent& ev) {
+  for (const auto& c : ev.collectives) {
+    const int row = table_->rowCount();
+    table_->insertRow(row);
+    const QStringList cells = {QString::fromStdString(ev.stage.title), QString::fromStdString(c.op), QString::number(c.ranks),
+                               formatBytes(static_cast<double>(c.bytes)), QString::number(c.seconds * 1e6, 'f', 1),
+                               QString::number(c.algbw, 'f', 3), QString::number(c.busbw, 'f', 3)};
+    for (int col = 0; col < cells.size(); ++col) table_->setItem(row, col, new QTableWidgetItem(cells[col]));
+  }
+}
+
+void TimelinePage::drawLastIteration() {
   EngineController* e = context()->engine();
   const bool complete = e && !e->lastCompleted().isEmpty();
   const QVector<dpv::StageEvent> events = !e ? QVector<dpv::StageEvent>{} : complete ? e->lastCompleted() : e->events();
   const IterationInfo info = complete ? e->lastCompletedInfo() : (e ? e->info() : IterationInfo{});
   emptyHint_->setVisible(events.isEmpty());
-  plot_->setVisible(!events.isEmpty());
+  plotScroll_->setVisible(!events.isEmpty());
   const QString theme = context()->theme();
 
   const int devices = static_cast<int>(info.deviceLabels.size());
   // Rows from the top: the iteration's stages (wall clock), then GPU 0, GPU 1, ...
-  auto rowY = [devices](int row) { return static_cast<double>(devices - row); };
-  QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
-  ticker->addTick(rowY(0), tr("stages (wall)"));
-  for (int d = 0; d < devices; ++d) ticker->addTick(rowY(1 + d), splitDeviceLabel(info.deviceLabels.at(d)).first);
-  plot_->yAxis->setTicker(ticker);
-  plot_->yAxis->setSubTicks(false);
-  plot_->yAxis->setRange(-0.7, devices + 0.7);
+  QStringList rows{tr("stages (wall)")};
+  for (int d = 0; d < devices; ++d) rows << splitDeviceLabel(info.deviceLabels.at(d)).first;
+  setRows(rows);
   plot_->xAxis->setLabel(tr("time since the iteration began (ms)"));
   plot_->yAxis->setLabel(QString());
 
   double endMs = 0;
   std::map<int, double> perKindMs;
   auto addBar = [&](int row, double s, double t, int kind, const QString& text) {
-    auto* rect = new QCPItemRect(plot_);
-    const double y = rowY(row);
-    rect->topLeft->setCoords(s, y + 0.32);
-    rect->bottomRight->setCoords(std::max(t, s + 1e-6), y - 0.32);
-    const QColor color = stageColor(kind, theme);
-    rect->setBrush(color);
-    rect->setPen(QPen(color.darker(125)));
-    rect->setSelectable(false);
+    drawTimelineBar(plot_, rows_ - 1 - row, s, t, stageColor(kind, theme));
     bars_.append(Bar{row, s, t, kind, text});
     endMs = std::max(endMs, t);
   };
@@ -216,111 +284,44 @@ void TimelinePage::refresh() {
                  .arg(ds, 0, 'f', 3).arg(dt, 0, 'f', 3).arg(dt - ds, 0, 'f', 3)
                  .arg(formatBytes(static_cast<double>(d.memory_bytes)), formatBytes(static_cast<double>(d.memory_peak))));
     }
-    for (const auto& c : ev.collectives) {
-      const int row = table_->rowCount();
-      table_->insertRow(row);
-      const QStringList cells = {QString::fromStdString(ev.stage.title), QString::fromStdString(c.op), QString::number(c.ranks),
-                                 formatBytes(static_cast<double>(c.bytes)), QString::number(c.seconds * 1e6, 'f', 1),
-                                 QString::number(c.algbw, 'f', 3), QString::number(c.busbw, 'f', 3)};
-      for (int col = 0; col < cells.size(); ++col) table_->setItem(row, col, new QTableWidgetItem(cells[col]));
-    }
+    addCollectiveRows(ev);
   }
   plot_->xAxis->setRange(0, endMs > 0 ? endMs * 1.03 : 1.0);
-  plot_->replot();
 
+  const bool simulated = info.deviceSpec.startsWith(QLatin1String("cpu"));
+  const unsigned cores = dpv::course::host_cpu_count();
+  if (simulated && cores > 0 && devices > static_cast<int>(cores)) {
+    cores_->setText(tr("%1 simulated devices are threads sharing %2 CPU cores: at most %2 compute at once, so their "
+                       "bars take turns instead of overlapping.").arg(devices).arg(cores));
+    cores_->setVisible(true);
+  }
   if (events.isEmpty()) {
-    summary_->setText(tr("The chart shows when each device was busy in each stage of one DataParallel iteration, measured by the engine."));
-  } else {
-    QStringList parts;
-    for (const auto& [kind, ms] : perKindMs) parts << QStringLiteral("%1 %2 ms").arg(stageShortTitle(static_cast<dpv::StageKind>(kind))).arg(ms, 0, 'f', 3);
-    const bool simulated = info.deviceSpec.startsWith(QLatin1String("cpu"));
-    summary_->setText(tr("<b>Iteration %1</b> on %2 (%3)%4: %5 ms of engine time from scatter to step (stages end to end; pauses between steps left out).<br>Time per stage: %6.%7")
-                          .arg(info.iteration)
-                          .arg(info.deviceSpec, info.transport)
-                          .arg(complete ? QString() : tr(", in progress"))
-                          .arg(endMs, 0, 'f', 3)
-                          .arg(parts.join(QStringLiteral(", ")))
-                          .arg(simulated ? tr("<br><i>Simulated devices: each is a CPU thread, so these are CPU times, not GPU times.</i>") : QString()));
+    summary_->setText(tr("The chart shows when each device was busy in each stage of DataParallel's iterations, measured by the engine. "
+                         "One iteration is one noisy sample: measure %1 to see the median and the spread.").arg(kMeasuredIterations));
+    return;
   }
-  emit refreshed();
-}
-
-void TimelinePage::drawOpenedTrace() {
-  const dpv::TraceLanes& t = *opened_;
-  const QString theme = context()->theme();
-  const int lanes = static_cast<int>(t.lanes.size());
-  emptyHint_->setVisible(lanes == 0);
-  plot_->setVisible(lanes > 0);
-  // Rows from the top: lane 0 (rank 0's first track) first.
-  auto rowY = [lanes](int row) { return static_cast<double>(lanes - 1 - row); };
-  QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
-  for (int l = 0; l < lanes; ++l) {
-    const dpv::TraceLane& lane = t.lanes[static_cast<size_t>(l)];
-    QString process = QString::fromStdString(lane.process);
-    process = process.section(QLatin1Char(':'), 0, 0);  // "rank 1: dpviz DDP" -> "rank 1"
-    ticker->addTick(rowY(l), QStringLiteral("%1 · %2").arg(process, QString::fromStdString(lane.thread)));
-  }
-  plot_->yAxis->setTicker(ticker);
-  plot_->yAxis->setSubTicks(false);
-  plot_->yAxis->setRange(-0.7, std::max(0, lanes - 1) + 0.7);
-  plot_->xAxis->setLabel(tr("time in the trace (ms)"));
-
-  double endMs = 0;
-  for (const dpv::TraceSpan& span : t.spans) {
-    int kind = -1;
-    for (dpv::StageKind k : kAllKinds)
-      if (span.category == dpv::stage_kind_name(k)) kind = static_cast<int>(k);
-    const double s = span.start_us / 1e3, e = (span.start_us + span.duration_us) / 1e3;
-    auto* rect = new QCPItemRect(plot_);
-    const double y = rowY(span.lane);
-    rect->topLeft->setCoords(s, y + 0.32);
-    rect->bottomRight->setCoords(std::max(e, s + 1e-6), y - 0.32);
-    const QColor color = kind >= 0 ? stageColor(kind, theme) : sceneColors(theme).subtext;
-    rect->setBrush(color);
-    rect->setPen(QPen(color.darker(125)));
-    rect->setSelectable(false);
-    const dpv::TraceLane& lane = t.lanes[static_cast<size_t>(span.lane)];
-    bars_.append(Bar{span.lane, s, e, kind,
-                     tr("%1\n%2 · %3\n%4 – %5 ms (%6 ms)")
-                         .arg(QString::fromStdString(span.name), QString::fromStdString(lane.process),
-                              QString::fromStdString(lane.thread))
-                         .arg(s, 0, 'f', 3).arg(e, 0, 'f', 3).arg(e - s, 0, 'f', 3)});
-    endMs = std::max(endMs, e);
-    // Collectives the span carries (the engine's traces put them in args.collectives).
-    const QJsonObject args = QJsonDocument::fromJson(QByteArray::fromStdString(span.args)).object();
-    for (const QJsonValue& c : args.value(QStringLiteral("collectives")).toArray()) {
-      const QJsonObject r = c.toObject();
-      const int row = table_->rowCount();
-      table_->insertRow(row);
-      const QStringList cells = {QStringLiteral("%1 (%2)").arg(QString::fromStdString(span.name), QString::fromStdString(lane.process).section(QLatin1Char(':'), 0, 0)),
-                                 r.value(QStringLiteral("op")).toString(), QString::number(r.value(QStringLiteral("ranks")).toInt()),
-                                 formatBytes(r.value(QStringLiteral("bytes")).toDouble()),
-                                 QString::number(r.value(QStringLiteral("seconds")).toDouble() * 1e6, 'f', 1),
-                                 QString::number(r.value(QStringLiteral("algbw_GBps")).toDouble(), 'f', 3),
-                                 QString::number(r.value(QStringLiteral("busbw_GBps")).toDouble(), 'f', 3)};
-      for (int col = 0; col < cells.size(); ++col) table_->setItem(row, col, new QTableWidgetItem(cells[col]));
-    }
-  }
-  plot_->xAxis->setRange(0, endMs > 0 ? endMs * 1.03 : 1.0);
-  plot_->replot();
-  summary_->setText(tr("<b>Opened trace</b> %1: %2 process%3, %4 lane%5, %6 span%7 over %8 ms. "
-                       "Each process of a merged trace is one rank; press “Run one iteration” to go back to the engine's iterations.")
-                        .arg(QFileInfo(openedPath_).fileName().toHtmlEscaped())
-                        .arg(t.processes).arg(t.processes == 1 ? QString() : QStringLiteral("es"))
-                        .arg(lanes).arg(lanes == 1 ? QString() : QStringLiteral("s"))
-                        .arg(t.spans.size()).arg(t.spans.size() == 1 ? QString() : QStringLiteral("s"))
-                        .arg(endMs, 0, 'f', 3));
+  QStringList parts;
+  for (const auto& [kind, ms] : perKindMs) parts << QStringLiteral("%1 %2 ms").arg(stageShortTitle(static_cast<dpv::StageKind>(kind))).arg(ms, 0, 'f', 3);
+  summary_->setText(tr("<b>Iteration %1</b> on %2 (%3)%4: %5 ms of engine time, scatter to step (pauses between steps left out). "
+                       "This is <b>one sample</b>: “Measure %6 iterations” gives the median and the spread.%7")
+                        .arg(info.iteration)
+                        .arg(info.deviceSpec, info.transport)
+                        .arg(complete ? QString() : tr(", in progress"))
+                        .arg(endMs, 0, 'f', 3)
+                        .arg(kMeasuredIterations)
+                        .arg(simulated ? tr(" Simulated devices are CPU threads: CPU times, not GPU times.") : QString()));
+  summary_->setToolTip(tr("Time per stage: %1").arg(parts.join(QStringLiteral(", "))));
 }
 
 void TimelinePage::onMouseMove(QMouseEvent* event) {
   const double x = plot_->xAxis->pixelToCoord(event->position().x());
   const double y = plot_->yAxis->pixelToCoord(event->position().y());
-  const int devices = static_cast<int>(plot_->yAxis->range().upper - 0.7 + 0.5);
+  // A few pixels of slack so very short stages can still be hovered.
+  const double slack = std::abs(plot_->xAxis->pixelToCoord(4) - plot_->xAxis->pixelToCoord(0));
   for (const Bar& bar : bars_) {
-    const double rowY = devices - bar.row;
-    // A few pixels of slack so very short stages can still be hovered.
-    const double slack = std::abs(plot_->xAxis->pixelToCoord(4) - plot_->xAxis->pixelToCoord(0));
-    if (std::abs(y - rowY) <= 0.32 && x >= bar.startMs - slack && x <= bar.endMs + slack) {
+    const double rowY = rows_ - 1 - bar.row;
+    const double high = std::max(bar.endMs, bar.highMs);
+    if (std::abs(y - rowY) <= kBarHalfHeight && x >= bar.startMs - slack && x <= high + slack) {
       QToolTip::showText(event->globalPosition().toPoint(), bar.text, plot_);
       return;
     }
@@ -330,25 +331,18 @@ void TimelinePage::onMouseMove(QMouseEvent* event) {
 
 QList<Page::Shot> TimelinePage::screenshots() {
   return {Shot{QString(), [this](std::function<void()> done) {
-    EngineController* e = context()->engine();
-    if (!e || !e->lastCompleted().isEmpty()) {
+    if (!context()->engine()) {
       refresh();
       return done();
     }
-    // Run an iteration first; done after it completed or failed.
-    auto* c1 = new QMetaObject::Connection;
-    auto* c2 = new QMetaObject::Connection;
-    auto finish = [c1, c2, done, this] {
-      QObject::disconnect(*c1);
-      QObject::disconnect(*c2);
-      delete c1;
-      delete c2;
-      refresh();
+    // Measure first; done when the series is drawn (or the measurement failed).
+    auto* connection = new QMetaObject::Connection;
+    *connection = connect(this, &TimelinePage::measured, this, [connection, done](bool) {
+      QObject::disconnect(*connection);
+      delete connection;
       done();
-    };
-    *c1 = connect(e, &EngineController::iterationCompleted, this, finish);
-    *c2 = connect(e, &EngineController::engineError, this, finish);
-    e->requestIteration();
+    });
+    measure();
   }}};
 }
 

@@ -1,32 +1,46 @@
 #pragma once
-// The Timeline page: a per-device Gantt chart of the measured stage times of the last iteration
-// (DeviceState.busy_start/busy_end of the recorded StageEvents), and the bytes and bandwidth of
-// every collective (CollectiveReport algbw/busbw). Bars show their numbers on hover.
+// The Timeline page: a per-device Gantt chart of DataParallel's stages, measured by the engine.
+// "Measure" runs several whole iterations off the GUI thread (course/timeline_series.h) and draws
+// each stage's median with its spread (min..max whiskers), the speed-up against one device as a
+// number, and says when simulated devices are threads sharing fewer cores. Until then the chart
+// shows the last iteration the engine ran (one sample). Beside it: the bytes and bandwidth of every
+// collective, and the lesson lessons/timeline.md.
 // File > Open trace shows a Chrome trace from a file instead: one of `dpv train --trace`, or a
 // merged multi-process one (`dpv trace merge`, `dpv launch`), with one lane per rank and track.
 #include <QVector>
+#include <memory>
 #include <optional>
 
+#include "course/timeline_series.h"
 #include "engine/io/trace_lanes.h"
 
 #include "gui/app/page.h"
 #include "gui/runtime/engine_types.h"
+#include "gui/runtime/generation.h"
 
 class QCustomPlot;
 class QLabel;
 class QPushButton;
+class QScrollArea;
 class QTableWidget;
-class QHBoxLayout;
+class QTextBrowser;
 
 namespace gui {
+
+class OffThreadRunner;
 
 class TimelinePage : public Page {
   Q_OBJECT
  public:
+  static constexpr int kMeasuredIterations = 7;
+
   TimelinePage(AppContext* context, QWidget* parent = nullptr);
+  ~TimelinePage() override;
   QList<Shot> screenshots() override;
   void refresh();
-  void runIteration();  // asks the engine for a whole iteration (the page refreshes when it ends)
+  void runIteration();   // asks the engine for a whole iteration (the page refreshes when it ends)
+  void measure();        // times kMeasuredIterations iterations (and one device) off the GUI thread
+  bool measuring() const;
   // Shows the Chrome trace in `path` (until the next iteration is run). Returns "" or the error.
   QString openTrace(const QString& path);
   bool showingOpenedTrace() const { return opened_.has_value(); }
@@ -38,28 +52,52 @@ class TimelinePage : public Page {
     double startMs, endMs;
     int stageKind;
     QString text;     // the hover text
+    double lowMs = -1, highMs = -1;  // a measured series: where the spread's whisker runs (-1: none)
   };
   const QVector<Bar>& bars() const { return bars_; }
+  const std::optional<dpv::course::TimelineSeries>& series() const { return series_; }
   int collectiveRows() const;
   QString summary() const;
+  QString speedupText() const;
+  QString coresNote() const;  // "" when the devices are not threads sharing fewer cores
+  QString lessonText() const;
   QCustomPlot* plot() const { return plot_; }
+  QScrollArea* plotScroll() const { return plotScroll_; }
 
  signals:
   void refreshed();
+  void measured(bool ok);
 
  private:
   void applyTheme();
+  void loadLesson();
   void onMouseMove(QMouseEvent* event);
+  void setRows(const QStringList& labels);  // y axis ticks, top to bottom; sizes the plot to scroll
+  void drawLastIteration();
+  void drawSeries();
   void drawOpenedTrace();
+  void addCollectiveRows(const dpv::StageEvent& event);
+  void showSeriesNumbers();
   QCustomPlot* plot_;
+  QScrollArea* plotScroll_;
   QLabel* summary_;
+  QLabel* speedup_;
+  QLabel* cores_;
   QLabel* emptyHint_;
+  QPushButton* measureButton_;
   QPushButton* runButton_;
   QTableWidget* table_;
-  QHBoxLayout* legend_;
+  QTextBrowser* lesson_;
+  QLabel* legend_;  // the stage colours, one wrapped line (it never sets the page's width)
   QVector<Bar> bars_;
+  int rows_ = 0;
   std::optional<dpv::TraceLanes> opened_;
   QString openedPath_;
+  std::optional<dpv::course::TimelineSeries> series_;
+  QString seriesError_;
+  Generation seriesGeneration_;  // new settings make a measurement in flight stale
+  std::shared_ptr<std::atomic<bool>> cancel_;
+  OffThreadRunner* runner_;
 };
 
 }  // namespace gui

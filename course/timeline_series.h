@@ -1,0 +1,75 @@
+#pragma once
+// The Timeline page's measurement: several whole DataParallel iterations of the same model and
+// batch, timed by the engine, summarised per stage and per device as median and spread (min..max),
+// and the same iterations on one device for the speed-up. One iteration is one noisy sample; the
+// median of several is what the learner should read. Also says whether the devices are threads
+// sharing fewer CPU cores than there are devices (then their work cannot all run at once).
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/datasets.h"
+#include "engine/observer.h"
+
+namespace dpv::course {
+
+struct TimelineConfig {
+  std::string devices = "cpu:4";
+  std::string preset = "simple";
+  double lr = 0.01;
+  bool sync_bn = false;
+  uint64_t seed = 0;   // the model's initial state
+  int iterations = 7;  // timed iterations, after one warm-up that is not counted
+};
+
+// Median and spread of one duration over the timed iterations (seconds).
+struct Spread {
+  double median = 0;
+  double min = 0;
+  double max = 0;
+};
+// Of `values` (any order); all zero when empty. An even count takes the mean of the middle two.
+Spread spread_of(std::vector<double> values);
+
+// One device's busy span inside a stage: when it began after the stage began, and how long it ran.
+struct DeviceSpan {
+  int device = 0;
+  Spread offset;
+  Spread busy;
+};
+
+struct TimedStage {
+  Stage stage;                       // from the plan
+  Spread span;                       // the stage, wall clock
+  std::vector<DeviceSpan> devices;   // devices busy in this stage in every timed iteration
+};
+
+struct TimelineSeries {
+  TimelineConfig config;
+  std::vector<std::string> device_labels;
+  std::vector<TimedStage> stages;    // plan order
+  std::vector<double> totals;        // per timed iteration: the stages' spans added up (seconds)
+  Spread total;                      // of `totals`
+  Spread one_device_total;           // the same model, state and batch on one device
+  double speedup = 0;                // one_device_total.median / total.median
+  // The iteration whose total is the median: its events carry the collectives' bytes and bandwidth.
+  std::vector<StageEvent> median_events;
+  bool simulated = false;            // the devices are CPU threads (cpu:K)
+  int device_count = 0;
+  unsigned host_cores = 0;           // CPUs this process may run on
+  // Simulated devices outnumber the cores: at most host_cores of them compute at a time.
+  bool threads_share_cores() const { return simulated && host_cores > 0 && static_cast<unsigned>(device_count) > host_cores; }
+};
+
+// CPUs this process may run on (its affinity mask; std::thread::hardware_concurrency otherwise).
+unsigned host_cpu_count();
+
+// Runs config.iterations + 1 iterations on config.devices and as many on one device (cpu:1, or
+// the first GPU of a cuda spec), each from the same initial state and on `batch`. `keep_going` is
+// asked between iterations; when it says stop, what finished is summarised. Throws dpv::Error on
+// bad settings or a failing iteration (with the engine's message).
+TimelineSeries measure_timeline(const TimelineConfig& config, const Dataset& batch,
+                                const std::function<bool()>& keep_going = {});
+
+}  // namespace dpv::course

@@ -1,0 +1,89 @@
+// The Timeline page showing a Chrome trace read from a file (File > Open trace).
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QScrollArea>
+#include <QTableWidget>
+
+#include "engine/error.h"
+#include "gui/app/context.h"
+#include "gui/app/theme.h"
+#include "gui/iteration/scene_model.h"
+#include "gui/timeline/bars.h"
+#include "gui/timeline/page.h"
+
+namespace gui {
+
+QString TimelinePage::openTrace(const QString& path) {
+  QFile file(path);
+  if (!file.open(QIODevice::ReadOnly)) return tr("Cannot open %1: %2").arg(path, file.errorString());
+  const QByteArray bytes = file.readAll();
+  try {
+    opened_ = dpv::read_trace_lanes(bytes.toStdString(), QFileInfo(path).fileName().toStdString());
+  } catch (const dpv::Error& e) {
+    return QString::fromStdString(e.what());
+  }
+  openedPath_ = path;
+  series_.reset();  // the trace replaces a measured series until the next measurement
+  refresh();
+  return QString();
+}
+
+void TimelinePage::drawOpenedTrace() {
+  const dpv::TraceLanes& t = *opened_;
+  const QString theme = context()->theme();
+  const int lanes = static_cast<int>(t.lanes.size());
+  emptyHint_->setVisible(lanes == 0);
+  plotScroll_->setVisible(lanes > 0);
+  // Rows from the top: lane 0 (rank 0's first track) first.
+  QStringList rows;
+  for (const dpv::TraceLane& lane : t.lanes) {
+    const QString process = QString::fromStdString(lane.process).section(QLatin1Char(':'), 0, 0);  // "rank 1: dpviz DDP" -> "rank 1"
+    rows << QStringLiteral("%1 · %2").arg(process, QString::fromStdString(lane.thread));
+  }
+  setRows(rows);
+  plot_->xAxis->setLabel(tr("time in the trace (ms)"));
+
+  double endMs = 0;
+  for (const dpv::TraceSpan& span : t.spans) {
+    int kind = -1;
+    for (dpv::StageKind k : kTimelineKinds)
+      if (span.category == dpv::stage_kind_name(k)) kind = static_cast<int>(k);
+    const double s = span.start_us / 1e3, e = (span.start_us + span.duration_us) / 1e3;
+    drawTimelineBar(plot_, rows_ - 1 - span.lane, s, e, kind >= 0 ? stageColor(kind, theme) : sceneColors(theme).subtext);
+    const dpv::TraceLane& lane = t.lanes[static_cast<size_t>(span.lane)];
+    bars_.append(Bar{span.lane, s, e, kind,
+                     tr("%1\n%2 · %3\n%4 – %5 ms (%6 ms)")
+                         .arg(QString::fromStdString(span.name), QString::fromStdString(lane.process),
+                              QString::fromStdString(lane.thread))
+                         .arg(s, 0, 'f', 3).arg(e, 0, 'f', 3).arg(e - s, 0, 'f', 3)});
+    endMs = std::max(endMs, e);
+    // Collectives the span carries (the engine's traces put them in args.collectives).
+    const QJsonObject args = QJsonDocument::fromJson(QByteArray::fromStdString(span.args)).object();
+    for (const QJsonValue& c : args.value(QStringLiteral("collectives")).toArray()) {
+      const QJsonObject r = c.toObject();
+      const int row = table_->rowCount();
+      table_->insertRow(row);
+      const QStringList cells = {QStringLiteral("%1 (%2)").arg(QString::fromStdString(span.name), QString::fromStdString(lane.process).section(QLatin1Char(':'), 0, 0)),
+                                 r.value(QStringLiteral("op")).toString(), QString::number(r.value(QStringLiteral("ranks")).toInt()),
+                                 formatBytes(r.value(QStringLiteral("bytes")).toDouble()),
+                                 QString::number(r.value(QStringLiteral("seconds")).toDouble() * 1e6, 'f', 1),
+                                 QString::number(r.value(QStringLiteral("algbw_GBps")).toDouble(), 'f', 3),
+                                 QString::number(r.value(QStringLiteral("busbw_GBps")).toDouble(), 'f', 3)};
+      for (int col = 0; col < cells.size(); ++col) table_->setItem(row, col, new QTableWidgetItem(cells[col]));
+    }
+  }
+  plot_->xAxis->setRange(0, endMs > 0 ? endMs * 1.03 : 1.0);
+  summary_->setText(tr("<b>Opened trace</b> %1: %2 process%3, %4 lane%5, %6 span%7 over %8 ms. "
+                       "Each process of a merged trace is one rank; press “Run one iteration” to go back to the engine's iterations.")
+                        .arg(QFileInfo(openedPath_).fileName().toHtmlEscaped())
+                        .arg(t.processes).arg(t.processes == 1 ? QString() : QStringLiteral("es"))
+                        .arg(lanes).arg(lanes == 1 ? QString() : QStringLiteral("s"))
+                        .arg(t.spans.size()).arg(t.spans.size() == 1 ? QString() : QStringLiteral("s"))
+                        .arg(endMs, 0, 'f', 3));
+}
+
+}  // namespace gui

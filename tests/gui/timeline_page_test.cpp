@@ -1,0 +1,113 @@
+// The Timeline page: its lesson is shown, "Measure" draws each stage's median with its spread from
+// several engine-timed iterations, the speed-up against one device is the engine's number, the
+// page says when simulated devices share fewer cores, and many devices scroll instead of squeezing.
+#include <gtest/gtest.h>
+
+#include <QScrollArea>
+#include <qcustomplot.h>
+
+#include "course/timeline_series.h"
+#include "gui/app/context.h"
+#include "gui/runtime/engine_controller.h"
+#include "gui/timeline/page.h"
+#include "gui_test_support.h"
+
+namespace gui {
+namespace {
+
+class TimelinePageTest : public ::testing::Test {
+ protected:
+  void start(const AppSettings& settings) {
+    context_ = std::make_unique<AppContext>();
+    engine_ = std::make_unique<EngineController>();
+    context_->setSettings(settings);
+    context_->setEngine(engine_.get());
+    page_ = std::make_unique<TimelinePage>(context_.get());
+    page_->resize(1000, 560);
+    page_->show();
+  }
+  bool measure() {
+    bool done = false, ok = false;
+    QObject::connect(page_.get(), &TimelinePage::measured, page_.get(), [&](bool result) { done = true; ok = result; });
+    page_->measure();
+    return waitUntil([&] { return done; }, 60000) && ok;
+  }
+  void TearDown() override {
+    page_.reset();
+    engine_.reset();
+    context_.reset();
+  }
+  std::unique_ptr<AppContext> context_;
+  std::unique_ptr<EngineController> engine_;
+  std::unique_ptr<TimelinePage> page_;
+};
+
+TEST_F(TimelinePageTest, ShowsItsLesson) {
+  start(settingsFor(QStringLiteral("cpu:2"), QStringLiteral("simple"), 10));
+  EXPECT_TRUE(page_->lessonText().contains(QLatin1String("What to look for"))) << page_->lessonText().left(200).toStdString();
+  EXPECT_TRUE(page_->lessonText().contains(QLatin1String("busbw")));
+}
+
+TEST_F(TimelinePageTest, MeasuresTheMedianAndSpreadOfSeveralIterations) {
+  start(settingsFor(QStringLiteral("cpu:2"), QStringLiteral("simple"), 10));
+  ASSERT_TRUE(measure()) << page_->summary().toStdString();
+  ASSERT_TRUE(page_->series().has_value());
+  const dpv::course::TimelineSeries& s = *page_->series();
+  EXPECT_EQ(static_cast<int>(s.totals.size()), TimelinePage::kMeasuredIterations);
+  int stageBars = 0, deviceBars = 0;
+  for (const TimelinePage::Bar& bar : page_->bars()) {
+    (bar.row == 0 ? stageBars : deviceBars)++;
+    ASSERT_GE(bar.lowMs, 0) << "every measured bar has a spread";
+    EXPECT_LE(bar.startMs, bar.lowMs + 1e-9);
+    EXPECT_LE(bar.lowMs, bar.endMs + 1e-9);
+    EXPECT_LE(bar.endMs, bar.highMs + 1e-9);
+  }
+  EXPECT_EQ(stageBars, static_cast<int>(s.stages.size()));
+  EXPECT_GT(deviceBars, stageBars) << "two devices each run the forward and backward layers";
+  // The stage bars lie end to end by their medians.
+  double expectedEnd = 0;
+  for (const auto& stage : s.stages) expectedEnd += stage.span.median * 1e3;
+  double lastEnd = 0;
+  for (const TimelinePage::Bar& bar : page_->bars())
+    if (bar.row == 0) lastEnd = std::max(lastEnd, bar.endMs);
+  EXPECT_NEAR(lastEnd, expectedEnd, 1e-9);
+  EXPECT_TRUE(page_->summary().contains(QLatin1String("median"))) << page_->summary().toStdString();
+  // The speed-up is the engine's number, shown as it is.
+  EXPECT_GT(s.speedup, 0);
+  EXPECT_TRUE(page_->speedupText().contains(QString::number(s.speedup, 'f', 2))) << page_->speedupText().toStdString();
+}
+
+TEST_F(TimelinePageTest, SaysWhenSimulatedDevicesShareFewerCores) {
+  start(settingsFor(QStringLiteral("cpu:8"), QStringLiteral("simple"), 16));
+  ASSERT_TRUE(measure()) << page_->summary().toStdString();
+  const unsigned cores = dpv::course::host_cpu_count();
+  ASSERT_GT(cores, 0u);
+  if (cores < 8) {
+    EXPECT_TRUE(page_->coresNote().contains(QStringLiteral("sharing %1 CPU cores").arg(cores))) << page_->coresNote().toStdString();
+  } else {
+    EXPECT_FALSE(page_->coresNote().contains(QLatin1String("sharing"))) << page_->coresNote().toStdString();
+  }
+}
+
+TEST_F(TimelinePageTest, EightDevicesScrollInsteadOfSqueezingTheRows) {
+  start(settingsFor(QStringLiteral("cpu:8"), QStringLiteral("simple"), 16));
+  page_->resize(900, 420);
+  ASSERT_TRUE(measure());
+  ASSERT_NE(page_->plotScroll(), nullptr);
+  EXPECT_EQ(page_->plotScroll()->widget(), page_->plot());
+  const int rows = 9;  // the stages' row and eight devices
+  EXPECT_GE(page_->plot()->minimumHeight(), rows * 26) << "each row keeps a readable height";
+  EXPECT_GT(page_->plot()->minimumHeight(), page_->plotScroll()->viewport()->height()) << "the rows scroll at this size";
+}
+
+TEST_F(TimelinePageTest, NewSettingsDropAMeasurement) {
+  start(settingsFor(QStringLiteral("cpu:2"), QStringLiteral("simple"), 10));
+  ASSERT_TRUE(measure());
+  ASSERT_TRUE(page_->series().has_value());
+  context_->setSettings(settingsFor(QStringLiteral("cpu:3"), QStringLiteral("simple"), 10));
+  EXPECT_FALSE(page_->series().has_value());
+  EXPECT_TRUE(page_->speedupText().isEmpty());
+}
+
+}  // namespace
+}  // namespace gui

@@ -1,0 +1,97 @@
+// course/timeline_series.h: the Timeline page's median and spread over several timed iterations,
+// the speed-up against one device, and whether simulated devices share fewer cores.
+#include <gtest/gtest.h>
+
+#include "course/timeline_series.h"
+#include "engine/error.h"
+#include "engine/model_data.h"
+#include "engine/model_spec.h"
+
+namespace dpv::course {
+namespace {
+
+TEST(SpreadOf, MedianMinAndMax) {
+  const Spread odd = spread_of({5, 1, 3});
+  EXPECT_DOUBLE_EQ(odd.median, 3);
+  EXPECT_DOUBLE_EQ(odd.min, 1);
+  EXPECT_DOUBLE_EQ(odd.max, 5);
+  const Spread even = spread_of({4, 1, 2, 10});
+  EXPECT_DOUBLE_EQ(even.median, 3);
+  EXPECT_DOUBLE_EQ(even.max, 10);
+  const Spread none = spread_of({});
+  EXPECT_DOUBLE_EQ(none.median, 0);
+  EXPECT_DOUBLE_EQ(none.max, 0);
+}
+
+Dataset batchFor(const std::string& preset, int64_t rows) { return make_data_for_model(preset_model(preset), rows, 7); }
+
+TEST(MeasureTimeline, SummarisesEveryTimedIterationPerStageAndDevice) {
+  TimelineConfig config;
+  config.devices = "cpu:2";
+  config.preset = "simple";
+  config.iterations = 5;
+  const TimelineSeries series = measure_timeline(config, batchFor("simple", 10));
+  ASSERT_EQ(series.totals.size(), 5u);
+  EXPECT_EQ(series.device_labels.size(), 2u);
+  EXPECT_TRUE(series.simulated);
+  EXPECT_EQ(series.device_count, 2);
+  EXPECT_GT(series.host_cores, 0u);
+  EXPECT_EQ(series.total.median, spread_of(series.totals).median);
+  EXPECT_LE(series.total.min, series.total.median);
+  EXPECT_GE(series.total.max, series.total.median);
+  ASSERT_FALSE(series.stages.empty());
+  EXPECT_EQ(series.stages.front().stage.kind, StageKind::Scatter);
+  EXPECT_EQ(series.stages.back().stage.kind, StageKind::Step);
+  EXPECT_EQ(series.median_events.size(), series.stages.size());
+  bool forwardOnBoth = false;
+  for (const TimedStage& s : series.stages) {
+    EXPECT_LE(s.span.min, s.span.median);
+    EXPECT_LE(s.span.median, s.span.max);
+    for (const DeviceSpan& d : s.devices) {
+      EXPECT_GE(d.busy.min, 0);
+      EXPECT_LE(d.busy.median, d.busy.max);
+      EXPECT_LT(d.device, 2);
+    }
+    if (s.stage.kind == StageKind::Forward && s.devices.size() == 2) forwardOnBoth = true;
+  }
+  EXPECT_TRUE(forwardOnBoth) << "both replicas run each forward layer";
+  // The speed-up is the one-device median over this median, both measured.
+  EXPECT_GT(series.one_device_total.median, 0);
+  EXPECT_DOUBLE_EQ(series.speedup, series.one_device_total.median / series.total.median);
+}
+
+TEST(MeasureTimeline, OneDeviceIsItsOwnBaseline) {
+  TimelineConfig config;
+  config.devices = "cpu:1";
+  config.iterations = 3;
+  const TimelineSeries series = measure_timeline(config, batchFor("simple", 4));
+  EXPECT_DOUBLE_EQ(series.speedup, 1.0);
+  EXPECT_FALSE(series.threads_share_cores());
+}
+
+TEST(MeasureTimeline, SaysWhenSimulatedDevicesOutnumberTheCores) {
+  TimelineSeries s;
+  s.simulated = true;
+  s.device_count = 8;
+  s.host_cores = 2;
+  EXPECT_TRUE(s.threads_share_cores());
+  s.host_cores = 8;
+  EXPECT_FALSE(s.threads_share_cores());
+  s.host_cores = 2;
+  s.simulated = false;  // GPUs are not threads of the host
+  EXPECT_FALSE(s.threads_share_cores());
+}
+
+TEST(MeasureTimeline, StopsWhenAskedAndRejectsBadCounts) {
+  TimelineConfig config;
+  config.devices = "cpu:2";
+  config.iterations = 6;
+  int asked = 0;
+  const TimelineSeries series = measure_timeline(config, batchFor("simple", 6), [&] { return ++asked < 3; });
+  EXPECT_LT(series.totals.size(), 6u);
+  config.iterations = 0;
+  EXPECT_THROW(measure_timeline(config, batchFor("simple", 6)), Error);
+}
+
+}  // namespace
+}  // namespace dpv::course
