@@ -88,9 +88,9 @@ SettingsBar::SettingsBar(AppContext* context, QWidget* parent) : QFrame(parent),
   seed_->setRange(0, 1000000);
   // The bar fits a 1024-pixel window whatever the names: long ones are elided in the closed combo
   // box (its list shows them whole).
-  for (QComboBox* box : {devices_, preset_}) {
+  for (QComboBox* box : {devices_, preset_, batchNorm_}) {
     box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-    box->setMinimumContentsLength(17);
+    box->setMinimumContentsLength(16);
   }
 
   row->addWidget(caption(tr("Devices"), this));

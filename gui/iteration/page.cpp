@@ -160,7 +160,7 @@ void IterationPage::buildUi() {
   speed_->setRange(0, 4);
   speed_->setValue(2);
   speed_->setPageStep(1);
-  speed_->setFixedWidth(110);
+  speed_->setFixedWidth(80);
   speed_->setFocusPolicy(Qt::NoFocus);
   speedLabel_ = new QLabel(QStringLiteral("1×"), controls);
   speedLabel_->setMinimumWidth(34);
@@ -179,7 +179,7 @@ void IterationPage::buildUi() {
   // Right: what happens now, the code, the inspector.
   auto* right = new QSplitter(Qt::Vertical, this);
   right->setChildrenCollapsible(false);
-  right->setMinimumWidth(330);
+  right->setMinimumWidth(280);  // with the scene and its controls, fits a 1024-pixel window
   right->setMaximumWidth(600);
   lesson_ = new LessonPanel();
   lesson_->setLessonsDir(context()->lessonsDir());

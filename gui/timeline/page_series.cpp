@@ -57,8 +57,8 @@ void TimelinePage::measure() {
       [config, settings, cancel] {
         Measurement m;
         try {
-          // The batch the Iteration page trains on (its first one), so both pages time the same work.
-          const dpv::Dataset batch = makeBatchFor(settings.preset, settings.batchSize, settings.seed, 0);
+          // The batch the Iteration page trains on, so both pages time the same work.
+          const dpv::Dataset batch = makeBatchFor(settings.preset, settings.batchSize, settings.seed);
           m.series = dpv::course::measure_timeline(config, batch, [cancel] { return !cancel->load(); });
         } catch (const dpv::Error& e) {
           m.error = QString::fromStdString(e.full());
