@@ -142,6 +142,12 @@ ScenarioResult run_ddp_memory(const Params& p) {
                         ? "DDP: every rank holds the same things (a full model, its optimizer state, its shard's "
                           "activations and the gradient buckets), so the peaks are within 5% of each other."
                         : "DDP: device " + ddp_answer + " peaks highest.");
+  const int64_t dp_top = *std::max_element(dp_peak.begin(), dp_peak.end());
+  const int64_t ddp_top = *std::max_element(ddp_peak.begin(), ddp_peak.end());
+  r.lines.push_back("Highest peak: DataParallel " + kib(dp_top) + ", DDP " + kib(ddp_top) +
+                    (ddp_top >= dp_top ? ": DDP evens memory out, it does not shrink it (each rank also keeps its "
+                                         "gradients twice, in .grad and in the buckets)."
+                                       : "."));
   r.facts = {{"DataParallel peak device", dp_answer}, {"DDP peak device", ddp_answer}};
   r.answer_value = dp_answer + "|" + ddp_answer;
   return r;
