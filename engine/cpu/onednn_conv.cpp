@@ -1,7 +1,5 @@
 #include "engine/cpu/onednn_conv.h"
 
-#include <omp.h>
-
 #include <dnnl.hpp>
 #include <map>
 #include <mutex>
@@ -9,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/cpu/onednn_gemm.h"
 #include "engine/error.h"
 
 namespace dpv::cpu {
@@ -139,9 +138,7 @@ struct OnednnConv::Impl {
 
   // Runs one pass on the caller's buffers, in operand order.
   void run(PassKind kind, int64_t O, const Geometry& g, std::initializer_list<const float*> buffers) {
-    // One OpenMP thread for the calling thread (the setting is per thread): oneDNN then runs
-    // inline, as OpenBLAS does with its single thread.
-    omp_set_num_threads(1);
+    onednn_single_thread();
     std::lock_guard lock(mutex);
     const Key key{static_cast<int>(kind), O, g.N, g.C, g.H, g.W, g.kh, g.kw, g.stride, g.pad};
     auto it = passes.find(key);
