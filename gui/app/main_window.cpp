@@ -1,20 +1,28 @@
 #include "gui/app/main_window.h"
 
+#include <QAbstractButton>
 #include <QActionGroup>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDialog>
+#include <QDialogButtonBox>
 #include <QFileDialog>
 #include <QHBoxLayout>
+#include <QHeaderView>
 #include <QLabel>
 #include <QListWidget>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPushButton>
 #include <QScreen>
 #include <QScrollArea>
 #include <QSettings>
+#include <QShortcut>
 #include <QStackedWidget>
 #include <QStatusBar>
+#include <QTableWidget>
 #include <QVBoxLayout>
+#include <functional>
 
 #include "engine/error.h"
 #include "engine/trace.h"
@@ -67,13 +75,24 @@ MainWindow::MainWindow(AppContext* context, EngineController* engine, const Opti
   auto* body = new QHBoxLayout();
   body->setContentsMargins(0, 0, 0, 0);
   body->setSpacing(0);
-  nav_ = new QListWidget(central);
+  auto* navColumn = new QWidget(central);
+  navColumn->setObjectName(QStringLiteral("navigationColumn"));
+  navColumn->setFixedWidth(178);
+  auto* navLayout = new QVBoxLayout(navColumn);
+  navLayout->setContentsMargins(0, 0, 0, 0);
+  navLayout->setSpacing(0);
+  nav_ = new QListWidget(navColumn);
   nav_->setObjectName(QStringLiteral("navigation"));
-  nav_->setFixedWidth(178);
   nav_->setIconSize(QSize(20, 20));
   nav_->setFrameShape(QFrame::NoFrame);
+  navLayout->addWidget(nav_, 1);
+  // The pages in order: intro, iteration, lab, timeline, quiz.
+  next_ = new QPushButton(navColumn);
+  next_->setObjectName(QStringLiteral("nextPage"));
+  next_->setCursor(Qt::PointingHandCursor);
+  navLayout->addWidget(next_);
   stack_ = new QStackedWidget(central);
-  body->addWidget(nav_);
+  body->addWidget(navColumn);
   body->addWidget(stack_, 1);
   outer->addLayout(body, 1);
   setCentralWidget(central);
@@ -83,7 +102,15 @@ MainWindow::MainWindow(AppContext* context, EngineController* engine, const Opti
   addPage(QStringLiteral("bnlab"), tr("BatchNorm lab"), QStringLiteral("bnlab"), new BatchNormLabPage(context_));
   addPage(QStringLiteral("timeline"), tr("Timeline"), QStringLiteral("timeline"), new TimelinePage(context_));
   addPage(QStringLiteral("quiz"), tr("Quiz"), QStringLiteral("quiz"), new QuizPage(context_));
-  connect(nav_, &QListWidget::currentRowChanged, stack_, &QStackedWidget::setCurrentIndex);
+  connect(nav_, &QListWidget::currentRowChanged, this, &MainWindow::onPageChanged);
+  connect(next_, &QPushButton::clicked, this, [this] {
+    const int index = static_cast<int>(order_.indexOf(currentPageId()));
+    if (index >= 0 && index + 1 < order_.size()) showPage(order_[index + 1]);
+  });
+  // Keyboard focus goes back to the page after a setting is edited (Space and arrows step again).
+  connect(settingsBar_, &SettingsBar::editingDone, this, [this] {
+    if (Page* p = page(currentPageId())) p->setFocus(Qt::OtherFocusReason);
+  });
   connect(context_, &AppContext::navigateRequested, this, &MainWindow::showPage);
 
   engineStatus_ = new QLabel(this);
@@ -97,6 +124,11 @@ MainWindow::MainWindow(AppContext* context, EngineController* engine, const Opti
   updateEngineStatus();
 
   buildMenus();
+  if (engine_) {
+    connect(engine_, &EngineController::stageRecorded, this, &MainWindow::updateExportTrace);
+    connect(engine_, &EngineController::settingsApplied, this, &MainWindow::updateExportTrace);
+  }
+  updateExportTrace();
   resize(1280, 800);
   showPage(QStringLiteral("intro"));
   restoreState();
@@ -133,6 +165,22 @@ void MainWindow::addPage(const QString& id, const QString& title, const QString&
 
 QString MainWindow::currentPageId() const { return order_.value(stack_->currentIndex()); }
 
+void MainWindow::onPageChanged(int index) {
+  stack_->setCurrentIndex(index);
+  // A status message belongs to the page that showed it.
+  statusBar()->clearMessage();
+  const bool last = index < 0 || index + 1 >= order_.size();
+  next_->setVisible(!last);
+  if (!last) next_->setText(tr("Next: %1 →").arg(nav_->item(index + 1)->text()));
+}
+
+void MainWindow::updateExportTrace() {
+  const bool any = engine_ && (!engine_->lastCompleted().isEmpty() || !engine_->events().isEmpty());
+  exportTrace_->setEnabled(any);
+  exportTrace_->setToolTip(any ? tr("The last iteration's stages as Chrome trace JSON")
+                               : tr("Nothing to export yet: step through an iteration, or run one on the Timeline page"));
+}
+
 void MainWindow::showPage(const QString& id) {
   // The seed's sample program is run from the Introduction page.
   const QString page = id == QStringLiteral("sample") ? QStringLiteral("intro") : id;
@@ -158,7 +206,7 @@ void MainWindow::buildMenus() {
     if (!error.isEmpty()) return void(QMessageBox::warning(this, tr("Open trace"), error));
     showPage(QStringLiteral("timeline"));
   });
-  file->addAction(tr("Export &trace (Chrome JSON)…"), this, [this] {
+  exportTrace_ = file->addAction(tr("Export &trace (Chrome JSON)…"), this, [this] {
     const QString path = QFileDialog::getSaveFileName(this, tr("Export trace"), QStringLiteral("dpviz-trace.json"), tr("Chrome trace (*.json)"));
     if (path.isEmpty()) return;
     const QString error = exportTrace(path);
@@ -254,16 +302,58 @@ void MainWindow::updateEngineStatus() {
   engineStatus_->setText(text);
 }
 
+QList<MainWindow::ShortcutEntry> MainWindow::shortcuts() const {
+  QList<ShortcutEntry> out;
+  auto plain = [](QString text) { return text.remove(QLatin1Char('&')).remove(QStringLiteral("…")).trimmed(); };
+  // Menu actions, menu by menu.
+  std::function<void(const QMenu*)> fromMenu = [&](const QMenu* menu) {
+    for (QAction* a : menu->actions()) {
+      if (a->menu()) fromMenu(a->menu());
+      for (const QKeySequence& key : a->shortcuts())
+        out.append({key.toString(QKeySequence::NativeText), plain(a->text()), tr("everywhere")});
+    }
+  };
+  for (QAction* a : menuBar()->actions())
+    if (a->menu()) fromMenu(a->menu());
+  // Each page's own keys: QShortcuts (their whatsThis says what they do) and buttons with a key.
+  for (int i = 0; i < order_.size(); ++i) {
+    const Page* p = page(order_[i]);
+    if (!p) continue;
+    const QString where = nav_->item(i)->text();
+    for (const QShortcut* s : p->findChildren<QShortcut*>())
+      out.append({s->key().toString(QKeySequence::NativeText), s->whatsThis().isEmpty() ? s->objectName() : s->whatsThis(), where});
+    for (const QAbstractButton* b : p->findChildren<QAbstractButton*>()) {
+      if (b->shortcut().isEmpty()) continue;
+      out.append({b->shortcut().toString(QKeySequence::NativeText), plain(b->text()), where});
+    }
+  }
+  return out;
+}
+
 void MainWindow::showShortcuts() {
-  QMessageBox::information(this, tr("Keyboard shortcuts"),
-                           tr("<table cellpadding='3'>"
-                              "<tr><td><b>Space</b></td><td>play / pause the iteration</td></tr>"
-                              "<tr><td><b>→</b></td><td>next stage</td></tr>"
-                              "<tr><td><b>←</b></td><td>previous stage (from the recording)</td></tr>"
-                              "<tr><td><b>Home</b></td><td>back to the start of the iteration</td></tr>"
-                              "<tr><td><b>Ctrl+1 … Ctrl+5</b></td><td>Introduction, Iteration, BatchNorm lab, Timeline, Quiz</td></tr>"
-                              "<tr><td><b>%1</b></td><td>quit</td></tr></table>")
-                               .arg(QKeySequence(QKeySequence::Quit).toString(QKeySequence::NativeText)));
+  QDialog dialog(this);
+  dialog.setWindowTitle(tr("Keyboard shortcuts"));
+  auto* layout = new QVBoxLayout(&dialog);
+  const QList<ShortcutEntry> entries = shortcuts();
+  auto* table = new QTableWidget(static_cast<int>(entries.size()), 3, &dialog);
+  table->setObjectName(QStringLiteral("shortcutTable"));
+  table->setHorizontalHeaderLabels({tr("Keys"), tr("What it does"), tr("Where")});
+  table->verticalHeader()->setVisible(false);
+  table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  table->setSelectionMode(QAbstractItemView::NoSelection);
+  for (int r = 0; r < entries.size(); ++r) {
+    table->setItem(r, 0, new QTableWidgetItem(entries[r].keys));
+    table->setItem(r, 1, new QTableWidgetItem(entries[r].what));
+    table->setItem(r, 2, new QTableWidgetItem(entries[r].where));
+  }
+  table->resizeColumnsToContents();
+  table->horizontalHeader()->setStretchLastSection(true);
+  layout->addWidget(table);
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, &dialog);
+  connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+  layout->addWidget(buttons);
+  dialog.resize(520, 420);
+  dialog.exec();
 }
 
 void MainWindow::showAbout() {

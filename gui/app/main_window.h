@@ -9,6 +9,7 @@
 class QActionGroup;
 class QLabel;
 class QListWidget;
+class QPushButton;
 class QStackedWidget;
 
 namespace gui {
@@ -38,6 +39,17 @@ class MainWindow : public QMainWindow {
   QString exportTrace(const QString& path) const;
   QString exportScreenshot(const QString& path);
 
+  // Every keyboard shortcut of the window, read from its actions (menus), the pages' QShortcuts
+  // and buttons with a shortcut: what Help > Keyboard shortcuts lists.
+  struct ShortcutEntry {
+    QString keys;   // "Ctrl+1", "Space"
+    QString what;   // "Iteration", "play / pause"
+    QString where;  // "everywhere", or the page's title
+  };
+  QList<ShortcutEntry> shortcuts() const;
+  QAction* exportTraceAction() const { return exportTrace_; }
+  QPushButton* nextButton() const { return next_; }
+
  protected:
   void closeEvent(QCloseEvent* event) override;
 
@@ -48,6 +60,8 @@ class MainWindow : public QMainWindow {
   void fitToScreen();  // shrinks the window to the screen's available area
   void saveState() const;
   void updateEngineStatus();
+  void updateExportTrace();  // File > Export trace is enabled when there is a trace to export
+  void onPageChanged(int index);
   void showShortcuts();
   void showAbout();
 
@@ -59,6 +73,8 @@ class MainWindow : public QMainWindow {
   QStackedWidget* stack_ = nullptr;
   SettingsBar* settingsBar_ = nullptr;
   QLabel* engineStatus_ = nullptr;
+  QAction* exportTrace_ = nullptr;
+  QPushButton* next_ = nullptr;  // "Next: <page> →" under the navigation
   QActionGroup* themeGroup_ = nullptr;
   QHash<QString, Page*> pages_;
   QStringList order_;

@@ -126,6 +126,15 @@ SettingsBar::SettingsBar(AppContext* context, QWidget* parent) : QFrame(parent),
   connect(batch_, &QSpinBox::valueChanged, this, later);
   connect(lr_, &QDoubleSpinBox::valueChanged, this, later);
   connect(seed_, &QSpinBox::valueChanged, this, later);
+  for (QComboBox* box : {devices_, preset_, batchNorm_}) connect(box, &QComboBox::activated, this, &SettingsBar::editingDone);
+  // A spin box's Enter commits at once (no pause) and hands the keyboard back; leaving it for
+  // another widget keeps the focus where the learner put it.
+  for (QAbstractSpinBox* box : std::initializer_list<QAbstractSpinBox*>{batch_, lr_, seed_}) {
+    connect(box, &QAbstractSpinBox::editingFinished, this, [this, box] {
+      if (debounce_.isActive()) commit();
+      if (box->hasFocus()) emit editingDone();
+    });
+  }
   connect(context, &AppContext::settingsChanged, this, &SettingsBar::showSettings);
   showSettings(context->settings());
 }

@@ -23,6 +23,11 @@ class SettingsBar : public QFrame {
   void showSettings(const AppSettings& settings);  // without emitting
   AppSettings current() const;
 
+ signals:
+  // The learner finished editing a setting (picked an item, pressed Enter or left a spin box):
+  // the main window gives the keyboard back to the page, so Space and the arrows step again.
+  void editingDone();
+
  private:
   void commit();
   // When the learner picks a preset with BatchNorm, raises the batch so every device gets at least

@@ -83,14 +83,16 @@ IterationPage::IterationPage(AppContext* context, QWidget* parent) : Page(contex
   }
 
   // Keyboard: active while the page is visible.
-  auto shortcut = [this](QKeySequence key, void (IterationPage::*slot)()) {
+  // (Help > Keyboard shortcuts lists them with their whatsThis.)
+  auto shortcut = [this](QKeySequence key, void (IterationPage::*slot)(), const QString& what) {
     auto* s = new QShortcut(key, this);
+    s->setWhatsThis(what);
     connect(s, &QShortcut::activated, this, slot);
   };
-  shortcut(QKeySequence(Qt::Key_Space), &IterationPage::togglePlay);
-  shortcut(QKeySequence(Qt::Key_Right), &IterationPage::stepForward);
-  shortcut(QKeySequence(Qt::Key_Left), &IterationPage::stepBack);
-  shortcut(QKeySequence(Qt::Key_Home), &IterationPage::restart);
+  shortcut(QKeySequence(Qt::Key_Space), &IterationPage::togglePlay, tr("play / pause the iteration"));
+  shortcut(QKeySequence(Qt::Key_Right), &IterationPage::stepForward, tr("next stage"));
+  shortcut(QKeySequence(Qt::Key_Left), &IterationPage::stepBack, tr("previous stage (from the recording)"));
+  shortcut(QKeySequence(Qt::Key_Home), &IterationPage::restart, tr("back to the start of the iteration"));
   updateControls();
 }
 
