@@ -1,6 +1,7 @@
 #include "gui/app/settings_bar.h"
 
 #include <QComboBox>
+#include <algorithm>
 #include <QDoubleSpinBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -88,9 +89,13 @@ SettingsBar::SettingsBar(AppContext* context, QWidget* parent) : QFrame(parent),
   seed_->setRange(0, 1000000);
   // The bar fits a 1024-pixel window whatever the names: long ones are elided in the closed combo
   // box (its list shows them whole).
+  // On a wide screen they grow up to their whole names.
   for (QComboBox* box : {devices_, preset_, batchNorm_}) {
+    const int whole = box->sizeHint().width();
     box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     box->setMinimumContentsLength(16);
+    box->setMaximumWidth(std::max(whole, box->sizeHint().width()));
+    box->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
   }
 
   row->addWidget(caption(tr("Devices"), this));
@@ -110,6 +115,7 @@ SettingsBar::SettingsBar(AppContext* context, QWidget* parent) : QFrame(parent),
   row->addWidget(caption(tr("Seed"), this));
   row->addWidget(seed_);
   row->addStretch(1);
+  for (QComboBox* box : {devices_, preset_, batchNorm_}) row->setStretchFactor(box, 1);
 
   debounce_.setSingleShot(true);
   debounce_.setInterval(350);
