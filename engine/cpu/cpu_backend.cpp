@@ -1,7 +1,8 @@
-// The CPU backend: oneDNN for float32 matrix products and convolutions, OpenBLAS for float64
-// products, plain loops for the rest. It is the reference every CUDA op is tested against, so it
-// favours clarity and PyTorch's CPU accumulation (BatchNorm statistics in two passes accumulated in
-// double, as batch_norm_cpu_update_stats does; long channel runs in several parallel accumulators).
+// The CPU backend: oneDNN (when the build has it) for float32 convolutions and matrix products,
+// OpenBLAS for float64 and tiny products, plain loops for the rest. It is the reference every CUDA
+// op is tested against, so it favours clarity and PyTorch's CPU accumulation (BatchNorm statistics
+// in two passes accumulated in double, as batch_norm_cpu_update_stats does; long channel runs in
+// several parallel accumulators).
 #include <cblas.h>
 
 #include <chrono>
@@ -14,8 +15,10 @@
 
 #include "engine/backend.h"
 #include "engine/backend_registry.h"
+#if DPV_HAVE_ONEDNN
 #include "engine/cpu/onednn_conv.h"
 #include "engine/cpu/onednn_gemm.h"
+#endif
 #include "engine/device.h"
 #include "engine/dtype_dispatch.h"
 #include "engine/error.h"
@@ -154,9 +157,21 @@ class CpuBackend final : public Backend {
       scale_inplace(c, beta);
       return;
     }
-    if (c.dtype() == DType::Float32)  // oneDNN's sgemm: faster than OpenBLAS's on a step's shapes
+    // float32: oneDNN's sgemm, faster than OpenBLAS's on a step's shapes, except tiny products
+    // (SimpleModel's, a classifier's last layer), where its fixed cost per call outweighs the math.
+#if DPV_HAVE_ONEDNN
+    constexpr double kTinyProduct = 1 << 18;  // multiply-adds
+    const bool tiny = static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(inner) < kTinyProduct;
+    if (c.dtype() == DType::Float32 && !tiny) {
       cpu::onednn_sgemm(ta, tb, rows, cols, inner, static_cast<float>(alpha), a.data<float>(), lda, b.data<float>(),
                         ldb, static_cast<float>(beta), c.data<float>(), ldc);
+      return;
+    }
+#endif
+    if (c.dtype() == DType::Float32)
+      cblas_sgemm(CblasRowMajor, opa, opb, static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(inner),
+                  static_cast<float>(alpha), a.data<float>(), lda, b.data<float>(), ldb, static_cast<float>(beta),
+                  c.data<float>(), ldc);
     else
       cblas_dgemm(CblasRowMajor, opa, opb, static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(inner), alpha,
                   a.data<double>(), lda, b.data<double>(), ldb, beta, c.data<double>(), ldc);
@@ -300,6 +315,7 @@ class CpuBackend final : public Backend {
     });
   }
 
+#if DPV_HAVE_ONEDNN
   // Conv2d in float32 through oneDNN (as PyTorch's CPU convolutions); float64 takes the im2col
   // default, oneDNN having no float64 convolution.
   void conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Tensor& saved, const ConvGeometry& g) override {
@@ -322,6 +338,7 @@ class CpuBackend final : public Backend {
     }
     if (dx) conv_.backward_data(dy.data<float>(), w.data<float>(), dx->data<float>(), O, g);
   }
+#endif
 
   void bn_stats(const Tensor& x, Tensor& mean, Tensor& var_b, int64_t N, int64_t C, int64_t S) override {
     dispatch_float(x.dtype(), "batch_norm", [&](auto* tag) {
@@ -563,7 +580,9 @@ class CpuBackend final : public Backend {
   }
 
  private:
+#if DPV_HAVE_ONEDNN
   cpu::OnednnConv conv_;
+#endif
   std::mutex cache_mutex_;
   std::unordered_map<size_t, std::vector<void*>> cache_;
 };

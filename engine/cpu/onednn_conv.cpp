@@ -3,6 +3,7 @@
 #include <dnnl.hpp>
 #include <map>
 #include <mutex>
+#include <string>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -180,11 +181,6 @@ void OnednnConv::backward_data(const float* dy, const float* w, float* dx, int64
 
 void OnednnConv::backward_weights(const float* x, const float* dy, float* dw, int64_t O, const Geometry& g) {
   impl_->guarded(PassKind::BackwardWeights, O, g, {x, dy, dw});
-}
-
-std::string OnednnConv::library_version() {
-  const dnnl_version_t* v = dnnl_version();
-  return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
 }
 
 }  // namespace dpv::cpu

@@ -9,7 +9,6 @@
 // OpenMP thread), as each simulated device is one worker thread.
 #include <cstdint>
 #include <memory>
-#include <string>
 
 #include "kernels/math/indexing.h"
 
@@ -30,9 +29,6 @@ class OnednnConv {
   void backward_data(const float* dy, const float* w, float* dx, int64_t O, const Geometry& g);
   // dw[O, C, kh, kw] = the weight gradient from x and dy (overwritten).
   void backward_weights(const float* x, const float* dy, float* dw, int64_t O, const Geometry& g);
-
-  // "oneDNN 2.6.3": the library this build runs, for `dpv bench`'s machine line.
-  static std::string library_version();
 
  private:
   struct Impl;

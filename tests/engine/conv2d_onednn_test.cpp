@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <sstream>
 #include <string>
 
 #include "engine/backend.h"
@@ -20,9 +21,10 @@ struct ConvCase {
 };
 
 std::string case_name(const ConvCase& c) {
-  return "N" + std::to_string(c.N) + " C" + std::to_string(c.C) + " " + std::to_string(c.H) + "x" +
-         std::to_string(c.W) + " O" + std::to_string(c.O) + " k" + std::to_string(c.k) + " s" +
-         std::to_string(c.stride) + " p" + std::to_string(c.pad);
+  std::ostringstream os;
+  os << "N" << c.N << " C" << c.C << " " << c.H << "x" << c.W << " O" << c.O << " k" << c.k << " s" << c.stride
+     << " p" << c.pad;
+  return os.str();
 }
 
 Backend::ConvGeometry geometry(const ConvCase& c) {
