@@ -106,11 +106,28 @@ void read_memory(DeviceSet& devices, ModeRun& run) {
   run.device_labels.clear();
   run.peak_memory.clear();
   run.kept_memory.clear();
+  run.transient_memory.clear();
   for (int d = 0; d < devices.size(); ++d) {
     run.device_labels.push_back(devices[d].label());
     run.peak_memory.push_back(devices[d].memory().peak.load());
     run.kept_memory.push_back(devices[d].memory().current.load());
+    run.transient_memory.push_back(run.peak_memory.back() - run.kept_memory.back());
   }
+}
+
+StepParts steady_parts(const std::vector<StepParts>& parts) {
+  StepParts m;
+  if (parts.empty()) return m;
+  const size_t first = parts.size() > 1 ? 1 : 0;
+  const double n = static_cast<double>(parts.size() - first);
+  for (size_t i = first; i < parts.size(); ++i) {
+    m.compute += parts[i].compute / n;
+    m.communication += parts[i].communication / n;
+    m.replicate += parts[i].replicate / n;
+    m.total += parts[i].total / n;
+    m.overlapped += parts[i].overlapped / n;
+  }
+  return m;
 }
 
 const TensorInfo* find_tensor(const DeviceState& d, const std::string& name) {
@@ -293,6 +310,7 @@ CompareResult run_comparison(const CompareConfig& c, const std::function<void(co
     }
     out.ddp.max_param_diff.push_back(max_abs_difference(ddp.rank(0).params(), one.state(), params));
   }
+  for (ModeRun* run : {&out.one, &out.dp, &out.ddp}) run->steady = steady_parts(run->parts);
   read_memory(one.devices(), out.one);
   read_memory(dp.devices(), out.dp);
   read_memory(ddp.devices(), out.ddp);

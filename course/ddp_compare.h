@@ -48,10 +48,14 @@ struct ModeRun {
   std::vector<double> rank0_loss;       // DDP only: what rank 0 alone would print
   std::vector<double> max_param_diff;   // per iteration: max |param - one device's| (one device: 0)
   std::vector<StepParts> parts;         // per iteration
+  StepParts steady;                     // the mean over the iterations after the first (DDP builds
+                                        // itself in the first; one iteration: that one)
   std::vector<std::string> device_labels;
   std::vector<int64_t> peak_memory;     // per device: the engine's peak allocation over the run
   std::vector<int64_t> kept_memory;     // per device: still allocated after the run (parameters,
                                         // gradients, buckets, optimizer state)
+  std::vector<int64_t> transient_memory;  // per device: peak - kept (activations, replicas, gathered
+                                          // outputs, temporaries: only during the iteration)
   std::vector<BytesMoved> bytes;        // the last iteration's transfers
   std::vector<int64_t> rows;            // rows per device (DP: torch.chunk; DDP: sampler shard)
 };

@@ -35,7 +35,7 @@ class AppContext : public QObject {
 
  signals:
   void settingsChanged(const AppSettings& settings);
-  // Page ids: "intro", "iteration", "bnlab", "timeline", "quiz".
+  // Page ids: "intro", "iteration", "bnlab", "timeline", "ring", "compare", "quiz".
   void navigateRequested(const QString& pageId);
   // Shown in the main window's status area (plain words).
   void statusMessage(const QString& text);

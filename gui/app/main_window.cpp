@@ -29,16 +29,19 @@
 #include "gui/app/settings_bar.h"
 #include "gui/app/theme.h"
 #include "gui/bnlab/page.h"
+#include "gui/compare/page.h"
 #include "gui/intro/page.h"
 #include "gui/iteration/page.h"
 #include "gui/quiz/page.h"
+#include "gui/ring/page.h"
 #include "gui/runtime/engine_controller.h"
 #include "gui/timeline/page.h"
 
 namespace gui {
 
 QStringList MainWindow::pageIds() {
-  return {QStringLiteral("intro"), QStringLiteral("iteration"), QStringLiteral("bnlab"), QStringLiteral("timeline"), QStringLiteral("quiz")};
+  return {QStringLiteral("intro"),    QStringLiteral("iteration"), QStringLiteral("bnlab"), QStringLiteral("timeline"),
+          QStringLiteral("ring"),     QStringLiteral("compare"),   QStringLiteral("quiz")};
 }
 
 MainWindow::MainWindow(AppContext* context, EngineController* engine, const Options& options, QWidget* parent)
@@ -101,6 +104,8 @@ MainWindow::MainWindow(AppContext* context, EngineController* engine, const Opti
   addPage(QStringLiteral("iteration"), tr("Iteration"), QStringLiteral("iteration"), new IterationPage(context_));
   addPage(QStringLiteral("bnlab"), tr("BatchNorm lab"), QStringLiteral("bnlab"), new BatchNormLabPage(context_));
   addPage(QStringLiteral("timeline"), tr("Timeline"), QStringLiteral("timeline"), new TimelinePage(context_));
+  addPage(QStringLiteral("ring"), tr("Ring all-reduce"), QStringLiteral("ring"), new RingPage(context_));
+  addPage(QStringLiteral("compare"), tr("DP vs DDP"), QStringLiteral("compare"), new ComparePage(context_));
   addPage(QStringLiteral("quiz"), tr("Quiz"), QStringLiteral("quiz"), new QuizPage(context_));
   connect(nav_, &QListWidget::currentRowChanged, this, &MainWindow::onPageChanged);
   connect(next_, &QPushButton::clicked, this, [this] {

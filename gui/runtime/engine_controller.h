@@ -4,6 +4,7 @@
 // last finished iteration's) so pages can replay and chart them. Replies that belong to older
 // settings (a "generation") are dropped, so changing settings mid-iteration is always safe.
 #include <QObject>
+#include <QPointer>
 #include <QVector>
 #include <atomic>
 
@@ -48,6 +49,32 @@ class EngineController : public QObject {
   // loss.item() of every iteration of these settings so far, in order (the Loss stage's value).
   const QVector<double>& losses() const { return losses_; }
   bool iterationComplete() const { return hasInfo_ && !events_.isEmpty() && events_.size() == static_cast<int>(info_.plan.size()); }
+
+  // Runs `job` (callable with no arguments, returning a value; it must not touch GUI objects) on
+  // the engine's worker thread after the requests queued before it, then `done(value)` on the GUI
+  // thread, unless `receiver` is gone by then. A long job should poll stopFlag() and return early
+  // once it is set. Returns false (and runs nothing) when the engine has stopped. Used by the pages
+  // whose engine work is one computation (the Ring and DP-vs-DDP pages).
+  template <typename Job, typename Done>
+  bool runJob(QObject* receiver, Job job, Done done) {
+    if (stopping_ || !thread_.worker()) return false;
+    QPointer<QObject> target(receiver);
+    return QMetaObject::invokeMethod(
+        thread_.worker(),
+        [this, target, job = std::move(job), done = std::move(done)]() mutable {
+          if (stopping_) return;
+          auto value = job();
+          // Delivered through the controller, which outlives the worker thread; the receiver may not.
+          QMetaObject::invokeMethod(
+              this,
+              [target, done = std::move(done), value = std::move(value)]() mutable {
+                if (target) done(std::move(value));
+              },
+              Qt::QueuedConnection);
+        },
+        Qt::QueuedConnection);
+  }
+  const std::atomic<bool>* stopFlag() const { return &stopping_; }
 
   // Stops the thread; later requests are ignored. Called by the destructor and on window close.
   void shutdown();

@@ -1,0 +1,280 @@
+#include "gui/compare/charts.h"
+
+#include <QEvent>
+#include <QGridLayout>
+#include <qcustomplot.h>
+
+#include "gui/bnlab/chart_style.h"
+
+namespace gui {
+
+namespace {
+
+using dpv::course::CompareResult;
+using dpv::course::ModeRun;
+
+struct ModeColours {
+  QColor one, dp, ddp, compute, communication, replicate, text;
+};
+
+ModeColours coloursFor(const QPalette& palette) {
+  const BnLabChartColours c = bnlab_chart_colours(palette);
+  ModeColours m;
+  m.one = c.reference;
+  m.dp = c.perDevice;
+  m.ddp = c.sync;
+  m.compute = c.text;
+  m.compute.setAlpha(110);
+  m.communication = c.device0;
+  m.replicate = c.dark ? QColor(0xe8, 0xc5, 0x4a) : QColor(0xb8, 0x86, 0x0b);
+  m.text = c.text;
+  return m;
+}
+
+QColor faded(QColor c) {
+  c.setAlpha(95);
+  return c;
+}
+
+QCPGraph* line(QCustomPlot* plot, const QString& name, const QColor& colour, const std::vector<double>& y,
+               Qt::PenStyle style = Qt::SolidLine, double width = 2.0) {
+  QCPGraph* g = plot->addGraph();
+  g->setName(name);
+  g->setPen(QPen(colour, width, style));
+  QVector<double> xs, ys;
+  for (size_t i = 0; i < y.size(); ++i) {
+    xs << static_cast<double>(i + 1);
+    ys << y[i];
+  }
+  g->setData(xs, ys, true);
+  return g;
+}
+
+QCPBars* bars(const QString& name, const QColor& colour, QCPAxis* key, QCPAxis* value, double width) {
+  auto* b = new QCPBars(key, value);
+  b->setName(name);
+  b->setBrush(colour);
+  b->setPen(Qt::NoPen);
+  b->setWidth(width);
+  return b;
+}
+
+}  // namespace
+
+QString CompareCharts::title(Chart chart) {
+  switch (chart) {
+    case Loss: return tr("Loss per iteration");
+    case ParamDiff: return tr("Max |parameter − one device's|");
+    case StepTime: return tr("Time per step (ms), by part");
+    case Memory: return tr("Peak memory per device (kB)");
+    case Bytes: return tr("Bytes sent per step, by transfer (kB)");
+    case Speedup: return tr("Speed-up against one device");
+    case kChartCount: break;
+  }
+  return {};
+}
+
+CompareCharts::CompareCharts(QWidget* parent) : QWidget(parent) {
+  auto* grid = new QGridLayout(this);
+  grid->setContentsMargins(0, 0, 0, 0);
+  grid->setSpacing(6);
+  for (int i = 0; i < kChartCount; ++i) {
+    auto* plot = new QCustomPlot(this);
+    plot->setObjectName(QStringLiteral("compareChart%1").arg(i));
+    plot->setMinimumSize(220, 190);
+    plot->plotLayout()->insertRow(0);
+    auto* heading = new QCPTextElement(plot, title(static_cast<Chart>(i)), QFont(font().family(), font().pointSize(), QFont::Bold));
+    plot->plotLayout()->addElement(0, 0, heading);
+    plots_[static_cast<size_t>(i)] = plot;
+    grid->addWidget(plot, i / 3, i % 3);
+  }
+  applyTheme();
+}
+
+void CompareCharts::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange) applyTheme();
+}
+
+void CompareCharts::style(QCustomPlot* plot) {
+  bnlab_style_plot(plot, palette());
+  if (auto* heading = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0)))
+    heading->setTextColor(palette().color(QPalette::Text));
+}
+
+void CompareCharts::applyTheme() {
+  if (hasResult_) {
+    showResult(result_);
+    return;
+  }
+  for (QCustomPlot* p : plots_) {
+    style(p);
+    p->replot();
+  }
+}
+
+void CompareCharts::clear() {
+  hasResult_ = false;
+  for (QCustomPlot* p : plots_) {
+    p->clearPlottables();
+    p->legend->setVisible(false);
+    style(p);
+    p->replot();
+  }
+}
+
+void CompareCharts::showResult(const CompareResult& r) {
+  result_ = r;
+  hasResult_ = true;
+  const ModeColours c = coloursFor(palette());
+  for (QCustomPlot* p : plots_) {
+    p->clearPlottables();
+    p->xAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+    p->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+    p->xAxis->setLabel(QString());
+    p->yAxis->setLabel(QString());
+    p->xAxis->grid()->setVisible(true);
+    p->yAxis->grid()->setVisible(true);
+  }
+  const int W = r.config.world_size;
+
+  // Loss: the three curves, and what DDP's rank 0 alone would print.
+  {
+    QCustomPlot* p = plot(Loss);
+    line(p, tr("one device"), c.one, r.one.loss, Qt::SolidLine, 3.0);
+    line(p, tr("DataParallel"), c.dp, r.dp.loss);
+    line(p, tr("DDP (mean of ranks)"), c.ddp, r.ddp.loss, Qt::DashLine);
+    line(p, tr("DDP rank 0's own"), faded(c.ddp), r.ddp.rank0_loss, Qt::DotLine, 1.5);
+    p->xAxis->setLabel(tr("iteration"));
+    p->legend->setVisible(true);
+    p->rescaleAxes();
+  }
+  // Parameter difference against one device.
+  {
+    QCustomPlot* p = plot(ParamDiff);
+    line(p, tr("DataParallel"), c.dp, r.dp.max_param_diff);
+    line(p, tr("DDP"), c.ddp, r.ddp.max_param_diff, Qt::DashLine);
+    p->xAxis->setLabel(tr("iteration"));
+    p->yAxis->setNumberFormat(QStringLiteral("gb"));
+    p->legend->setVisible(true);
+    p->rescaleAxes();
+    if (p->yAxis->range().size() <= 0) p->yAxis->setRange(0, 1e-6);
+  }
+  // Time per step: stacked parts for the three modes (mean of the iterations after the first).
+  {
+    QCustomPlot* p = plot(StepTime);
+    auto ticks = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
+    ticks->addTick(1, tr("one device"));
+    ticks->addTick(2, tr("DataParallel"));
+    ticks->addTick(3, tr("DDP"));
+    p->xAxis->setTicker(ticks);
+    p->xAxis->grid()->setVisible(false);
+    auto* compute = bars(tr("compute"), c.compute, p->xAxis, p->yAxis, 0.6);
+    auto* comm = bars(tr("communication"), c.communication, p->xAxis, p->yAxis, 0.6);
+    auto* replicate = bars(tr("replicate"), c.replicate, p->xAxis, p->yAxis, 0.6);
+    comm->moveAbove(compute);
+    replicate->moveAbove(comm);
+    const ModeRun* runs[] = {&r.one, &r.dp, &r.ddp};
+    for (int i = 0; i < 3; ++i) {
+      compute->addData(i + 1, 1e3 * runs[i]->steady.compute);
+      comm->addData(i + 1, 1e3 * runs[i]->steady.communication);
+      replicate->addData(i + 1, 1e3 * runs[i]->steady.replicate);
+    }
+    p->legend->setVisible(true);
+    p->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+    p->rescaleAxes();
+    p->xAxis->setRange(0.4, 3.6);
+    p->yAxis->setRangeLower(0);
+    p->yAxis->setRangeUpper(p->yAxis->range().upper * 1.15);
+  }
+  // Memory per device: kept between iterations (solid) and only during the iteration (faded).
+  {
+    QCustomPlot* p = plot(Memory);
+    auto ticks = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
+    for (int d = 0; d < W; ++d) ticks->addTick(d, QStringLiteral("%1").arg(d));
+    p->xAxis->setTicker(ticks);
+    p->xAxis->setLabel(tr("device (left DataParallel, right DDP)"));
+    p->xAxis->grid()->setVisible(false);
+    auto* dpKept = bars(tr("DP: kept"), c.dp, p->xAxis, p->yAxis, 0.36);
+    auto* dpTransient = bars(tr("DP: during the step"), faded(c.dp), p->xAxis, p->yAxis, 0.36);
+    auto* ddpKept = bars(tr("DDP: kept"), c.ddp, p->xAxis, p->yAxis, 0.36);
+    auto* ddpTransient = bars(tr("DDP: during the step"), faded(c.ddp), p->xAxis, p->yAxis, 0.36);
+    dpTransient->moveAbove(dpKept);
+    ddpTransient->moveAbove(ddpKept);
+    for (int d = 0; d < W; ++d) {
+      const size_t i = static_cast<size_t>(d);
+      if (i < r.dp.kept_memory.size()) {
+        dpKept->addData(d - 0.2, r.dp.kept_memory[i] / 1e3);
+        dpTransient->addData(d - 0.2, r.dp.transient_memory[i] / 1e3);
+      }
+      if (i < r.ddp.kept_memory.size()) {
+        ddpKept->addData(d + 0.2, r.ddp.kept_memory[i] / 1e3);
+        ddpTransient->addData(d + 0.2, r.ddp.transient_memory[i] / 1e3);
+      }
+    }
+    p->legend->setVisible(true);
+    p->rescaleAxes();
+    p->xAxis->setRange(-0.6, W - 0.4);
+    p->yAxis->setRangeLower(0);
+    p->yAxis->setRangeUpper(p->yAxis->range().upper * 1.9);  // room for the legend above the bars
+  }
+  // Bytes per step, one bar per transfer, coloured by mode.
+  {
+    QCustomPlot* p = plot(Bytes);
+    auto ticks = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
+    auto* dp = bars(tr("DataParallel"), c.dp, p->yAxis, p->xAxis, 0.7);
+    auto* ddp = bars(tr("DDP"), c.ddp, p->yAxis, p->xAxis, 0.7);
+    double row = 0;
+    for (const auto& b : r.ddp.bytes) {
+      ticks->addTick(row, tr("DDP: %1").arg(QString::fromStdString(b.what)));
+      ddp->addData(row++, b.bytes / 1e3);
+    }
+    for (const auto& b : r.dp.bytes) {
+      ticks->addTick(row, tr("DP: %1").arg(QString::fromStdString(b.what)));
+      dp->addData(row++, b.bytes / 1e3);
+    }
+    p->yAxis->setTicker(ticks);
+    p->yAxis->grid()->setVisible(false);
+    p->legend->setVisible(false);  // the row labels say DP or DDP
+    p->rescaleAxes();
+    p->yAxis->setRange(-0.6, row - 0.4);
+    p->xAxis->setRangeLower(0);
+    p->xAxis->setRangeUpper(p->xAxis->range().upper * 1.1);
+  }
+  // Speed-up against the number of devices.
+  {
+    QCustomPlot* p = plot(Speedup);
+    QVector<double> n, dp, ddp;
+    for (const auto& s : r.speedup) {
+      n << s.devices;
+      dp << s.dp_speedup;
+      ddp << s.ddp_speedup;
+    }
+    QCPGraph* ideal = p->addGraph();
+    ideal->setName(tr("ideal"));
+    ideal->setPen(QPen(faded(c.text), 1, Qt::DashLine));
+    ideal->setData(n, n, true);
+    QCPGraph* dpLine = p->addGraph();
+    dpLine->setName(tr("DataParallel"));
+    dpLine->setPen(QPen(c.dp, 2));
+    dpLine->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
+    dpLine->setData(n, dp, true);
+    QCPGraph* ddpLine = p->addGraph();
+    ddpLine->setName(tr("DDP"));
+    ddpLine->setPen(QPen(c.ddp, 2));
+    ddpLine->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDiamond, 6));
+    ddpLine->setData(n, ddp, true);
+    p->xAxis->setLabel(tr("devices (cpu:N)"));
+    p->legend->setVisible(true);
+    p->rescaleAxes();
+    p->xAxis->setRange(0.5, std::max(2.0, n.isEmpty() ? 1.0 : n.back()) + 0.5);
+    p->yAxis->setRangeLower(0);
+  }
+  for (QCustomPlot* p : plots_) {
+    style(p);
+    p->legend->setIconSize(12, 8);
+    p->replot();
+  }
+}
+
+}  // namespace gui

@@ -1,0 +1,37 @@
+#pragma once
+// The DP-vs-DDP page's six charts (QCustomPlot), drawn from one course::CompareResult: loss per
+// iteration, max parameter difference against one device, time per step by part, peak memory per
+// device by kind, bytes per step by transfer, and speed-up against the number of devices. The
+// charts plot the engine's numbers as they come; the only drawn line not from the engine is the
+// speed-up chart's "ideal" diagonal.
+#include <QWidget>
+#include <array>
+
+#include "course/ddp_compare.h"
+
+class QCustomPlot;
+
+namespace gui {
+
+class CompareCharts : public QWidget {
+  Q_OBJECT
+ public:
+  enum Chart { Loss, ParamDiff, StepTime, Memory, Bytes, Speedup, kChartCount };
+  explicit CompareCharts(QWidget* parent = nullptr);
+  void showResult(const dpv::course::CompareResult& result);
+  void clear();
+  void applyTheme();
+  QCustomPlot* plot(Chart chart) const { return plots_[static_cast<size_t>(chart)]; }
+  static QString title(Chart chart);
+
+ protected:
+  void changeEvent(QEvent* event) override;
+
+ private:
+  void style(QCustomPlot* plot);
+  std::array<QCustomPlot*, kChartCount> plots_{};
+  bool hasResult_ = false;
+  dpv::course::CompareResult result_;
+};
+
+}  // namespace gui

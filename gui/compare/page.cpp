@@ -1,0 +1,244 @@
+#include "gui/compare/page.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QVBoxLayout>
+#include <qcustomplot.h>
+
+#include "engine/error.h"
+#include "gui/app/context.h"
+#include "gui/app/ui_helpers.h"
+#include "gui/compare/charts.h"
+#include "gui/ring/ring_view.h"
+#include "gui/runtime/engine_controller.h"
+
+namespace gui {
+
+namespace {
+
+struct CompareRun {
+  dpv::course::CompareResult result;
+  bool ok = false;
+  QString error;
+};
+
+QString ms(double seconds) { return QStringLiteral("%1 ms").arg(seconds * 1e3, 0, 'f', 2); }
+
+QString valueList(const std::vector<double>& v) {
+  QStringList parts;
+  for (double x : v) parts << shortValue(x);
+  return parts.join(QStringLiteral(", "));
+}
+
+QSpinBox* spin(QWidget* parent, int lo, int hi, int value) {
+  auto* s = new QSpinBox(parent);
+  s->setRange(lo, hi);
+  s->setValue(value);
+  return s;
+}
+
+}  // namespace
+
+ComparePage::ComparePage(AppContext* context, QWidget* parent) : Page(context, parent) {
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(12, 12, 12, 12);
+  outer->setSpacing(6);
+
+  auto* controls = new QHBoxLayout();
+  controls->addWidget(new QLabel(tr("Model"), this));
+  preset_ = new QComboBox(this);
+  preset_->addItem(tr("MLP with BatchNorm (mlp-bn)"), QStringLiteral("mlp-bn"));
+  preset_->addItem(tr("SimpleModel"), QStringLiteral("simple"));
+  preset_->addItem(tr("MNIST MLP"), QStringLiteral("mnist-mlp"));
+  controls->addWidget(preset_);
+  controls->addWidget(new QLabel(tr("devices"), this));
+  devices_ = spin(this, 2, 8, 4);
+  controls->addWidget(devices_);
+  controls->addWidget(new QLabel(tr("global batch"), this));
+  batch_ = spin(this, 2, 4096, 64);
+  controls->addWidget(batch_);
+  controls->addWidget(new QLabel(tr("iterations"), this));
+  iterations_ = spin(this, 1, 500, 20);
+  controls->addWidget(iterations_);
+  controls->addWidget(new QLabel(tr("speed-up to"), this));
+  sweep_ = spin(this, 0, 8, 8);
+  sweep_->setSuffix(tr(" devices"));
+  sweep_->setToolTip(tr("Times one device, DataParallel and DDP on 1..N devices (0: skip)"));
+  controls->addWidget(sweep_);
+  runButton_ = new QPushButton(QIcon(QStringLiteral(":/icons/run.svg")), tr("Run all three"), this);
+  runButton_->setObjectName(QStringLiteral("primary"));
+  runButton_->setToolTip(tr("Trains one device, DataParallel and DDP side by side on the engine"));
+  controls->addWidget(runButton_);
+  controls->addStretch(1);
+  outer->addLayout(controls);
+  status_ = new QLabel(this);
+  status_->setObjectName(QStringLiteral("hintLabel"));
+  status_->setWordWrap(true);
+  outer->addWidget(status_);
+
+  note_ = new QLabel(tr("One device, DataParallel and DDP from the same start on the same batches. Press “Run all three”."), this);
+  note_->setWordWrap(true);
+  note_->setTextFormat(Qt::RichText);
+  outer->addWidget(note_);
+
+  charts_ = new CompareCharts(this);
+  outer->addWidget(charts_, 1);
+
+  sumMean_ = new QLabel(this);
+  sumMean_->setWordWrap(true);
+  sumMean_->setTextFormat(Qt::RichText);
+  sumMean_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  outer->addWidget(wrapInCard(tr("Sum versus mean: one gradient element after the first iteration"), sumMean_, this));
+
+  connect(runButton_, &QPushButton::clicked, this, &ComparePage::run);
+  connect(context, &AppContext::themeChanged, charts_, &CompareCharts::applyTheme);
+}
+
+dpv::course::CompareConfig ComparePage::config() const {
+  dpv::course::CompareConfig c;
+  c.preset = preset_->currentData().toString().toStdString();
+  c.world_size = devices_->value();
+  c.batch = batch_->value();
+  c.iterations = iterations_->value();
+  c.max_speedup_devices = sweep_->value();
+  c.seed = context()->settings().seed;
+  return c;
+}
+
+void ComparePage::setConfig(const dpv::course::CompareConfig& c) {
+  const int i = preset_->findData(QString::fromStdString(c.preset));
+  if (i >= 0) preset_->setCurrentIndex(i);
+  devices_->setValue(c.world_size);
+  batch_->setValue(static_cast<int>(c.batch));
+  iterations_->setValue(c.iterations);
+  sweep_->setValue(c.max_speedup_devices);
+}
+
+void ComparePage::run() {
+  EngineController* engine = context()->engine();
+  if (!engine || running_) return;
+  const dpv::course::CompareConfig c = config();
+  const quint64 request = ++request_;
+  running_ = true;
+  error_.clear();
+  runButton_->setEnabled(false);
+  status_->setText(tr("training all three on the engine…"));
+  const std::atomic<bool>* stop = engine->stopFlag();
+  const bool queued = engine->runJob(
+      this,
+      [c, stop] {
+        CompareRun out;
+        try {
+          out.result = dpv::course::run_comparison(c, {}, [stop] { return !stop->load(); });
+          out.ok = true;
+        } catch (const dpv::Error& e) {
+          out.error = QString::fromStdString(e.full());
+        } catch (const std::exception& e) {
+          out.error = QString::fromStdString(e.what());
+        }
+        return out;
+      },
+      [this, request](CompareRun out) {
+        if (request != request_) return;
+        running_ = false;
+        runButton_->setEnabled(true);
+        if (!out.ok) {
+          error_ = out.error;
+          status_->setText(out.error);
+          emit failed(out.error);
+          return;
+        }
+        showResult(out.result);
+      });
+  if (!queued) {
+    running_ = false;
+    runButton_->setEnabled(true);
+    status_->setText(tr("the engine has stopped"));
+  }
+}
+
+QString ComparePage::sumMeanText() const { return sumMean_->text(); }
+QString ComparePage::noteText() const { return note_->text(); }
+
+void ComparePage::showResult(const dpv::course::CompareResult& r) {
+  result_ = r;
+  hasResult_ = true;
+  const auto& c = r.config;
+  const int W = c.world_size;
+  QStringList dpRows, ddpRows;
+  for (auto n : r.dp.rows) dpRows << QString::number(n);
+  for (auto n : r.ddp.rows) ddpRows << QString::number(n);
+  status_->setText(tr("%1, cpu:%2, global batch %3 (DataParallel chunks %4; DDP shards %5), %6 iterations, seed %7, lr %8")
+                       .arg(QString::fromStdString(c.preset))
+                       .arg(W)
+                       .arg(c.batch)
+                       .arg(dpRows.join(QStringLiteral(", ")), ddpRows.join(QStringLiteral(", ")))
+                       .arg(c.iterations)
+                       .arg(c.seed)
+                       .arg(c.lr));
+
+  QString note = r.has_batchnorm
+                     ? tr("<b>Why DP and DDP drift from one device:</b> this model has BatchNorm, and under both each "
+                          "device normalises its own chunk with its own batch statistics, not the whole batch's, so "
+                          "the gradients differ and the parameters drift apart (SyncBatchNorm would share the statistics). ")
+                     : tr("<b>No BatchNorm:</b> DataParallel and DDP compute one device's gradients; what is left in "
+                          "the difference chart is float rounding from adding in a different order. ");
+  if (r.ddp_padding > 0)
+    note += tr("DistributedSampler repeated %1 sample(s) so every rank gets an equal shard, so DDP also saw a slightly "
+               "different batch. ")
+                .arg(r.ddp_padding);
+  if (!r.ddp.parts.empty())
+    note += tr("Time bars: mean of the iterations after the first. DataParallel replicates every step (%1); DDP "
+               "broadcast rank 0's state once, in its first iteration (%2). DDP's all-reduces took %3 on rank 0, "
+               "overlapping the backward; %4 was left waiting. Measured on this machine's %5 hardware threads.")
+                .arg(ms(r.dp.steady.replicate), ms(r.ddp.parts.front().replicate), ms(r.ddp.steady.overlapped),
+                     ms(r.ddp.steady.communication))
+                .arg(r.hardware_threads);
+  note_->setText(note);
+
+  const auto& s = r.sum_mean;
+  sumMean_->setText(
+      tr("<b>grad %1</b>, first element. <b>One device:</b> %2 (the gradient of the whole batch's mean loss).<br>"
+         "<b>DataParallel:</b> every replica differentiates the <i>whole-batch</i> mean loss on its own chunk: %3; "
+         "ReduceGrads <b>sums</b> them on GPU 0 → <b>%4</b>.<br>"
+         "<b>DDP:</b> every rank differentiates <i>its own shard's</i> mean loss, and DDP divides by W = %5 before the "
+         "all-reduce: %6; the ring sums those, which is the <b>mean</b> of the ranks' gradients → <b>%7</b>.")
+          .arg(QString::fromStdString(s.param))
+          .arg(shortValue(s.one_device))
+          .arg(valueList(s.dp_replicas))
+          .arg(shortValue(s.dp_reduced))
+          .arg(W)
+          .arg(valueList(s.ddp_bucket))
+          .arg(shortValue(s.ddp_reduced)) +
+      (r.has_batchnorm ? tr(" <i>Here the three differ because every device's BatchNorm normalised its own rows; with "
+                            "SimpleModel (no BatchNorm) they agree.</i>")
+                       : tr(" <i>Without BatchNorm all three agree: the sum of whole-batch-mean gradients and the mean "
+                            "of per-shard-mean gradients are the same number.</i>")));
+  charts_->showResult(r);
+  emit resultShown();
+}
+
+QList<Page::Shot> ComparePage::screenshots() {
+  return {Shot{QString(), [this](std::function<void()> done) {
+                 auto finished = std::make_shared<bool>(false);
+                 auto connections = std::make_shared<QList<QMetaObject::Connection>>();
+                 auto finish = [done, finished, connections] {
+                   if (*finished) return;
+                   *finished = true;
+                   for (const auto& c : *connections) QObject::disconnect(c);
+                   done();
+                 };
+                 if (hasResult_) {
+                   finish();
+                   return;
+                 }
+                 *connections << connect(this, &ComparePage::resultShown, this, finish);
+                 *connections << connect(this, &ComparePage::failed, this, finish);
+                 run();
+               }}};
+}
+
+}  // namespace gui

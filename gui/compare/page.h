@@ -1,0 +1,60 @@
+#pragma once
+// The "DP vs DDP" page: one device, DataParallel and DistributedDataParallel trained on the same
+// model, seed and global batches (course::run_comparison on the engine's worker thread), shown as
+// six charts (gui/compare/charts.h), a sum-versus-mean panel on one gradient element, and a
+// sentence on why per-device BatchNorm makes DP and DDP differ from one device.
+#include "course/ddp_compare.h"
+#include "gui/app/page.h"
+
+class QComboBox;
+class QLabel;
+class QPushButton;
+class QSpinBox;
+
+namespace gui {
+
+class CompareCharts;
+
+class ComparePage : public Page {
+  Q_OBJECT
+ public:
+  ComparePage(AppContext* context, QWidget* parent = nullptr);
+  QList<Shot> screenshots() override;
+
+  // Runs the comparison with the page's settings on the engine (and the settings bar's seed).
+  void run();
+  dpv::course::CompareConfig config() const;
+  void setConfig(const dpv::course::CompareConfig& config);  // the page's controls; seed and lr kept for run()
+  bool running() const { return running_; }
+  bool hasResult() const { return hasResult_; }
+  const dpv::course::CompareResult& result() const { return result_; }
+  CompareCharts* charts() const { return charts_; }
+  QString sumMeanText() const;
+  QString noteText() const;
+  QString errorText() const { return error_; }
+
+ signals:
+  void resultShown();
+  void failed(const QString& message);
+
+ private:
+  void showResult(const dpv::course::CompareResult& result);
+
+  QComboBox* preset_;
+  QSpinBox* devices_;
+  QSpinBox* batch_;
+  QSpinBox* iterations_;
+  QSpinBox* sweep_;
+  QPushButton* runButton_;
+  QLabel* status_;
+  QLabel* note_;
+  QLabel* sumMean_;
+  CompareCharts* charts_;
+  dpv::course::CompareResult result_;
+  bool hasResult_ = false;
+  bool running_ = false;
+  QString error_;
+  quint64 request_ = 0;
+};
+
+}  // namespace gui

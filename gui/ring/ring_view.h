@@ -1,0 +1,42 @@
+#pragma once
+// The ring drawn: W ranks on a circle, each holding the bucket cut into W chunks. A cell shows the
+// chunk's first value as the engine's ring left it after the current step and how many ranks'
+// gradients it already holds (shaded by that count; "Σ 0,1,3" names them). The step's moves are
+// arrows from each rank to the next, labelled with the chunk and its bytes; the chunk each rank
+// just received is outlined. Nothing here computes a value: frames come from course::run_ring_demo.
+#include <QWidget>
+#include <memory>
+
+#include "course/ring_demo.h"
+
+namespace gui {
+
+class RingView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit RingView(QWidget* parent = nullptr);
+  void setDemo(std::shared_ptr<const dpv::course::RingDemo> demo);
+  void setFrame(int frame);
+  int frame() const { return frame_; }
+  void setTheme(const QString& theme);
+
+  // For tests and the side panel: what the cell of `rank`'s chunk `chunk` shows in the current frame.
+  double cellValue(int rank, int chunk) const;
+  QString cellText(int rank, int chunk) const;
+  int cellContributors(int rank, int chunk) const;
+
+  QSize minimumSizeHint() const override { return {420, 320}; }
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+
+ private:
+  std::shared_ptr<const dpv::course::RingDemo> demo_;
+  int frame_ = 0;
+  QString theme_ = QStringLiteral("light");
+};
+
+// "0.01234", "-1.2e-05": the short form of a value used in cells and the side panel.
+QString shortValue(double v);
+
+}  // namespace gui

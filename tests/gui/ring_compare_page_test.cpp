@@ -1,0 +1,158 @@
+// The Ring and DP-vs-DDP pages against fresh engine runs: every cell of the ring view at every step
+// holds the engine's partial sum, and the comparison page charts the numbers a fresh
+// course::run_comparison produces (the runs are deterministic: same model, seed, batches, order).
+#include <gtest/gtest.h>
+
+#include <QKeyEvent>
+#include <QTest>
+#include <memory>
+#include <qcustomplot.h>
+
+#include "course/ddp_compare.h"
+#include "course/ring_demo.h"
+#include "gui/app/context.h"
+#include "gui/compare/charts.h"
+#include "gui/compare/page.h"
+#include "gui/ring/page.h"
+#include "gui/ring/ring_view.h"
+#include "gui/runtime/engine_controller.h"
+#include "gui_test_support.h"
+
+namespace gui {
+namespace {
+
+struct Engine {
+  Engine() {
+    engine.follow(&context);
+    context.setEngine(&engine);
+  }
+  AppContext context;
+  EngineController engine;
+};
+
+TEST(RingPage, EveryCellAtEveryStepIsTheEnginesPartialSum) {
+  Engine e;
+  RingPage page(&e.context);
+  page.resize(1100, 700);
+  page.show();
+  page.setPreset(QStringLiteral("simple"));
+  page.setWorldSize(3);
+  page.run();
+  ASSERT_TRUE(waitUntil([&] { return page.demo() != nullptr || !page.errorText().isEmpty(); }));
+  ASSERT_TRUE(page.errorText().isEmpty()) << page.errorText().toStdString();
+
+  dpv::course::RingDemoConfig config;
+  config.preset = "simple";
+  config.world_size = 3;
+  config.seed = e.context.settings().seed;
+  config.lr = e.context.settings().learningRate;
+  const dpv::course::RingDemo fresh = dpv::course::run_ring_demo(config);
+  ASSERT_EQ(page.frameCount(), static_cast<int>(fresh.frames.size()));
+  ASSERT_EQ(page.frameCount(), 1 + 2 * 2);
+  for (int f = 0; f < page.frameCount(); ++f) {
+    page.setFrame(f);
+    ASSERT_EQ(page.frame(), f);
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 3; ++c) {
+        const auto first = static_cast<size_t>(fresh.chunk_offsets[static_cast<size_t>(c)]);
+        EXPECT_DOUBLE_EQ(page.view()->cellValue(r, c), fresh.frames[static_cast<size_t>(f)].values[static_cast<size_t>(r)][first])
+            << "frame " << f << " rank " << r << " chunk " << c;
+        EXPECT_EQ(page.view()->cellContributors(r, c),
+                  static_cast<int>(fresh.frames[static_cast<size_t>(f)].contributors[static_cast<size_t>(r)][static_cast<size_t>(c)].size()));
+      }
+  }
+  // The first reduce-scatter step, written out: rank 1 received chunk 0 from rank 0 and added it.
+  page.setFrame(1);
+  const auto& before = fresh.frames[0].values;
+  const auto& after = fresh.frames[1].values;
+  const size_t c0 = static_cast<size_t>(fresh.chunk_offsets[0]);
+  const QString sum = QStringLiteral("%1 + %2 = %3").arg(shortValue(before[1][c0]), shortValue(before[0][c0]), shortValue(after[1][c0]));
+  EXPECT_TRUE(page.stepText().contains(sum)) << page.stepText().toStdString() << "\nwanted: " << sum.toStdString();
+  EXPECT_TRUE(page.costText().contains(QStringLiteral("2(W−1)/W"))) << page.costText().toStdString();
+
+  // Scrubbing with the keys.
+  page.setFrame(0);
+  QTest::keyClick(&page, Qt::Key_Right);
+  EXPECT_EQ(page.frame(), 1);
+  QTest::keyClick(&page, Qt::Key_End);
+  EXPECT_EQ(page.frame(), page.frameCount() - 1);
+  QTest::keyClick(&page, Qt::Key_Left);
+  EXPECT_EQ(page.frame(), page.frameCount() - 2);
+  QTest::keyClick(&page, Qt::Key_Home);
+  EXPECT_EQ(page.frame(), 0);
+}
+
+std::vector<double> graphValues(QCustomPlot* plot, int graph) {
+  std::vector<double> out;
+  for (auto it = plot->graph(graph)->data()->constBegin(); it != plot->graph(graph)->data()->constEnd(); ++it) out.push_back(it->value);
+  return out;
+}
+
+TEST(ComparePage, ShowsTheNumbersOfAFreshEngineRun) {
+  Engine e;
+  ComparePage page(&e.context);
+  page.resize(1100, 760);
+  page.show();
+  dpv::course::CompareConfig config;
+  config.preset = "mlp-bn";
+  config.world_size = 2;
+  config.batch = 16;
+  config.iterations = 3;
+  config.max_speedup_devices = 2;
+  page.setConfig(config);
+  page.run();
+  ASSERT_TRUE(waitUntil([&] { return page.hasResult() || !page.errorText().isEmpty(); }, 60000));
+  ASSERT_TRUE(page.errorText().isEmpty()) << page.errorText().toStdString();
+
+  config = page.config();
+  const dpv::course::CompareResult fresh = dpv::course::run_comparison(config);
+  CompareCharts* charts = page.charts();
+  QCustomPlot* loss = charts->plot(CompareCharts::Loss);
+  EXPECT_EQ(graphValues(loss, 0), fresh.one.loss);
+  EXPECT_EQ(graphValues(loss, 1), fresh.dp.loss);
+  EXPECT_EQ(graphValues(loss, 2), fresh.ddp.loss);
+  EXPECT_EQ(graphValues(loss, 3), fresh.ddp.rank0_loss);
+  QCustomPlot* diff = charts->plot(CompareCharts::ParamDiff);
+  EXPECT_EQ(graphValues(diff, 0), fresh.dp.max_param_diff);
+  EXPECT_EQ(graphValues(diff, 1), fresh.ddp.max_param_diff);
+  // Per-device BatchNorm: DP and DDP drift from one device, and the page says why.
+  EXPECT_GT(fresh.dp.max_param_diff.back(), 0);
+  EXPECT_TRUE(page.noteText().contains(QStringLiteral("BatchNorm")));
+  // Sum versus mean: the page shows the engine's values.
+  const auto& s = fresh.sum_mean;
+  EXPECT_TRUE(page.sumMeanText().contains(shortValue(s.dp_reduced))) << page.sumMeanText().toStdString();
+  EXPECT_TRUE(page.sumMeanText().contains(shortValue(s.ddp_reduced)));
+  for (double g : s.dp_replicas) EXPECT_TRUE(page.sumMeanText().contains(shortValue(g)));
+  for (double g : s.ddp_bucket) EXPECT_TRUE(page.sumMeanText().contains(shortValue(g)));
+  // Memory: the kept bytes per device (the engine's counters, deterministic).
+  QCustomPlot* memory = charts->plot(CompareCharts::Memory);
+  auto* dpKept = qobject_cast<QCPBars*>(memory->plottable(0));
+  ASSERT_NE(dpKept, nullptr);
+  ASSERT_EQ(dpKept->data()->size(), 2);
+  EXPECT_DOUBLE_EQ(dpKept->data()->at(0)->value, fresh.dp.kept_memory[0] / 1e3);
+  EXPECT_DOUBLE_EQ(dpKept->data()->at(1)->value, fresh.dp.kept_memory[1] / 1e3);
+  // Bytes per transfer, and one speed-up point per device count.
+  QCustomPlot* bytes = charts->plot(CompareCharts::Bytes);
+  auto* ddpBytes = qobject_cast<QCPBars*>(bytes->plottable(1));
+  ASSERT_NE(ddpBytes, nullptr);
+  ASSERT_EQ(ddpBytes->data()->size(), static_cast<int>(fresh.ddp.bytes.size()));
+  for (int i = 0; i < ddpBytes->data()->size(); ++i)
+    EXPECT_DOUBLE_EQ(ddpBytes->data()->at(i)->value, fresh.ddp.bytes[static_cast<size_t>(i)].bytes / 1e3);
+  EXPECT_EQ(charts->plot(CompareCharts::Speedup)->graph(1)->data()->size(), 2);
+}
+
+TEST(ComparePage, AnEngineErrorIsShownNotThrown) {
+  Engine e;
+  ComparePage page(&e.context);
+  dpv::course::CompareConfig config;
+  config.world_size = 4;
+  config.batch = 2;  // fewer samples than devices
+  page.setConfig(config);
+  page.run();
+  ASSERT_TRUE(waitUntil([&] { return !page.running(); }));
+  EXPECT_FALSE(page.hasResult());
+  EXPECT_TRUE(page.errorText().contains(QStringLiteral("global batch"))) << page.errorText().toStdString();
+}
+
+}  // namespace
+}  // namespace gui
