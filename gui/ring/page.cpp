@@ -332,8 +332,10 @@ void RingPage::refreshPanels() {
 }
 
 QList<Page::Shot> RingPage::screenshots() {
-  auto shot = [this](int frameWanted) {
-    return [this, frameWanted](std::function<void()> done) {
+  // Runs the ring on `ranks` ranks (unless it is already shown) and shows frame `frameWanted`
+  // (negative: from the end).
+  auto shot = [this](int ranks, int frameWanted) {
+    return [this, ranks, frameWanted](std::function<void()> done) {
       auto finished = std::make_shared<bool>(false);
       auto finish = [this, done, finished, frameWanted] {
         if (*finished) return;
@@ -341,7 +343,7 @@ QList<Page::Shot> RingPage::screenshots() {
         if (demo_) setFrame(frameWanted < 0 ? frameCount() + frameWanted : frameWanted);
         done();
       };
-      if (demo_ && demo_->world_size == 4) {
+      if (demo_ && demo_->world_size == ranks && demo_->config.preset == "simple") {
         finish();
         return;
       }
@@ -358,12 +360,13 @@ QList<Page::Shot> RingPage::screenshots() {
         finish();
       });
       setPreset(QStringLiteral("simple"));
-      setWorldSize(4);
+      setWorldSize(ranks);
       run();
     };
   };
-  // Mid reduce-scatter (partial sums of two ranks), and the last all-gather step.
-  return {Shot{QString(), shot(2)}, Shot{QStringLiteral("all-gather"), shot(-1)}};
+  // Mid reduce-scatter (partial sums of two ranks), the last all-gather step, and eight ranks.
+  return {Shot{QString(), shot(4, 2)}, Shot{QStringLiteral("all-gather"), shot(4, -1)},
+          Shot{QStringLiteral("8-ranks"), shot(8, 5)}};
 }
 
 }  // namespace gui

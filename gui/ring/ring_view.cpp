@@ -1,5 +1,6 @@
 #include "gui/ring/ring_view.h"
 
+#include <QFontMetricsF>
 #include <QPainter>
 #include <QPainterPath>
 #include <QtMath>
@@ -90,14 +91,14 @@ void RingView::paintEvent(QPaintEvent*) {
 
   // Right: the grid of every rank's bucket; left: the ring of ranks in the space that is left.
   const double rowLabelW = 58, headerH = 34, captionH = 36;
-  const double cellW = std::clamp((width() * 0.62 - rowLabelW) / W, 40.0, 96.0);
+  const double cellW = std::clamp((width() * (W > 4 ? 0.7 : 0.62) - rowLabelW) / W, 40.0, 96.0);
   const double cellH = std::clamp((height() - headerH - captionH - 8) / W, 30.0, 58.0);
   const double gridW = rowLabelW + W * cellW, gridH = headerH + W * cellH;
   const double gx = width() - gridW - 8;
   const double gy = std::max(4.0, (height() - gridH - captionH) / 2);
   const double ringW = gx - 8;
   const QPointF centre(ringW / 2, height() / 2.0 - 10);
-  const double radius = std::max(40.0, std::min(ringW, static_cast<double>(height())) / 2 - 48);
+  const double radius = std::max(40.0, std::min(ringW, static_cast<double>(height())) / 2 - (W > 4 ? 30 : 48));
   const double node = std::clamp(radius * 0.2, 14.0, 24.0);
   std::vector<QPointF> at;
   for (int r = 0; r < W; ++r) {
@@ -127,7 +128,8 @@ void RingView::paintEvent(QPaintEvent*) {
     p.setFont(small);
     p.setPen(c.text);
     const QPointF label = path.pointAtPercent(0.5) + (outLen > 1 ? out / outLen * 12 : QPointF());
-    p.drawText(QRectF(label.x() - 40, label.y() - 9, 80, 18), Qt::AlignCenter, tr("chunk %1").arg(m.chunk));
+    p.drawText(QRectF(label.x() - 40, label.y() - 9, 80, 18), Qt::AlignCenter,
+               W > 4 ? tr("c%1").arg(m.chunk) : tr("chunk %1").arg(m.chunk));
   }
   p.setFont(font());
   for (int r = 0; r < W; ++r) {
@@ -139,14 +141,15 @@ void RingView::paintEvent(QPaintEvent*) {
   }
   p.setPen(c.subtext);
   p.setFont(small);
-  p.drawText(QRectF(0, centre.y() + radius + node + 8, ringW, 20), Qt::AlignCenter, tr("ranks on the ring; arrows: this step's sends"));
+  p.drawText(QRectF(4, centre.y() + radius + node + 8, ringW - 8, 36), Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap,
+             tr("ranks on the ring; arrows: this step's sends"));
 
   // Every rank's bucket, chunk by chunk.
   p.setFont(small);
   for (int ch = 0; ch < W; ++ch) {
     const QRectF h(gx + rowLabelW + ch * cellW, gy, cellW, headerH - 4);
     p.setPen(c.text);
-    p.drawText(h, Qt::AlignHCenter | Qt::AlignTop, tr("chunk %1").arg(ch));
+    p.drawText(h, Qt::AlignHCenter | Qt::AlignTop, W > 4 ? tr("c%1").arg(ch) : tr("chunk %1").arg(ch));
     p.setPen(c.subtext);
     p.drawText(h, Qt::AlignHCenter | Qt::AlignBottom,
                tr("[%1, %2)").arg(demo.chunk_offsets[ix(ch)]).arg(demo.chunk_offsets[ix(ch) + 1]));
@@ -169,11 +172,18 @@ void RingView::paintEvent(QPaintEvent*) {
       QStringList who;
       for (int q : frame.contributors[ix(r)][ix(ch)]) who << QString::number(q);
       p.setPen(share > 0.6 ? c.chipText : c.text);
-      p.setFont(font());
-      p.drawText(cell.adjusted(2, 1, -2, -cell.height() / 2 + 2), Qt::AlignCenter, cellText(r, ch));
+      // Narrow cells (many ranks) get a smaller font and a count instead of the list of ranks.
+      const QString value = cellText(r, ch);
+      QFont valueFont = font();
+      while (QFontMetricsF(valueFont).horizontalAdvance(value) > cell.width() - 4 && valueFont.pointSizeF() > 6)
+        valueFont.setPointSizeF(valueFont.pointSizeF() - 0.5);
+      p.setFont(valueFont);
+      p.drawText(cell.adjusted(1, 1, -1, -cell.height() / 2 + 2), Qt::AlignCenter, value);
       p.setFont(small);
-      p.drawText(cell.adjusted(2, cell.height() / 2 - 2, -2, -1), Qt::AlignCenter,
-                 n == W ? tr("Σ all %1").arg(W) : QStringLiteral("Σ ") + who.join(QLatin1Char(',')));
+      QString sigma = n == W ? tr("Σ all %1").arg(W) : QStringLiteral("Σ ") + who.join(QLatin1Char(','));
+      if (QFontMetricsF(small).horizontalAdvance(sigma) > cell.width() - 4) sigma = tr("Σ %1 of %2").arg(n).arg(W);
+      if (QFontMetricsF(small).horizontalAdvance(sigma) > cell.width() - 4) sigma = tr("%1/%2").arg(n).arg(W);
+      p.drawText(cell.adjusted(1, cell.height() / 2 - 2, -1, -1), Qt::AlignCenter, sigma);
     }
   }
   p.setPen(c.subtext);

@@ -22,10 +22,7 @@ namespace gui {
 namespace {
 
 struct Engine {
-  Engine() {
-    engine.follow(&context);
-    context.setEngine(&engine);
-  }
+  Engine() { context.setEngine(&engine); }
   AppContext context;
   EngineController engine;
 };
