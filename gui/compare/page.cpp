@@ -50,25 +50,27 @@ ComparePage::ComparePage(AppContext* context, QWidget* parent) : Page(context, p
   auto* controls = new QHBoxLayout();
   controls->addWidget(new QLabel(tr("Model"), this));
   preset_ = new QComboBox(this);
-  preset_->addItem(tr("MLP with BatchNorm (mlp-bn)"), QStringLiteral("mlp-bn"));
+  preset_->addItem(tr("mlp-bn (BatchNorm)"), QStringLiteral("mlp-bn"));
   preset_->addItem(tr("SimpleModel"), QStringLiteral("simple"));
   preset_->addItem(tr("MNIST MLP"), QStringLiteral("mnist-mlp"));
   controls->addWidget(preset_);
   controls->addWidget(new QLabel(tr("devices"), this));
   devices_ = spin(this, 2, 8, 4);
   controls->addWidget(devices_);
-  controls->addWidget(new QLabel(tr("global batch"), this));
+  controls->addWidget(new QLabel(tr("batch"), this));
   batch_ = spin(this, 2, 4096, 64);
+  batch_->setToolTip(tr("The global batch: DataParallel scatters it, DDP's DistributedSampler shards it"));
   controls->addWidget(batch_);
   controls->addWidget(new QLabel(tr("iterations"), this));
   iterations_ = spin(this, 1, 500, 20);
   controls->addWidget(iterations_);
   controls->addWidget(new QLabel(tr("speed-up to"), this));
+  controls->setSpacing(4);
   sweep_ = spin(this, 0, 8, 8);
-  sweep_->setSuffix(tr(" devices"));
+  
   sweep_->setToolTip(tr("Times one device, DataParallel and DDP on 1..N devices (0: skip)"));
   controls->addWidget(sweep_);
-  runButton_ = new QPushButton(QIcon(QStringLiteral(":/icons/run.svg")), tr("Run all three"), this);
+  runButton_ = new QPushButton(QIcon(QStringLiteral(":/icons/run.svg")), tr("Run"), this);
   runButton_->setObjectName(QStringLiteral("primary"));
   runButton_->setToolTip(tr("Trains one device, DataParallel and DDP side by side on the engine"));
   controls->addWidget(runButton_);
@@ -79,7 +81,7 @@ ComparePage::ComparePage(AppContext* context, QWidget* parent) : Page(context, p
   status_->setWordWrap(true);
   outer->addWidget(status_);
 
-  note_ = new QLabel(tr("One device, DataParallel and DDP from the same start on the same batches. Press “Run all three”."), this);
+  note_ = new QLabel(tr("One device, DataParallel and DDP from the same start on the same batches. Press “Run”."), this);
   note_->setWordWrap(true);
   note_->setTextFormat(Qt::RichText);
   outer->addWidget(note_);
