@@ -23,6 +23,9 @@ class Page : public QWidget {
     std::function<void(std::function<void()> done)> prepare;
   };
   virtual QList<Shot> screenshots() { return {Shot{QString(), [](std::function<void()> done) { done(); }}}; }
+  // Whether the settings bar above the pages (devices, model, batch, ...) acts on this page; the
+  // main window hides it on pages with controls of their own (the BatchNorm lab).
+  virtual bool usesSettingsBar() const { return true; }
 
  private:
   AppContext* context_;

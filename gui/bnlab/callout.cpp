@@ -2,6 +2,7 @@
 
 #include <QCoreApplication>
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "engine/data_parallel.h"
@@ -62,12 +63,39 @@ static QStringList paragraphs_with_marks(const BnLabCalloutInput& in) {
                .arg(join_sizes(used))
                .arg(oneSample);
   }
-  const QString& errorModel = !in.failure.isEmpty() ? in.failureModel : in.probeModel;
-  const QString& error = !in.failure.isEmpty() ? in.failure : in.probeError;
-  if (!error.isEmpty()) {
-    const QString when = !in.failure.isEmpty() ? tr_("Training stopped. The engine refused a step of the %1 model:")
-                                               : tr_("The engine refuses the first step of the %1 model:");
-    out << when.arg(errorModel) + QLatin1Char(' ') + kQuoteOpen + error + kQuoteClose;
+  if (!in.failure.isEmpty()) {
+    const QString when = in.othersTrain
+                             ? tr_("The %1 model stopped at step %2; the other models train on. The engine refused it:")
+                                   .arg(in.failureModel)
+                                   .arg(in.failureStep)
+                             : tr_("Training stopped. The engine refused a step of the %1 model:").arg(in.failureModel);
+    out << when + QLatin1Char(' ') + kQuoteOpen + in.failure + kQuoteClose;
+  } else if (!in.probeError.isEmpty()) {
+    out << tr_("The engine refuses the first step of the %1 model; Start trains the others while that one stops:")
+                   .arg(in.probeModel) +
+               QLatin1Char(' ') + kQuoteOpen + in.probeError + kQuoteClose;
+  }
+  if (in.steps >= kBnLabResultSteps) {
+    const auto loss = [](double v) { return std::isfinite(v) ? QString::number(v, 'f', 2) : tr_("none (stopped)"); };
+    QString result = tr_("Result after %1 steps (%2, batch %3 on %4 devices): the loss of per-device BatchNorm is %5 "
+                         "(it started at %6), of SyncBatchNorm %7, of the single-device reference %8.")
+                         .arg(in.steps)
+                         .arg(in.classSorted ? tr_("class-sorted batches") : tr_("mixed batches"))
+                         .arg(in.batchSize)
+                         .arg(devices)
+                         .arg(loss(in.lossPerDevice), loss(in.firstLossPerDevice), loss(in.lossSync), loss(in.lossReference));
+    if (std::isfinite(in.lossPerDevice) && std::isfinite(in.lossSync)) {
+      if (in.lossPerDevice > in.lossSync + 0.1) {
+        result += QLatin1Char(' ') +
+                  tr_("Each device normalises its own chunk, which holds few classes, so per-device BatchNorm "
+                      "takes away what tells the classes apart; SyncBatchNorm normalises with the whole batch, "
+                      "as the single device does, and learns.");
+      } else {
+        result += QLatin1Char(' ') + tr_("Here every chunk looks like the whole batch, so per-device statistics "
+                                         "are close to the whole batch's and both models learn alike.");
+      }
+    }
+    out << result;
   }
   return out;
 }

@@ -19,6 +19,8 @@
 #include <QThread>
 #include <QTimer>
 #include <QVBoxLayout>
+#include <cmath>
+#include <limits>
 
 #include "course/lessons.h"
 #include "engine/data_parallel.h"
@@ -84,10 +86,9 @@ BatchNormLabPage::BatchNormLabPage(AppContext* context, QWidget* parent) : Page(
   connectWorker();
   worker_.start();
 
-  if (AppContext* ctx = this->context()) {
-    connect(ctx, &AppContext::settingsChanged, this, &BatchNormLabPage::applySettings);
-    applySettings(ctx->settings());
-  }
+  // The lab has its own controls and defaults that train (4 devices, batch 32: chunks of 8); the
+  // settings bar's (a batch of 10 on 4 devices leaves one device a single sample) do not apply here.
+  showConfig(BnLabConfig{});
   emit stepsPerSecondRequested(kSpeeds[kDefaultSpeed].stepsPerSecond);
   emit stepLimitRequested(stepLimit_);
   reset();
@@ -112,6 +113,7 @@ void BatchNormLabPage::connectWorker() {
   connect(worker, &BnLabWorker::updated, this, &BatchNormLabPage::onUpdated);
   connect(worker, &BnLabWorker::runningChanged, this, &BatchNormLabPage::onRunningChanged);
   connect(worker, &BnLabWorker::failed, this, &BatchNormLabPage::onFailed);
+  connect(worker, &BnLabWorker::modelStopped, this, &BatchNormLabPage::onModelStopped);
 }
 
 QWidget* BatchNormLabPage::buildControls() {
@@ -300,14 +302,12 @@ void BatchNormLabPage::shrinkHeadings() {
   }
 }
 
-void BatchNormLabPage::applySettings(const AppSettings& settings) {
-  const QSignalBlocker b1(devicesSpin_), b2(batchSpin_), b3(lrSpin_);
-  baseSpec_ = settings.devices;
-  seed_ = settings.seed;
-  batchSpin_->setValue(settings.batchSize);
-  lrSpin_->setValue(settings.learningRate);
+void BatchNormLabPage::showConfig(const BnLabConfig& c) {
+  const QSignalBlocker b1(devicesSpin_), b2(batchSpin_), b3(lrSpin_), b4(sgdMomentumSpin_), b5(bnMomentumSpin_),
+      b6(sortedBox_);
+  baseSpec_ = QString::fromStdString(c.devices);
   try {
-    const dpv::DeviceSpec spec = dpv::parse_device_spec(baseSpec_.toStdString());
+    const dpv::DeviceSpec spec = dpv::parse_device_spec(c.devices);
     devicesSpin_->setValue(spec.count);
     // Only CPU sets and virtual devices on one GPU have a count this page can change.
     devicesSpin_->setEnabled(spec.kind == dpv::DeviceKind::Cpu || spec.is_virtual);
@@ -315,7 +315,12 @@ void BatchNormLabPage::applySettings(const AppSettings& settings) {
   } catch (const dpv::Error&) {
     devicesKind_->setText(tr("spec \"%1\"").arg(baseSpec_));  // the worker reports the error in the callout
   }
-  scheduleReset();
+  batchSpin_->setValue(static_cast<int>(c.batchSize));
+  lrSpin_->setValue(c.learningRate);
+  sgdMomentumSpin_->setValue(c.sgdMomentum);
+  bnMomentumSpin_->setValue(c.bnMomentum);
+  sortedBox_->setChecked(c.classSorted);
+  seed_ = c.seed;
 }
 
 QString BatchNormLabPage::deviceSpec() const {
@@ -347,21 +352,7 @@ BnLabConfig BatchNormLabPage::config() const {
 }
 
 void BatchNormLabPage::setConfig(const BnLabConfig& c) {
-  {
-    const QSignalBlocker b1(devicesSpin_), b2(batchSpin_), b3(lrSpin_), b4(sgdMomentumSpin_), b5(bnMomentumSpin_),
-        b6(sortedBox_);
-    baseSpec_ = QString::fromStdString(c.devices);
-    try {
-      devicesSpin_->setValue(dpv::parse_device_spec(c.devices).count);
-    } catch (const dpv::Error&) {
-    }
-    batchSpin_->setValue(static_cast<int>(c.batchSize));
-    lrSpin_->setValue(c.learningRate);
-    sgdMomentumSpin_->setValue(c.sgdMomentum);
-    bnMomentumSpin_->setValue(c.bnMomentum);
-    sortedBox_->setChecked(c.classSorted);
-    seed_ = c.seed;
-  }
+  showConfig(c);
   reset();
 }
 
@@ -410,6 +401,11 @@ void BatchNormLabPage::reset() {
   failureModel_.clear();
   probeError_.clear();
   probeModel_.clear();
+  stoppedModel_.clear();
+  stoppedError_.clear();
+  stoppedStep_ = 0;
+  firstLosses_ = {};
+  recentLosses_.clear();
   deviceLabels_.clear();
   charts_->clear(devicesSpin_->value(), dpv::chunk_sizes(batchSpin_->value(), devicesSpin_->value()));
   emit configureRequested(config(), generation);
@@ -449,6 +445,15 @@ void BatchNormLabPage::onConfigured(const BnLabInfo& info) {
 void BatchNormLabPage::onUpdated(const BnLabUpdate& update, quint64 generation) {
   if (!generation_.isCurrent(generation)) return;
   charts_->appendSteps(update.steps);
+  for (const BnLabStep& step : update.steps) {
+    std::array<double, kBnLabModelCount> losses{};
+    for (int m = 0; m < kBnLabModelCount; ++m) losses[static_cast<size_t>(m)] = step.models[static_cast<size_t>(m)].loss;
+    if (step.step == 1) firstLosses_ = losses;
+    recentLosses_.append(losses);
+    if (recentLosses_.size() > kRecentSteps) recentLosses_.removeFirst();
+  }
+  const bool resultDue = !update.steps.isEmpty() && update.steps.back().step >= kBnLabResultSteps;
+  if (resultDue) updateCallout();
   updateButtons();
   updateStatus();
   emit stepsShown(charts_->stepCount());
@@ -475,6 +480,27 @@ void BatchNormLabPage::onFailed(const QString& model, const QString& message, qu
   emit labFailed(message);
 }
 
+void BatchNormLabPage::onModelStopped(const QString& model, const QString& message, qint64 step, quint64 generation) {
+  if (!generation_.isCurrent(generation) || !stoppedModel_.isEmpty()) return;  // the first one is told
+  stoppedModel_ = model;
+  stoppedError_ = message;
+  stoppedStep_ = step;
+  updateCallout();
+  if (context()) emit context()->statusMessage(tr("BatchNorm lab: the %1 model stopped; the others train on").arg(model));
+}
+
+double BatchNormLabPage::recentLoss(int model) const {
+  double sum = 0;
+  int n = 0;
+  for (const auto& losses : recentLosses_) {
+    const double v = losses[static_cast<size_t>(model)];
+    if (!std::isfinite(v)) return v;  // stopped
+    sum += v;
+    ++n;
+  }
+  return n ? sum / n : std::numeric_limits<double>::quiet_NaN();
+}
+
 void BatchNormLabPage::updateCallout() {
   BnLabCalloutInput in;
   in.batchSize = batchSpin_->value();
@@ -483,9 +509,22 @@ void BatchNormLabPage::updateCallout() {
   in.probeError = probeError_;
   if (failureModel_ == QLatin1String("setup")) {
     in.setupError = failure_;
-  } else {
+  } else if (!failure_.isEmpty()) {
     in.failureModel = failureModel_;
     in.failure = failure_;
+  } else if (!stoppedModel_.isEmpty()) {
+    in.failureModel = stoppedModel_;
+    in.failure = stoppedError_;
+    in.failureStep = stoppedStep_;
+    in.othersTrain = true;
+  }
+  if (const BnLabStep* last = charts_->latestStep()) {
+    in.steps = last->step;
+    in.classSorted = sortedBox_->isChecked();
+    in.firstLossPerDevice = firstLosses_[BnLabPerDevice];
+    in.lossPerDevice = recentLoss(BnLabPerDevice);
+    in.lossSync = recentLoss(BnLabSync);
+    in.lossReference = recentLoss(BnLabReference);
   }
   const QString html = bnlab_callout_html(in);
   calloutLabel_->setText(html);

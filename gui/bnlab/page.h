@@ -6,6 +6,7 @@
 // reference. Training runs in a BnLabWorker on its own QThread; this page only draws.
 #include <QPointer>
 #include <QStringList>
+#include <array>
 
 #include "gui/app/context.h"
 #include "gui/app/page.h"
@@ -36,6 +37,7 @@ class BatchNormLabPage : public Page {
   ~BatchNormLabPage() override;  // stops the worker and waits for its thread
 
   QList<Shot> screenshots() override;
+  bool usesSettingsBar() const override { return false; }  // the lab's controls are its own
 
   // --- State, for tests and the screenshot shots.
   BnLabCharts* charts() const { return charts_; }
@@ -47,8 +49,8 @@ class BatchNormLabPage : public Page {
   QString calloutText() const;
   bool calloutVisible() const;
   QString explanationText() const;
-  // Sets the controls to `config` and resets the lab (the page's own settings; the settings bar
-  // is not changed).
+  // Sets the controls to `config` and resets the lab. The lab has its own controls and defaults
+  // (BnLabConfig{}); the settings bar neither changes them nor is changed.
   void setConfig(const BnLabConfig& config);
   void setStepsPerSecond(int stepsPerSecond);  // 0: as fast as the devices go
   void setStepLimit(qint64 steps);
@@ -87,12 +89,14 @@ class BatchNormLabPage : public Page {
   void connectWorker();
   void loadExplanation();
   void shrinkHeadings();
-  void applySettings(const AppSettings& settings);
+  void showConfig(const BnLabConfig& config);  // the controls, without resetting
   void scheduleReset();
   void onConfigured(const BnLabInfo& info);
   void onUpdated(const BnLabUpdate& update, quint64 generation);
   void onRunningChanged(bool running, quint64 generation);
   void onFailed(const QString& model, const QString& message, quint64 generation);
+  void onModelStopped(const QString& model, const QString& message, qint64 step, quint64 generation);
+  double recentLoss(int model) const;  // mean loss of the last kRecentSteps steps (NaN once stopped)
   void updateCallout();
   void updateButtons();
   void updateStatus();
@@ -111,11 +115,17 @@ class BatchNormLabPage : public Page {
   QString failureModel_;
   QString probeError_;
   QString probeModel_;
+  QString stoppedModel_;  // a model that stopped while the others train on
+  QString stoppedError_;
+  qint64 stoppedStep_ = 0;
+  static constexpr int kRecentSteps = 20;
+  std::array<double, kBnLabModelCount> firstLosses_{};
+  QList<std::array<double, kBnLabModelCount>> recentLosses_;  // the last kRecentSteps steps' losses
   QStringList deviceLabels_;
   QTimer* resetTimer_ = nullptr;
   qint64 stepLimit_ = 500;
 
-  // Settings the page keeps from the settings bar.
+  // The lab's own settings (it does not follow the settings bar).
   QString baseSpec_ = QStringLiteral("cpu:4");
   quint64 seed_ = 0;
 

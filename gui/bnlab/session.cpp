@@ -258,25 +258,40 @@ BnLabModelStep BnLabSession::runModel(BnLabModel which, const dpv::Dataset& batc
 
 BnLabStep BnLabSession::step() {
   if (failed())
-    throw dpv::Error("the lab stopped after an error in the " + failedModel_ + " model; reset it to train again");
+    throw dpv::Error("the lab stopped after an error in every model (first: " + failedModel_ + "); reset it to train again");
   BnLabStep out;
   const dpv::Dataset batch = bnlab_batch(data_, config_, steps_);
   out.chunks = dpv::chunk_sizes(config_.batchSize, deviceCount());
-  // The per-device model first: it is the one a one-sample chunk stops, and failing before the
-  // others have stepped keeps the three models at the same step.
+  // A model the engine refuses stops alone: the others still train on the same batches, so the
+  // learner sees SyncBatchNorm go on where per-device BatchNorm cannot.
   for (BnLabModel which : {BnLabPerDevice, BnLabSync, BnLabReference, BnLabDdpPerRank, BnLabDdpSync}) {
-    try {
-      out.models[static_cast<size_t>(which)] =
-          bnlab_is_ddp(which) ? runDdpModel(which, batch, out.shards) : runModel(which, batch);
-    } catch (const dpv::Error& e) {
-      failedModel_ = bnlab_model_name(which);
-      failure_ = e.full();
-      throw;
-    } catch (const std::exception& e) {
-      failedModel_ = bnlab_model_name(which);
-      failure_ = e.what();
-      throw;
+    auto& result = out.models[static_cast<size_t>(which)];
+    if (modelStopped(which)) {
+      result.stopped = true;
+      continue;
     }
+    std::string error;
+    try {
+      result = bnlab_is_ddp(which) ? runDdpModel(which, batch, out.shards) : runModel(which, batch);
+    } catch (const dpv::Error& e) {
+      error = e.full();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    if (error.empty()) continue;
+    result = BnLabModelStep{};
+    result.stopped = true;
+    modelErrors_[static_cast<size_t>(which)] = error;
+    modelStoppedAt_[static_cast<size_t>(which)] = steps_ + 1;
+    if (failedModel_.empty()) {  // the first error, reported once every model has stopped
+      failedModel_ = bnlab_model_name(which);
+      firstError_ = error;
+    }
+  }
+  const bool anyTraining = std::any_of(modelErrors_.begin(), modelErrors_.end(), [](const std::string& e) { return e.empty(); });
+  if (!anyTraining) {
+    failure_ = firstError_;
+    throw dpv::Error("every model of the lab stopped; the first: " + failure_);
   }
   // Keep only the devices that held rows (chunk_sizes(0, k) gives k zeros).
   out.chunks.erase(std::remove(out.chunks.begin(), out.chunks.end(), int64_t{0}), out.chunks.end());
@@ -284,14 +299,17 @@ BnLabStep BnLabSession::step() {
   std::vector<std::string> params;
   for (const auto& decl : model_.parameter_decls()) params.push_back(decl.name);
   dpv::Trainer& reference = trainer(BnLabReference);
+  const bool referenceRuns = !modelStopped(BnLabReference);
   for (BnLabModel which : {BnLabPerDevice, BnLabSync}) {
     auto& m = out.models[static_cast<size_t>(which)];
+    if (m.stopped || !referenceRuns) continue;
     m.paramDistance = bnlab_max_abs_difference(trainer(which).state(), reference.state(), params);
     m.gradDistance = bnlab_max_abs_difference(trainer(which).grads(), reference.grads(), params);
   }
   for (BnLabModel which : {BnLabDdpPerRank, BnLabDdpSync}) {
     // Rank 0's parameters and averaged gradients (every rank holds the same ones).
     auto& m = out.models[static_cast<size_t>(which)];
+    if (m.stopped || !referenceRuns) continue;
     m.paramDistance = bnlab_max_abs_difference(ddpTrainer(which).rank(0).params(), reference.state(), params);
     m.gradDistance = bnlab_max_abs_difference(ddpTrainer(which).rank(0).grads(), reference.grads(), params);
   }

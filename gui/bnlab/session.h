@@ -46,11 +46,17 @@ class BnLabSession {
   std::vector<std::string> deviceLabels() const;
   int deviceCount() const;
 
-  // One training step of all five models on the next batch. On an engine error the session
-  // stays failed: `failed()` is true, `failure()` names the model and holds the engine's text
-  // ("ValueError: Caught ValueError in replica 3 ..."), and further steps throw.
+  // One training step of the five models on the next batch. A model the engine refuses (the
+  // per-device model on a one-sample chunk: "ValueError: Expected more than 1 value per channel")
+  // stops there, its values NaN and `stopped` from then on, while the others go on training;
+  // `stoppedModels()` names it and holds the engine's text. Only when every model has stopped is
+  // the session failed: `failed()` is true, `failure()` holds the first error, further steps throw.
   BnLabStep step();
   bool failed() const { return !failure_.empty(); }
+  bool modelStopped(BnLabModel which) const { return !modelErrors_[static_cast<size_t>(which)].empty(); }
+  // The engine's text for a stopped model ("" while it trains).
+  const std::string& modelError(BnLabModel which) const { return modelErrors_[static_cast<size_t>(which)]; }
+  int64_t modelStoppedAt(BnLabModel which) const { return modelStoppedAt_[static_cast<size_t>(which)]; }
   // Runs the first batch through throwaway copies of the five models (the real ones are not
   // touched) and returns the first engine error, so the page can show it before training starts:
   // {model name, "ValueError: ..."}; both empty when the settings train fine.
@@ -84,8 +90,11 @@ class BnLabSession {
   // Device 0's chunk statistics folded with the BatchNorm update rule, per BatchNorm layer.
   std::vector<std::vector<double>> emaMean_, emaVar_;
   int64_t steps_ = 0;
-  std::string failure_;
-  std::string failedModel_;
+  std::array<std::string, kBnLabModelCount> modelErrors_;  // why each stopped model stopped
+  std::array<int64_t, kBnLabModelCount> modelStoppedAt_{};  // the step (1-based) it stopped at
+  std::string failure_;      // set once every model has stopped
+  std::string failedModel_;  // the model that stopped first
+  std::string firstError_;   // and its error
 };
 
 // Display names of the models ("per-device BatchNorm", "SyncBatchNorm", "single-device reference",

@@ -61,6 +61,7 @@ struct BnLabModelStep {
   double paramDistance = kNaN;  // max |param - reference param| after the update (NaN for the reference)
   double gradDistance = kNaN;   // max |grad - reference grad| of this step (NaN for the reference)
   std::vector<BnLabLayerStats> layers;  // one per BatchNorm layer, model order
+  bool stopped = false;     // the model stopped at an engine error (this step or earlier): no values
 };
 
 struct BnLabStep {

@@ -29,6 +29,7 @@ void BnLabWorker::configure(const BnLabConfig& config, quint64 generation) {
   pending_.clear();
   session_.reset();  // the old devices' threads end here, before the new set starts its own
   generation_ = generation;
+  stopReported_ = {};
   setRunning(false);
   try {
     session_ = std::make_unique<BnLabSession>(config);
@@ -100,6 +101,14 @@ void BnLabWorker::tick() {
 bool BnLabWorker::takeStep() {
   try {
     pending_.push_back(session_->step());
+    for (int m = 0; m < kBnLabModelCount; ++m) {
+      const auto which = static_cast<BnLabModel>(m);
+      if (!session_->modelStopped(which) || stopReported_[static_cast<size_t>(m)]) continue;
+      stopReported_[static_cast<size_t>(m)] = true;
+      flush(timer_->isActive());  // the steps before it first, so the page shows where it stopped
+      emit modelStopped(QString::fromLatin1(bnlab_model_name(which)), QString::fromStdString(session_->modelError(which)),
+                        session_->modelStoppedAt(which), generation_);
+    }
     return true;
   } catch (const std::exception& e) {
     timer_->stop();

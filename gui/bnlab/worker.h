@@ -61,6 +61,8 @@ class BnLabWorker : public QObject {
   void runningChanged(bool running, quint64 generation);
   // An engine error: which model, and the engine's own text ("ValueError: ...").
   void failed(const QString& model, const QString& message, quint64 generation);
+  // One model stopped at an engine error at `step` while the others train on (sent once per model).
+  void modelStopped(const QString& model, const QString& message, qint64 step, quint64 generation);
 
  private:
   void tick();
@@ -73,6 +75,7 @@ class BnLabWorker : public QObject {
   QTimer* timer_;
   QElapsedTimer sinceEmit_;
   QVector<BnLabStep> pending_;
+  std::array<bool, kBnLabModelCount> stopReported_{};  // modelStopped sent for this session
   quint64 generation_ = 0;
   int stepsPerSecond_ = 0;
   qint64 stepLimit_ = 0;

@@ -6,6 +6,7 @@
 #include <QFile>
 #include <QImage>
 #include <QTemporaryDir>
+#include <QTest>
 #include <QTimer>
 #include <qcustomplot.h>
 #include <cmath>
@@ -257,11 +258,52 @@ TEST_F(BnLabPageFixture, OneSampleChunkShowsTheEnginesError) {
   EXPECT_TRUE(before.contains(QStringLiteral("Expected more than 1 value per channel when training"))) << before.toStdString();
   const int64_t channels = bnlab_model_spec(0.1).layers.at(1).num_features;  // the first BatchNorm's C
   EXPECT_TRUE(before.contains(QStringLiteral("torch.Size([1, %1])").arg(channels))) << before.toStdString();
-  page->start();
-  ASSERT_TRUE(waitFor([&] { return page->hasFailed(); }));
-  EXPECT_TRUE(page->failure().contains(QStringLiteral("Expected more than 1 value per channel"))) << page->failure().toStdString();
-  EXPECT_EQ(page->charts()->stepCount(), 0);
-  EXPECT_FALSE(page->isRunning());
+  // Start trains on: the per-device model stops at step 1, SyncBatchNorm and the others continue.
+  trainTo(50);
+  EXPECT_FALSE(page->hasFailed()) << page->failure().toStdString();
+  const QString after = page->calloutText();
+  EXPECT_TRUE(after.contains(QStringLiteral("per-device BatchNorm model stopped at step 1; the other models train on")))
+      << after.toStdString();
+  EXPECT_TRUE(after.contains(QStringLiteral("Expected more than 1 value per channel"))) << after.toStdString();
+  const auto sync = page->charts()->seriesData(BnLabCharts::LossAccuracy, BnLabCharts::lossSeries(BnLabSync));
+  ASSERT_EQ(sync.size(), 50);
+  for (const QPointF& p : sync) EXPECT_TRUE(std::isfinite(p.y())) << "step " << p.x();
+  EXPECT_TRUE(page->charts()->latestStep()->models[BnLabPerDevice].stopped);
+}
+
+TEST(BnLabPageDefaults, WorksOnFirstUseWhateverTheSettingsBarSays) {
+  AppContext context;
+  context.setSettings(AppSettings{});  // the app's defaults: a batch of 10 on 4 devices, lr 0.01
+  ASSERT_EQ(context.settings().batchSize, 10);
+  BatchNormLabPage page(&context);
+  EXPECT_FALSE(page.usesSettingsBar());
+  EXPECT_EQ(page.config().batchSize, BnLabConfig{}.batchSize) << "the lab's own default, not the settings bar's";
+  EXPECT_EQ(page.config().devices, "cpu:4");
+  ASSERT_TRUE(waitFor([&] { return page.isConfigured() || page.hasFailed(); }));
+  EXPECT_FALSE(page.hasFailed()) << page.failure().toStdString();
+  EXPECT_FALSE(page.calloutVisible()) << page.calloutText().toStdString();
+  AppSettings other = context.settings();
+  other.batchSize = 7;
+  context.setSettings(other);  // the settings bar does not reach the lab
+  QTest::qWait(400);
+  EXPECT_EQ(page.config().batchSize, BnLabConfig{}.batchSize);
+}
+
+TEST_F(BnLabPageFixture, TheCalloutStatesTheResultWithTheEnginesLosses) {
+  configure(BnLabConfig{}, 60);
+  EXPECT_FALSE(page->calloutVisible());
+  trainTo(60);
+  ASSERT_TRUE(page->calloutVisible());
+  const QString text = page->calloutText();
+  EXPECT_TRUE(text.contains(QStringLiteral("Result after 60 steps (class-sorted batches, batch 32 on 4 devices)"))) << text.toStdString();
+  // The mean of the last 20 plotted losses of each model, as the engine reported them.
+  for (BnLabModel m : {BnLabPerDevice, BnLabSync, BnLabReference}) {
+    const auto points = page->charts()->seriesData(BnLabCharts::LossAccuracy, BnLabCharts::lossSeries(m));
+    ASSERT_EQ(points.size(), 60);
+    double mean = 0;
+    for (int i = 40; i < 60; ++i) mean += points[i].y() / 20;
+    EXPECT_TRUE(text.contains(QString::number(mean, 'f', 2))) << bnlab_model_name(m) << " " << mean << ": " << text.toStdString();
+  }
 }
 
 TEST_F(BnLabPageFixture, IdleDevicesAreCalledOutAndGetNoBars) {

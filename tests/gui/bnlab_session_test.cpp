@@ -104,9 +104,40 @@ TEST(BnLabSession, StepsAllThreeModelsAndProbesOneSampleChunks) {
   EXPECT_EQ(model, "per-device BatchNorm");
   EXPECT_NE(error.find("Expected more than 1 value per channel when training"), std::string::npos) << error;
   EXPECT_EQ(bad.stepsTaken(), 0) << "the probe must not train the real models";
-  EXPECT_THROW(bad.step(), dpv::Error);
-  EXPECT_TRUE(bad.failed());
-  EXPECT_EQ(bad.failure(), error);
+  // The per-device model stops at the one-sample chunk; SyncBatchNorm and the others train on.
+  for (int i = 1; i <= 3; ++i) {
+    const BnLabStep step = bad.step();
+    EXPECT_EQ(step.step, i);
+    EXPECT_TRUE(step.models[BnLabPerDevice].stopped);
+    EXPECT_TRUE(std::isnan(step.models[BnLabPerDevice].loss));
+    for (BnLabModel m : {BnLabSync, BnLabReference, BnLabDdpPerRank, BnLabDdpSync}) {
+      EXPECT_FALSE(step.models[m].stopped) << bnlab_model_name(m);
+      EXPECT_TRUE(std::isfinite(step.models[m].loss)) << bnlab_model_name(m);
+    }
+  }
+  EXPECT_FALSE(bad.failed());
+  EXPECT_TRUE(bad.modelStopped(BnLabPerDevice));
+  EXPECT_EQ(bad.modelStoppedAt(BnLabPerDevice), 1);
+  EXPECT_EQ(bad.modelError(BnLabPerDevice), error);
+}
+
+TEST(BnLabSession, ClassSortedBatchesKeepPerDeviceNearItsStartWhileSyncBatchNormLearns) {
+  // The lab's defaults (4 devices, batch 32, class-sorted): what the callout states, from the engine.
+  BnLabSession session{BnLabConfig{}};
+  double first = 0, perDevice = 0, sync = 0, reference = 0;
+  const int steps = 300, window = 20;
+  for (int i = 1; i <= steps; ++i) {
+    const BnLabStep step = session.step();
+    if (i == 1) first = step.models[BnLabPerDevice].loss;
+    if (i > steps - window) {
+      perDevice += step.models[BnLabPerDevice].loss / window;
+      sync += step.models[BnLabSync].loss / window;
+      reference += step.models[BnLabReference].loss / window;
+    }
+  }
+  EXPECT_GT(perDevice, 0.8) << "per-device BatchNorm stays near where it started (" << first << ")";
+  EXPECT_LT(sync, 0.5) << "SyncBatchNorm learns";
+  EXPECT_NEAR(sync, reference, 1e-3) << "and matches the single device";
 }
 
 TEST(BnLabCallout, NamesOneSampleChunksAndIdleDevices) {

@@ -12,6 +12,7 @@
 #include "gui/app/context.h"
 #include "gui/app/main_window.h"
 #include "gui/app/screenshot_runner.h"
+#include "gui/app/settings_bar.h"
 #include "gui/intro/page.h"
 #include "gui/iteration/page.h"
 #include "gui/runtime/engine_controller.h"
@@ -50,6 +51,16 @@ TEST(MainWindow, HasEveryPageAndNavigates) {
   }
   emit w.context.navigateRequested(QStringLiteral("timeline"));
   EXPECT_EQ(w.window->currentPageId(), QStringLiteral("timeline"));
+}
+
+TEST(MainWindow, TheSettingsBarShowsOnlyOnPagesItActsOn) {
+  Window w(settingsFor(QStringLiteral("cpu:4"), QStringLiteral("simple"), 10));
+  w.window->showPage(QStringLiteral("iteration"));
+  EXPECT_TRUE(w.window->settingsBar()->isVisible());
+  w.window->showPage(QStringLiteral("bnlab"));  // the lab has its own devices, batch and learning rate
+  EXPECT_FALSE(w.window->settingsBar()->isVisible());
+  w.window->showPage(QStringLiteral("timeline"));
+  EXPECT_TRUE(w.window->settingsBar()->isVisible());
 }
 
 TEST(MainWindow, TheWorkerStopsWhenTheWindowClosesMidTraining) {
