@@ -173,7 +173,7 @@ QString MainWindow::currentPageId() const { return order_.value(stack_->currentI
 void MainWindow::onPageChanged(int index) {
   stack_->setCurrentIndex(index);
   // Only the controls that act on the page shown: pages with their own hide the settings bar.
-  auto* shown = qobject_cast<Page*>(stack_->widget(index));
+  const Page* shown = page(order_.value(index));
   settingsBar_->setVisible(!shown || shown->usesSettingsBar());
   // A status message belongs to the page that showed it.
   statusBar()->clearMessage();
