@@ -1,5 +1,7 @@
 #include "gui/iteration/scene.h"
 
+#include <algorithm>
+
 #include <QGraphicsPathItem>
 #include <QParallelAnimationGroup>
 #include <QPropertyAnimation>
@@ -14,6 +16,8 @@ namespace {
 constexpr qreal kMargin = 16;
 constexpr qreal kSpacing = 12;
 constexpr qreal kHostGap = 34;
+constexpr qreal kBodyTextPx = 11;        // the scene's body text at scale 1 (scene_items.cpp)
+constexpr qreal kMinScreenTextPx = 9.5;  // the smallest body text the view shows
 }  // namespace
 
 IterationScene::IterationScene(QObject* parent) : QGraphicsScene(parent) {}
@@ -362,6 +366,13 @@ void SceneView::fit() {
   const qreal s = std::min({viewport()->width() / r.width(), viewport()->height() / r.height(), 1.25});
   setTransform(QTransform::fromScale(s, s));
   centerOn(r.center());
+  // The scene's body text is 11 px by design; shrunk below about 9.5 px on screen it cannot be
+  // read, so the text (not the boxes) is drawn larger, up to 1.5 times; long labels elide, wrapped notes shrink to fit.
+  const qreal textScale = std::clamp(kMinScreenTextPx / (kBodyTextPx * s), 1.0, 1.5);
+  if (!qFuzzyCompare(textScale, sceneTextScale())) {
+    setSceneTextScale(textScale);
+    scene()->update();
+  }
 }
 
 void SceneView::resizeEvent(QResizeEvent* event) {

@@ -9,9 +9,11 @@ namespace gui {
 
 namespace {
 
+qreal textScale = 1.0;  // see setSceneTextScale
+
 QFont sceneFont(qreal pointSize, bool bold = false) {
   QFont f;
-  f.setPixelSize(qRound(pointSize));
+  f.setPixelSize(qRound(pointSize * textScale));
   f.setBold(bold);
   return f;
 }
@@ -21,7 +23,22 @@ void drawElided(QPainter* p, const QRectF& r, const QString& text, int flags = Q
   p->drawText(r, flags, elided);
 }
 
+// Wrapped text that must stay inside `r`: drawn at the painter's font, or smaller until it fits
+// (a larger text scale must not push a note into the memory bar below it).
+void drawFitted(QPainter* p, const QRectF& r, int flags, const QString& text) {
+  QFont f = p->font();
+  for (int px = f.pixelSize(); px > 7; --px) {
+    f.setPixelSize(px);
+    if (QFontMetricsF(f).boundingRect(r, flags, text).height() <= r.height() + 0.5) break;
+  }
+  p->setFont(f);
+  p->drawText(r, flags, text);
+}
+
 }  // namespace
+
+void setSceneTextScale(qreal factor) { textScale = factor; }
+qreal sceneTextScale() { return textScale; }
 
 QString shortLayerName(const QString& type) {
   if (type.startsWith(QLatin1String("BatchNorm")) || type.startsWith(QLatin1String("SyncBatchNorm"))) return QStringLiteral("BN");
@@ -217,18 +234,18 @@ void DeviceBox::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidge
     painter->setFont(sceneFont(16, true));
     painter->drawText(QRectF(10, g_.chipTop + 4, W - 20, 24), Qt::AlignCenter, QObject::tr("idle"));
     painter->setFont(sceneFont(11));
-    painter->drawText(QRectF(14, g_.chipTop + 30, W - 28, 48), Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap,
-                      QObject::tr("no chunk of the batch: torch.chunk made fewer chunks than devices"));
+    drawFitted(painter, QRectF(14, g_.chipTop + 30, W - 28, 48), Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap,
+               QObject::tr("no chunk of the batch: torch.chunk made fewer chunks than devices"));
   }
   const QRectF noteRect(10, g_.noteTop, W - 20, g_.memoryTop - g_.noteTop - 2);
   if (failed) {
     painter->setPen(c.failed);
     painter->setFont(sceneFont(11, true));
-    painter->drawText(noteRect, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, failure_);
+    drawFitted(painter, noteRect, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, failure_);
   } else if (!view_.note.isEmpty()) {
     painter->setPen(c.subtext);
     painter->setFont(sceneFont(11));
-    painter->drawText(noteRect, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, view_.note);
+    drawFitted(painter, noteRect, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, view_.note);
   }
 
   // Memory bar: current engine allocations with the peak marked, on one scale for all devices.

@@ -10,6 +10,11 @@
 
 namespace gui {
 
+// Text in the scene is drawn this many times its design size. The view raises it when it has to
+// shrink the scene a lot (a small window), so labels stay readable on screen; 1 otherwise.
+void setSceneTextScale(qreal factor);
+qreal sceneTextScale();
+
 class ChipItem : public QGraphicsObject {
   Q_OBJECT
  public:
