@@ -19,6 +19,7 @@
 #include "cli/int_options.h"
 #include "cli/format.h"
 #include "cli/gemm_reference.h"
+#include "cli/handoff_latency.h"
 #include "cli/output_paths.h"
 #include "cli/stage_totals.h"
 #include "cli/validators.h"
@@ -198,6 +199,16 @@ void run_bench(const BenchOptions& o) {
   out["results"] = nlohmann::json::array();
   out["ddp"] = nlohmann::json::array();  // DDP on the multi-device sets, same model and global batch
 
+  // What one stage's hand-off to the device threads costs, before any model: the floor under every
+  // stage of DataParallel and DDP on simulated devices.
+  out["handoff"] = nlohmann::json::array();
+  for (const std::string& spec : device_specs) {
+    if (DeviceSet::create(spec)->size() < 2) continue;
+    const HandoffLatency h = measure_handoff(spec);
+    std::cout << strf("hand-off %-8s %6.1f us median, %6.1f us p90 (%d empty stages)\n", spec.c_str(), h.median_us,
+                      h.p90_us, h.calls);
+    out["handoff"].push_back({{"devices", spec}, {"median_us", h.median_us}, {"p90_us", h.p90_us}, {"calls", h.calls}});
+  }
   std::cout << strf("%-10s %5s %-8s %-14s %9s %9s %11s %8s\n", "model", "batch", "devices", "chunks", "ms/step",
                     "steps/s", "samples/s", "vs 1 dev");
   for (const std::string& preset : o.models) {

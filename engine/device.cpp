@@ -1,7 +1,7 @@
 #include "engine/device.h"
 
 #include <charconv>
-#include <future>
+#include <algorithm>
 #include <sstream>
 
 #include "engine/backend.h"
@@ -143,6 +143,7 @@ std::shared_ptr<DeviceSet> DeviceSet::create(const std::string& text) {
   if (spec.kind == DeviceKind::Cpu) {
     for (int i = 0; i < spec.count; ++i)
       set->devices_.push_back(std::make_shared<Device>(i, DeviceKind::Cpu, -1, false, make_cpu_backend()));
+    set->pool_ = std::make_unique<HandoffPool>(std::max(spec.count - 1, 0));
     return set;
   }
   if (!cuda_available())
@@ -170,6 +171,7 @@ std::shared_ptr<DeviceSet> DeviceSet::create(const std::string& text) {
                                    : "GPU " + std::to_string(i) + " (" + name + ")");
     set->devices_.push_back(std::move(dev));
   }
+  set->pool_ = std::make_unique<HandoffPool>(std::max(spec.count - 1, 0));
   return set;
 }
 
@@ -180,38 +182,31 @@ std::shared_ptr<DeviceSet> DeviceSet::create_simulated(std::vector<std::unique_p
     check(backends[i] != nullptr, "create_simulated: no backend for device " + std::to_string(i));
     set->devices_.push_back(std::make_shared<Device>(static_cast<int>(i), DeviceKind::Cpu, -1, false, std::move(backends[i])));
   }
+  set->pool_ = std::make_unique<HandoffPool>(std::max(set->size() - 1, 0));
   return set;
 }
 
-std::vector<std::exception_ptr> DeviceSet::run_parallel_collect(int count, const std::function<void(int)>& fn) const {
+std::vector<std::exception_ptr> DeviceSet::run_parallel_collect(int count, const std::function<void(int)>& fn,
+                                                                int64_t bytes_moved) const {
   check(count <= size(), "run_parallel: " + std::to_string(count) + " jobs for " + std::to_string(size()) + " devices");
-  std::vector<std::exception_ptr> errors(ix(count));
-  if (count == 1) {
-    // As parallel_apply runs a single replica inline in the calling thread: no thread hop.
+  std::vector<std::exception_ptr> errors(ix(std::max(count, 0)));
+  const std::function<void(int)> job = [&](int i) {
     try {
-      fn(0);
+      fn(i);
     } catch (...) {
-      errors[0] = std::current_exception();
+      errors[ix(i)] = std::current_exception();
     }
-    return errors;
-  }
-  std::vector<std::promise<void>> done(ix(count));
-  for (int i = 0; i < count; ++i) {
-    devices_[ix(i)]->worker().submit([&, i] {
-      try {
-        fn(i);
-      } catch (...) {
-        errors[ix(i)] = std::current_exception();
-      }
-      done[ix(i)].set_value();
-    });
-  }
-  for (auto& d : done) d.get_future().wait();
+  };
+  // A single job runs inline as parallel_apply runs a single replica: no thread hop.
+  if (count <= 1 || (bytes_moved >= 0 && bytes_moved < kInlineBytes))
+    HandoffPool::run_inline(count, job);
+  else
+    pool_->run(count, job);
   return errors;
 }
 
-void DeviceSet::run_parallel(int count, const std::function<void(int)>& fn) const {
-  for (auto& e : run_parallel_collect(count, fn))
+void DeviceSet::run_parallel(int count, const std::function<void(int)>& fn, int64_t bytes_moved) const {
+  for (auto& e : run_parallel_collect(count, fn, bytes_moved))
     if (e) std::rethrow_exception(e);
 }
 

@@ -1,10 +1,12 @@
 #pragma once
 // Devices and device sets. A set comes from a spec string:
-//   cpu:K      K simulated devices, one worker thread each ("GPU 2 (simulated on CPU)")
+//   cpu:K      K simulated devices, one thread each ("GPU 2 (simulated on CPU)")
 //   cuda       every GPU;  cuda:0,1  the listed GPUs;  cuda:0x4  four virtual devices on GPU 0
-// Every device of a set has its own worker thread, so per-replica work runs in parallel the way
-// parallel_apply's threads do, and its own memory counter for the app's memory bars.
+// Every device of a set has its own thread (device 0's is the caller's, see HandoffPool), so
+// per-replica work runs in parallel the way parallel_apply's threads do, and its own memory
+// counter for the app's memory bars.
 #include <atomic>
+#include "engine/handoff_pool.h"
 #include "engine/index.h"
 #include <condition_variable>
 #include <cstdint>
@@ -42,7 +44,7 @@ struct MemoryCounter {
   void reset_peak() { peak.store(current.load()); }
 };
 
-// One worker thread with a FIFO of jobs; used so each device's work runs on "its" thread.
+// One worker thread with a FIFO of jobs (a DDP rank's communication thread).
 class DeviceWorker {
  public:
   DeviceWorker();
@@ -72,7 +74,6 @@ class Device {
   std::string name() const;                        // "cpu:1", "cuda:0", "cuda:0#2"
   Backend& backend() const { return *backend_; }
   MemoryCounter& memory() { return memory_; }
-  DeviceWorker& worker() { return worker_; }
   void set_label(std::string label) { label_ = std::move(label); }
 
  private:
@@ -83,7 +84,6 @@ class Device {
   std::string label_;
   std::unique_ptr<Backend> backend_;
   MemoryCounter memory_;
-  DeviceWorker worker_;
 };
 
 class DeviceSet {
@@ -97,17 +97,24 @@ class DeviceSet {
   Device& operator[](int i) const { return *devices_.at(ix(i)); }
   std::shared_ptr<Device> shared(int i) const { return devices_.at(ix(i)); }
   const DeviceSpec& spec() const { return spec_; }
-  // Runs fn(i) for i in [0, count) on device i's worker thread and waits for all of them; a single
-  // job runs inline in the calling thread, as parallel_apply runs a single replica.
+  // Jobs that move fewer bytes than this in all run inline, one after another, when the caller says
+  // they may (bytes_moved below): a hand-off to the device threads costs more than the copy.
+  static constexpr int64_t kInlineBytes = 64 * 1024;
+  // Runs fn(i) for i in [0, count) on device i's thread (device 0's is the calling thread) and
+  // waits for all of them; a single job runs inline, as parallel_apply runs a single replica.
+  // bytes_moved >= 0 declares independent jobs (none waits for another) moving that many bytes in
+  // all: below kInlineBytes they run inline in the calling thread. -1: always on the devices' threads.
   // If some fail, rethrows the lowest index's exception (as parallel_apply re-raises the
   // lowest failing replica), after every job has finished.
-  void run_parallel(int count, const std::function<void(int)>& fn) const;
+  void run_parallel(int count, const std::function<void(int)>& fn, int64_t bytes_moved = -1) const;
   // Same, but returns each index's exception (null where it succeeded) instead of throwing.
-  std::vector<std::exception_ptr> run_parallel_collect(int count, const std::function<void(int)>& fn) const;
+  std::vector<std::exception_ptr> run_parallel_collect(int count, const std::function<void(int)>& fn,
+                                                       int64_t bytes_moved = -1) const;
 
  private:
   DeviceSpec spec_;
   std::vector<std::shared_ptr<Device>> devices_;
+  std::unique_ptr<HandoffPool> pool_;  // threads of devices 1..K-1, made with the set
 };
 
 // What `dpv devices` prints: CPU workers, CUDA devices, NCCL version, build flags.

@@ -1,5 +1,6 @@
 // Collectives over host threads for simulated devices. Every rank's copy runs on its own device
-// worker thread; reductions follow torch.cuda.comm.reduce_add's left fold in device order, so the
+// thread (all of them inline in the calling thread when the copies are smaller than a hand-off,
+// DeviceSet::kInlineBytes); reductions follow torch.cuda.comm.reduce_add's left fold in device order, so the
 // result is the same bit for bit whichever thread computes it.
 #include <chrono>
 
@@ -28,6 +29,10 @@ double wall_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// Bytes copied by `copies` copies of `bytes` each: the size hint that lets small collectives run
+// inline instead of handing tiny copies to the device threads.
+int64_t moved(size_t bytes, size_t copies) { return static_cast<int64_t>(bytes * copies); }
+
 void check_buffers(const std::vector<Tensor>& bufs, const char* op) {
   check(!bufs.empty(), std::string(op) + ": no buffers");
   for (size_t i = 0; i < bufs.size(); ++i) {
@@ -47,7 +52,7 @@ class HostCollectives final : public Collectives {
     CollectiveReport r = start("broadcast", bufs.size(), bufs[0].nbytes());
     devices_->run_parallel(static_cast<int>(bufs.size()), [&](int i) {
       if (i != root) bufs[ix(i)].copy_from(bufs[ix(root)]);
-    });
+    }, moved(bufs[0].nbytes(), bufs.size() - 1));
     return finish(r);
   }
 
@@ -71,7 +76,8 @@ class HostCollectives final : public Collectives {
     devices_->run_parallel(1, [&](int) {
       for (size_t j = 1; j < bufs.size(); ++j) sum.device()->backend().add_inplace(sum, bufs[j]);
     });
-    devices_->run_parallel(static_cast<int>(bufs.size()), [&](int i) { bufs[ix(i)].copy_from(sum); });
+    devices_->run_parallel(static_cast<int>(bufs.size()), [&](int i) { bufs[ix(i)].copy_from(sum); },
+                           moved(sum.nbytes(), bufs.size()));
     return finish(r);
   }
 
@@ -89,7 +95,7 @@ class HostCollectives final : public Collectives {
       Tensor flat = out[ix(i)].reshape({out[ix(i)].numel()});
       for (size_t j = 0; j < in.size(); ++j)
         flat.slice0(static_cast<int64_t>(j) * piece, static_cast<int64_t>(j + 1) * piece).copy_from(in[j]);
-    });
+    }, moved(in[0].nbytes() * in.size(), in.size()));
     return finish(r);
   }
 

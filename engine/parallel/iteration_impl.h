@@ -35,7 +35,9 @@ struct Iteration::Impl {
   void reset_busy();
   // Runs fn(j) for every replica on its device's thread, timing each device; re-raises the lowest
   // failing replica's error the way parallel_apply does.
-  void run_replicas(const std::function<void(int)>& fn);
+  // fn(j) for every replica on its device's thread. bytes_moved >= 0: independent copies moving that
+  // many bytes in all, which run inline when smaller than a hand-off (DeviceSet::run_parallel).
+  void run_replicas(const std::function<void(int)>& fn, int64_t bytes_moved = -1);
   LayerRun layer_run(int j, int layer);
   // Rows of chunk j of a batch-major tensor (a view).
   Tensor chunk_of(const Tensor& t, int j) const;

@@ -13,7 +13,7 @@ void Iteration::Impl::grad_scatter(StageEvent& e) {
   run_replicas([&](int j) {
     const Tensor view = chunk_of(dlogits, j);
     flow[ix(j)] = j == 0 ? view : view.to(devs.shared(j));
-  });
+  }, static_cast<int64_t>(dlogits.nbytes()));
   for (int j = 0; j < R; ++j) {
     flow_name[ix(j)] = "grad of output";
     if (j > 0) e.bytes_moved += flow[ix(j)].nbytes();

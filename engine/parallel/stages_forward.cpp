@@ -43,13 +43,13 @@ void Iteration::Impl::reset_busy() {
   std::fill(busy_end.begin(), busy_end.end(), t);
 }
 
-void Iteration::Impl::run_replicas(const std::function<void(int)>& fn) {
+void Iteration::Impl::run_replicas(const std::function<void(int)>& fn, int64_t bytes_moved) {
   auto errors = devs.run_parallel_collect(R, [&](int j) {
     busy_start[ix(j)] = now();
     fn(j);
     devs[j].backend().synchronize();
     busy_end[ix(j)] = now();
-  });
+  }, bytes_moved);
   for (int j = 0; j < R; ++j) {
     if (!errors[ix(j)]) continue;
     try {
@@ -94,7 +94,7 @@ void Iteration::Impl::scatter(StageEvent& e) {
     const Tensor view = chunk_of(input_dev0, j);
     // A chunk already on its target device is a view, not a copy (chunk 0 on device 0).
     chunk_inputs[ix(j)] = j == 0 ? view : view.to(devs.shared(j));
-  });
+  }, static_cast<int64_t>(input_dev0.nbytes()));
   for (int j = 0; j < R; ++j) {
     flow[ix(j)] = chunk_inputs[ix(j)];
     flow_name[ix(j)] = "input chunk";
@@ -246,7 +246,7 @@ void Iteration::Impl::gather(StageEvent& e) {
   run_replicas([&](int j) {
     Tensor dst = chunk_of(it.output_, j);
     dst.copy_from(flow[ix(j)]);
-  });
+  }, static_cast<int64_t>(it.output_.nbytes()));
   for (int j = 1; j < R; ++j) e.bytes_moved += flow[ix(j)].nbytes();
   e.summary = "The replicas' outputs are concatenated along dim 0 on device 0 (the output_device): " +
               torch_size_str(it.output_.shape()) + ".";
