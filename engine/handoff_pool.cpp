@@ -1,23 +1,10 @@
 #include "engine/handoff_pool.h"
 
-#include <chrono>
+#include "engine/spin_wait.h"
 
 namespace dpv {
 
 namespace {
-
-// How long a thread spins for the value it waits for before parking. A few times the cost of a
-// futex wake-up on an idle core: long enough that the next stage of a running iteration finds its
-// workers awake, short enough that an idle pool costs nothing measurable.
-constexpr auto kSpin = std::chrono::microseconds(20);
-
-void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 
 // Set while a thread runs a job of a pool: a run started from inside a job runs inline.
 thread_local const HandoffPool* running_in = nullptr;
@@ -27,25 +14,6 @@ struct RunningIn {
   ~RunningIn() { running_in = previous; }
   const HandoffPool* previous;
 };
-
-// Waits until `value` differs from `old`: spins for kSpin, then parks. Returns the new value.
-template <typename T>
-T wait_for_change(const std::atomic<T>& value, T old) {
-  T now = value.load(std::memory_order_acquire);
-  if (now != old) return now;
-  const auto give_up = std::chrono::steady_clock::now() + kSpin;
-  for (int i = 1;; ++i) {
-    if (i % 8 == 0) std::this_thread::yield(); else cpu_relax();
-    now = value.load(std::memory_order_acquire);
-    if (now != old) return now;
-    if (i % 8 == 0 && std::chrono::steady_clock::now() >= give_up) break;
-  }
-  for (;;) {
-    value.wait(old, std::memory_order_acquire);
-    now = value.load(std::memory_order_acquire);
-    if (now != old) return now;
-  }
-}
 
 }  // namespace
 

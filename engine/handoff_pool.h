@@ -5,8 +5,9 @@
 //  - every needed worker is woken before the caller starts job 0 (one store + one futex wake each,
 //    no mutex, no queue);
 //  - a worker spins about 20 us for its next job before parking in std::atomic::wait, and the
-//    caller spins as long for the workers' shared completion counter before parking: back-to-back
-//    stages never reach the scheduler, and an idle pool burns no core.
+//    caller spins as long for the workers' shared completion counter before parking
+//    (engine/spin_wait.h): back-to-back stages never reach the scheduler, and an idle pool burns
+//    no core.
 // One run at a time; a run started from inside a job (nested) runs its jobs inline, one after
 // another, instead of waiting for itself.
 #include <atomic>

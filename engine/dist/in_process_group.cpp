@@ -2,12 +2,13 @@
 #include "engine/dist/in_process_group.h"
 
 #include <chrono>
-#include <condition_variable>
+#include <atomic>
 #include <mutex>
 
 #include "engine/backend.h"
 #include "engine/device.h"
 #include "engine/error.h"
+#include "engine/spin_wait.h"
 
 namespace dpv {
 
@@ -76,10 +77,8 @@ class InProcessHub {
 
   // Posts this rank's tensor and waits until every rank has posted; then checks they agree.
   void post_and_wait(int rank, const Tensor* t, const char* op) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      posted_[static_cast<size_t>(rank)] = {t, t ? t->numel() : 0, t ? t->dtype() : DType::Float32};
-    }
+    // Each rank writes only its own slot; the barrier publishes it to the others.
+    posted_[static_cast<size_t>(rank)] = {t, t ? t->numel() : 0, t ? t->dtype() : DType::Float32};
     wait_all();
     const Post& first = posted_[0];
     for (int w = 1; w < world_size_; ++w) {
@@ -92,35 +91,43 @@ class InProcessHub {
   }
   const Tensor& posted(int rank) const { return *posted_[static_cast<size_t>(rank)].tensor; }
 
-  // Every rank of the group meets here. Throws once the hub is aborted.
+  // Every rank of the group meets here. Throws once the hub is aborted. A ring all-reduce passes
+  // 2W-1 of these, so it is a spinning barrier (engine/spin_wait.h): microseconds per step, no
+  // mutex, and parked threads when a rank is slow.
   void wait_all() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (aborted_) throw Error("the in-process group was aborted: " + reason_);
-    const uint64_t generation = generation_;
-    if (++arrived_ == world_size_) {
-      arrived_ = 0;
-      ++generation_;
-      cv_.notify_all();
+    if (generation_.load(std::memory_order_acquire) & kAborted) throw aborted_error();
+    const uint64_t generation = generation_.load(std::memory_order_acquire);
+    if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == world_size_) {
+      arrived_.store(0, std::memory_order_relaxed);
+      generation_.fetch_add(1, std::memory_order_acq_rel);  // releases every rank's writes to every rank
+      generation_.notify_all();
       return;
     }
-    cv_.wait(lock, [&] { return generation_ != generation || aborted_; });
-    if (generation_ == generation) throw Error("the in-process group was aborted: " + reason_);
+    const uint64_t now = wait_for_change(generation_, generation);
+    // Completed (the count moved) even if an abort came right after: this barrier was passed.
+    if ((now & ~kAborted) == (generation & ~kAborted)) throw aborted_error();
   }
 
   void abort(const std::string& reason) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!aborted_) reason_ = reason;
-    aborted_ = true;
-    cv_.notify_all();
+    {
+      std::lock_guard<std::mutex> lock(reason_mutex_);
+      if (!(generation_.load(std::memory_order_acquire) & kAborted)) reason_ = reason;
+      generation_.fetch_or(kAborted, std::memory_order_acq_rel);
+    }
+    generation_.notify_all();
   }
 
  private:
+  static constexpr uint64_t kAborted = uint64_t{1} << 63;  // in generation_: no barrier completes any more
+  Error aborted_error() {
+    std::lock_guard<std::mutex> lock(reason_mutex_);
+    return Error("the in-process group was aborted: " + reason_);
+  }
+
   int world_size_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  int arrived_ = 0;
-  uint64_t generation_ = 0;
-  bool aborted_ = false;
+  alignas(64) std::atomic<int> arrived_{0};
+  alignas(64) std::atomic<uint64_t> generation_{0};  // barriers completed, plus kAborted
+  std::mutex reason_mutex_;
   std::string reason_;
   std::vector<Post> posted_;
 };
