@@ -18,11 +18,9 @@ double sum(const std::vector<double>& v) {
   return s;
 }
 
-TEST(RingDemo, EveryCellIsTheSumOfItsContributorsStartingValues) {
-  RingDemoConfig config;
-  config.world_size = 4;
-  const RingDemo demo = run_ring_demo(config);
-  const int W = 4;
+// Every cell of every frame holds the sum of its contributors' starting values, each rank ends
+// the reduce-scatter with one complete chunk, and every chunk is complete everywhere at the end.
+void expect_partial_sums(const RingDemo& demo, int W) {
   ASSERT_EQ(demo.frames.size(), static_cast<size_t>(1 + 2 * (W - 1)));
   ASSERT_EQ(demo.chunk_offsets.size(), static_cast<size_t>(W + 1));
   EXPECT_EQ(demo.chunk_offsets.back(), demo.numel);
@@ -42,7 +40,6 @@ TEST(RingDemo, EveryCellIsTheSumOfItsContributorsStartingValues) {
         }
       }
   }
-  // After the reduce-scatter each rank owns one complete chunk; at the end every chunk is complete everywhere.
   for (int r = 0; r < W; ++r)
     for (int c = 0; c < W; ++c)
       EXPECT_EQ(demo.frames.back().contributors[static_cast<size_t>(r)][static_cast<size_t>(c)].size(), static_cast<size_t>(W));
@@ -53,6 +50,14 @@ TEST(RingDemo, EveryCellIsTheSumOfItsContributorsStartingValues) {
                   static_cast<size_t>(W);
     EXPECT_EQ(complete, 1) << "rank " << r;
   }
+}
+
+TEST(RingDemo, EveryCellIsTheSumOfItsContributorsStartingValues) {
+  RingDemoConfig config;
+  config.world_size = 4;
+  const RingDemo demo = run_ring_demo(config);
+  const int W = 4;
+  expect_partial_sums(demo, W);
   // The cost formula: each rank sends 2(W-1)/W of the bucket (up to the uneven chunks).
   EXPECT_NEAR(static_cast<double>(demo.bytes_sent_per_rank), demo.formula_bytes, 4.0 * 2 * (W - 1));
   EXPECT_GT(demo.seconds, 0);
@@ -69,6 +74,17 @@ TEST(RingDemo, EveryCellIsTheSumOfItsContributorsStartingValues) {
     EXPECT_NEAR(dp.reduced[i], demo.frames.back().values[0].at(i), 1e-6) << "element " << i;
   }
   EXPECT_GT(dp.bytes_to_device0, 0u);
+}
+
+TEST(RingDemo, ABucketOfAModelWithBatchNormOnThreeRanks) {
+  RingDemoConfig config;
+  config.preset = "mlp-bn";
+  config.world_size = 3;
+  config.batch = 24;
+  const RingDemo demo = run_ring_demo(config);
+  expect_partial_sums(demo, 3);
+  EXPECT_FALSE(demo.params.empty());
+  EXPECT_EQ(demo.dp.replica_grads.size(), 3u);
 }
 
 TEST(RingDemo, RefusesOneRankAndTooSmallABatch) {
