@@ -236,6 +236,7 @@ void CompareCharts::showResult(const CompareResult& r) {
     p->yAxis->setTicker(ticks);
     p->yAxis->grid()->setVisible(false);
     p->legend->setVisible(false);  // the row labels say DP or DDP
+    p->xAxis->ticker()->setTickCount(3);  // a narrow axis beside long row labels
     p->rescaleAxes();
     p->yAxis->setRange(-0.6, row - 0.4);
     p->xAxis->setRangeLower(0);

@@ -20,6 +20,8 @@ class ComparePage : public Page {
  public:
   ComparePage(AppContext* context, QWidget* parent = nullptr);
   QList<Shot> screenshots() override;
+  // Its own model, device and batch controls; the seed is the settings' (shown in the status line).
+  bool usesSettingsBar() const override { return false; }
 
   // Runs the comparison with the page's settings on the engine (and the settings bar's seed).
   void run();

@@ -25,6 +25,8 @@ class RingPage : public Page {
  public:
   RingPage(AppContext* context, QWidget* parent = nullptr);
   QList<Shot> screenshots() override;
+  // Its own model, device and batch controls; the seed is the settings' (shown in the status line).
+  bool usesSettingsBar() const override { return false; }
 
   // Runs the ring with the page's model and rank count (and the settings' seed) on the engine.
   void run();
