@@ -13,6 +13,27 @@ namespace gui {
 
 namespace {
 
+// A chart title broken at its " · " separators so that every line fits `width` pixels (a title
+// wider than its chart would be cut at both ends). Already broken titles are joined first.
+QString wrapTitle(QString text, const QFont& font, int width) {
+  const QString sep = QStringLiteral(" · ");
+  const QStringList parts = text.replace(QLatin1Char('\n'), sep).split(sep);
+  const QFontMetrics metrics(font);
+  QStringList lines;
+  QString line;
+  for (const QString& part : parts) {
+    const QString candidate = line.isEmpty() ? part : line + sep + part;
+    if (!line.isEmpty() && metrics.horizontalAdvance(candidate) > width) {
+      lines << line;
+      line = part;
+    } else {
+      line = candidate;
+    }
+  }
+  if (!line.isEmpty()) lines << line;
+  return lines.join(QLatin1Char('\n'));
+}
+
 constexpr int kSyncSlot = 1;
 // The models with bars of per-device statistics, in bar order.
 constexpr std::array<BnLabModel, 3> kBarModels = {BnLabPerDevice, BnLabSync, BnLabDdpPerRank};
@@ -267,6 +288,7 @@ bool BnLabCharts::eventFilter(QObject* watched, QEvent* event) {
           widest = std::max(widest, item->minimumOuterSizeHint().width());
       const int columns = std::clamp((plot->width() - 16) / (widest + 24), 1, 4);
       if (plot->legend->wrap() != columns) plot->legend->setWrap(columns);
+      wrapTitles();
     }
   return QWidget::eventFilter(watched, event);
 }
@@ -456,6 +478,12 @@ void BnLabCharts::updateTitles() {
   titles_[BatchVar]->setText(chartTitle(BatchVar) + where + when);
   titles_[RunningMean]->setText(chartTitle(RunningMean) + where);
   titles_[RunningVar]->setText(chartTitle(RunningVar) + where);
+  wrapTitles();
+}
+
+void BnLabCharts::wrapTitles() {
+  for (int c = 0; c < static_cast<int>(titles_.size()); ++c)
+    if (titles_[c] && plots_[c]) titles_[c]->setText(wrapTitle(titles_[c]->text(), titles_[c]->font(), plots_[c]->width() - 12));
 }
 
 void BnLabCharts::markDirty() {

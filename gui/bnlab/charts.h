@@ -88,6 +88,7 @@ class BnLabCharts : public QWidget {
   void updateBatchCharts();
   void rebuildRunningCharts();
   void appendRunningPoint(const BnLabStep& step);
+  void wrapTitles();  // titles broken into lines that fit their charts
   void updateTitles();
 
   std::array<QCustomPlot*, kChartCount> plots_{};
