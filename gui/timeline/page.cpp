@@ -222,6 +222,7 @@ void TimelinePage::refresh() {
     drawLastIteration();
   }
   plot_->replot();
+  table_->resizeColumnToContents(0);  // the stage names, whole
   emit refreshed();
 }
 
