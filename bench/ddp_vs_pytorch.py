@@ -1,0 +1,132 @@
+#!/usr/bin/python3
+"""DDP step: dpv's DistributedDataParallel (in-process ranks, `dpv bench`) next to PyTorch's own
+DistributedDataParallel over Gloo with the same number of processes, in the same run. A benchmark:
+figures and ratios, no pass/fail.
+
+Usage: /usr/bin/python3 bench/ddp_vs_pytorch.py --dpv build/release/cli/dpv [--ranks 2 4]
+       [--models mnist-mlp mlp-large] [--iters 20] [--rounds 2]
+Both sides train the presets of bench/pytorch_step.py on the same GLOBAL batch, each rank on its
+DistributedSampler shard (x[rank::W]), SGD(lr=0.01), one thread per rank; PyTorch's step time is
+the slowest rank's mean over --iters steps after a barrier. dpv and PyTorch alternate --rounds
+times and the best of each counts (noise on a shared machine only ever adds time). dpv's
+DataParallel step on the same devices is printed too.
+"""
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+# One OpenBLAS / OpenMP thread per rank, as dpv runs one thread per simulated device; set before
+# torch loads OpenBLAS (the spawned ranks inherit it).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def torch_rank(rank, world, port, model_name, iters, warmup, out_path):
+    import torch
+    import torch.distributed as dist
+    import torch.nn as nn
+    from pytorch_step import MODELS
+    torch.set_num_threads(1)
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    build, batch, shape, classes = MODELS[model_name]
+    torch.manual_seed(0)
+    model = nn.parallel.DistributedDataParallel(build())
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(batch, *shape, generator=g)[rank::world].contiguous()  # DistributedSampler's shard
+    y = torch.randint(0, classes, (batch,), generator=g)[rank::world].contiguous()
+    criterion = nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def step():
+        opt.zero_grad()
+        criterion(model(x), y).backward()
+        opt.step()
+
+    for _ in range(max(warmup, 2)):  # the second iteration rebuilds the buckets
+        step()
+    dist.barrier()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        step()
+    t = torch.tensor([(time.perf_counter() - t0) / iters], dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    if rank == 0:
+        with open(out_path, "w") as f:
+            json.dump({"ms_per_step": t.item() * 1e3}, f)
+    dist.destroy_process_group()
+
+
+def run_torch(world, model, args, out_path):
+    import torch.multiprocessing as mp
+    mp.spawn(torch_rank, args=(world, free_port(), model, args.iters, args.warmup, out_path), nprocs=world, join=True)
+    with open(out_path) as f:
+        return json.load(f)["ms_per_step"]
+
+
+def run_dpv(world, model, args, out_path):
+    cmd = [args.dpv, "bench", "--devices", f"cpu:{world}", "--models", model, "--iters", str(args.iters),
+           "--warmup", str(args.warmup), "--stage-iters", "0", "--json", out_path]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    with open(out_path) as f:
+        j = json.load(f)
+    ddp = next(r["ms_per_step"] for r in j["ddp"] if r["model"] == model)
+    dp = next(r["ms_per_step"] for r in j["results"] if r["model"] == model)
+    return ddp, dp
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--dpv", required=True)
+    p.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
+    p.add_argument("--models", nargs="+", default=["mnist-mlp", "mlp-large"])
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--rounds", type=int, default=2, help="alternate dpv and PyTorch this many times; best of each")
+    p.add_argument("--json", help="write the figures here")
+    args = p.parse_args()
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("PyTorch is not installed for this python (use /usr/bin/python3)")
+        return 77
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for model in args.models:
+            for world in args.ranks:
+                best = {"dpv_ddp": float("inf"), "dpv_dp": float("inf"), "torch_ddp": float("inf")}
+                for _ in range(args.rounds):
+                    ddp, dp = run_dpv(world, model, args, os.path.join(tmp, "dpv.json"))
+                    t = run_torch(world, model, args, os.path.join(tmp, "torch.json"))
+                    best = {"dpv_ddp": min(best["dpv_ddp"], ddp), "dpv_dp": min(best["dpv_dp"], dp),
+                            "torch_ddp": min(best["torch_ddp"], t)}
+                rows.append({"model": model, "ranks": world, **{k + "_ms": v for k, v in best.items()}})
+    print(f"DDP step, dpv (in-process ranks) against PyTorch {torch.__version__} DDP over Gloo "
+          f"(processes on 127.0.0.1), best of {args.rounds} alternating rounds")
+    print(f"{'model':10s} {'ranks':>5s} {'dpv DDP ms':>10s} {'torch DDP':>10s} {'dpv/torch speed':>15s} "
+          f"{'dpv DP ms':>10s} {'DDP vs DP':>9s}")
+    for r in rows:
+        print(f"{r['model']:10s} {r['ranks']:5d} {r['dpv_ddp_ms']:10.3f} {r['torch_ddp_ms']:10.3f} "
+              f"{r['torch_ddp_ms'] / r['dpv_ddp_ms']:14.2f}x {r['dpv_dp_ms']:10.3f} {r['dpv_dp_ms'] / r['dpv_ddp_ms']:8.2f}x")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"results": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
