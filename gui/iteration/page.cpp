@@ -9,12 +9,14 @@
 #include <QSplitter>
 #include <QToolButton>
 #include <QVBoxLayout>
+#include <memory>
 
 #include "gui/app/context.h"
 #include "gui/app/theme.h"
 #include "gui/app/ui_helpers.h"
 #include "gui/iteration/code_view.h"
 #include "gui/iteration/lesson_panel.h"
+#include "gui/iteration/loss_strip.h"
 #include "gui/iteration/scene.h"
 #include "gui/iteration/tensor_inspector.h"
 #include "gui/runtime/engine_controller.h"
@@ -24,6 +26,7 @@ namespace gui {
 namespace {
 
 constexpr int kBaseDurationMs = 700;
+constexpr int kShotIterations = 8;  // iterations run for the screenshot of the loss strip
 constexpr int kBaseDwellMs = 450;
 const double kSpeeds[] = {0.25, 0.5, 1.0, 2.0, 4.0};
 
@@ -75,6 +78,7 @@ IterationPage::IterationPage(AppContext* context, QWidget* parent) : Page(contex
     connect(e, &EngineController::stageRecorded, this, &IterationPage::onStageRecorded);
     connect(e, &EngineController::engineError, this, &IterationPage::onEngineError);
     connect(e, &EngineController::busyChanged, this, &IterationPage::updateControls);
+    lossStrip_->setLosses(e->losses());
     if (e->hasIteration()) {
       onIterationStarted(e->info());
     } else {
@@ -133,6 +137,14 @@ void IterationPage::buildUi() {
   view_ = new SceneView(scene_, sceneCard);
   sceneLayout->addWidget(view_);
   left->addWidget(sceneCard, 1);
+
+  // The loss of every iteration so far: the fixed batch's loss falls as the model trains.
+  auto* lossCard = makeCard(this);
+  auto* lossLayout = new QVBoxLayout(lossCard);
+  lossLayout->setContentsMargins(10, 4, 10, 4);
+  lossStrip_ = new LossStrip(lossCard);
+  lossLayout->addWidget(lossStrip_);
+  left->addWidget(lossCard);
 
   auto* controls = makeCard(this);
   auto* row = new QHBoxLayout(controls);
@@ -221,6 +233,7 @@ void IterationPage::onSettingsApplied() {
   cursor_ = -1;
   errorBanner_->setVisible(false);
   inspector_->clear();
+  lossStrip_->setLosses({});  // a new run: the new settings' iterations start again at 1
   if (seekTarget_ >= -1) {  // a pending seek ends here; its caller is not left waiting
     seekTarget_ = -2;
     if (auto done = std::exchange(seekDone_, {})) done();
@@ -251,6 +264,9 @@ void IterationPage::requestNext() {
 
 void IterationPage::onStageRecorded(const dpv::StageEvent& event) {
   errorBanner_->setVisible(false);
+  if (event.loss) {
+    if (EngineController* e = engine()) lossStrip_->setLosses(e->losses());
+  }
   if (!waiting_) {  // recorded for someone else (e.g. the Timeline page): just show it is available
     updateControls();
     return;
@@ -504,6 +520,23 @@ QList<Page::Shot> IterationPage::screenshots() {
                         });
                       }});
   }
+  // Several iterations on the same batch, so the loss strip shows training.
+  shots.append(Shot{QStringLiteral("stage-09-after-iterations"), [this](std::function<void()> done) {
+                      EngineController* e = engine();
+                      if (!e) return done();
+                      auto more = std::make_shared<QMetaObject::Connection>();
+                      auto finish = [this, more, done] {
+                        disconnect(*more);
+                        seekTo(static_cast<int>(info_.plan.size()) - 1, done);
+                      };
+                      *more = connect(e, &EngineController::iterationCompleted, this, [e, finish] {
+                        if (e->losses().size() >= kShotIterations) finish();
+                        else e->requestIteration();
+                      });
+                      connect(e, &EngineController::engineError, this, finish, Qt::SingleShotConnection);
+                      if (e->losses().size() >= kShotIterations) finish();
+                      else e->requestIteration();
+                    }});
   return shots;
 }
 

@@ -21,6 +21,7 @@ class CodeView;
 class EngineController;
 class IterationScene;
 class LessonPanel;
+class LossStrip;
 class SceneView;
 class TensorInspector;
 
@@ -52,6 +53,7 @@ class IterationPage : public Page {
   CodeView* codeView() const { return code_; }
   LessonPanel* lessonPanel() const { return lesson_; }
   TensorInspector* inspector() const { return inspector_; }
+  LossStrip* lossStrip() const { return lossStrip_; }
   QString errorText() const;              // the error banner's text ("" when hidden)
   QString positionText() const;
   // Opens a chip of a device in the inspector (as a click would); false when there is none.
@@ -79,6 +81,7 @@ class IterationPage : public Page {
   CodeView* code_ = nullptr;
   LessonPanel* lesson_ = nullptr;
   TensorInspector* inspector_ = nullptr;
+  LossStrip* lossStrip_ = nullptr;
   QLabel* errorBanner_ = nullptr;
   QLabel* position_ = nullptr;
   QLabel* speedLabel_ = nullptr;

@@ -7,6 +7,7 @@
 #include "engine/data_parallel.h"
 #include "gui/iteration/code_view.h"
 #include "gui/iteration/lesson_panel.h"
+#include "gui/iteration/loss_strip.h"
 #include "gui/iteration/tensor_inspector.h"
 
 namespace gui {
@@ -206,6 +207,33 @@ TEST_F(IterationPageTest, WholeBatchBatchNormIsLabelledAsWhatDdpAndSyncBatchNorm
     EXPECT_TRUE(note.contains(QLatin1String("as DDP + SyncBatchNorm"))) << d << ": " << note.toStdString();
     EXPECT_FALSE(note.contains(QLatin1String("var[0]"))) << "per-device statistics are not the ones used: " << note.toStdString();
   }
+}
+
+TEST_F(IterationPageTest, TheLossStripShowsEveryIterationsLossFromTheEngine) {
+  AppSettings settings = settingsFor(QStringLiteral("cpu:4"), QStringLiteral("simple"), 10);
+  settings.learningRate = 0.5;
+  start(settings);
+  EXPECT_TRUE(page_->lossStrip()->points().isEmpty());
+  const int stages = static_cast<int>(engine_->info().plan.size());
+  for (int iteration = 1; iteration <= 3; ++iteration) {
+    for (int i = 0; i < stages; ++i) {
+      page_->stepForward();
+      ASSERT_TRUE(waitUntil([&] { return !page_->waitingForEngine() && engine_->iterationComplete() == (i == stages - 1); }))
+          << "iteration " << iteration << " stage " << i;
+    }
+    ASSERT_EQ(engine_->losses().size(), iteration);
+  }
+  const QVector<QPointF> points = page_->lossStrip()->points();
+  ASSERT_EQ(points.size(), 3);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(points[i].x(), i + 1);
+    EXPECT_EQ(points[i].y(), engine_->losses()[i]) << "the engine's loss.item(), not a recomputation";
+  }
+  EXPECT_LT(points[2].y(), points[0].y()) << "the same batch each iteration: the loss falls";
+  EXPECT_TRUE(page_->lossStrip()->caption().contains(QStringLiteral("iteration 3: "))) << page_->lossStrip()->caption().toStdString();
+  context_->setSettings(settingsFor(QStringLiteral("cpu:2"), QStringLiteral("simple"), 10));
+  ASSERT_TRUE(waitUntil([&] { return engine_->hasIteration() && !engine_->busy(); }));
+  EXPECT_TRUE(page_->lossStrip()->points().isEmpty()) << "new settings start a new run";
 }
 
 TEST_F(IterationPageTest, ClickingAChipOpensItInTheInspector) {
