@@ -77,13 +77,19 @@ static QStringList paragraphs_with_marks(const BnLabCalloutInput& in) {
   }
   if (in.steps >= kBnLabResultSteps) {
     const auto loss = [](double v) { return std::isfinite(v) ? QString::number(v, 'f', 2) : tr_("none (stopped)"); };
-    QString result = tr_("Result after %1 steps (%2, batch %3 on %4 devices): the loss of per-device BatchNorm is %5 "
-                         "(it started at %6), of SyncBatchNorm %7, of the single-device reference %8.")
-                         .arg(in.steps)
-                         .arg(in.classSorted ? tr_("class-sorted batches") : tr_("mixed batches"))
-                         .arg(in.batchSize)
-                         .arg(devices)
-                         .arg(loss(in.lossPerDevice), loss(in.firstLossPerDevice), loss(in.lossSync), loss(in.lossReference));
+    const QString setup = tr_("Result after %1 steps (%2, batch %3 on %4 devices): ")
+                              .arg(in.steps)
+                              .arg(in.classSorted ? tr_("class-sorted batches") : tr_("mixed batches"))
+                              .arg(in.batchSize)
+                              .arg(devices);
+    QString result = std::isfinite(in.lossPerDevice)
+                         ? setup + tr_("the loss of per-device BatchNorm is %1 (it started at %2), of SyncBatchNorm %3, "
+                                       "of the single-device reference %4.")
+                                       .arg(loss(in.lossPerDevice), loss(in.firstLossPerDevice), loss(in.lossSync),
+                                            loss(in.lossReference))
+                         : setup + tr_("per-device BatchNorm has stopped; the loss of SyncBatchNorm is %1, of the "
+                                       "single-device reference %2.")
+                                       .arg(loss(in.lossSync), loss(in.lossReference));
     if (std::isfinite(in.lossPerDevice) && std::isfinite(in.lossSync)) {
       if (in.lossPerDevice > in.lossSync + 0.1) {
         result += QLatin1Char(' ') +

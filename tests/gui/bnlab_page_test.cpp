@@ -265,6 +265,8 @@ TEST_F(BnLabPageFixture, OneSampleChunkShowsTheEnginesError) {
   EXPECT_TRUE(after.contains(QStringLiteral("per-device BatchNorm model stopped at step 1; the other models train on")))
       << after.toStdString();
   EXPECT_TRUE(after.contains(QStringLiteral("Expected more than 1 value per channel"))) << after.toStdString();
+  EXPECT_TRUE(after.contains(QStringLiteral("per-device BatchNorm has stopped; the loss of SyncBatchNorm is")))
+      << after.toStdString();
   const auto sync = page->charts()->seriesData(BnLabCharts::LossAccuracy, BnLabCharts::lossSeries(BnLabSync));
   ASSERT_EQ(sync.size(), 50);
   for (const QPointF& p : sync) EXPECT_TRUE(std::isfinite(p.y())) << "step " << p.x();
