@@ -48,6 +48,9 @@ QTextBrowser* panel(QWidget* parent) {
   auto* t = new QTextBrowser(parent);
   t->setFrameShape(QFrame::NoFrame);
   t->setOpenLinks(false);
+  // The panels scroll when short of room; the page must fit the window with the slider in view.
+  t->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Ignored);
+  t->setMinimumHeight(56);
   return t;
 }
 

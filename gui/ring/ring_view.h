@@ -25,7 +25,7 @@ class RingView : public QWidget {
   QString cellText(int rank, int chunk) const;
   int cellContributors(int rank, int chunk) const;
 
-  QSize minimumSizeHint() const override { return {420, 320}; }
+  QSize minimumSizeHint() const override { return {420, 260}; }
 
  protected:
   void paintEvent(QPaintEvent* event) override;
