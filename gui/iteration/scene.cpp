@@ -122,7 +122,7 @@ void IterationScene::onChipClicked(ChipItem* chip) {
   emit chipClicked(chip->view(), chips_.key(chip).section(QLatin1Char(':'), 0, 0).toInt());
 }
 
-void IterationScene::addFlight(const ChipView& view, QPointF from, QPointF to, qreal width) {
+void IterationScene::addFlight(const ChipView& view, QPointF from, QPointF to, qreal width, int order) {
   if (!group_) return;
   auto* ghost = new ChipItem(view, width, boxes_.isEmpty() ? 24 : boxes_.first()->geometry().chipH, theme_);
   ghost->setZValue(5);
@@ -140,8 +140,28 @@ void IterationScene::addFlight(const ChipView& view, QPointF from, QPointF to, q
   fade->setKeyValueAt(0.8, 0.9);
   fade->setEndValue(0.0);
   fade->setDuration(duration_);
-  group_->addAnimation(move);
-  group_->addAnimation(fade);
+  // Each flight after the first waits 40% of a flight longer: at 1x (700 ms) a new chip sets off
+  // every 280 ms, so the eye can follow each one into device 0.
+  auto* flight = new QSequentialAnimationGroup();
+  if (order > 0) flight->addPause(order * duration_ * 2 / 5);
+  auto* both = new QParallelAnimationGroup();
+  both->addAnimation(move);
+  both->addAnimation(fade);
+  flight->addAnimation(both);
+  group_->addAnimation(flight);
+}
+
+void IterationScene::pauseAnimationsAt(int ms) {
+  if (!group_) return;
+  group_->pause();
+  group_->setCurrentTime(ms);
+}
+
+QList<ChipItem*> IterationScene::flyingChips() const {
+  QList<ChipItem*> out;
+  for (ChipItem* g : ghosts_)
+    if (g && g->zValue() == 5) out.append(g);  // flights (addFlight); ghosts_ also holds chips fading out
+  return out;
 }
 
 void IterationScene::finishAnimations() {
@@ -291,7 +311,7 @@ void IterationScene::showState(const SceneState& next, bool animateRequested) {
       for (int d = 1; d < n && dst; ++d) {
         if (const DeviceView& pv = previous.devices.value(d); pv.hasReplica) {
           ChipView v{dpv::TensorRole::Output, tr("output of GPU %1").arg(d), {}, true};
-          addFlight(v, chipScenePos(d, std::max<int>(0, static_cast<int>(pv.chips.size()) - 1)), dst->pos(), width);
+          addFlight(v, chipScenePos(d, std::max<int>(0, static_cast<int>(pv.chips.size()) - 1)), dst->pos(), width, d - 1);
         }
       }
     } else if (next.kind == dpv::StageKind::GradScatter) {
@@ -304,13 +324,17 @@ void IterationScene::showState(const SceneState& next, bool animateRequested) {
       }
     } else if (next.kind == dpv::StageKind::ReduceGrads) {
       ChipItem* dst = chipOf(0, {dpv::TensorRole::Grad});
+      int order = 0;
       for (int d = 1; d < n && dst; ++d) {
         const DeviceView& pv = previous.devices.value(d);
+        bool flew = false;
         for (int row = 0; row < pv.chips.size(); ++row) {
           if (pv.chips[row].role == dpv::TensorRole::Grad) {
-            addFlight(pv.chips[row], chipScenePos(d, row), dst->pos(), width);
+            addFlight(pv.chips[row], chipScenePos(d, row), dst->pos(), width, order);
+            flew = true;
           }
         }
+        if (flew) ++order;  // one device's gradients leave together, the next device's after them
       }
     } else if (next.kind == dpv::StageKind::Step) {
       if (ChipItem* params = chipOf(0, {dpv::TensorRole::Param})) {

@@ -35,6 +35,10 @@ class IterationScene : public QGraphicsScene {
   void setFailure(int device, const QString& reason);
   void finishAnimations();  // jumps every running animation to its end
   bool animating() const;
+  // For tests: pauses the stage's animation at `ms` (a frame that can be checked), and the chips
+  // in flight (Gather, Grad scatter, Reduce) at that frame.
+  void pauseAnimationsAt(int ms);
+  QList<ChipItem*> flyingChips() const;
 
   int deviceCount() const { return static_cast<int>(boxes_.size()); }
   DeviceBox* deviceBox(int device) const { return boxes_.value(device); }
@@ -51,7 +55,9 @@ class IterationScene : public QGraphicsScene {
   QString chipKey(int device, dpv::TensorRole role) const;
   QPointF chipScenePos(int device, int row) const;
   ChipItem* makeChip(const ChipView& view, int device);
-  void addFlight(const ChipView& view, QPointF from, QPointF to, qreal width);
+  // One chip flying from `from` to `to`; the flight of `order` > 0 starts that many staggers
+  // later, so chips converging on device 0 arrive one after the other instead of as one blur.
+  void addFlight(const ChipView& view, QPointF from, QPointF to, qreal width, int order = 0);
   void onChipClicked(ChipItem* chip);
   void buildConnectors();
 
