@@ -104,6 +104,11 @@ def main():
     except ImportError:
         print("PyTorch is not installed for this python (use /usr/bin/python3)")
         return 77
+    import torch
+    print(f"DDP step, dpv (in-process ranks) against PyTorch {torch.__version__} DDP over Gloo "
+          f"(processes on 127.0.0.1), best of {args.rounds} alternating rounds")
+    print(f"{'model':10s} {'ranks':>5s} {'dpv DDP ms':>10s} {'torch DDP':>10s} {'dpv/torch speed':>15s} "
+          f"{'dpv DP ms':>10s} {'DDP vs DP':>9s}", flush=True)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for model in args.models:
@@ -114,14 +119,11 @@ def main():
                     t = run_torch(world, model, args, os.path.join(tmp, "torch.json"))
                     best = {"dpv_ddp": min(best["dpv_ddp"], ddp), "dpv_dp": min(best["dpv_dp"], dp),
                             "torch_ddp": min(best["torch_ddp"], t)}
-                rows.append({"model": model, "ranks": world, **{k + "_ms": v for k, v in best.items()}})
-    print(f"DDP step, dpv (in-process ranks) against PyTorch {torch.__version__} DDP over Gloo "
-          f"(processes on 127.0.0.1), best of {args.rounds} alternating rounds")
-    print(f"{'model':10s} {'ranks':>5s} {'dpv DDP ms':>10s} {'torch DDP':>10s} {'dpv/torch speed':>15s} "
-          f"{'dpv DP ms':>10s} {'DDP vs DP':>9s}")
-    for r in rows:
-        print(f"{r['model']:10s} {r['ranks']:5d} {r['dpv_ddp_ms']:10.3f} {r['torch_ddp_ms']:10.3f} "
-              f"{r['torch_ddp_ms'] / r['dpv_ddp_ms']:14.2f}x {r['dpv_dp_ms']:10.3f} {r['dpv_dp_ms'] / r['dpv_ddp_ms']:8.2f}x")
+                r = {"model": model, "ranks": world, **{k + "_ms": v for k, v in best.items()}}
+                rows.append(r)
+                print(f"{r['model']:10s} {r['ranks']:5d} {r['dpv_ddp_ms']:10.3f} {r['torch_ddp_ms']:10.3f} "
+                      f"{r['torch_ddp_ms'] / r['dpv_ddp_ms']:14.2f}x {r['dpv_dp_ms']:10.3f} "
+                      f"{r['dpv_dp_ms'] / r['dpv_ddp_ms']:8.2f}x", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"results": rows}, f, indent=1)
