@@ -45,6 +45,15 @@ const char* tensor_role_name(TensorRole role) {
   return "?";
 }
 
+const char* grad_state_name(GradState s) {
+  switch (s) {
+    case GradState::None: return "none";
+    case GradState::Local: return "local";
+    case GradState::Averaged: return "averaged";
+  }
+  return "?";
+}
+
 const char* stage_kind_name(StageKind k) { return names_of(k).id; }
 const char* stage_kind_title(StageKind k) { return names_of(k).title; }
 

@@ -80,6 +80,41 @@ struct CommSpan {
   std::vector<RingStep> ring;
 };
 
+// DDP: one bucket of one rank after a stage. Buckets are numbered in launch order.
+struct BucketState {
+  int bucket = 0;
+  std::vector<std::string> params;  // in bucket order
+  size_t bytes = 0;
+  int ready = 0;          // gradients copied into the bucket so far (of params.size())
+  bool launched = false;  // its all-reduce was queued (it was full and every earlier bucket had gone)
+  bool finished = false;  // its all-reduce had completed when the stage ended (timing: may vary)
+};
+
+// DDP: what a rank's .grad holds after a stage.
+enum class GradState {
+  None,      // no gradient of this iteration yet (zero_grad(set_to_none=True) or before the backward)
+  Local,     // this rank's own gradients (the backward has produced them; not averaged)
+  Averaged   // Finalize copied the bucket all-reduces back: the MEAN over the ranks
+};
+const char* grad_state_name(GradState s);  // "none", "local", "averaged"
+
+// DDP: one rank after a stage (snapshots only).
+struct RankState {
+  int rank = 0;
+  std::vector<int64_t> samples;   // DistributedSampler's indices of the global batch for this rank
+  std::vector<bool> padding;      // per sample: a duplicate the sampler added so every rank gets as many
+  bool constructed = false;       // DDP built on this rank (after Construct)
+  bool buckets_rebuilt = false;   // the one rebuild in gradient-ready order has happened
+  std::vector<BucketState> buckets;
+  GradState grads = GradState::None;
+  std::string watched_param;      // the parameter whose values are shown ("4.weight")
+  std::vector<double> param_head; // its first few values on this rank
+  std::vector<double> grad_head;  // its gradient's first few values (empty: no gradient)
+  std::string watched_buffer;     // the first buffer ("1.running_mean"), "" when the model has none
+  std::vector<double> buffer_head;
+  std::optional<double> loss;     // this rank's own loss (after Loss)
+};
+
 struct StageEvent {
   int index = 0;             // position in the plan
   Stage stage;
@@ -91,6 +126,7 @@ struct StageEvent {
   std::vector<CollectiveReport> collectives;
   std::vector<BatchNormStats> batchnorm;  // Forward stages of BatchNorm layers (snapshots only)
   std::vector<CommSpan> comm;             // DDP Finalize: every bucket all-reduce of the backward
+  std::vector<RankState> ranks;           // DDP: every rank after the stage (snapshots only)
   std::optional<double> loss;             // the Loss stage's value (snapshots only)
   std::string summary;       // one plain sentence on what happened
 };

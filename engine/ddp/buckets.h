@@ -46,9 +46,10 @@ size_t bucket_bytes_cap(double bucket_cap_mb);
 
 // Iteration 1's single bucket (what DDP's constructor builds with find_unused_parameters=False).
 BucketAssignment initial_buckets(const std::vector<BucketParam>& params);
-// The one rebuild before the second forward: ready order, limits [1 MiB, cap].
+// The one rebuild before the second forward: ready order, limits [1 MiB, cap] (PyTorch 1.13), or
+// [cap, cap] with `first_bucket_follows_cap` (PyTorch 2.4 and later, when bucket_cap_mb is passed).
 BucketAssignment rebuilt_buckets(const std::vector<BucketParam>& params, const std::vector<size_t>& ready_order,
-                                 double bucket_cap_mb);
+                                 double bucket_cap_mb, bool first_bucket_follows_cap = false);
 
 size_t bucket_bytes(const std::vector<BucketParam>& params, const std::vector<size_t>& bucket);
 

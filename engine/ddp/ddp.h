@@ -72,6 +72,11 @@ class DdpIteration {
   void run_to_end();
 
   const std::vector<std::vector<int64_t>>& shards() const { return shards_; }  // per rank: sample indices
+  const std::vector<std::vector<bool>>& padding() const { return padding_; }  // per rank: padding duplicates
+  // Whether stages build value snapshots (StageEvent::devices' tensors, ranks, batchnorm, loss).
+  // On when the observer wants them; the app's engine worker asks for them without an observer.
+  void set_snapshots(bool on) { snapshots_ = on; }
+  bool snapshots() const { return snapshots_; }
   double mean_loss() const;  // mean of the ranks' losses (after Loss)
   const std::vector<BatchNormStats>& batchnorm_stats() const { return bn_stats_; }
 
@@ -83,12 +88,16 @@ class DdpIteration {
 
  private:
   void fill_devices(StageEvent& e) const;
+  void fill_ranks(StageEvent& e) const;
 
   DdpTrainer& trainer_;
   Tensor input_, target_;
   Observer* observer_;
   std::vector<Stage> plan_;
   std::vector<std::vector<int64_t>> shards_;
+  std::vector<std::vector<bool>> padding_;
+  bool snapshots_ = false;
+  bool backward_started_ = false, finalized_ = false, loss_computed_ = false;
   int next_ = 0;
   bool failed_ = false;
   double t0_ = 0;

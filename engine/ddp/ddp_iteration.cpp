@@ -3,6 +3,7 @@
 
 #include "engine/backend.h"
 #include "engine/ddp/ddp.h"
+#include "engine/ddp/rank_snapshot.h"
 #include "engine/dist/in_process_group.h"
 #include "engine/error.h"
 
@@ -108,7 +109,11 @@ DdpIteration::DdpIteration(DdpTrainer& trainer, const Tensor& input, const Tenso
                                            ") to match target batch_size (" + std::to_string(target.dim(0)) + ").",
         "ValueError");
   model.check_input(input);  // dtype, shapes, empty batch: what every rank's forward would raise
-  for (int r = 0; r < W; ++r) shards_.push_back(distributed_sampler_indices(input.dim(0), W, r, sampler));
+  for (int r = 0; r < W; ++r) {
+    shards_.push_back(distributed_sampler_indices(input.dim(0), W, r, sampler));
+    padding_.push_back(distributed_sampler_padding(input.dim(0), W, r, sampler));
+  }
+  snapshots_ = observer && observer->wants_snapshots();
   const int L = model.num_layers();
   if (!trainer.constructed())
     plan_.push_back({StageKind::Construct, -1, "Construct: check the model across ranks, broadcast rank 0's state"});
@@ -173,11 +178,13 @@ StageEvent DdpIteration::step() {
         break;
       case StageKind::Loss:
         on_ranks([&](DdpRank& rank, int) { rank.compute_loss(); });
+        loss_computed_ = true;
         e.loss = trainer_.rank(0).loss();
         e.summary = "Every rank computes the mean cross-entropy of its own shard; losses are not averaged "
                     "(rank 0 prints its own).";
         break;
       case StageKind::Backward:
+        backward_started_ = true;
         on_ranks([&](DdpRank& rank, int r) { reports[static_cast<size_t>(r)] = rank.backward_layer(layer); });
         e.summary = "Every rank back-propagates through " + trainer_.model().layer(layer).describe() +
                     "; each finished gradient is copied into its bucket times 1/W, and a full bucket starts its "
@@ -185,6 +192,7 @@ StageEvent DdpIteration::step() {
         break;
       case StageKind::Finalize:
         on_ranks([&](DdpRank& rank, int) { rank.finalize(); });
+        finalized_ = true;
         for (int r = 0; r < W; ++r) {
           const DdpRank& rank = trainer_.rank(r);
           const auto names = rank.reducer().bucket_names();
@@ -213,6 +221,7 @@ StageEvent DdpIteration::step() {
   e.collectives = reports[0];
   for (const auto& r : e.collectives) e.bytes_moved += r.bytes;
   fill_devices(e);
+  if (snapshots_) fill_ranks(e);
   ++next_;
   if (observer_) observer_->on_stage(e);
   return e;
@@ -233,6 +242,19 @@ void DdpIteration::fill_devices(StageEvent& e) const {
       s.busy_end = busy_end_[static_cast<size_t>(d)] - t0_;
     }
     e.devices.push_back(std::move(s));
+  }
+}
+
+void DdpIteration::fill_ranks(StageEvent& e) const {
+  RankSnapshotContext context;
+  context.backward_started = backward_started_;
+  context.finalized = finalized_;
+  context.loss_computed = loss_computed_;
+  for (int r = 0; r < trainer_.world_size(); ++r) {
+    context.samples = shards_[static_cast<size_t>(r)];
+    context.padding = padding_[static_cast<size_t>(r)];
+    const DdpRank* rank = trainer_.constructed() ? &trainer_.rank(r) : nullptr;
+    e.ranks.push_back(snapshot_rank(rank, r, trainer_.model(), context));
   }
 }
 

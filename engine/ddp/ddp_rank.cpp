@@ -95,7 +95,8 @@ void DdpRank::construct(const TensorMap& state) {
     param_names_.push_back(d.name);
     params.push_back({shape_numel(d.shape), d.dtype});
   }
-  reducer_ = std::make_unique<Reducer>(group_, comm_, device_, param_names_, params, options_.bucket_cap_mb, clock_);
+  reducer_ = std::make_unique<Reducer>(group_, comm_, device_, param_names_, params, options_.bucket_cap_mb, clock_,
+                                       options_.first_bucket_follows_cap);
 }
 
 LayerRun DdpRank::layer_run(int layer) {

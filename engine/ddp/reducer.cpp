@@ -1,6 +1,8 @@
 // The Reducer: buckets, 1/W copies, in-order launches on the communication thread, finalize.
 #include "engine/ddp/reducer.h"
 
+#include <chrono>
+
 #include "engine/backend.h"
 #include "engine/device.h"
 #include "engine/error.h"
@@ -8,13 +10,15 @@
 namespace dpv {
 
 Reducer::Reducer(ProcessGroup& group, CommThread& comm, std::shared_ptr<Device> device, std::vector<std::string> names,
-                 std::vector<BucketParam> params, double bucket_cap_mb, std::function<double()> clock)
+                 std::vector<BucketParam> params, double bucket_cap_mb, std::function<double()> clock,
+                 bool first_bucket_follows_cap)
     : group_(group),
       comm_(comm),
       device_(std::move(device)),
       names_(std::move(names)),
       params_(std::move(params)),
       bucket_cap_mb_(bucket_cap_mb),
+      first_bucket_follows_cap_(first_bucket_follows_cap),
       clock_(std::move(clock)) {
   check(names_.size() == params_.size(), "Reducer: one name per parameter");
   bucket_bytes_cap(bucket_cap_mb_);  // validates the cap now, not at the rebuild
@@ -30,7 +34,7 @@ void Reducer::wait_all() noexcept {
 
 bool Reducer::prepare_for_forward() {
   if (rebuilt_ || backwards_ == 0) return false;
-  buckets_ = rebuilt_buckets(params_, first_ready_order_, bucket_cap_mb_);
+  buckets_ = rebuilt_buckets(params_, first_ready_order_, bucket_cap_mb_, first_bucket_follows_cap_);
   rebuilt_ = true;
   return true;
 }
@@ -113,6 +117,20 @@ void Reducer::finalize(TensorMap& grads) {
   }
   ++backwards_;
   if (backwards_ == 1) first_ready_order_ = ready_order_;
+}
+
+std::vector<int> Reducer::ready_counts() const {
+  std::vector<int> out;
+  if (pending_.size() != buckets_.buckets.size()) return out;  // rebuilt since that backward
+  for (size_t b = 0; b < pending_.size(); ++b)
+    out.push_back(static_cast<int>(buckets_.buckets[b].size()) - pending_[b]);
+  return out;
+}
+
+bool Reducer::all_reduce_finished(int bucket) const {
+  if (bucket < 0 || bucket >= static_cast<int>(done_.size())) return false;
+  const auto& f = done_[static_cast<size_t>(bucket)];
+  return f.valid() && f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
 }
 
 std::vector<std::vector<std::string>> Reducer::bucket_names() const {

@@ -37,7 +37,8 @@ class Reducer {
  public:
   // `names` and `params` in registration order (model.parameters()).
   Reducer(ProcessGroup& group, CommThread& comm, std::shared_ptr<Device> device, std::vector<std::string> names,
-          std::vector<BucketParam> params, double bucket_cap_mb, std::function<double()> clock);
+          std::vector<BucketParam> params, double bucket_cap_mb, std::function<double()> clock,
+          bool first_bucket_follows_cap = false);
   ~Reducer();
   Reducer(const Reducer&) = delete;
   Reducer& operator=(const Reducer&) = delete;
@@ -59,6 +60,12 @@ class Reducer {
   bool rebuilt() const { return rebuilt_; }
   const std::vector<size_t>& ready_order() const { return ready_order_; }  // of the last backward
   const std::vector<BucketRun>& runs() const { return runs_; }          // of the last backward
+  // Per bucket of the backward in progress (or the last): gradients copied in so far, whether its
+  // all-reduce was launched, and whether that all-reduce has finished by now. Empty before the
+  // first backward. Read between stages (not while the rank is marking gradients ready).
+  std::vector<int> ready_counts() const;
+  int launched_count() const { return next_launch_; }
+  bool all_reduce_finished(int bucket) const;
 
  private:
   void launch_ready_buckets();
@@ -70,6 +77,7 @@ class Reducer {
   std::vector<std::string> names_;
   std::vector<BucketParam> params_;
   double bucket_cap_mb_;
+  bool first_bucket_follows_cap_ = false;
   std::function<double()> clock_;
 
   BucketAssignment buckets_;

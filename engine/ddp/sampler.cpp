@@ -53,4 +53,12 @@ std::vector<int64_t> distributed_sampler_indices(int64_t n, int world_size, int 
   return mine;
 }
 
+std::vector<bool> distributed_sampler_padding(int64_t n, int world_size, int rank, const SamplerOptions& o) {
+  const auto mine = distributed_sampler_indices(n, world_size, rank, o);  // validates rank and sizes
+  std::vector<bool> padded;
+  for (size_t k = 0; k < mine.size(); ++k)
+    padded.push_back(!o.drop_last && static_cast<int64_t>(rank) + static_cast<int64_t>(k) * world_size >= n);
+  return padded;
+}
+
 }  // namespace dpv

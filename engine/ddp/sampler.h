@@ -29,4 +29,9 @@ int64_t sampler_num_samples(int64_t dataset_size, int world_size, bool drop_last
 std::vector<int64_t> distributed_sampler_indices(int64_t dataset_size, int world_size, int rank,
                                                  const SamplerOptions& options);
 
+// Per index of distributed_sampler_indices(...): true where it is padding, a repeat of an earlier
+// sample added so that every rank gets num_samples (position r + k*W of the padded list >= N).
+std::vector<bool> distributed_sampler_padding(int64_t dataset_size, int world_size, int rank,
+                                              const SamplerOptions& options);
+
 }  // namespace dpv

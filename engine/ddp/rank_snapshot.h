@@ -1,0 +1,29 @@
+#pragma once
+// What the app draws of one DDP rank after a stage (engine/observer.h RankState): its shard, its
+// buckets (how full, launched, finished), what its .grad holds, and a few values of one parameter,
+// its gradient and one buffer, so a learner can see the ranks agree (or not) stage by stage.
+#include <vector>
+
+#include "engine/ddp/ddp_rank.h"
+#include "engine/observer.h"
+
+namespace dpv {
+
+// What the iteration knows about where it is; the rank supplies the rest.
+struct RankSnapshotContext {
+  std::vector<int64_t> samples;    // this rank's DistributedSampler indices
+  std::vector<bool> padding;       // per sample: a padding duplicate
+  bool backward_started = false;   // a Backward stage of this iteration has run
+  bool finalized = false;          // this iteration's Finalize has run
+  bool loss_computed = false;      // this iteration's Loss has run
+};
+
+// The parameter the snapshot follows: the last layer's weight (its gradient is ready first).
+std::string watched_parameter(const Model& model);
+
+// Copies kHeadValues values of the watched tensors to the host. `rank` may be null before Construct.
+RankState snapshot_rank(const DdpRank* rank, int rank_index, const Model& model, const RankSnapshotContext& context);
+
+constexpr size_t kRankHeadValues = 4;
+
+}  // namespace dpv
