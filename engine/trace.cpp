@@ -76,7 +76,7 @@ std::string TraceRecorder::to_json() const {
   for (const auto& [device, label] : device_labels) {
     trace_events.push_back(metadata_event("thread_name", device_track(device), Json{{"name", label}}));
     trace_events.push_back(
-        metadata_event("thread_sort_index", device_track(device), Json{{"sort_index", device_track(device)}}));
+        metadata_event("thread_sort_index", device_track(device), Json{{"sort_index", 2 * device_track(device)}}));
   }
 
   std::map<int, bool> comm_devices;
@@ -85,7 +85,9 @@ std::string TraceRecorder::to_json() const {
   for (const auto& [device, unused] : comm_devices) {
     const std::string label = device_labels.count(device) ? device_labels[device] : "rank " + std::to_string(device);
     trace_events.push_back(metadata_event("thread_name", comm_track(device), Json{{"name", label + " communication"}}));
-    trace_events.push_back(metadata_event("thread_sort_index", comm_track(device), Json{{"sort_index", comm_track(device)}}));
+    // Sorted right under the rank's compute lane, so the overlap with its backward is visible.
+    trace_events.push_back(
+        metadata_event("thread_sort_index", comm_track(device), Json{{"sort_index", 2 * device_track(device) + 1}}));
   }
 
   for (size_t i = 0; i < events_.size(); ++i) {

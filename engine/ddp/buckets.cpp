@@ -68,10 +68,9 @@ BucketAssignment initial_buckets(const std::vector<BucketParam>& params) {
 }
 
 BucketAssignment rebuilt_buckets(const std::vector<BucketParam>& params, const std::vector<size_t>& ready_order,
-                                 double bucket_cap_mb, bool first_bucket_follows_cap) {
-  const size_t cap = bucket_bytes_cap(bucket_cap_mb);
-  return compute_bucket_assignment_by_size(params, {first_bucket_follows_cap ? cap : kDdpFirstBucketBytes, cap},
-                                           ready_order);
+                                 double bucket_cap_mb, size_t first_bucket_bytes) {
+  check(first_bucket_bytes > 0, "dist._DEFAULT_FIRST_BUCKET_BYTES must be positive", "ValueError");
+  return compute_bucket_assignment_by_size(params, {first_bucket_bytes, bucket_bytes_cap(bucket_cap_mb)}, ready_order);
 }
 
 size_t bucket_bytes(const std::vector<BucketParam>& params, const std::vector<size_t>& bucket) {

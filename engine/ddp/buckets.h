@@ -46,10 +46,12 @@ size_t bucket_bytes_cap(double bucket_cap_mb);
 
 // Iteration 1's single bucket (what DDP's constructor builds with find_unused_parameters=False).
 BucketAssignment initial_buckets(const std::vector<BucketParam>& params);
-// The one rebuild before the second forward: ready order, limits [1 MiB, cap] (PyTorch 1.13), or
-// [cap, cap] with `first_bucket_follows_cap` (PyTorch 2.4 and later, when bucket_cap_mb is passed).
+// The one rebuild before the second forward: ready order, limits [first_bucket_bytes, cap]. The
+// first limit is dist._DEFAULT_FIRST_BUCKET_BYTES (1 MiB), which PyTorch 1.13 reads when DDP is
+// constructed, so a program may set it first ("User can set dist._DEFAULT_FIRST_BUCKET_BYTES to
+// tune DDP first bucket", distributed.py).
 BucketAssignment rebuilt_buckets(const std::vector<BucketParam>& params, const std::vector<size_t>& ready_order,
-                                 double bucket_cap_mb, bool first_bucket_follows_cap = false);
+                                 double bucket_cap_mb, size_t first_bucket_bytes = kDdpFirstBucketBytes);
 
 size_t bucket_bytes(const std::vector<BucketParam>& params, const std::vector<size_t>& bucket);
 

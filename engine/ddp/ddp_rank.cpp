@@ -96,7 +96,7 @@ void DdpRank::construct(const TensorMap& state) {
     params.push_back({shape_numel(d.shape), d.dtype});
   }
   reducer_ = std::make_unique<Reducer>(group_, comm_, device_, param_names_, params, options_.bucket_cap_mb, clock_,
-                                       options_.first_bucket_follows_cap);
+                                       options_.first_bucket_bytes);
 }
 
 LayerRun DdpRank::layer_run(int layer) {

@@ -37,9 +37,9 @@ struct DdpOptions {
   bool sync_bn = false;            // BatchNorm layers run as SyncBatchNorm over the group
   bool broadcast_buffers = true;   // DistributedDataParallel(broadcast_buffers=True)
   double bucket_cap_mb = 25.0;     // DistributedDataParallel(bucket_cap_mb=25)
-  // PyTorch 2.4+: a given bucket_cap_mb sizes the first rebuilt bucket too (1.13: always 1 MiB).
-  // The app turns it on so a small model still gets several buckets to watch.
-  bool first_bucket_follows_cap = false;
+  // dist._DEFAULT_FIRST_BUCKET_BYTES when DDP was constructed: the limit of the first rebuilt
+  // bucket. The app makes it small so a small model still gets several buckets to watch.
+  size_t first_bucket_bytes = kDdpFirstBucketBytes;
 };
 
 // Where the gradients of one layer become ready, first to last (AccumulateGrad order in PyTorch's

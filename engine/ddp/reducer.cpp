@@ -11,14 +11,14 @@ namespace dpv {
 
 Reducer::Reducer(ProcessGroup& group, CommThread& comm, std::shared_ptr<Device> device, std::vector<std::string> names,
                  std::vector<BucketParam> params, double bucket_cap_mb, std::function<double()> clock,
-                 bool first_bucket_follows_cap)
+                 size_t first_bucket_bytes)
     : group_(group),
       comm_(comm),
       device_(std::move(device)),
       names_(std::move(names)),
       params_(std::move(params)),
       bucket_cap_mb_(bucket_cap_mb),
-      first_bucket_follows_cap_(first_bucket_follows_cap),
+      first_bucket_bytes_(first_bucket_bytes),
       clock_(std::move(clock)) {
   check(names_.size() == params_.size(), "Reducer: one name per parameter");
   bucket_bytes_cap(bucket_cap_mb_);  // validates the cap now, not at the rebuild
@@ -34,7 +34,7 @@ void Reducer::wait_all() noexcept {
 
 bool Reducer::prepare_for_forward() {
   if (rebuilt_ || backwards_ == 0) return false;
-  buckets_ = rebuilt_buckets(params_, first_ready_order_, bucket_cap_mb_, first_bucket_follows_cap_);
+  buckets_ = rebuilt_buckets(params_, first_ready_order_, bucket_cap_mb_, first_bucket_bytes_);
   rebuilt_ = true;
   return true;
 }

@@ -38,7 +38,7 @@ class Reducer {
   // `names` and `params` in registration order (model.parameters()).
   Reducer(ProcessGroup& group, CommThread& comm, std::shared_ptr<Device> device, std::vector<std::string> names,
           std::vector<BucketParam> params, double bucket_cap_mb, std::function<double()> clock,
-          bool first_bucket_follows_cap = false);
+          size_t first_bucket_bytes = kDdpFirstBucketBytes);
   ~Reducer();
   Reducer(const Reducer&) = delete;
   Reducer& operator=(const Reducer&) = delete;
@@ -77,7 +77,7 @@ class Reducer {
   std::vector<std::string> names_;
   std::vector<BucketParam> params_;
   double bucket_cap_mb_;
-  bool first_bucket_follows_cap_ = false;
+  size_t first_bucket_bytes_ = kDdpFirstBucketBytes;
   std::function<double()> clock_;
 
   BucketAssignment buckets_;

@@ -8,6 +8,8 @@
 #include "engine/ddp/buckets.h"
 #include "engine/ddp/ddp.h"
 #include "engine/ddp/rank_snapshot.h"
+#include "engine/io/trace_lanes.h"
+#include "engine/trace.h"
 
 using namespace dpv;
 using namespace dpv::testing;
@@ -28,12 +30,12 @@ const StageEvent& find(const std::vector<StageEvent>& events, StageKind kind, in
   throw std::runtime_error(std::string("no stage ") + stage_kind_name(kind));
 }
 
-// A cap of 100 bytes with PyTorch 2.4's rule: mlp_bn's six float64 parameters rebuild into the
+// Limits of 100 bytes (first bucket and cap): mlp_bn's six float64 parameters rebuild into the
 // buckets {3.bias, 3.weight} {1.weight, 1.bias, 0.bias} {0.weight}.
 DdpOptions small_buckets() {
   DdpOptions o;
   o.bucket_cap_mb = 100.0 / (1024.0 * 1024.0);
-  o.first_bucket_follows_cap = true;
+  o.first_bucket_bytes = 100;
   return o;
 }
 
@@ -52,17 +54,18 @@ TEST(DdpSnapshot, SamplerPaddingMarksTheRepeatedSamples) {
   EXPECT_THROW(distributed_sampler_padding(10, 4, 4, o), Error);
 }
 
-TEST(DdpSnapshot, FirstBucketFollowsTheCapOnlyWhenAsked) {
+TEST(DdpSnapshot, FirstBucketLimitIsDefaultFirstBucketBytes) {
   std::vector<BucketParam> params{{24, DType::Float64}, {6, DType::Float64}, {6, DType::Float64},
                                   {6, DType::Float64},  {18, DType::Float64}, {3, DType::Float64}};
   const std::vector<size_t> ready{5, 4, 2, 3, 1, 0};
   const double cap = 100.0 / (1024.0 * 1024.0);
-  EXPECT_EQ(rebuilt_buckets(params, ready, cap).buckets.size(), 1u);  // 1.13: the first bucket is 1 MiB
-  const auto a = rebuilt_buckets(params, ready, cap, true);
+  EXPECT_EQ(rebuilt_buckets(params, ready, cap).buckets.size(), 1u);  // the default first bucket: 1 MiB
+  const auto a = rebuilt_buckets(params, ready, cap, 100);
   ASSERT_EQ(a.buckets.size(), 3u);
   EXPECT_EQ(a.buckets[0], (std::vector<size_t>{5, 4}));
   EXPECT_EQ(a.buckets[1], (std::vector<size_t>{2, 3, 1}));
   EXPECT_EQ(a.buckets[2], (std::vector<size_t>{0}));
+  EXPECT_THROW(rebuilt_buckets(params, ready, cap, 0), Error);
 }
 
 TEST(DdpSnapshot, RanksShardsBucketsGradientsAndBuffersStageByStage) {
@@ -176,4 +179,20 @@ TEST(DdpSnapshot, NoSnapshotWithoutAnObserverThatWantsOne) {
   EXPECT_TRUE(it.step().ranks.empty());
   it.set_snapshots(true);
   EXPECT_EQ(it.step().ranks.size(), 2u);
+}
+
+TEST(DdpSnapshot, TraceLanesPutEachRanksCommunicationUnderItsCompute) {
+  const auto spec = mlp_bn();
+  const Batch batch = random_batch(8, 4, 3, 24);
+  DdpTrainer trainer(DeviceSet::create("cpu:2"), Model(spec), Model(spec).initial_state(2), small_buckets());
+  TraceRecorder trace;
+  DdpIteration(trainer, batch.input, batch.target, &trace).run_to_end();
+  const TraceLanes lanes = read_trace_lanes(trace.to_json(), "ddp");
+  std::vector<std::string> threads;
+  for (const auto& l : lanes.lanes) threads.push_back(l.thread);
+  ASSERT_EQ(threads.size(), 5u);
+  EXPECT_EQ(threads[0], "host");
+  EXPECT_EQ(threads[2], threads[1] + " communication");
+  EXPECT_EQ(threads[4], threads[3] + " communication");
+  EXPECT_NE(threads[1], threads[3]);
 }
