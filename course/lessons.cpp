@@ -92,10 +92,17 @@ const std::vector<std::string>& ddp_topic_lesson_names() {
   return names;
 }
 
+const std::vector<std::string>& ddp_stage_lesson_names() {
+  static const std::vector<std::string> names = {"construct", "sample",   "broadcast_buffers", "forward",
+                                                 "loss",      "backward", "finalize",          "step"};
+  return names;
+}
+
 const std::vector<std::string>& lesson_ids() {
   static const std::vector<std::string> ids = [] {
     std::vector<std::string> v = {"intro"};
     for (const auto& s : stage_lesson_names()) v.push_back("stages/" + s);
+    for (const auto& s : ddp_stage_lesson_names()) v.push_back("ddp/stages/" + s);
     v.push_back("batchnorm-lab");
     v.push_back("timeline");
     for (const auto& s : ddp_topic_lesson_names()) v.push_back("ddp/" + s);

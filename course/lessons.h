@@ -10,11 +10,14 @@ namespace dpv::course {
 // not valid UTF-8.
 std::string load_lesson(const std::string& lessons_dir, const std::string& id);
 
-// Every lesson the app expects: "intro", "stages/scatter", ..., "batchnorm-lab", "timeline",
-// "ddp/sampler", ...
+// Every lesson the app expects: "intro", "stages/scatter", ..., "ddp/stages/construct", ...,
+// "batchnorm-lab", "timeline", "ddp/sampler", ...
 const std::vector<std::string>& lesson_ids();
 // Stage lesson ids in the order of the DataParallel plan ("scatter", ..., "step").
 const std::vector<std::string>& stage_lesson_names();
+// The DDP stages with a lesson "ddp/stages/<name>" (construct, sample, broadcast_buffers, forward,
+// loss, backward, finalize, step: the dpv::stage_kind_name of DDP's plan).
+const std::vector<std::string>& ddp_stage_lesson_names();
 
 // DDP topic lessons under ddp/: "sampler", "buckets", "ring", "dp-vs-ddp".
 const std::vector<std::string>& ddp_topic_lesson_names();

@@ -10,6 +10,7 @@
 #include "course_test_util.h"
 #include "course/lessons.h"
 #include "course/quiz.h"
+#include "engine/observer.h"
 
 namespace dpv::course {
 namespace {
@@ -98,7 +99,7 @@ TEST(QuizContent, EveryQuestionIsComplete) {
 
 TEST(LessonContent, EveryLessonLoads) {
   EXPECT_TRUE(check_lessons(lessons_dir()).empty()) << joined(check_lessons(lessons_dir()));
-  EXPECT_EQ(lesson_ids().size(), 16u);
+  EXPECT_EQ(lesson_ids().size(), 16u + ddp_stage_lesson_names().size());
 }
 
 int word_count(const std::string& text) {
@@ -155,6 +156,26 @@ TEST(QuizContent, DdpSectionHasTwelveEngineGradedQuestions) {
   }
   EXPECT_GE(ddp, 12);
   EXPECT_GT(static_cast<int>(quiz.questions.size()) - ddp, 0) << "the DataParallel section is still there";
+}
+
+TEST(LessonContent, DdpStageLessonsAreShortAndCompleteAndNameEveryDdpStage) {
+  std::vector<std::string> kinds;
+  for (StageKind k : {StageKind::Construct, StageKind::Sample, StageKind::BroadcastBuffers, StageKind::Forward,
+                      StageKind::Loss, StageKind::Backward, StageKind::Finalize, StageKind::Step})
+    kinds.push_back(stage_kind_name(k));
+  EXPECT_EQ(ddp_stage_lesson_names(), kinds);
+  for (const auto& name : ddp_stage_lesson_names()) {
+    SCOPED_TRACE(name);
+    const std::string text = load_lesson(lessons_dir(), "ddp/stages/" + name);
+    const int words = word_count(text);
+    EXPECT_GE(words, 120);
+    EXPECT_LE(words, 250);
+    for (const char* part : {"**What happens.**", "**Why.**", "**Watch in the animation.**", "**PyTorch source.**",
+                             "**Common misconceptions.**"})
+      EXPECT_NE(text.find(part), std::string::npos) << "missing " << part;
+  }
+  EXPECT_NE(load_lesson(lessons_dir(), "ddp/stages/sample").find("[2, 6, 0]"), std::string::npos);
+  EXPECT_NE(load_lesson(lessons_dir(), "ddp/stages/finalize").find("mean"), std::string::npos);
 }
 
 TEST(LessonContent, KeyFactsArePresent) {
