@@ -163,7 +163,7 @@ void SettingsBar::showSettings(const AppSettings& s) {
 }
 
 AppSettings SettingsBar::current() const {
-  AppSettings s;
+  AppSettings s = context_->settings();  // what the bar does not show (the Iteration page's mode) is kept
   s.devices = devices_->currentData().toString();
   s.preset = preset_->currentData().toString();
   s.batchSize = batch_->value();

@@ -85,6 +85,14 @@ void CodeView::fill(int tab, const QVector<CodeLine>& lines) {
 
 void CodeView::setUserCode(const QVector<CodeLine>& lines) { fill(0, lines); }
 
+void CodeView::setCode(const QString& userTitle, const QVector<CodeLine>& user, const QString& sourceTitle,
+                       const QVector<CodeLine>& source) {
+  setTabText(0, userTitle);
+  setTabText(1, sourceTitle);
+  fill(0, user);
+  fill(1, source);
+}
+
 QString CodeView::lineText(int tab, int line) const {
   if (line < 0 || line >= lines_[tab].size()) return QString();
   return lines_[tab][line].text;

@@ -28,6 +28,9 @@ class CodeView : public QTabWidget {
  public:
   explicit CodeView(QWidget* parent = nullptr);
   void setUserCode(const QVector<CodeLine>& lines);
+  // Both tabs at once, with their titles (the Iteration page's DDP mode shows DDP's script and source).
+  void setCode(const QString& userTitle, const QVector<CodeLine>& user, const QString& sourceTitle,
+               const QVector<CodeLine>& source);
   // Highlights the lines of a stage (started == false: nothing is highlighted).
   void highlight(bool started, dpv::StageKind kind, int layer);
   // Line numbers (0-based) highlighted as the stage's line in a tab (0: user code, 1: DataParallel), -1: none.

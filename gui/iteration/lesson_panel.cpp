@@ -28,6 +28,10 @@ QString loadLessonMarkdown(const QString& lessonsDir, const QString& id, QString
 #endif
 }
 
+QString stageLessonPath(bool ddp, dpv::StageKind kind) {
+  return (ddp ? QStringLiteral("ddp/stages/") : QStringLiteral("stages/")) + stageLessonId(kind);
+}
+
 LessonPanel::LessonPanel(QWidget* parent) : QTextBrowser(parent) {
   setOpenExternalLinks(true);
   setFrameShape(QFrame::NoFrame);
@@ -41,11 +45,18 @@ void LessonPanel::showMessage(const QString& markdown) {
 void LessonPanel::showStage(const IterationInfo& info, const dpv::StageEvent* event) {
   missing_ = false;
   QString md;
-  if (!event) {
+  if (!event && info.ddp) {
+    md += tr("### Before the first stage (DistributedDataParallel)\n\nOne process per device, each running the "
+             "same script on its own share of the data set (%1 samples). Press **Step** (→) to run the first stage, "
+             "or **Play** (Space) to watch the whole iteration.\n\n")
+              .arg(info.batchRows);
+  } else if (!event) {
     md += tr("### Before the first stage\n\nThe batch %1 is in host memory and the module is on GPU 0. "
              "Press **Step** (→) to run the first stage of `model(inputs)`, or **Play** (Space) to watch the whole "
              "iteration.\n\n")
               .arg(info.inputShape);
+  }
+  if (!event) {
     md += tr("**This iteration's plan** (%1 stages):\n\n").arg(info.plan.size());
     QString last;
     for (const auto& stage : info.plan) {
@@ -57,7 +68,7 @@ void LessonPanel::showStage(const IterationInfo& info, const dpv::StageEvent* ev
     showMessage(md);
     return;
   }
-  const QString id = QStringLiteral("stages/") + stageLessonId(event->stage.kind);
+  const QString id = stageLessonPath(info.ddp, event->stage.kind);
   QString error;
   const QString lesson = loadLessonMarkdown(lessonsDir_, id, &error);
   if (lesson.isEmpty()) {
@@ -85,6 +96,23 @@ void LessonPanel::showStage(const IterationInfo& info, const dpv::StageEvent* ev
               .arg(c.busbw, 0, 'f', 2);
   }
   if (event->loss) md += tr("- loss: %1\n").arg(*event->loss, 0, 'f', 4);
+  if (info.ddp && event->stage.kind == dpv::StageKind::Loss) {
+    QStringList losses;
+    for (const auto& r : event->ranks)
+      if (r.loss) losses << tr("rank %1: %2").arg(r.rank).arg(*r.loss, 0, 'f', 4);
+    if (!losses.isEmpty()) md += tr("- each rank's own loss: %1 (rank 0 prints the first)\n").arg(losses.join(QStringLiteral(", ")));
+  }
+  if (info.ddp) {
+    for (const auto& c : event->comm) {
+      if (c.device != 0) continue;
+      md += tr("- rank 0, bucket %1 (%2): launched at %3 ms, all-reduce %4 → %5 ms\n")
+                .arg(c.bucket)
+                .arg(formatBytes(static_cast<double>(c.bytes)))
+                .arg(c.t_launch * 1e3, 0, 'f', 3)
+                .arg(c.t_start * 1e3, 0, 'f', 3)
+                .arg(c.t_end * 1e3, 0, 'f', 3);
+    }
+  }
   showMessage(md);
 }
 

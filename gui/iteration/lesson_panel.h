@@ -11,6 +11,8 @@ namespace gui {
 // Reads lessons/<id>.md ("intro", "stages/scatter"); on failure returns an empty string and
 // puts the reason in `error`.
 QString loadLessonMarkdown(const QString& lessonsDir, const QString& id, QString* error);
+// The lesson id of a stage: "stages/<id>" for DataParallel, "ddp/stages/<id>" for DDP.
+QString stageLessonPath(bool ddp, dpv::StageKind kind);
 
 class LessonPanel : public QTextBrowser {
   Q_OBJECT

@@ -7,6 +7,7 @@
 #include <QSlider>
 #include <QStyle>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QToolButton>
 #include <QVBoxLayout>
 #include <memory>
@@ -14,6 +15,9 @@
 #include "gui/app/context.h"
 #include "gui/app/theme.h"
 #include "gui/app/ui_helpers.h"
+#include "gui/ddp/code.h"
+#include "gui/ddp/scene.h"
+#include "gui/ddp/scene_model.h"
 #include "gui/iteration/code_view.h"
 #include "gui/iteration/lesson_panel.h"
 #include "gui/iteration/loss_strip.h"
@@ -61,16 +65,19 @@ IterationPage::IterationPage(AppContext* context, QWidget* parent) : Page(contex
     DeviceBox* box = scene_->deviceBox(device);
     inspector_->showChip(chip, box ? box->view().title : tr("device %1").arg(device));
   });
-  connect(context, &AppContext::settingsChanged, this, [this](const AppSettings& s) {
-    code_->setUserCode(userCodeLines(s.preset, s.syncBatchNorm, s.batchSize, s.learningRate, s.devices));
+  connect(context, &AppContext::settingsChanged, this, [this](const AppSettings&) {
+    updateCode();
+    updateModeButtons();
   });
   connect(context, &AppContext::themeChanged, this, [this](const QString& theme) {
     scene_->setTheme(theme);
+    ddpScene_->setTheme(theme);
     code_->setDark(theme == QLatin1String("dark"));
   });
   scene_->setTheme(context->theme());
-  const AppSettings& s = context->settings();
-  code_->setUserCode(userCodeLines(s.preset, s.syncBatchNorm, s.batchSize, s.learningRate, s.devices));
+  ddpScene_->setTheme(context->theme());
+  updateCode();
+  updateModeButtons();
 
   if (EngineController* e = engine()) {
     connect(e, &EngineController::settingsApplied, this, &IterationPage::onSettingsApplied);
@@ -112,9 +119,31 @@ void IterationPage::buildUi() {
   page->setSpacing(10);
   auto* stripCard = makeCard(this);
   stageStrip_ = stripCard;
-  stageStripLayout_ = new QHBoxLayout(stripCard);
-  stageStripLayout_->setContentsMargins(10, 5, 10, 5);
+  auto* stripRow = new QHBoxLayout(stripCard);
+  stripRow->setContentsMargins(10, 5, 10, 5);
+  stageStripLayout_ = new QHBoxLayout();  // the pills; rebuilt for every plan
   stageStripLayout_->setSpacing(2);
+  stripRow->addLayout(stageStripLayout_, 1);
+  // The mode: the same controls over DataParallel's plan or DistributedDataParallel's.
+  auto mode = [this, stripCard](const QString& text, const QString& tip, bool ddp) {
+    auto* b = new QToolButton(stripCard);
+    b->setObjectName(QStringLiteral("stagePill"));
+    b->setText(text);
+    b->setToolTip(tip);
+    b->setCheckable(true);
+    b->setFocusPolicy(Qt::NoFocus);
+    connect(b, &QToolButton::clicked, this, [this, ddp] { setDdpMode(ddp); });
+    return b;
+  };
+  dpButton_ = mode(tr("DataParallel"), tr("One process: scatter, replicate, gather, reduce on GPU 0"), false);
+  ddpButton_ = mode(tr("DDP"),
+                    tr("DistributedDataParallel: one process per device, strided shards, buckets all-reduced "
+                       "during the backward"), true);
+  auto* modeSep = new QLabel(QStringLiteral("|"), stripCard);
+  modeSep->setObjectName(QStringLiteral("hintLabel"));
+  stripRow->addWidget(modeSep);
+  stripRow->addWidget(dpButton_);
+  stripRow->addWidget(ddpButton_);
   page->addWidget(stripCard);
   auto* outer = new QHBoxLayout();
   outer->setSpacing(12);
@@ -134,8 +163,13 @@ void IterationPage::buildUi() {
   auto* sceneCard = makeCard(this);
   auto* sceneLayout = new QVBoxLayout(sceneCard);
   sceneLayout->setContentsMargins(4, 4, 4, 4);
-  view_ = new SceneView(scene_, sceneCard);
-  sceneLayout->addWidget(view_);
+  sceneStack_ = new QStackedWidget(sceneCard);
+  view_ = new SceneView(scene_, sceneStack_);
+  ddpScene_ = new DdpScene(this);
+  ddpView_ = new SceneView(ddpScene_, sceneStack_);
+  sceneStack_->addWidget(view_);
+  sceneStack_->addWidget(ddpView_);
+  sceneLayout->addWidget(sceneStack_);
   left->addWidget(sceneCard, 1);
 
   // The loss of every iteration so far: the fixed batch's loss falls as the model trains.
@@ -217,6 +251,39 @@ void IterationPage::setSpeed(double factor) {
   speedLabel_->setText(factor > 0 ? QStringLiteral("%1×").arg(factor) : tr("instant"));
 }
 
+bool IterationPage::ddpMode() const { return context()->settings().ddp; }
+
+bool IterationPage::showingDdp() const { return sceneStack_->currentWidget() == ddpView_; }
+
+void IterationPage::setDdpMode(bool ddp) {
+  AppSettings s = context()->settings();
+  s.ddp = ddp;
+  context()->setSettings(s);  // the engine starts afresh in the new mode (settingsApplied, then iterationStarted)
+  updateModeButtons();
+}
+
+void IterationPage::updateModeButtons() {
+  const bool ddp = ddpMode();
+  dpButton_->setChecked(!ddp);
+  ddpButton_->setChecked(ddp);
+}
+
+void IterationPage::updateCode() {
+  const AppSettings& s = context()->settings();
+  if (!s.ddp) {
+    code_->setCode(tr("Your code"), userCodeLines(s.preset, s.syncBatchNorm, s.batchSize, s.learningRate, s.devices),
+                   tr("DataParallel.forward"), dataParallelCodeLines());
+    return;
+  }
+  // The run's own numbers once the engine announced it; until then the device count of the last one.
+  const bool known = haveInfo_ && info_.ddp;
+  const int ranks = static_cast<int>(info_.deviceLabels.size());
+  code_->setCode(tr("Your DDP script"),
+                 ddpScriptLines(s, ranks > 0 ? ranks : 1, known ? info_.batchRows : s.batchSize,
+                                known ? info_.firstBucketBytes : 0),
+                 tr("DistributedDataParallel"), ddpSourceLines());
+}
+
 bool IterationPage::atEnd() const {
   return haveInfo_ && cursor_ >= 0 && cursor_ == static_cast<int>(info_.plan.size()) - 1;
 }
@@ -249,6 +316,9 @@ void IterationPage::onIterationStarted(const IterationInfo& info) {
   scene_->setFailure(-1, QString());
   scene_->setMemoryScale(1);
   scene_->setInfo(info);
+  if (info.ddp) ddpScene_->setInfo(info);
+  sceneStack_->setCurrentWidget(info.ddp ? ddpView_ : view_);
+  updateCode();
   inspector_->clear();
   rebuildStageStrip();
   showStage(-1, false);
@@ -329,7 +399,10 @@ void IterationPage::showStage(int index, bool animate) {
   }
   scene_->setMemoryScale(scale);
   if (!event) scene_->setFailure(-1, QString());
-  scene_->showState(sceneStateFor(info_, event), animate);
+  if (info_.ddp)
+    ddpScene_->showState(ddpSceneStateFor(info_, event));  // no flights: the rows change in place
+  else
+    scene_->showState(sceneStateFor(info_, event), animate);
   code_->highlight(event != nullptr, event ? event->stage.kind : dpv::StageKind::Scatter, event ? event->stage.layer : -1);
   lesson_->showStage(info_, event);
   inspector_->clear();
@@ -495,8 +568,15 @@ QList<Page::Shot> IterationPage::screenshots() {
   const QList<dpv::StageKind> kinds = {dpv::StageKind::Scatter, dpv::StageKind::Replicate, dpv::StageKind::Forward,
                                        dpv::StageKind::Gather,  dpv::StageKind::Loss,      dpv::StageKind::Backward,
                                        dpv::StageKind::ReduceGrads, dpv::StageKind::Step};
-  QList<Shot> shots;
-  shots.append(Shot{QStringLiteral("stage-00-start"), [this](std::function<void()> done) {
+  // The DDP view first (on mlp-bn, so there are buffers and several buckets); the first DataParallel
+  // shot puts the settings back.
+  QList<Shot> shots = ddpScreenshots();
+  const AppSettings original = context()->settings();
+  shots.append(Shot{QStringLiteral("stage-00-start"), [this, original](std::function<void()> done) {
+                      if (context()->settings() != original) {
+                        applyAndWait(original, [this, done] { seekTo(-1, done); });
+                        return;
+                      }
                       seekTo(-1, std::move(done));
                     }});
   int n = 1;
@@ -537,6 +617,84 @@ QList<Page::Shot> IterationPage::screenshots() {
                       if (e->losses().size() >= kShotIterations) finish();
                       else e->requestIteration();
                     }});
+  return shots;
+}
+
+void IterationPage::applyAndWait(const AppSettings& settings, std::function<void()> done) {
+  EngineController* e = engine();
+  if (!e || context()->settings() == settings) {
+    done();
+    return;
+  }
+  auto conn = std::make_shared<QMetaObject::Connection>();
+  auto fail = std::make_shared<QMetaObject::Connection>();
+  auto finish = [conn, fail, done] {
+    QObject::disconnect(*conn);
+    QObject::disconnect(*fail);
+    done();
+  };
+  *conn = connect(e, &EngineController::iterationStarted, this, finish);
+  *fail = connect(e, &EngineController::engineError, this, finish);
+  context()->setSettings(settings);
+}
+
+void IterationPage::seekInIteration(int iteration, std::function<int()> pick, std::function<void()> done) {
+  if (!haveInfo_ || !errorText().isEmpty()) return done();
+  if (info_.iteration >= iteration) return seekTo(pick(), std::move(done));
+  // Run to the end of this iteration, then one step into the next.
+  seekTo(static_cast<int>(info_.plan.size()) - 1, [this, iteration, pick, done] {
+    EngineController* e = engine();
+    if (!e || !atEnd()) return done();
+    auto shown = std::make_shared<QMetaObject::Connection>();
+    auto fail = std::make_shared<QMetaObject::Connection>();
+    auto again = [this, shown, fail, iteration, pick, done](bool ok) {
+      QObject::disconnect(*shown);
+      QObject::disconnect(*fail);
+      if (!ok) return done();
+      seekInIteration(iteration, pick, done);
+    };
+    *shown = connect(this, &IterationPage::stageShown, this, [again](int) { again(true); });
+    *fail = connect(e, &EngineController::engineError, this, [again](const QString&) { again(false); });
+    stepForward();
+  });
+}
+
+QList<Page::Shot> IterationPage::ddpScreenshots() {
+  using K = dpv::StageKind;
+  // (iteration, stage kind, which of its layers: 0 first, 1 middle, 2 last)
+  struct Pick {
+    const char* name;
+    int iteration;
+    K kind;
+    int which;
+  };
+  const Pick picks[] = {{"construct", 1, K::Construct, 0},     {"sample", 1, K::Sample, 0},
+                        {"forward", 1, K::Forward, 1},         {"loss", 1, K::Loss, 0},
+                        {"backward-one-bucket", 1, K::Backward, 2}, {"finalize", 1, K::Finalize, 0},
+                        {"step", 1, K::Step, 0},               {"broadcast-buffers", 2, K::BroadcastBuffers, 0},
+                        {"backward-first", 2, K::Backward, 0}, {"backward-middle", 2, K::Backward, 1},
+                        {"backward-last", 2, K::Backward, 2},  {"finalize-averaged", 2, K::Finalize, 0}};
+  QList<Shot> shots;
+  shots.append(Shot{QStringLiteral("ddp-00-start"), [this](std::function<void()> done) {
+                      AppSettings s = context()->settings();
+                      s.ddp = true;
+                      s.preset = QStringLiteral("mlp-bn");
+                      applyAndWait(s, [this, done] { seekTo(-1, done); });
+                    }});
+  int n = 1;
+  for (const Pick& p : picks) {
+    const QString name = QStringLiteral("ddp-%1-%2").arg(n++, 2, 10, QLatin1Char('0')).arg(QLatin1String(p.name));
+    shots.append(Shot{name, [this, p](std::function<void()> done) {
+                        auto pick = [this, p] {
+                          QList<int> matches;
+                          for (int i = 0; i < static_cast<int>(info_.plan.size()); ++i)
+                            if (info_.plan[static_cast<size_t>(i)].kind == p.kind) matches.append(i);
+                          if (matches.isEmpty()) return cursor_;
+                          return p.which == 0 ? matches.first() : p.which == 1 ? matches[matches.size() / 2] : matches.last();
+                        };
+                        seekInIteration(p.iteration, pick, std::move(done));
+                      }});
+  }
   return shots;
 }
 

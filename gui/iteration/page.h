@@ -6,6 +6,7 @@
 #include <QTimer>
 #include <functional>
 
+#include "gui/app/context.h"
 #include "gui/app/page.h"
 #include "gui/iteration/scene_model.h"
 #include "gui/runtime/engine_types.h"
@@ -13,11 +14,13 @@
 class QHBoxLayout;
 class QLabel;
 class QSlider;
+class QStackedWidget;
 class QToolButton;
 
 namespace gui {
 
 class CodeView;
+class DdpScene;
 class EngineController;
 class IterationScene;
 class LessonPanel;
@@ -50,6 +53,11 @@ class IterationPage : public Page {
   bool atEnd() const;                     // the last stage of the iteration is shown
   bool waitingForEngine() const { return waiting_; }
   IterationScene* scene() const { return scene_; }
+  // DistributedDataParallel instead of DataParallel (AppSettings::ddp; the engine starts afresh).
+  void setDdpMode(bool ddp);
+  bool ddpMode() const;
+  DdpScene* ddpScene() const { return ddpScene_; }
+  bool showingDdp() const;  // the DDP view is the one on screen
   CodeView* codeView() const { return code_; }
   LessonPanel* lessonPanel() const { return lesson_; }
   TensorInspector* inspector() const { return inspector_; }
@@ -74,10 +82,22 @@ class IterationPage : public Page {
   void rebuildStageStrip();
   void updateControls();
   void requestNext();
+  void updateCode();
+  void updateModeButtons();
+  // Screenshots: shows the stage `pick` returns in iteration `iteration` (stepping into it first).
+  void seekInIteration(int iteration, std::function<int()> pick, std::function<void()> done);
+  // Applies `settings` and calls `done` once the engine has announced the new iteration.
+  void applyAndWait(const AppSettings& settings, std::function<void()> done);
+  QList<Shot> ddpScreenshots();
   EngineController* engine() const;
 
   IterationScene* scene_ = nullptr;
   SceneView* view_ = nullptr;
+  DdpScene* ddpScene_ = nullptr;
+  SceneView* ddpView_ = nullptr;
+  QStackedWidget* sceneStack_ = nullptr;
+  QToolButton* dpButton_ = nullptr;
+  QToolButton* ddpButton_ = nullptr;
   CodeView* code_ = nullptr;
   LessonPanel* lesson_ = nullptr;
   TensorInspector* inspector_ = nullptr;

@@ -25,6 +25,15 @@ struct IterationInfo {
   QStringList layerNames;       // "Linear", "BatchNorm1d", ... in model order
   QString modelText;            // PyTorch repr of the model (Sequential(...))
   std::vector<double> inputHead;  // a few input values
+
+  // DistributedDataParallel (AppSettings::ddp): the plan is DDP's, one rank per device.
+  bool ddp = false;
+  qint64 batchRows = 0;                        // rows of the global batch
+  std::vector<std::vector<int64_t>> shards;    // per rank: DistributedSampler's indices of the batch
+  std::vector<std::vector<bool>> padding;      // per rank: which of those are padding duplicates
+  double bucketCapMb = 0;                      // DistributedDataParallel(bucket_cap_mb=...)
+  qint64 firstBucketBytes = 0;                 // dist._DEFAULT_FIRST_BUCKET_BYTES in this run
+  qint64 parameterBytes = 0;                   // all parameters of the model
 };
 
 }  // namespace gui

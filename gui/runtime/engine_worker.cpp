@@ -1,10 +1,13 @@
 #include "gui/runtime/engine_worker.h"
 
+#include <algorithm>
 #include <exception>
 #include <utility>
 
 #include "course/sample_program.h"
 #include "engine/data_parallel.h"
+#include "engine/ddp/ddp.h"
+#include "engine/datasets.h"
 #include "engine/device.h"
 #include "engine/error.h"
 #include "engine/model.h"
@@ -36,11 +39,23 @@ dpv::Dataset makeBatchFor(const QString& preset, int64_t rows, uint64_t seed) {
   return dpv::course::program_data(preset.toStdString(), rows, seed);
 }
 
+qint64 ddpBucketBytesFor(const dpv::ModelSpec& spec) {
+  const dpv::Model model(spec);
+  std::string last;  // the prefix of the last layer with parameters ("6.")
+  for (const auto& d : model.parameter_decls()) last = d.name.substr(0, d.name.find('.') + 1);
+  qint64 bytes = 0;
+  for (const auto& d : model.parameter_decls())
+    if (d.name.rfind(last, 0) == 0) bytes += dpv::shape_numel(d.shape) * static_cast<qint64>(dpv::dtype_size(d.dtype));
+  return std::max<qint64>(1, bytes);
+}
+
 EngineWorker::EngineWorker(const Generation* generation, const std::atomic<bool>* stopping)
     : latest_(generation), stopping_(stopping) {}
 
 EngineWorker::~EngineWorker() {
   // The iteration refers to the trainer; release in that order.
+  ddpIteration_.reset();
+  ddpTrainer_.reset();
   iteration_.reset();
   trainer_.reset();
   devices_.reset();
@@ -54,6 +69,8 @@ void EngineWorker::configure(const AppSettings& settings, quint64 generation) {
   if (generation >= generation_) {
     settings_ = settings;
     generation_ = generation;
+    ddpIteration_.reset();
+    ddpTrainer_.reset();
     iteration_.reset();
     trainer_.reset();
     batch_.reset();
@@ -65,19 +82,28 @@ void EngineWorker::configure(const AppSettings& settings, quint64 generation) {
 void EngineWorker::reportFailure(quint64 generation, const QString& message) {
   // The failed iteration cannot continue (replicas are half-way); the next request starts afresh.
   iteration_.reset();
+  ddpIteration_.reset();
+  if (ddpTrainer_ && settings_.ddp) ddpTrainer_.reset();  // a failed rank leaves the group aborted
   emit failed(generation, message, std::exchange(inStage_, false));
 }
 
+bool EngineWorker::iterationRunning() const {
+  return settings_.ddp ? ddpIteration_ && !ddpIteration_->finished() : iteration_ && !iteration_->finished();
+}
+
 void EngineWorker::ensureIteration(quint64 generation) {
-  if (iteration_ && !iteration_->finished()) return;
+  if (iterationRunning()) return;
   iteration_.reset();
+  ddpIteration_.reset();
   const std::string spec = settings_.devices.toStdString();
   if (!devices_ || deviceSpecInUse_ != settings_.devices) {
+    ddpTrainer_.reset();
     trainer_.reset();
     devices_.reset();  // joins the old device threads before making new ones
     devices_ = dpv::DeviceSet::create(spec);
     deviceSpecInUse_ = settings_.devices;
   }
+  if (settings_.ddp) return startDdpIteration(generation);
   const dpv::ModelSpec modelSpec = dpv::preset_model(settings_.preset.toStdString());
   if (!trainer_) {
     dpv::Model model(modelSpec);
@@ -111,10 +137,57 @@ void EngineWorker::ensureIteration(quint64 generation) {
   emit iterationStarted(info);
 }
 
+void EngineWorker::startDdpIteration(quint64 generation) {
+  const dpv::ModelSpec modelSpec = dpv::preset_model(settings_.preset.toStdString());
+  qint64 parameterBytes = 0;
+  for (const auto& d : dpv::Model(modelSpec).parameter_decls())
+    parameterBytes += dpv::shape_numel(d.shape) * static_cast<qint64>(dpv::dtype_size(d.dtype));
+  const qint64 bucketBytes = ddpBucketBytesFor(modelSpec);
+  if (!ddpTrainer_) {
+    dpv::Model model(modelSpec);
+    const dpv::TensorMap state = model.initial_state(settings_.seed);
+    dpv::DdpOptions options;
+    options.lr = settings_.learningRate;
+    options.sync_bn = settings_.syncBatchNorm;
+    options.bucket_cap_mb = static_cast<double>(bucketBytes) / (1024.0 * 1024.0);
+    options.first_bucket_bytes = static_cast<size_t>(bucketBytes);
+    ddpTrainer_ = std::make_unique<dpv::DdpTrainer>(devices_, std::move(model), state, options);
+    iterationNumber_ = 0;
+  }
+  batch_ = std::make_unique<dpv::Dataset>(makeBatchFor(settings_.preset, settings_.batchSize, settings_.seed));
+  ddpIteration_ = std::make_unique<dpv::DdpIteration>(*ddpTrainer_, batch_->inputs, batch_->targets);
+  ddpIteration_->set_snapshots(true);  // the pages draw every rank after every stage
+  ++iterationNumber_;
+
+  IterationInfo info;
+  info.generation = generation;
+  info.iteration = iterationNumber_;
+  info.plan = ddpIteration_->plan();
+  info.ddp = true;
+  info.batchRows = batch_->inputs.dim(0);
+  info.chunks = dpv::chunk_sizes(batch_->inputs.dim(0), devices_->size());  // DataParallel's, for contrast
+  info.shards = ddpIteration_->shards();
+  info.padding = ddpIteration_->padding();
+  info.bucketCapMb = ddpTrainer_->options().bucket_cap_mb;
+  info.firstBucketBytes = static_cast<qint64>(ddpTrainer_->options().first_bucket_bytes);
+  info.parameterBytes = parameterBytes;
+  for (int i = 0; i < devices_->size(); ++i) info.deviceLabels << qs((*devices_)[i].label());
+  info.deviceSpec = settings_.devices;
+  info.transport = QStringLiteral("in-process ring (one thread per rank)");
+  info.inputShape = formatShape(batch_->inputs.shape());
+  info.inputDtype = QString::fromLatin1(dpv::dtype_name(batch_->inputs.dtype()));
+  info.targetShape = formatShape(batch_->targets.shape());
+  const dpv::Model& model = ddpTrainer_->model();
+  for (int i = 0; i < model.num_layers(); ++i) info.layerNames << qs(model.layer(i).type());
+  info.modelText = qs(model.describe());
+  info.inputHead = batch_->inputs.to_doubles(6);
+  emit iterationStarted(info);
+}
+
 void EngineWorker::stepOnce(quint64 generation) {
   ensureIteration(generation);
   inStage_ = true;
-  const dpv::StageEvent event = iteration_->step();
+  const dpv::StageEvent event = settings_.ddp ? ddpIteration_->step() : iteration_->step();
   inStage_ = false;
   emit stageFinished(generation, event);
 }
@@ -146,7 +219,7 @@ void EngineWorker::runIteration(quint64 generation) {
     if (!stale(generation)) {
       ensureIteration(generation);
       // Checked between stages so closing the window or new settings interrupt a long run.
-      while (!stale(generation) && iteration_ && !iteration_->finished()) stepOnce(generation);
+      while (!stale(generation) && iterationRunning()) stepOnce(generation);
     }
   } catch (...) {
     reportFailure(generation, describeException(std::current_exception()));

@@ -14,7 +14,10 @@ namespace dpv {
 class DeviceSet;
 class Trainer;
 class Iteration;
+class DdpTrainer;
+class DdpIteration;
 struct Dataset;
+struct ModelSpec;
 }  // namespace dpv
 
 namespace gui {
@@ -24,6 +27,12 @@ namespace gui {
 // the seed program's own), one fixed batch for every iteration of a run. Throws dpv::Error when the
 // model cannot take a batch.
 dpv::Dataset makeBatchFor(const QString& preset, int64_t rows, uint64_t seed);
+
+// The bucket limit the app gives DDP (both bucket_cap_mb and dist._DEFAULT_FIRST_BUCKET_BYTES): the
+// bytes of the last layer's parameters, whose gradients are ready first. The rebuilt first bucket
+// is then exactly that layer, launched while every earlier layer is still to be computed, and even
+// a small model gets several buckets to watch one by one.
+qint64 ddpBucketBytesFor(const dpv::ModelSpec& spec);
 
 class EngineWorker : public QObject {
   Q_OBJECT
@@ -59,6 +68,8 @@ class EngineWorker : public QObject {
   void ensureIteration(quint64 generation);  // throws dpv::Error
   void stepOnce(quint64 generation);         // throws dpv::Error
   void reportFailure(quint64 generation, const QString& message);
+  void startDdpIteration(quint64 generation);  // throws dpv::Error
+  bool iterationRunning() const;
 
   const Generation* latest_;
   const std::atomic<bool>* stopping_;
@@ -68,6 +79,9 @@ class EngineWorker : public QObject {
   std::shared_ptr<dpv::DeviceSet> devices_;
   std::unique_ptr<dpv::Trainer> trainer_;
   std::unique_ptr<dpv::Iteration> iteration_;
+  // AppSettings::ddp: the same model and global batch under DistributedDataParallel instead.
+  std::unique_ptr<dpv::DdpTrainer> ddpTrainer_;
+  std::unique_ptr<dpv::DdpIteration> ddpIteration_;
   std::unique_ptr<dpv::Dataset> batch_;  // the batch the iteration uses (kept alive with it)
   int iterationNumber_ = 0;
   bool inStage_ = false;  // a stage of the program is running (errors are the program's)

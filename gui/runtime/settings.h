@@ -14,6 +14,9 @@ struct AppSettings {
   bool syncBatchNorm = false;
   double learningRate = 0.01;
   quint64 seed = 0;
+  // The Iteration page runs DistributedDataParallel (one in-process rank per device) instead of
+  // DataParallel. Set by the page's mode switch, not by the settings bar.
+  bool ddp = false;
   bool operator==(const AppSettings&) const = default;
 };
 

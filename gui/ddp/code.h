@@ -1,0 +1,19 @@
+#pragma once
+// The code panel's two texts in DDP mode: the training script every rank runs (init_process_group,
+// DistributedSampler, DistributedDataParallel), and short excerpts of PyTorch 1.13's own source
+// (distributed.py, DistributedSampler.__iter__, the Reducer) with file and line references, each
+// line naming the DDP stages it stands for so the current one is highlighted.
+#include <QVector>
+
+#include "gui/app/context.h"
+#include "gui/iteration/code_view.h"
+
+namespace gui {
+
+// The script for the settings and a run whose global batch has `rows` samples on `ranks` ranks and
+// whose bucket limits are `bucketBytes` (dist._DEFAULT_FIRST_BUCKET_BYTES and bucket_cap_mb).
+QVector<CodeLine> ddpScriptLines(const AppSettings& settings, int ranks, qint64 rows, qint64 bucketBytes);
+// DistributedDataParallel's own code (PyTorch 1.13, abridged, with file:line references).
+QVector<CodeLine> ddpSourceLines();
+
+}  // namespace gui

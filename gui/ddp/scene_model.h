@@ -1,0 +1,77 @@
+#pragma once
+// What the DDP view shows after a stage, derived from the engine's DDP snapshot alone
+// (StageEvent::ranks): a pure function, so tests can compare the picture with the engine stage by
+// stage. Rows are ranks; each shows its strided shard, what it computes, its buckets and a few
+// values of one parameter, its gradient and one buffer.
+#include <QList>
+#include <QString>
+#include <QStringList>
+#include <optional>
+
+#include "gui/runtime/engine_types.h"
+
+namespace gui {
+
+// Where a bucket stands on one rank.
+enum class BucketPhase {
+  Empty,        // no gradient of this backward yet
+  Filling,      // some of its gradients are in (copied in times 1/W)
+  Waiting,      // full, but an earlier bucket has not launched yet (buckets go out in order)
+  AllReducing,  // its all-reduce was launched on the communication thread
+  Done          // its all-reduce has finished
+};
+QString bucketPhaseName(BucketPhase phase);  // "empty", "filling", "waiting", "all-reducing", "done"
+
+struct DdpBucketView {
+  int bucket = 0;
+  QStringList params;
+  qint64 bytes = 0;
+  int ready = 0;
+  int total = 0;
+  BucketPhase phase = BucketPhase::Empty;
+  QString text;  // "b0 · 2/2 · 96 B"
+};
+
+struct DdpSampleView {
+  qint64 index = 0;      // row of the global batch
+  bool padding = false;  // a repeat DistributedSampler added
+};
+
+struct DdpRankView {
+  int rank = 0;
+  QString title;       // "rank 1"
+  QString subtitle;    // "GPU 1 (simulated on CPU)"
+  QList<DdpSampleView> samples;  // empty until the Sample stage
+  bool computing = false;        // this stage ran compute on the rank
+  QString activity;              // "forward: layer 2 BatchNorm1d", "loss 0.6931", "waits"
+  bool constructed = false;
+  QList<DdpBucketView> buckets;
+  dpv::GradState grads = dpv::GradState::None;
+  QString paramText;   // "3.weight  0.123  −0.311  0.052  0.480"
+  QString gradText;    // "grad (local)  …" / "grad (averaged)  …" / "no gradient yet"
+  QString bufferText;  // "1.running_mean  …" ("" without buffers)
+  bool paramsEqualRank0 = true;
+  bool gradsEqualRank0 = true;
+  bool buffersEqualRank0 = true;
+  std::optional<double> loss;
+};
+
+struct DdpSceneState {
+  bool started = false;
+  int stageIndex = -1;
+  dpv::StageKind kind = dpv::StageKind::Construct;
+  int layer = -1;
+  QString headline;            // one line: what every rank does in this stage
+  qint64 batchRows = 0;
+  QList<qint64> dpChunks;      // DataParallel's contiguous chunk sizes of the same batch
+  bool sampled = false;        // the shards are known (from the Sample stage on)
+  QList<DdpRankView> ranks;
+};
+
+DdpSceneState ddpSceneStateFor(const IterationInfo& info, const dpv::StageEvent* event);
+BucketPhase bucketPhaseOf(const dpv::BucketState& bucket);
+// "0.123  −0.311  0.052": the first kHeadShown values of a snapshot head.
+constexpr size_t kHeadShown = 3;
+QString formatHead(const std::vector<double>& values);
+
+}  // namespace gui

@@ -1,0 +1,165 @@
+// The Iteration page in DDP mode, driven through two whole iterations on four simulated ranks and
+// checked against the engine's DDP snapshot (StageEvent::ranks) at every stage: shards and their
+// padding, every bucket's phase and fill, which ranks hold local or averaged gradients, the code
+// lines, the lessons. Also the mode switch.
+#include "gui_test_support.h"
+
+#include "gui/ddp/scene.h"
+#include "gui/iteration/code_view.h"
+#include "gui/iteration/lesson_panel.h"
+
+#include <QGraphicsRectItem>
+#include <QGraphicsSimpleTextItem>
+
+namespace gui {
+
+namespace {
+
+AppSettings ddpSettings(const QString& devices, const QString& preset, int batch) {
+  AppSettings s = settingsFor(devices, preset, batch);
+  s.ddp = true;
+  return s;
+}
+
+// The phase a bucket is in, from the engine's fields (written out here, not the view's helper).
+QString expectedPhase(const dpv::BucketState& b) {
+  if (b.finished) return QStringLiteral("done");
+  if (b.launched) return QStringLiteral("all-reducing");
+  if (b.ready == static_cast<int>(b.params.size())) return QStringLiteral("waiting");
+  return b.ready > 0 ? QStringLiteral("filling") : QStringLiteral("empty");
+}
+
+QString describe(const QGraphicsItem* item) { return item ? item->data(DdpScene::kDescription).toString() : QString(); }
+
+// Checks the DDP scene against one engine event; returns the number of ranks holding averaged gradients.
+int checkStage(IterationPage* page, const dpv::StageEvent& ev) {
+  DdpScene* scene = page->ddpScene();
+  int averaged = 0;
+  for (const dpv::RankState& rs : ev.ranks) {
+    const int r = rs.rank;
+    SCOPED_TRACE(QStringLiteral("stage %1 (%2), rank %3").arg(ev.index).arg(QString::fromStdString(ev.stage.title)).arg(r).toStdString());
+    // Shard: one cell per sample in the engine's order, padding marked (from Sample on).
+    const QList<QGraphicsRectItem*> cells = scene->sampleItems(r);
+    if (ev.stage.kind == dpv::StageKind::Construct) {
+      EXPECT_TRUE(cells.isEmpty());
+    } else {
+      EXPECT_EQ(cells.size(), static_cast<int>(rs.samples.size()));
+      for (int k = 0; k < std::min<int>(cells.size(), static_cast<int>(rs.samples.size())); ++k) {
+        const QString want = rs.padding[static_cast<size_t>(k)] ? QStringLiteral("sample %1 (padding)").arg(rs.samples[static_cast<size_t>(k)])
+                                                                 : QStringLiteral("sample %1").arg(rs.samples[static_cast<size_t>(k)]);
+        EXPECT_EQ(describe(cells[k]).toStdString(), want.toStdString());
+      }
+    }
+    // Buckets: every one drawn, with the engine's phase and fill.
+    for (const dpv::BucketState& b : rs.buckets) {
+      const QString want =
+          QStringLiteral("bucket %1: %2 %3/%4").arg(b.bucket).arg(expectedPhase(b)).arg(b.ready).arg(b.params.size());
+      EXPECT_EQ(describe(scene->bucketItem(r, b.bucket)).toStdString(), want.toStdString());
+    }
+    EXPECT_EQ(scene->bucketItem(r, static_cast<int>(rs.buckets.size())), nullptr);
+    // What .grad holds.
+    EXPECT_EQ(describe(scene->gradText(r)).toStdString(), std::string(dpv::grad_state_name(rs.grads)));
+    if (rs.grads == dpv::GradState::Averaged) ++averaged;
+  }
+  return averaged;
+}
+
+}  // namespace
+
+TEST_F(IterationPageTest, DdpTwoIterationsOnFourRanksMatchTheEngineAtEveryStage) {
+  qputenv("DPVIZ_LESSONS", QByteArray(DPV_LESSONS_SOURCE_DIR));
+  start(ddpSettings(QStringLiteral("cpu:4"), QStringLiteral("mlp-bn"), 10));
+  qunsetenv("DPVIZ_LESSONS");
+  ASSERT_TRUE(engine_->info().ddp);
+  EXPECT_TRUE(page_->showingDdp());
+  EXPECT_EQ(page_->codeView()->tabText(0).toStdString(), "Your DDP script");
+  EXPECT_EQ(page_->ddpScene()->state().ranks.size(), 4);
+  // 10 samples on 4 ranks: [0,4,8] [1,5,9] [2,6,0] [3,7,1]; the last two end with a repeat.
+  EXPECT_EQ(engine_->info().shards.at(2), (std::vector<int64_t>{2, 6, 0}));
+
+  bool sawOverlap = false, sawBroadcast = false;
+  for (int iteration = 1; iteration <= 2; ++iteration) {
+    // The plan is read each time: iteration 2's (no Construct, a buffer broadcast) replaces
+    // iteration 1's once the first step has started it.
+    for (int i = 0; i < static_cast<int>(engine_->info().plan.size()); ++i) {
+      if (iteration == 2 && i == 0) {
+        // The step after the last stage starts iteration 2 and shows its first stage.
+        page_->stepForward();
+        ASSERT_TRUE(waitUntil([&] { return engine_->info().iteration == 2 && page_->cursor() == 0 && !page_->waitingForEngine(); }));
+      } else {
+        ASSERT_TRUE(stepTo(i)) << "iteration " << iteration << " stage " << i;
+      }
+      ASSERT_TRUE(page_->errorText().isEmpty()) << page_->errorText().toStdString();
+      ASSERT_EQ(engine_->info().iteration, iteration);
+      const dpv::StageEvent& ev = engine_->events().at(i);
+      ASSERT_EQ(ev.ranks.size(), 4u);
+      const int averaged = checkStage(page_.get(), ev);
+      EXPECT_FALSE(page_->lessonPanel()->lessonMissing()) << ev.stage.title;
+      const QString script = page_->codeView()->lineText(0, page_->codeView()->highlightedLine(0));
+      const QString source = page_->codeView()->lineText(1, page_->codeView()->highlightedLine(1));
+      switch (ev.stage.kind) {
+        case dpv::StageKind::Construct:
+          EXPECT_TRUE(script.contains(QLatin1String("DDP(model"))) << script.toStdString();
+          EXPECT_TRUE(source.contains(QLatin1String("_verify_param_shape_across_processes")));
+          break;
+        case dpv::StageKind::Sample: EXPECT_TRUE(script.contains(QLatin1String("DistributedSampler"))); break;
+        case dpv::StageKind::BroadcastBuffers:
+          sawBroadcast = true;
+          EXPECT_TRUE(source.contains(QLatin1String("_check_sync_bufs_pre_fwd")));
+          // Every rank's buffer now shows rank 0's values.
+          for (int r = 1; r < 4; ++r)
+            EXPECT_EQ(page_->ddpScene()->bufferText(r)->text().section(QLatin1Char(' '), 1).toStdString(),
+                      page_->ddpScene()->bufferText(0)->text().section(QLatin1Char(' '), 1).toStdString());
+          break;
+        case dpv::StageKind::Loss: EXPECT_TRUE(script.contains(QLatin1String("criterion"))); break;
+        case dpv::StageKind::Backward:
+          EXPECT_TRUE(script.contains(QLatin1String("loss.backward()")));
+          EXPECT_EQ(averaged, 0);
+          // Iteration 2, first backward stage: bucket 0 is on its way while the last bucket is still empty.
+          if (iteration == 2 && ev.stage.layer == static_cast<int>(engine_->info().layerNames.size()) - 1) {
+            const QString first = describe(page_->ddpScene()->bucketItem(0, 0));
+            const int last = static_cast<int>(ev.ranks[0].buckets.size()) - 1;
+            ASSERT_GE(last, 1) << "the rebuilt layout has several buckets";
+            sawOverlap = first.contains(QLatin1String("all-reducing")) || first.contains(QLatin1String("done"));
+            EXPECT_TRUE(sawOverlap) << first.toStdString();
+            EXPECT_TRUE(describe(page_->ddpScene()->bucketItem(0, last)).contains(QLatin1String("empty")));
+          }
+          break;
+        case dpv::StageKind::Finalize:
+          EXPECT_TRUE(source.contains(QLatin1String("finalize_backward")));
+          EXPECT_EQ(averaged, 4) << "every rank holds the mean after Finalize";
+          for (int r = 1; r < 4; ++r)
+            EXPECT_EQ(page_->ddpScene()->gradText(r)->text().toStdString(), page_->ddpScene()->gradText(0)->text().toStdString());
+          break;
+        case dpv::StageKind::Step:
+          EXPECT_TRUE(script.contains(QLatin1String("optimizer.step()")));
+          EXPECT_EQ(averaged, 4);
+          break;
+        default: break;
+      }
+    }
+  }
+  EXPECT_TRUE(sawOverlap);
+  EXPECT_TRUE(sawBroadcast);
+}
+
+TEST_F(IterationPageTest, ModeSwitchRunsDdpAndBackWithTheSameControls) {
+  start(settingsFor(QStringLiteral("cpu:2"), QStringLiteral("simple"), 8));
+  EXPECT_FALSE(page_->showingDdp());
+  page_->setDdpMode(true);
+  ASSERT_TRUE(waitUntil([&] { return engine_->hasIteration() && engine_->info().ddp && !engine_->busy(); }));
+  EXPECT_TRUE(page_->showingDdp());
+  EXPECT_EQ(engine_->info().plan.front().kind, dpv::StageKind::Construct);
+  ASSERT_TRUE(stepTo(0));
+  ASSERT_TRUE(stepTo(1));
+  page_->stepBack();
+  EXPECT_EQ(page_->cursor(), 0);
+  EXPECT_EQ(page_->ddpScene()->state().kind, dpv::StageKind::Construct);
+  page_->setDdpMode(false);
+  ASSERT_TRUE(waitUntil([&] { return engine_->hasIteration() && !engine_->info().ddp && !engine_->busy(); }));
+  EXPECT_FALSE(page_->showingDdp());
+  EXPECT_EQ(engine_->info().plan.front().kind, dpv::StageKind::Scatter);
+  EXPECT_EQ(page_->codeView()->tabText(1).toStdString(), "DataParallel.forward");
+}
+
+}  // namespace gui
