@@ -1,5 +1,6 @@
 #include "gui/iteration/page.h"
 
+#include <QEvent>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QRegularExpression>
@@ -124,26 +125,6 @@ void IterationPage::buildUi() {
   stageStripLayout_ = new QHBoxLayout();  // the pills; rebuilt for every plan
   stageStripLayout_->setSpacing(2);
   stripRow->addLayout(stageStripLayout_, 1);
-  // The mode: the same controls over DataParallel's plan or DistributedDataParallel's.
-  auto mode = [this, stripCard](const QString& text, const QString& tip, bool ddp) {
-    auto* b = new QToolButton(stripCard);
-    b->setObjectName(QStringLiteral("stagePill"));
-    b->setText(text);
-    b->setToolTip(tip);
-    b->setCheckable(true);
-    b->setFocusPolicy(Qt::NoFocus);
-    connect(b, &QToolButton::clicked, this, [this, ddp] { setDdpMode(ddp); });
-    return b;
-  };
-  dpButton_ = mode(tr("DataParallel"), tr("One process: scatter, replicate, gather, reduce on GPU 0"), false);
-  ddpButton_ = mode(tr("DDP"),
-                    tr("DistributedDataParallel: one process per device, strided shards, buckets all-reduced "
-                       "during the backward"), true);
-  auto* modeSep = new QLabel(QStringLiteral("|"), stripCard);
-  modeSep->setObjectName(QStringLiteral("hintLabel"));
-  stripRow->addWidget(modeSep);
-  stripRow->addWidget(dpButton_);
-  stripRow->addWidget(ddpButton_);
   page->addWidget(stripCard);
   auto* outer = new QHBoxLayout();
   outer->setSpacing(12);
@@ -171,6 +152,31 @@ void IterationPage::buildUi() {
   sceneStack_->addWidget(ddpView_);
   sceneLayout->addWidget(sceneStack_);
   left->addWidget(sceneCard, 1);
+  // The mode: the same controls over DataParallel's plan or DistributedDataParallel's. It floats
+  // in the scene card's top-right corner (outside any layout), so it never widens the page.
+  modeBox_ = new QWidget(sceneCard);
+  auto* modeRow = new QHBoxLayout(modeBox_);
+  modeRow->setContentsMargins(0, 0, 0, 0);
+  modeRow->setSpacing(2);
+  auto mode = [this](const QString& text, const QString& tip, bool ddp) {
+    auto* b = new QToolButton(modeBox_);
+    b->setObjectName(QStringLiteral("stagePill"));
+    b->setText(text);
+    b->setToolTip(tip);
+    b->setCheckable(true);
+    b->setFocusPolicy(Qt::NoFocus);
+    connect(b, &QToolButton::clicked, this, [this, ddp] { setDdpMode(ddp); });
+    return b;
+  };
+  dpButton_ = mode(tr("DataParallel"), tr("One process: scatter, replicate, gather, reduce on GPU 0"), false);
+  ddpButton_ = mode(tr("DDP"),
+                    tr("DistributedDataParallel: one process per device, strided shards, buckets all-reduced "
+                       "during the backward"), true);
+  modeRow->addWidget(dpButton_);
+  modeRow->addWidget(ddpButton_);
+  modeBox_->adjustSize();
+  modeBox_->raise();
+  sceneCard->installEventFilter(this);
 
   // The loss of every iteration so far: the fixed batch's loss falls as the model trains.
   auto* lossCard = makeCard(this);
@@ -249,6 +255,14 @@ void IterationPage::setSpeed(double factor) {
   scene_->setDuration(durationMs_);
   dwell_.setInterval(factor > 0 ? static_cast<int>(kBaseDwellMs / factor) : 0);
   speedLabel_->setText(factor > 0 ? QStringLiteral("%1×").arg(factor) : tr("instant"));
+}
+
+bool IterationPage::eventFilter(QObject* watched, QEvent* event) {
+  if (event->type() == QEvent::Resize && modeBox_ && watched == modeBox_->parentWidget()) {
+    const QWidget* card = modeBox_->parentWidget();
+    modeBox_->move(card->width() - modeBox_->width() - 8, 8);
+  }
+  return Page::eventFilter(watched, event);
 }
 
 bool IterationPage::ddpMode() const { return context()->settings().ddp; }

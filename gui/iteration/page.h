@@ -64,6 +64,7 @@ class IterationPage : public Page {
   LossStrip* lossStrip() const { return lossStrip_; }
   QString errorText() const;              // the error banner's text ("" when hidden)
   QString positionText() const;
+  bool eventFilter(QObject* watched, QEvent* event) override;
   // Opens a chip of a device in the inspector (as a click would); false when there is none.
   bool inspectChip(int device, dpv::TensorRole role);
 
@@ -96,6 +97,7 @@ class IterationPage : public Page {
   DdpScene* ddpScene_ = nullptr;
   SceneView* ddpView_ = nullptr;
   QStackedWidget* sceneStack_ = nullptr;
+  QWidget* modeBox_ = nullptr;  // the DataParallel | DDP switch, over the scene card's corner
   QToolButton* dpButton_ = nullptr;
   QToolButton* ddpButton_ = nullptr;
   CodeView* code_ = nullptr;
