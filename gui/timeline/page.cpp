@@ -208,6 +208,7 @@ void TimelinePage::setRows(const QStringList& labels) {
 }
 
 void TimelinePage::refresh() {
+  ddpLanes_ = dpv::TraceLanes{};
   bars_.clear();
   plot_->clearItems();
   table_->setRowCount(0);
@@ -242,6 +243,7 @@ void TimelinePage::drawLastIteration() {
   const bool complete = e && !e->lastCompleted().isEmpty();
   const QVector<dpv::StageEvent> events = !e ? QVector<dpv::StageEvent>{} : complete ? e->lastCompleted() : e->events();
   const IterationInfo info = complete ? e->lastCompletedInfo() : (e ? e->info() : IterationInfo{});
+  if (info.ddp && !events.isEmpty()) return drawDdpIteration(events, info, complete);
   emptyHint_->setVisible(events.isEmpty());
   plotScroll_->setVisible(!events.isEmpty());
   const QString theme = context()->theme();
@@ -344,6 +346,32 @@ QList<Page::Shot> TimelinePage::screenshots() {
       done();
     });
     measure();
+  }},
+  // DDP on mlp-bn: two iterations, so the second one's rebuilt buckets overlap its backward.
+  Shot{QStringLiteral("ddp"), [this](std::function<void()> done) {
+    EngineController* e = context()->engine();
+    if (!e) return done();
+    AppSettings s = context()->settings();
+    s.ddp = true;
+    s.preset = QStringLiteral("mlp-bn");
+    auto completed = std::make_shared<int>(0);
+    auto c1 = std::make_shared<QMetaObject::Connection>();
+    auto c2 = std::make_shared<QMetaObject::Connection>();
+    auto finish = [c1, c2, done, this] {
+      QObject::disconnect(*c1);
+      QObject::disconnect(*c2);
+      series_.reset();  // show the DDP iteration, not the measured series
+      opened_.reset();
+      refresh();
+      done();
+    };
+    *c1 = connect(e, &EngineController::iterationCompleted, this, [e, completed, finish] {
+      if (++*completed >= 2) return finish();
+      e->requestIteration();
+    });
+    *c2 = connect(e, &EngineController::engineError, this, finish);
+    context()->setSettings(s);  // the engine starts afresh in DDP mode
+    e->requestIteration();
   }}};
 }
 

@@ -45,6 +45,9 @@ class TimelinePage : public Page {
   QString openTrace(const QString& path);
   bool showingOpenedTrace() const { return opened_.has_value(); }
   int laneCount() const { return opened_ ? static_cast<int>(opened_->lanes.size()) : 0; }
+  // After a DDP iteration of the engine: its lanes as a DDP trace has them (host; per rank its
+  // compute lane, then its communication lane). Empty unless the last refresh drew one.
+  const dpv::TraceLanes& ddpLanes() const { return ddpLanes_; }
 
   // For tests: what is drawn.
   struct Bar {
@@ -76,6 +79,8 @@ class TimelinePage : public Page {
   void drawLastIteration();
   void drawSeries();
   void drawOpenedTrace();
+  double drawLanes(const dpv::TraceLanes& lanes);  // one row per lane; returns the last end in ms
+  void drawDdpIteration(const QVector<dpv::StageEvent>& events, const IterationInfo& info, bool complete);
   void addCollectiveRows(const dpv::StageEvent& event);
   void showSeriesNumbers();
   QCustomPlot* plot_;
@@ -92,6 +97,7 @@ class TimelinePage : public Page {
   QVector<Bar> bars_;
   int rows_ = 0;
   std::optional<dpv::TraceLanes> opened_;
+  dpv::TraceLanes ddpLanes_;
   QString openedPath_;
   std::optional<dpv::course::TimelineSeries> series_;
   QString seriesError_;
@@ -99,5 +105,9 @@ class TimelinePage : public Page {
   std::shared_ptr<std::atomic<bool>> cancel_;
   OffThreadRunner* runner_;
 };
+
+// DDP: the seconds of bucket all-reduce that ran while the same rank's Backward stages were busy,
+// and (in commSeconds) all bucket all-reduce seconds, from one iteration's events.
+double ddpOverlapSeconds(const QVector<dpv::StageEvent>& events, double* commSeconds);
 
 }  // namespace gui

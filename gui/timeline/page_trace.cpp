@@ -34,6 +34,18 @@ QString TimelinePage::openTrace(const QString& path) {
 
 void TimelinePage::drawOpenedTrace() {
   const dpv::TraceLanes& t = *opened_;
+  const int lanes = static_cast<int>(t.lanes.size());
+  const double endMs = drawLanes(t);
+  summary_->setText(tr("<b>Opened trace</b> %1: %2 process%3, %4 lane%5, %6 span%7 over %8 ms. "
+                       "Each process of a merged trace is one rank; press “Run one iteration” to go back to the engine's iterations.")
+                        .arg(QFileInfo(openedPath_).fileName().toHtmlEscaped())
+                        .arg(t.processes).arg(t.processes == 1 ? QString() : QStringLiteral("es"))
+                        .arg(lanes).arg(lanes == 1 ? QString() : QStringLiteral("s"))
+                        .arg(t.spans.size()).arg(t.spans.size() == 1 ? QString() : QStringLiteral("s"))
+                        .arg(endMs, 0, 'f', 3));
+}
+
+double TimelinePage::drawLanes(const dpv::TraceLanes& t) {
   const QString theme = context()->theme();
   const int lanes = static_cast<int>(t.lanes.size());
   emptyHint_->setVisible(lanes == 0);
@@ -77,13 +89,7 @@ void TimelinePage::drawOpenedTrace() {
     }
   }
   plot_->xAxis->setRange(0, endMs > 0 ? endMs * 1.03 : 1.0);
-  summary_->setText(tr("<b>Opened trace</b> %1: %2 process%3, %4 lane%5, %6 span%7 over %8 ms. "
-                       "Each process of a merged trace is one rank; press “Run one iteration” to go back to the engine's iterations.")
-                        .arg(QFileInfo(openedPath_).fileName().toHtmlEscaped())
-                        .arg(t.processes).arg(t.processes == 1 ? QString() : QStringLiteral("es"))
-                        .arg(lanes).arg(lanes == 1 ? QString() : QStringLiteral("s"))
-                        .arg(t.spans.size()).arg(t.spans.size() == 1 ? QString() : QStringLiteral("s"))
-                        .arg(endMs, 0, 'f', 3));
+  return endMs;
 }
 
 }  // namespace gui

@@ -1,12 +1,13 @@
 // The Iteration page in DDP mode, driven through two whole iterations on four simulated ranks and
 // checked against the engine's DDP snapshot (StageEvent::ranks) at every stage: shards and their
 // padding, every bucket's phase and fill, which ranks hold local or averaged gradients, the code
-// lines, the lessons. Also the mode switch.
+// lines, the lessons. Also the mode switch, and the Timeline's per-rank communication lanes.
 #include "gui_test_support.h"
 
 #include "gui/ddp/scene.h"
 #include "gui/iteration/code_view.h"
 #include "gui/iteration/lesson_panel.h"
+#include "gui/timeline/page.h"
 
 #include <QGraphicsRectItem>
 #include <QGraphicsSimpleTextItem>
@@ -160,6 +161,53 @@ TEST_F(IterationPageTest, ModeSwitchRunsDdpAndBackWithTheSameControls) {
   EXPECT_FALSE(page_->showingDdp());
   EXPECT_EQ(engine_->info().plan.front().kind, dpv::StageKind::Scatter);
   EXPECT_EQ(page_->codeView()->tabText(1).toStdString(), "DataParallel.forward");
+}
+
+TEST(DdpTimeline, OverlapCountsOnlyAllReduceTimeDuringTheSameRanksBackward) {
+  dpv::StageEvent back;
+  back.stage = {dpv::StageKind::Backward, 1, "Backward 1"};
+  back.devices.resize(2);
+  back.devices[0].device = 0;
+  back.devices[0].busy_start = 1.0;
+  back.devices[0].busy_end = 2.0;
+  back.devices[1].device = 1;
+  back.devices[1].busy_start = 5.0;
+  back.devices[1].busy_end = 6.0;
+  dpv::StageEvent fin;
+  fin.stage = {dpv::StageKind::Finalize, -1, "Finalize"};
+  fin.comm.push_back(dpv::CommSpan{0, 0, 1.2, 1.5, 2.5, 8, {}, {}, {}});  // 0.5 s inside rank 0's backward
+  fin.comm.push_back(dpv::CommSpan{1, 0, 1.2, 1.5, 2.5, 8, {}, {}, {}});  // rank 1 was not computing then
+  double comm = 0;
+  EXPECT_DOUBLE_EQ(ddpOverlapSeconds({back, fin}, &comm), 0.5);
+  EXPECT_DOUBLE_EQ(comm, 2.0);
+}
+
+TEST_F(IterationPageTest, TimelineDrawsACommunicationLaneUnderEachRanksComputeLane) {
+  AppSettings s = settingsFor(QStringLiteral("cpu:2"), QStringLiteral("mlp-bn"), 8);
+  s.ddp = true;
+  start(s);
+  TimelinePage timeline(context_.get());
+  int completed = 0;
+  QObject::connect(engine_.get(), &EngineController::iterationCompleted, &timeline, [&] { ++completed; });
+  engine_->requestIteration();
+  ASSERT_TRUE(waitUntil([&] { return completed == 1 && !engine_->busy(); }));
+  timeline.refresh();
+  const dpv::TraceLanes& lanes = timeline.ddpLanes();
+  ASSERT_EQ(lanes.lanes.size(), 5u);  // host, then per rank: compute, communication
+  EXPECT_EQ(lanes.lanes[2].thread, lanes.lanes[1].thread + " communication");
+  EXPECT_EQ(lanes.lanes[4].thread, lanes.lanes[3].thread + " communication");
+  // One all-reduce bar per rank per bucket, on that rank's communication lane.
+  int allreduces = 0;
+  for (const auto& bar : timeline.bars()) {
+    if (!bar.text.startsWith(QLatin1String("all-reduce bucket"))) continue;
+    ++allreduces;
+    EXPECT_TRUE(bar.row == 2 || bar.row == 4) << bar.row;
+  }
+  int spans = 0;
+  for (const auto& ev : engine_->lastCompleted()) spans += static_cast<int>(ev.comm.size());
+  EXPECT_EQ(spans, 2);  // iteration 1: one bucket on each of the 2 ranks
+  EXPECT_EQ(allreduces, spans);
+  EXPECT_TRUE(timeline.summary().contains(QLatin1String("DistributedDataParallel")));
 }
 
 }  // namespace gui
