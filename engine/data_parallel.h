@@ -85,6 +85,10 @@ class Iteration {
   bool snapshots() const { return snapshots_; }
   void set_snapshots(bool on) { snapshots_ = on; }
 
+  // What every device holds now, as a stage's snapshot lists it; before the first stage: the
+  // batch and the module on device 0 (the app draws it before anything has run).
+  std::vector<DeviceState> devices_now() const;
+
   const std::vector<int64_t>& chunks() const { return chunks_; }
   int replicas() const { return static_cast<int>(chunks_.size()); }
   Tensor output() const { return output_; }   // gathered output on device 0 (after Gather)

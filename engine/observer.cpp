@@ -31,6 +31,18 @@ StageNames names_of(StageKind k) {
 
 }  // namespace
 
+const char* memory_kind_name(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::Batch: return "batch";
+    case MemoryKind::Parameters: return "parameters";
+    case MemoryKind::Gradients: return "gradients";
+    case MemoryKind::Activations: return "activations";
+    case MemoryKind::Optimizer: return "optimizer state";
+    case MemoryKind::Output: return "gathered output";
+  }
+  return "?";
+}
+
 const char* tensor_role_name(TensorRole role) {
   switch (role) {
     case TensorRole::Input: return "input";
@@ -41,6 +53,7 @@ const char* tensor_role_name(TensorRole role) {
     case TensorRole::Grad: return "grad";
     case TensorRole::Output: return "output";
     case TensorRole::Loss: return "loss";
+    case TensorRole::Optimizer: return "optimizer";
   }
   return "?";
 }

@@ -33,8 +33,17 @@ struct Stage {
 
 // What a tensor in a stage snapshot is for. A switch over TensorRole has no default, so a new
 // role some view does not handle is a compile warning there (-Wswitch).
-enum class TensorRole { Input, Target, Param, Buffer, Activation, Grad, Output, Loss };
-const char* tensor_role_name(TensorRole role);  // "input", "target", "param", "buffer", ...
+enum class TensorRole { Input, Target, Param, Buffer, Activation, Grad, Output, Loss, Optimizer };
+const char* tensor_role_name(TensorRole role);  // "input", "target", "param", "buffer", ..., "optimizer"
+
+// A snapshot keeps every value of a tensor this small (enough for a heat map), else the first
+// kSnapshotHeadValues: it never copies a whole activation of a real model to the host.
+constexpr size_t kSnapshotAllValues = 128;
+constexpr size_t kSnapshotHeadValues = 6;
+
+// What a tensor's memory is for: the parts of a device's memory bar (and of its chips).
+enum class MemoryKind { Batch, Parameters, Gradients, Activations, Optimizer, Output };
+const char* memory_kind_name(MemoryKind kind);  // "batch", "parameters", "gradients", ...
 
 struct TensorInfo {
   std::string name;    // "input chunk", "0.weight", "activation 2", "grad 0.weight", "output", "loss"
@@ -43,7 +52,25 @@ struct TensorInfo {
   DType dtype = DType::Float32;
   int device = -1;     // index in the set; -1: host
   size_t bytes = 0;
-  std::vector<double> head;  // the first few values
+  std::vector<double> head;  // every value when numel <= kSnapshotAllValues, else the first few
+  int64_t first_row = -1;    // a piece of the batch: its rows [first_row, first_row + shape[0]); -1: not one
+  std::string why;           // one sentence: why the device holds this tensor now
+  MemoryKind memory = MemoryKind::Batch;  // which part of the device's memory it counts in
+  bool view = false;         // a view of a tensor listed before it (chunk 0 of inputs): no memory of its own
+};
+
+// A device's live allocations by what they hold. Every tensor the iteration and the trainer keep
+// on the device is counted once (a view counts with the tensor it views); `other` is what the
+// device's allocation counter holds beyond them (0 when the snapshot accounts for everything).
+struct MemoryBreakdown {
+  int64_t batch = 0;        // inputs and labels copied to the device, input chunks
+  int64_t parameters = 0;   // parameters and buffers: the module's, or a replica's copies
+  int64_t gradients = 0;    // parameter gradients (.grad on device 0, a replica's before the reduce)
+  int64_t activations = 0;  // layer outputs and what backward saved, their gradients, BatchNorm statistics
+  int64_t optimizer = 0;    // optimizer state (SGD momentum buffers)
+  int64_t output = 0;       // the gathered output, its gradient and the loss
+  int64_t other = 0;
+  int64_t total() const { return batch + parameters + gradients + activations + optimizer + output + other; }
 };
 
 struct BatchNormStats {
@@ -58,9 +85,11 @@ struct DeviceState {
   int device = 0;
   std::string label;         // "GPU 1 (simulated on CPU)"
   bool has_replica = false;  // holds a replica during this iteration
+  bool replica_discarded = false;  // held one earlier in this iteration; it was freed after the backward
   int64_t chunk_rows = 0;    // rows of the batch scattered to it (0: idle)
   int64_t memory_bytes = 0;  // engine allocations live on the device
   int64_t memory_peak = 0;
+  MemoryBreakdown memory;    // memory_bytes by what the allocations hold
   double busy_start = 0;     // seconds since the iteration began (equal to busy_end when idle)
   double busy_end = 0;
   std::vector<TensorInfo> tensors;  // what the device holds after the stage
@@ -115,6 +144,20 @@ struct RankState {
   std::optional<double> loss;     // this rank's own loss (after Loss)
 };
 
+// One weight element followed through ReduceGrads and Step (snapshots only), so the app can show
+// the numbers: each replica's gradient, their sum on device 0, the gradient one device computes
+// from the whole batch, and the weight before and after the optimizer step.
+struct WeightElement {
+  std::string param;                  // "0.weight"
+  int64_t index = 0;                  // flat index into the parameter
+  std::vector<double> replica_grads;  // [R] the replicas' gradients of this element, before the reduce
+  double grad = 0;                    // the reduced gradient on device 0 (the sum)
+  std::optional<double> single_device_grad;  // the whole batch through the module on one device
+  std::optional<double> difference;          // grad - single_device_grad
+  std::optional<double> weight_before;       // Step: before optimizer.step()
+  std::optional<double> weight_after;        // Step: after it
+};
+
 struct StageEvent {
   int index = 0;             // position in the plan
   Stage stage;
@@ -128,6 +171,7 @@ struct StageEvent {
   std::vector<CommSpan> comm;             // DDP Finalize: every bucket all-reduce of the backward
   std::vector<RankState> ranks;           // DDP: every rank after the stage (snapshots only)
   std::optional<double> loss;             // the Loss stage's value (snapshots only)
+  std::optional<WeightElement> weight;    // ReduceGrads and Step (snapshots only)
   std::string summary;       // one plain sentence on what happened
 };
 

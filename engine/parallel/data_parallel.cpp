@@ -94,6 +94,8 @@ StageEvent Iteration::step() {
     bn_stats_.clear();
   }
   const size_t stats_before = bn_device_stats_.size();
+  const bool follows_weight = e.stage.kind == StageKind::ReduceGrads || e.stage.kind == StageKind::Step;
+  if (snapshots_ && follows_weight) impl_->weight_before_stage(e.stage.kind);
   e.t_start = impl_->now();
   try {
     switch (e.stage.kind) {
@@ -128,6 +130,7 @@ StageEvent Iteration::step() {
     const auto& stats = batchnorm_stats();
     e.batchnorm.assign(stats.begin() + static_cast<std::ptrdiff_t>(stats_before), stats.end());
     if (e.stage.kind == StageKind::Loss) e.loss = loss();
+    if (follows_weight) impl_->weight_after_stage(e);
   }
   ++next_;
   if (observer_) observer_->on_stage(e);

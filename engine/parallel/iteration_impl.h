@@ -2,6 +2,7 @@
 // Internal state of one DataParallel iteration, shared by the stage runners
 // (parallel/stages_*.cpp) and the snapshot builder (parallel/snapshot.cpp).
 #include <chrono>
+#include <optional>
 #include <vector>
 
 #include "engine/data_parallel.h"
@@ -26,6 +27,8 @@ struct Iteration::Impl {
   Tensor dlogits;                      // [N, K] on device 0
   Tensor loss_tensor;                  // [] on device 0
   bool grads_reduced = false;
+  bool graph_freed = false;  // the backward is over: replicas 1.., activations and grad of output freed
+  WeightElement weight;      // the element snapshots follow through ReduceGrads and Step
 
   std::chrono::steady_clock::time_point t0;
   std::vector<double> busy_start, busy_end;  // per device, seconds since t0, for the current stage
@@ -58,7 +61,19 @@ struct Iteration::Impl {
   void reduce_grads(StageEvent& e);
   void step_optimizer(StageEvent& e);
 
+  // What loss.backward() frees when it is done (the autograd graph): the replicas on devices 1..
+  // with their chunks, every activation saved for backward, the output's gradient.
+  void free_graph();
+
   void fill_snapshot(StageEvent& e) const;
+  // Snapshots: the followed weight element before a ReduceGrads or Step stage runs, and after it.
+  void weight_before_stage(StageKind kind);
+  void weight_after_stage(StageEvent& e);
+  // The followed element's gradient when the whole batch goes through the module on device 0
+  // alone (a separate pass on copies of the buffers; its allocations are kept out of the peak).
+  // Empty when that pass fails.
+  std::optional<double> single_device_gradient() const;
+  double single_device_pass() const;
 };
 
 }  // namespace dpv

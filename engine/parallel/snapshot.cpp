@@ -1,4 +1,6 @@
-// The value snapshot of each stage: what every device holds, its memory, its busy span.
+// The value snapshot of each stage: what every device holds, why, its memory by kind, its busy span.
+// The tensors listed are exactly the ones the iteration and the trainer keep alive on the device,
+// each storage once, so the chips the app draws and the memory it reports agree by construction.
 #include "engine/error.h"
 #include "engine/index.h"
 #include "engine/parallel/iteration_impl.h"
@@ -6,66 +8,174 @@
 namespace dpv {
 
 namespace {
-constexpr size_t kHeadValues = 6;
 
-TensorInfo info(const std::string& name, TensorRole role, const Tensor& t) {
-  TensorInfo i;
-  i.name = name;
-  i.role = role;
-  i.shape = t.shape();
-  i.dtype = t.dtype();
-  i.device = t.device_index();
-  i.bytes = t.nbytes();
-  i.head = t.to_doubles(kHeadValues);
-  return i;
+using Kind = MemoryKind;
+
+// Collects one device's live tensors, each storage once (a view counts with what it views).
+class DeviceListing {
+ public:
+  explicit DeviceListing(DeviceState& state) : s_(state) {}
+
+  // `first_row`: for a piece of the batch, its first row in the batch.
+  void add(const Tensor& t, const std::string& name, TensorRole role, Kind kind, const std::string& why,
+           int64_t first_row = -1) {
+    if (!t.defined() || t.device_index() != s_.device) return;
+    for (const Tensor& seen : seen_)
+      if (seen.shares_storage_with(t)) {
+        if (first_row >= 0) push(t, name, role, kind, why, first_row, true);  // a chunk of the batch: shown, not counted
+        return;
+      }
+    seen_.push_back(t);
+    counted_ += static_cast<int64_t>(t.nbytes());
+    int64_t& slot = kind == Kind::Batch         ? s_.memory.batch
+                    : kind == Kind::Parameters  ? s_.memory.parameters
+                    : kind == Kind::Gradients   ? s_.memory.gradients
+                    : kind == Kind::Activations ? s_.memory.activations
+                    : kind == Kind::Optimizer   ? s_.memory.optimizer
+                                                : s_.memory.output;
+    slot += static_cast<int64_t>(t.nbytes());
+    push(t, name, role, kind, why, first_row);
+  }
+  void finish() { s_.memory.other = s_.memory_bytes - counted_; }
+
+ private:
+  void push(const Tensor& t, const std::string& name, TensorRole role, Kind kind, const std::string& why,
+            int64_t first_row, bool view = false) {
+    TensorInfo i;
+    i.name = name;
+    i.role = role;
+    i.shape = t.shape();
+    i.dtype = t.dtype();
+    i.device = t.device_index();
+    i.bytes = t.nbytes();
+    i.head = t.to_doubles(ix(t.numel()) <= kSnapshotAllValues ? ix(t.numel()) : kSnapshotHeadValues);
+    i.first_row = first_row;
+    i.why = why;
+    i.memory = kind;
+    i.view = view;
+    s_.tensors.push_back(std::move(i));
+  }
+  DeviceState& s_;
+  std::vector<Tensor> seen_;
+  int64_t counted_ = 0;
+};
+
+std::string rows_text(int64_t begin, int64_t n) {
+  return n == 1 ? "row " + std::to_string(begin) : "rows " + std::to_string(begin) + "-" + std::to_string(begin + n - 1);
 }
+
 }  // namespace
 
 void Iteration::Impl::fill_snapshot(StageEvent& e) const {
   const StageKind kind = e.stage.kind;
-  const bool after_replicate = kind != StageKind::Scatter;
   const bool backward_started = kind == StageKind::GradScatter || kind == StageKind::Backward ||
                                 kind == StageKind::ReduceGrads || kind == StageKind::Step;
+  const Model& model = tr.model();
   for (int d = 0; d < devs.size(); ++d) {
     DeviceState s;
     s.device = d;
     s.label = devs[d].label();
     s.chunk_rows = d < R ? it.chunks_[ix(d)] : 0;
-    // Replicas exist from Replicate until their gradients are reduced; replica 0 is the module itself.
-    s.has_replica = d < R && (d == 0 || (multi && after_replicate && kind != StageKind::Step));
+    // Replica 0 is the module itself; the others exist from Replicate until the backward is over.
+    const bool copy_alive = d > 0 && d < R && !replicas[ix(d)].params.items().empty();
+    s.has_replica = d < R && (d == 0 || copy_alive);
+    s.replica_discarded = d > 0 && d < R && multi && graph_freed;
     s.memory_bytes = devs[d].memory().current.load();
     s.memory_peak = devs[d].memory().peak.load();
     s.busy_start = busy_start[ix(d)];
     s.busy_end = busy_end[ix(d)];
+    DeviceListing list(s);
+
+    if (d == 0) {
+      list.add(input_dev0, "inputs", TensorRole::Input, Kind::Batch,
+               "The whole batch: `.cuda()` in your code copied it to GPU 0 before model(inputs).", 0);
+      list.add(target_dev0, "labels", TensorRole::Target, Kind::Batch,
+               "The labels: `.cuda()` copied them to GPU 0, where the loss will be computed.");
+      for (const auto& decl : model.parameter_decls())
+        list.add(tr.state().at(decl.name), decl.name, TensorRole::Param, Kind::Parameters,
+                 "The module's parameter (model.cuda()); replica 0 computes with this very tensor, "
+                 "optimizer.step() updates it.");
+      for (const auto& decl : model.buffer_decls())
+        list.add(tr.state().at(decl.name), decl.name, TensorRole::Buffer, Kind::Parameters,
+                 "A buffer of the module (model.cuda()); replica 0 updates this very tensor.");
+      for (const auto& [name, m] : tr.momentum().items())
+        list.add(m, "momentum " + name, TensorRole::Optimizer, Kind::Optimizer,
+                 "SGD's momentum buffer: optimizer state, kept on GPU 0 only, from the first step on.");
+      for (const auto& [name, g] : tr.grads().items())
+        list.add(g, grads_reduced ? "grad " + name : "grad " + name + " (last step)", TensorRole::Grad, Kind::Gradients,
+                 grads_reduced ? "The parameter's .grad: the replicas' gradients summed onto GPU 0."
+                               : "The parameter's .grad from the last step; this iteration's sum replaces it.");
+      list.add(it.output_, "output", TensorRole::Output, Kind::Output,
+               multi ? "The replicas' outputs concatenated on GPU 0 (the output device): GPU 0's extra load."
+                     : "The model's output; your code holds it in `outputs`.");
+      list.add(dlogits, "grad of output", TensorRole::Grad, Kind::Output,
+               "d loss / d output, the size of the whole output; freed when the backward is over.");
+      list.add(loss_tensor, "loss", TensorRole::Loss, Kind::Output, "The 0-dim loss your code holds in `loss`.");
+    }
     if (d < R) {
       const Replica& rep = replicas[ix(d)];
-      if (d < static_cast<int>(chunk_inputs.size()) && chunk_inputs[ix(d)].defined())
-        s.tensors.push_back(info("input chunk", TensorRole::Input, chunk_inputs[ix(d)]));
-      if (s.has_replica)
-        for (const auto& [name, t] : rep.params.items()) s.tensors.push_back(info(name, TensorRole::Param, t));
-      if (s.has_replica)
-        for (const auto& [name, t] : rep.buffers.items())
-          if (name.find("running") != std::string::npos) s.tensors.push_back(info(name, TensorRole::Buffer, t));
-      const Tensor& f = flow[ix(d)];
-      if (f.defined() && kind != StageKind::Scatter && kind != StageKind::ReduceGrads && kind != StageKind::Step)
-        s.tensors.push_back(info(flow_name[ix(d)], backward_started ? TensorRole::Grad : TensorRole::Activation, f));
-      if (backward_started && kind != StageKind::Step && !(grads_reduced && d == 0))
-        for (const auto& [name, g] : rep.grads.items()) s.tensors.push_back(info("grad " + name, TensorRole::Grad, g));
-    }
-    if (d == 0) {
-      if (!s.has_replica || kind == StageKind::Step)
-        for (const auto& [name, t] : tr.state().items())
-          if (name.find("num_batches") == std::string::npos) s.tensors.push_back(info(name, TensorRole::Param, t));
-      if (it.output_.defined() && multi) s.tensors.push_back(info("output", TensorRole::Output, it.output_));
-      if (kind == StageKind::Loss || backward_started) {
-        s.tensors.push_back(info("target", TensorRole::Target, target_dev0));
-        if (loss_tensor.defined()) s.tensors.push_back(info("loss", TensorRole::Loss, loss_tensor));
+      if (d < static_cast<int>(chunk_inputs.size()) && chunk_inputs[ix(d)].defined()) {
+        const int64_t begin = chunk_begin[ix(d)];
+        const std::string rows = rows_text(begin, it.chunks_[ix(d)]);
+        list.add(chunk_inputs[ix(d)], "input chunk " + std::to_string(d), TensorRole::Input, Kind::Batch,
+                 d == 0 ? "Chunk 0 of the scatter, " + rows + " of the batch: a view of inputs on GPU 0, no copy."
+                        : "Chunk " + std::to_string(d) + " of the scatter: " + rows + " of the batch, copied here.",
+                 begin);
       }
-      if (grads_reduced || kind == StageKind::Step)
-        for (const auto& [name, g] : tr.grads().items()) s.tensors.push_back(info("grad " + name, TensorRole::Grad, g));
+      if (d > 0) {
+        for (const auto& [name, t] : rep.params.items())
+          list.add(t, name, TensorRole::Param, Kind::Parameters,
+                   "Replica " + std::to_string(d) + "'s copy, broadcast from GPU 0 by replicate; freed after backward.");
+        for (const auto& [name, t] : rep.buffers.items())
+          list.add(t, name, TensorRole::Buffer, Kind::Parameters,
+                   "Replica " + std::to_string(d) + "'s copy of a buffer; its updates are thrown away with the replica.");
+      }
+      // What the layers keep for backward, newest last; the current activation (or its gradient) too.
+      for (int layer = 0; layer < static_cast<int>(rep.caches.size()); ++layer) {
+        const LayerCache& c = rep.caches[ix(layer)];
+        const std::string l = std::to_string(layer);
+        list.add(c.input, "input of layer " + l, TensorRole::Activation, Kind::Activations,
+                 "Saved by layer " + l + " for its backward.");
+        list.add(c.output, "activation " + l, TensorRole::Activation, Kind::Activations,
+                 "Output of layer " + l + " on this chunk; kept until backward has used it.");
+        list.add(c.aux, "layer " + l + (model.layer(layer).is_batchnorm() ? " saved mean" : " saved columns"),
+                 TensorRole::Activation, Kind::Activations, "Saved by layer " + l + " for its backward.");
+        list.add(c.aux2, "layer " + l + " saved invstd", TensorRole::Activation, Kind::Activations,
+                 "Saved by layer " + l + " for its backward.");
+        list.add(c.var_b, "layer " + l + " saved variance", TensorRole::Activation, Kind::Activations,
+                 "The variance this chunk was normalised with.");
+      }
+      const Tensor& f = flow[ix(d)];
+      if (f.defined() && kind != StageKind::Scatter)
+        list.add(f, flow_name[ix(d)], backward_started ? TensorRole::Grad : TensorRole::Activation, Kind::Activations,
+                 backward_started ? "The gradient flowing back through this replica's layers."
+                                  : "What this replica's next layer takes as input.");
+      for (const auto& [name, g] : rep.grads.items())
+          list.add(g, "grad " + name, TensorRole::Grad, Kind::Gradients,
+                   "This replica's gradient from its own chunk; the reduce sums it onto GPU 0.");
     }
+    // BatchNorm statistics the iteration keeps to report them (most alias what the layers saved).
+    for (const auto& st : it.bn_device_stats_) {
+      const int on = st.device < 0 ? 0 : st.device;
+      if (on != d) continue;
+      const std::string l = std::to_string(st.layer);
+      list.add(st.mean, "layer " + l + (st.device < 0 ? " global mean" : " chunk mean"), TensorRole::Activation,
+               Kind::Activations, "BatchNorm's batch statistics of layer " + l + ".");
+      list.add(st.var_b, "layer " + l + " chunk variance", TensorRole::Activation, Kind::Activations,
+               "BatchNorm's batch statistics of layer " + l + ".");
+      list.add(st.invstd, "layer " + l + " global invstd", TensorRole::Activation, Kind::Activations,
+               "SyncBatchNorm's statistics of the whole batch.");
+    }
+    list.finish();
     e.devices.push_back(std::move(s));
   }
+}
+
+std::vector<DeviceState> Iteration::devices_now() const {
+  StageEvent e;
+  e.stage = next_ > 0 ? plan_[ix(next_ - 1)] : Stage{StageKind::Scatter, -1, {}};
+  impl_->fill_snapshot(e);
+  return e.devices;
 }
 
 }  // namespace dpv

@@ -30,8 +30,10 @@ void Iteration::Impl::backward(StageEvent& e, int layer) {
   run_replicas([&](int j) {
     LayerRun run = layer_run(j, layer);
     flow[ix(j)] = l.backward(run, flow[ix(j)]);
+    replicas[ix(j)].caches[ix(layer)] = LayerCache{};  // what the layer saved for backward is freed once used
   });
   for (int j = 0; j < R; ++j) flow_name[ix(j)] = "grad of activation " + std::to_string(layer - 1);
+  if (layer == 0 && !multi) free_graph();
   e.summary = l.parameters(tr.model().dtype()).empty()
                   ? "Every replica passes the gradient back through " + l.describe() + "."
                   : "Every replica computes the gradients of " + l.describe() +
@@ -57,6 +59,7 @@ void Iteration::Impl::backward_sync_bn(StageEvent& e, int layer) {
     LayerRun run = layer_run(j, layer);
     const Tensor& p = packed[ix(j)];
     flow[ix(j)] = bn.backward_elemt(run, flow[ix(j)], p.slice0(0, C), p.slice0(C, 2 * C), total);
+    replicas[ix(j)].caches[ix(layer)] = LayerCache{};
   });
   for (int j = 0; j < R; ++j) flow_name[ix(j)] = "grad of activation " + std::to_string(layer - 1);
   e.summary = "SyncBatchNorm backward: each replica reduces sum(dy) and sum(dy*(x-mean)) over its chunk, the sums "
@@ -82,10 +85,33 @@ void Iteration::Impl::reduce_grads(StageEvent& e) {
   }
   finish_collective_stage(e, total, start);
   grads_reduced = true;
+  free_graph();
   e.summary = R > 1 ? "Broadcast's backward (ReduceAddCoalesced): every parameter's gradients from the " +
                           std::to_string(R) + " replicas are SUMMED onto device 0, not averaged. The loss's 1/N "
                           "already makes the sum equal the single-device gradient."
                     : "One replica: its gradients already are the module's gradients on device 0.";
+}
+
+void Iteration::Impl::free_graph() {
+  for (int j = 0; j < R; ++j) {
+    Replica& rep = replicas[ix(j)];
+    for (auto& c : rep.caches) c = LayerCache{};
+    flow[ix(j)] = Tensor();
+    if (j < static_cast<int>(chunk_inputs.size())) chunk_inputs[ix(j)] = Tensor();
+    if (j == 0) continue;  // replica 0 is the module: its parameters and .grad stay
+    rep.params = TensorMap();
+    rep.buffers = TensorMap();
+    rep.grads = TensorMap();
+  }
+  dlogits = Tensor();
+  // BatchNorm's saved statistics go too; the iteration keeps the host copies of those already read
+  // (a run with snapshots has read every one) and the device tensors of the others.
+  if (it.snapshots_) (void)it.batchnorm_stats();
+  for (size_t i = 0; i < it.bn_stats_.size() && i < it.bn_device_stats_.size(); ++i) {
+    Iteration::DeviceStats& st = it.bn_device_stats_[i];
+    st.mean = st.var_b = st.invstd = Tensor();
+  }
+  graph_freed = true;
 }
 
 void Iteration::Impl::step_optimizer(StageEvent& e) {
