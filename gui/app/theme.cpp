@@ -42,6 +42,7 @@ SceneColors makeLight() {
   c.chipOutput = QColor(0xc9, 0xb3, 0xf0);
   c.chipLoss = QColor(0xf2, 0xa5, 0xa5);
   c.chipGrad = QColor(0xf5, 0xa9, 0x7f);
+  c.chipOptimizer = QColor(0xb9, 0xc3, 0xcf);
   c.chipText = QColor(0x1d, 0x23, 0x2b);
   c.layerPill = QColor(0xe8, 0xec, 0xf2);
   c.layerActive = c.accent;
@@ -71,6 +72,7 @@ SceneColors makeDark() {
   c.chipOutput = QColor(0x75, 0x58, 0xb5);
   c.chipLoss = QColor(0xb0, 0x4a, 0x4a);
   c.chipGrad = QColor(0xb8, 0x62, 0x35);
+  c.chipOptimizer = QColor(0x5d, 0x68, 0x75);
   c.chipText = QColor(0xf4, 0xf6, 0xf8);
   c.layerPill = QColor(0x35, 0x3a, 0x43);
   c.layerActive = c.accent;
@@ -134,8 +136,21 @@ QColor SceneColors::chipFor(dpv::TensorRole role) const {
     case dpv::TensorRole::Output: return chipOutput;
     case dpv::TensorRole::Loss: return chipLoss;
     case dpv::TensorRole::Grad: return chipGrad;
+    case dpv::TensorRole::Optimizer: return chipOptimizer;
   }
   return layerPill;
+}
+
+QColor SceneColors::memoryFor(dpv::MemoryKind kind) const {
+  switch (kind) {
+    case dpv::MemoryKind::Batch: return chipInput;
+    case dpv::MemoryKind::Parameters: return chipParam;
+    case dpv::MemoryKind::Gradients: return chipGrad;
+    case dpv::MemoryKind::Activations: return chipActivation;
+    case dpv::MemoryKind::Optimizer: return chipOptimizer;
+    case dpv::MemoryKind::Output: return chipOutput;
+  }
+  return memoryFill;
 }
 
 QString resolveTheme(const QString& requested) {

@@ -13,9 +13,11 @@ namespace gui {
 struct SceneColors {
   QColor background, panel, panelBorder, text, subtext, accent, accentText;
   QColor idleFill, idleText, failed, memoryTrack, memoryFill, memoryPeak;
-  QColor chipInput, chipTarget, chipParam, chipActivation, chipOutput, chipLoss, chipGrad, chipText;
+  QColor chipInput, chipTarget, chipParam, chipActivation, chipOutput, chipLoss, chipGrad, chipOptimizer, chipText;
   QColor layerPill, layerActive, layerActiveText;
   QColor chipFor(dpv::TensorRole role) const;
+  // A part of a memory bar: the colour of the chips that hold that memory.
+  QColor memoryFor(dpv::MemoryKind kind) const;
 };
 
 // "light", "dark" or "system" (the platform's palette decides).

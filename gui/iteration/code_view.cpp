@@ -2,6 +2,7 @@
 
 #include <QFontDatabase>
 #include <QPlainTextEdit>
+#include <QScrollBar>
 #include <QTextBlock>
 
 #include "course/sample_program.h"
@@ -62,9 +63,9 @@ CodeView::CodeView(QWidget* parent) : QTabWidget(parent) {
     auto* edit = new QPlainTextEdit(this);
     edit->setObjectName(QStringLiteral("codeView"));
     edit->setReadOnly(true);
-    // Wrapped, so the code reads without sideways scrolling in the narrow side panel.
-    edit->setLineWrapMode(QPlainTextEdit::WidgetWidth);
-    edit->setWordWrapMode(QTextOption::WrapAtWordBoundaryOrAnywhere);
+    // Code is never wrapped (a wrapped line of Python reads as two statements); long lines scroll.
+    edit->setLineWrapMode(QPlainTextEdit::NoWrap);
+    edit->setWordWrapMode(QTextOption::NoWrap);
     QFont mono = QFontDatabase::systemFont(QFontDatabase::FixedFont);
     mono.setPixelSize(12);
     edit->setFont(mono);
@@ -134,6 +135,7 @@ void CodeView::apply(int tab, bool started, dpv::StageKind kind, int layer) {
     QTextCursor cursor(edit->document()->findBlockByNumber(highlighted_[tab]));
     edit->setTextCursor(cursor);
     edit->centerCursor();  // the stage's line in the middle, with context above and below
+    edit->horizontalScrollBar()->setValue(0);
   }
 }
 

@@ -36,6 +36,7 @@ class CodeView : public QTabWidget {
   // Line numbers (0-based) highlighted as the stage's line in a tab (0: user code, 1: DataParallel), -1: none.
   int highlightedLine(int tab) const { return highlighted_[tab]; }
   QString lineText(int tab, int line) const;
+  QPlainTextEdit* editor(int tab) const { return editors_[tab]; }
   void setDark(bool dark);
 
  private:

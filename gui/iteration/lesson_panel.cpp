@@ -1,5 +1,6 @@
 #include "gui/iteration/lesson_panel.h"
 
+#include <QDesktopServices>
 #include <QFile>
 
 #if __has_include("course/lessons.h")
@@ -32,9 +33,57 @@ QString stageLessonPath(bool ddp, dpv::StageKind kind) {
   return (ddp ? QStringLiteral("ddp/stages/") : QStringLiteral("stages/")) + stageLessonId(kind);
 }
 
+QString fillLessonPlaceholders(QString markdown, const IterationInfo& info) {
+  int64_t batch = 0;
+  QStringList chunks;
+  for (int64_t c : info.chunks) {
+    batch += c;
+    chunks << QString::number(c);
+  }
+  const int devices = static_cast<int>(info.deviceLabels.size());
+  const int replicas = static_cast<int>(info.chunks.size());
+  QString idle;
+  if (replicas < devices) {
+    idle = replicas == devices - 1 ? QObject::tr(", and GPU %1 gets nothing").arg(replicas)
+                                   : QObject::tr(", and GPUs %1–%2 get nothing").arg(replicas).arg(devices - 1);
+  }
+  markdown.replace(QLatin1String("{{batch}}"), QString::number(batch));
+  markdown.replace(QLatin1String("{{devices}}"), QString::number(devices));
+  markdown.replace(QLatin1String("{{chunks}}"), chunks.join(QStringLiteral(", ")));
+  markdown.replace(QLatin1String("{{replicas}}"), QString::number(replicas));
+  markdown.replace(QLatin1String("{{last}}"), info.chunks.empty() ? QStringLiteral("0") : QString::number(info.chunks.back()));
+  markdown.replace(QLatin1String("{{idle}}"), idle);
+  return markdown;
+}
+
+QList<dpv::TensorRole> chipRolesForLink(const QUrl& url) {
+  using R = dpv::TensorRole;
+  if (url.scheme() != QLatin1String("chip")) return {};
+  const QString what = url.path();
+  if (what == QLatin1String("batch")) return {R::Input};
+  if (what == QLatin1String("params")) return {R::Param};
+  if (what == QLatin1String("activations")) return {R::Activation};
+  if (what == QLatin1String("output")) return {R::Output};
+  if (what == QLatin1String("grads")) return {R::Grad};
+  if (what == QLatin1String("optimizer")) return {R::Optimizer};
+  return {};
+}
+
 LessonPanel::LessonPanel(QWidget* parent) : QTextBrowser(parent) {
-  setOpenExternalLinks(true);
+  // Links are handled here: chip links light the chips up, web links open in the browser.
+  setOpenLinks(false);
   setFrameShape(QFrame::NoFrame);
+  connect(this, &QTextBrowser::anchorClicked, this, &LessonPanel::onLinkClicked);
+  connect(this, qOverload<const QUrl&>(&QTextBrowser::highlighted), this,
+          [this](const QUrl& url) { emit chipsHovered(chipRolesForLink(url)); });
+}
+
+void LessonPanel::onLinkClicked(const QUrl& url) {
+  if (url.scheme() == QLatin1String("chip")) {
+    emit chipsHovered(chipRolesForLink(url));
+    return;
+  }
+  QDesktopServices::openUrl(url);
 }
 
 void LessonPanel::showMessage(const QString& markdown) {
@@ -51,7 +100,8 @@ void LessonPanel::showStage(const IterationInfo& info, const dpv::StageEvent* ev
              "or **Play** (Space) to watch the whole iteration.\n\n")
               .arg(info.batchRows);
   } else if (!event) {
-    md += tr("### Before the first stage\n\nThe batch %1 is in host memory and the module is on GPU 0. "
+    md += tr("### Before the first stage\n\nYour program made the batch %1 and its labels on the host, and "
+             "`.cuda()` copied both to GPU 0, where `model.cuda()` put the module: see GPU 0's chips and memory. "
              "Press **Step** (→) to run the first stage of `model(inputs)`, or **Play** (Space) to watch the whole "
              "iteration.\n\n")
               .arg(info.inputShape);
@@ -77,7 +127,7 @@ void LessonPanel::showStage(const IterationInfo& info, const dpv::StageEvent* ev
              "the numbers below still show what happened.\n\n")
               .arg(stageShortTitle(event->stage.kind), error.toHtmlEscaped());
   } else {
-    md += lesson.trimmed() + QStringLiteral("\n\n");
+    md += fillLessonPlaceholders(lesson.trimmed(), info) + QStringLiteral("\n\n");
   }
   md += QStringLiteral("---\n\n");
   md += tr("**In this run — %1**\n\n").arg(QString::fromStdString(event->stage.title));

@@ -3,6 +3,7 @@
 // engine did in this very iteration (chunk sizes, bytes, time, loss). A missing lesson file is
 // said plainly in the panel; the numbers and the rest of the page keep working.
 #include <QTextBrowser>
+#include <QUrl>
 
 #include "gui/runtime/engine_types.h"
 
@@ -13,6 +14,13 @@ namespace gui {
 QString loadLessonMarkdown(const QString& lessonsDir, const QString& id, QString* error);
 // The lesson id of a stage: "stages/<id>" for DataParallel, "ddp/stages/<id>" for DDP.
 QString stageLessonPath(bool ddp, dpv::StageKind kind);
+// Fills a stage lesson's placeholders with this iteration's values from the engine: {{batch}},
+// {{devices}}, {{chunks}} (torch.chunk's sizes), {{replicas}}, {{last}} (the last chunk's size)
+// and {{idle}} (", and GPUs 5–7 get nothing" or nothing).
+QString fillLessonPlaceholders(QString markdown, const IterationInfo& info);
+// The chip roles a lesson link names: "chip:batch", "chip:params", "chip:activations",
+// "chip:output", "chip:grads", "chip:optimizer" (empty for any other link).
+QList<dpv::TensorRole> chipRolesForLink(const QUrl& url);
 
 class LessonPanel : public QTextBrowser {
   Q_OBJECT
@@ -25,7 +33,12 @@ class LessonPanel : public QTextBrowser {
   QString lastMarkdown() const { return markdown_; }
   bool lessonMissing() const { return missing_; }
 
+ signals:
+  // The mouse is over a lesson link that names chips (empty: it left the link).
+  void chipsHovered(const QList<dpv::TensorRole>& roles);
+
  private:
+  void onLinkClicked(const QUrl& url);
   QString lessonsDir_;
   QString markdown_;
   bool missing_ = false;

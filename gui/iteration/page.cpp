@@ -42,7 +42,7 @@ dpv::TensorRole roleShownFor(dpv::StageKind kind) {
     case dpv::StageKind::Replicate: return dpv::TensorRole::Param;
     case dpv::StageKind::Forward: return dpv::TensorRole::Activation;
     case dpv::StageKind::Gather: return dpv::TensorRole::Output;
-    case dpv::StageKind::Loss: return dpv::TensorRole::Loss;
+    case dpv::StageKind::Loss: return dpv::TensorRole::Output;
     case dpv::StageKind::GradScatter:
     case dpv::StageKind::Backward:
     case dpv::StageKind::ReduceGrads:
@@ -126,11 +126,16 @@ void IterationPage::buildUi() {
   stageStripLayout_->setSpacing(2);
   stripRow->addLayout(stageStripLayout_, 1);
   page->addWidget(stripCard);
-  auto* outer = new QHBoxLayout();
-  outer->setSpacing(12);
-  page->addLayout(outer, 1);
+  // The picture and the side panels share the width through a splitter the learner can drag.
+  outer_ = new QSplitter(Qt::Horizontal, this);
+  outer_->setObjectName(QStringLiteral("iterationSplitter"));
+  outer_->setChildrenCollapsible(false);
+  outer_->setHandleWidth(8);
+  page->addWidget(outer_, 1);
 
-  auto* left = new QVBoxLayout();
+  auto* leftWidget = new QWidget(outer_);
+  auto* left = new QVBoxLayout(leftWidget);
+  left->setContentsMargins(0, 0, 0, 0);
   left->setSpacing(10);
 
   errorBanner_ = new QLabel(this);
@@ -228,13 +233,15 @@ void IterationPage::buildUi() {
   position_->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
   row->addWidget(position_, 1);
   left->addWidget(controls);
-  outer->addLayout(left, 1);
+  outer_->addWidget(leftWidget);
 
-  // Right: what happens now, the code, the inspector.
-  auto* right = new QSplitter(Qt::Vertical, this);
+  // Right: what happens now, the code, the inspector, in a splitter of their own.
+  auto* right = new QSplitter(Qt::Vertical, outer_);
+  right->setObjectName(QStringLiteral("sidePanels"));
   right->setChildrenCollapsible(false);
+  right->setHandleWidth(8);
   right->setMinimumWidth(280);  // with the scene and its controls, fits a 1024-pixel window
-  right->setMaximumWidth(600);
+  sidePanels_ = right;
   lesson_ = new LessonPanel();
   lesson_->setLessonsDir(context()->lessonsDir());
   right->addWidget(wrapInCard(tr("What happens now"), lesson_, this));
@@ -242,12 +249,14 @@ void IterationPage::buildUi() {
   right->addWidget(wrapInCard(tr("The PyTorch code"), code_, this));
   inspector_ = new TensorInspector();
   right->addWidget(wrapInCard(tr("Tensor inspector"), inspector_, this));
-  right->setStretchFactor(0, 5);
-  right->setStretchFactor(1, 4);
-  right->setStretchFactor(2, 3);
-  // A third of the width on a large screen (the code reads better wide), 280 px at least.
-  outer->setStretch(0, 2);
-  outer->addWidget(right, 1);
+  right->setStretchFactor(0, 4);
+  right->setStretchFactor(1, 3);
+  right->setStretchFactor(2, 5);
+  outer_->addWidget(right);
+  // A third of the width on a large screen (the code reads better wide); the learner can drag it.
+  outer_->setStretchFactor(0, 2);
+  outer_->setStretchFactor(1, 1);
+  connect(lesson_, &LessonPanel::chipsHovered, scene_, &IterationScene::setHighlightedRoles);
 }
 
 void IterationPage::setSpeed(double factor) {
@@ -415,8 +424,10 @@ void IterationPage::showStage(int index, bool animate) {
   if (!event) scene_->setFailure(-1, QString());
   if (info_.ddp)
     ddpScene_->showState(ddpSceneStateFor(info_, event));  // no flights: the rows change in place
-  else
+  else {
+    scene_->setHighlightedRoles({});
     scene_->showState(sceneStateFor(info_, event), animate);
+  }
   code_->highlight(event != nullptr, event ? event->stage.kind : dpv::StageKind::Scatter, event ? event->stage.layer : -1);
   lesson_->showStage(info_, event);
   inspector_->clear();

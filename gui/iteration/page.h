@@ -15,6 +15,7 @@ class QHBoxLayout;
 class QLabel;
 class QSlider;
 class QStackedWidget;
+class QSplitter;
 class QToolButton;
 
 namespace gui {
@@ -62,6 +63,8 @@ class IterationPage : public Page {
   LessonPanel* lessonPanel() const { return lesson_; }
   TensorInspector* inspector() const { return inspector_; }
   LossStrip* lossStrip() const { return lossStrip_; }
+  QSplitter* splitter() const { return outer_; }          // the picture | the side panels
+  QSplitter* sidePanels() const { return sidePanels_; }   // lesson / code / inspector
   QString errorText() const;              // the error banner's text ("" when hidden)
   QString positionText() const;
   bool eventFilter(QObject* watched, QEvent* event) override;
@@ -92,6 +95,8 @@ class IterationPage : public Page {
   QList<Shot> ddpScreenshots();
   EngineController* engine() const;
 
+  QSplitter* outer_ = nullptr;
+  QSplitter* sidePanels_ = nullptr;
   IterationScene* scene_ = nullptr;
   SceneView* view_ = nullptr;
   DdpScene* ddpScene_ = nullptr;

@@ -30,6 +30,7 @@ void IterationScene::setTheme(const QString& theme) {
   theme_ = theme;
   setBackgroundBrush(sceneColors(theme).background);
   if (host_) host_->setTheme(theme);
+  if (card_) card_->setTheme(theme);
   for (auto* box : boxes_) box->setTheme(theme);
   for (auto* chip : chips_) chip->setTheme(theme);
   buildConnectors();
@@ -47,6 +48,7 @@ void IterationScene::setInfo(const IterationInfo& info) {
   boxes_.clear();
   connectors_.clear();
   host_ = nullptr;
+  card_ = nullptr;
   clear();  // deletes every item
   setBackgroundBrush(sceneColors(theme_).background);
 
@@ -54,11 +56,16 @@ void IterationScene::setInfo(const IterationInfo& info) {
   const BoxGeometry g = BoxGeometry::forDevices(n);
   const int cols = n > 4 ? 4 : std::max(1, n);
   const int rows = n == 0 ? 0 : (n + cols - 1) / cols;
-  const qreal rowWidth = cols * g.width + (cols - 1) * kSpacing;
-  host_ = new HostBox(std::max<qreal>(rowWidth, 420), theme_);
+  const qreal rowWidth = std::max<qreal>(cols * g.width + (cols - 1) * kSpacing, 660);
+  // The host on the left half of the top row, the stage's numbers card on the right half.
+  const qreal half = (rowWidth - kSpacing) / 2;
+  host_ = new HostBox(half, theme_);
   host_->setPos(kMargin, kMargin);
   host_->setContent(info.inputShape, info.inputDtype, info.targetShape, info.transport);
   addItem(host_);
+  card_ = new InfoCard(half, theme_);
+  card_->setPos(kMargin + half + kSpacing, kMargin);
+  addItem(card_);
   const qreal top = kMargin + HostBox::kHeight + kHostGap;
   for (int d = 0; d < n; ++d) {
     auto* box = new DeviceBox(d, info.layerNames, g, theme_);
@@ -66,7 +73,7 @@ void IterationScene::setInfo(const IterationInfo& info) {
     addItem(box);
     boxes_.append(box);
   }
-  const qreal width = std::max<qreal>(rowWidth, 420) + 2 * kMargin;
+  const qreal width = rowWidth + 2 * kMargin;
   const qreal height = top + rows * g.height + std::max(0, rows - 1) * kSpacing + kMargin;
   setSceneRect(0, 0, width, height);
   buildConnectors();
@@ -110,6 +117,7 @@ QPointF IterationScene::chipScenePos(int device, int row) const {
 ChipItem* IterationScene::makeChip(const ChipView& view, int device) {
   DeviceBox* box = boxes_.at(device);
   auto* chip = new ChipItem(view, box->chipWidth(), box->geometry().chipH, theme_);
+  chip->setHighlighted(highlighted_.contains(view.role));
   addItem(chip);
   connect(chip, &ChipItem::clicked, this, &IterationScene::onChipClicked);
   return chip;
@@ -183,6 +191,11 @@ void IterationScene::finishAnimations() {
 
 bool IterationScene::animating() const { return group_ && group_->state() == QAbstractAnimation::Running; }
 
+void IterationScene::setHighlightedRoles(const QList<dpv::TensorRole>& roles) {
+  highlighted_ = roles;
+  for (auto* chip : chips_) chip->setHighlighted(roles.contains(chip->view().role));
+}
+
 void IterationScene::setFailure(int device, const QString& reason) {
   for (auto* box : boxes_) {
     if (device < 0 || box->device() == device) box->setFailed(device < 0 ? QString() : reason);
@@ -204,6 +217,7 @@ void IterationScene::showState(const SceneState& next, bool animateRequested) {
   state_ = next;
   const bool animate = animateRequested && duration_ > 0 && next.started;
   if (animate) group_ = new QParallelAnimationGroup(this);
+  if (card_) card_->setContent(next.cardTitle, next.cardLines);
 
   // Where a chip that is new on a device comes from, by stage: the host's batch on Scatter, the
   // original parameters on device 0 on Replicate; elsewhere it grows in place.
@@ -310,7 +324,7 @@ void IterationScene::showState(const SceneState& next, bool animateRequested) {
       ChipItem* dst = chipOf(0, {dpv::TensorRole::Output, dpv::TensorRole::Activation});
       for (int d = 1; d < n && dst; ++d) {
         if (const DeviceView& pv = previous.devices.value(d); pv.hasReplica) {
-          ChipView v{dpv::TensorRole::Output, tr("output of GPU %1").arg(d), {}, true};
+          ChipView v{dpv::TensorRole::Output, dpv::MemoryKind::Output, tr("output of GPU %1").arg(d), {}, true};
           addFlight(v, chipScenePos(d, std::max<int>(0, static_cast<int>(pv.chips.size()) - 1)), dst->pos(), width, d - 1);
         }
       }
@@ -318,7 +332,7 @@ void IterationScene::showState(const SceneState& next, bool animateRequested) {
       ChipItem* src = chipOf(0, {dpv::TensorRole::Loss, dpv::TensorRole::Output});
       for (int d = 1; d < n && src; ++d) {
         if (next.devices[d].hasReplica) {
-          ChipView v{dpv::TensorRole::Grad, tr("grad of output → GPU %1").arg(d), {}, true};
+          ChipView v{dpv::TensorRole::Grad, dpv::MemoryKind::Activations, tr("grad of output → GPU %1").arg(d), {}, true};
           addFlight(v, src->pos(), chipScenePos(d, std::max<int>(0, static_cast<int>(next.devices[d].chips.size()) - 1)), width);
         }
       }

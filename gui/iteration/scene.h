@@ -43,6 +43,11 @@ class IterationScene : public QGraphicsScene {
   int deviceCount() const { return static_cast<int>(boxes_.size()); }
   DeviceBox* deviceBox(int device) const { return boxes_.value(device); }
   HostBox* hostBox() const { return host_; }
+  InfoCard* card() const { return card_; }
+  // Outlines the chips of these roles on every device (what the lesson sentence under the mouse
+  // talks about); an empty list clears it.
+  void setHighlightedRoles(const QList<dpv::TensorRole>& roles);
+  QList<dpv::TensorRole> highlightedRoles() const { return highlighted_; }
   QList<ChipItem*> chipsOn(int device) const;  // top to bottom
   const SceneState& state() const { return state_; }
   const IterationInfo& info() const { return info_; }
@@ -65,6 +70,8 @@ class IterationScene : public QGraphicsScene {
   IterationInfo info_;
   SceneState state_;
   HostBox* host_ = nullptr;
+  InfoCard* card_ = nullptr;
+  QList<dpv::TensorRole> highlighted_;
   QList<DeviceBox*> boxes_;
   QHash<QString, ChipItem*> chips_;
   QList<QGraphicsItem*> connectors_;

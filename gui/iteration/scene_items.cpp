@@ -54,13 +54,18 @@ ChipItem::ChipItem(const ChipView& view, qreal width, qreal height, const QStrin
     : QGraphicsObject(parent), view_(view), width_(width), height_(height), theme_(theme) {
   setCursor(Qt::PointingHandCursor);
   setAcceptedMouseButtons(Qt::LeftButton);
-  setToolTip(QObject::tr("%1 — click to inspect").arg(view.text));
+  setToolTip(chipHoverCard(view));
   setZValue(2);
 }
 
 void ChipItem::setView(const ChipView& view) {
   view_ = view;
-  setToolTip(QObject::tr("%1 — click to inspect").arg(view.text));
+  setToolTip(chipHoverCard(view));
+  update();
+}
+
+void ChipItem::setHighlighted(bool highlighted) {
+  highlighted_ = highlighted;
   update();
 }
 
@@ -74,14 +79,15 @@ void ChipItem::setSelectedChip(bool selected) {
   update();
 }
 
-QRectF ChipItem::boundingRect() const { return QRectF(-1, -1, width_ + 2, height_ + 2); }
+QRectF ChipItem::boundingRect() const { return QRectF(-3, -3, width_ + 6, height_ + 6); }
 
 void ChipItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) {
   const SceneColors& c = sceneColors(theme_);
   painter->setRenderHint(QPainter::Antialiasing);
   const QRectF r(0, 0, width_, height_);
-  painter->setPen(QPen(selected_ ? c.accent : c.chipFor(view_.role).darker(130), selected_ ? 2.0 : 1.0));
-  painter->setBrush(c.chipFor(view_.role));
+  const QColor fill = view_.synthesized ? c.chipFor(view_.role) : c.memoryFor(view_.kind);
+  painter->setPen(QPen(selected_ || highlighted_ ? c.accent : fill.darker(130), highlighted_ ? 3.0 : selected_ ? 2.0 : 1.0));
+  painter->setBrush(fill);
   painter->drawRoundedRect(r, 5, 5);
   painter->setPen(c.chipText);
   painter->setFont(sceneFont(height_ < 22 ? 11 : 12));
@@ -113,6 +119,40 @@ void HostBox::setTheme(const QString& theme) {
 
 QPointF HostBox::batchAnchor() const { return mapToScene(QPointF(16, 44)); }
 
+// ---------------------------------------------------------------- InfoCard
+
+InfoCard::InfoCard(qreal width, const QString& theme) : width_(width), theme_(theme) { setVisible(false); }
+
+void InfoCard::setContent(const QString& title, const QStringList& lines) {
+  title_ = title;
+  lines_ = lines;
+  setVisible(!title.isEmpty());
+  update();
+}
+
+void InfoCard::setTheme(const QString& theme) {
+  theme_ = theme;
+  update();
+}
+
+QRectF InfoCard::boundingRect() const { return QRectF(0, 0, width_, HostBox::kHeight); }
+
+void InfoCard::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) {
+  const SceneColors& c = sceneColors(theme_);
+  painter->setRenderHint(QPainter::Antialiasing);
+  painter->setPen(QPen(c.accent, 1.5));
+  painter->setBrush(c.panel);
+  painter->drawRoundedRect(boundingRect().adjusted(0.75, 0.75, -0.75, -0.75), 8, 8);
+  painter->setPen(c.text);
+  painter->setFont(sceneFont(13, true));
+  drawElided(painter, QRectF(12, 5, width_ - 24, 18), title_);
+  painter->setFont(sceneFont(12));
+  for (int i = 0; i < lines_.size() && i < 3; ++i) {
+    painter->setPen(i == 0 ? c.text : c.subtext);
+    drawElided(painter, QRectF(12, 24 + i * 17, width_ - 24, 17), lines_.at(i));
+  }
+}
+
 QRectF HostBox::boundingRect() const { return QRectF(0, 0, width_, kHeight); }
 
 void HostBox::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) {
@@ -123,13 +163,18 @@ void HostBox::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*
   painter->drawRoundedRect(boundingRect().adjusted(0.5, 0.5, -0.5, -0.5), 8, 8);
   painter->setPen(c.text);
   painter->setFont(sceneFont(14, true));
-  painter->drawText(QRectF(14, 8, width_ - 28, 20), Qt::AlignLeft | Qt::AlignVCenter, QObject::tr("Host (CPU memory)"));
+  painter->drawText(QRectF(14, 8, width_ - 28, 20), Qt::AlignLeft | Qt::AlignVCenter, QObject::tr("Host (your Python program)"));
   painter->setFont(sceneFont(12));
   painter->setPen(c.subtext);
-  drawElided(painter, QRectF(14, 32, width_ - 28, 18),
-             QObject::tr("batch %1 %2   ·   labels %3 int64").arg(inputShape_, inputDtype_, targetShape_));
-  drawElided(painter, QRectF(14, 52, width_ - 28, 18),
-             QObject::tr("collectives between devices: %1").arg(transport_.isEmpty() ? QObject::tr("(not started)") : transport_));
+  const QStringList text = lines();
+  drawElided(painter, QRectF(14, 32, width_ - 28, 18), text.value(0));
+  drawElided(painter, QRectF(14, 52, width_ - 28, 18), text.value(1));
+}
+
+QStringList HostBox::lines() const {
+  // The code's `.cuda()` copies the batch to GPU 0 before model(inputs): it is in GPU 0's memory.
+  return {QObject::tr("batch %1 + labels %2 → GPU 0 by .cuda()").arg(inputShape_, targetShape_),
+          QObject::tr("collectives between devices: %1").arg(transport_.isEmpty() ? QObject::tr("(not started)") : transport_)};
 }
 
 // ---------------------------------------------------------------- DeviceBox
@@ -151,12 +196,42 @@ void DeviceBox::setView(const DeviceView& view, int activeLayer, qint64 memorySc
   view_ = view;
   activeLayer_ = activeLayer;
   memoryScale_ = std::max<qint64>(1, memoryScale);
+  QStringList parts;
+  for (const MemoryPart& part : memoryParts(view)) {
+    if (part.bytes > 0) parts << QObject::tr("%1: %2").arg(part.name, formatBytes(static_cast<double>(part.bytes)));
+  }
+  setToolTip(QObject::tr("%1 memory %2 (peak %3)\n%4")
+                 .arg(view.title, formatBytes(static_cast<double>(view.memoryBytes)), formatBytes(static_cast<double>(view.memoryPeak)),
+                      parts.isEmpty() ? QObject::tr("nothing allocated") : parts.join(QLatin1Char('\n'))));
   update();
+}
+
+QList<MemoryPart> memoryParts(const DeviceView& view) {
+  using K = dpv::MemoryKind;
+  const dpv::MemoryBreakdown& m = view.memory;
+  QList<MemoryPart> parts = {{K::Parameters, QObject::tr("parameters"), m.parameters},
+                             {K::Gradients, QObject::tr("gradients"), m.gradients},
+                             {K::Activations, QObject::tr("activations"), m.activations},
+                             {K::Optimizer, QObject::tr("optimizer state"), m.optimizer},
+                             {K::Output, QObject::tr("gathered output"), m.output},
+                             {K::Batch, QObject::tr("batch"), m.batch},
+                             {std::nullopt, QObject::tr("other"), m.other}};
+  if (m.total() == 0 && view.memoryBytes > 0) parts = {{std::nullopt, QObject::tr("allocations"), view.memoryBytes}};
+  return parts;
 }
 
 void DeviceBox::setFailed(const QString& reason) {
   failure_ = reason;
   update();
+}
+
+QString DeviceBox::replicaTitle() const {
+  if (view_.hasReplica) {
+    return device_ == 0 ? QObject::tr("replica 0 (the original)") : QObject::tr("replica %1 (a copy)").arg(device_);
+  }
+  if (device_ == 0) return QObject::tr("the module (original weights)");
+  if (view_.replicaDiscarded) return QObject::tr("replica %1: discarded").arg(device_);
+  return view_.idle ? QObject::tr("no replica (idle)") : QObject::tr("no replica yet");
 }
 
 void DeviceBox::setTheme(const QString& theme) {
@@ -216,14 +291,9 @@ void DeviceBox::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidge
   painter->drawRoundedRect(replica, 5, 5);
   painter->setFont(sceneFont(11));
   painter->setPen(view_.hasReplica ? c.text : c.subtext);
-  QString replicaTitle;
-  if (view_.hasReplica) {
-    replicaTitle = device_ == 0 ? QObject::tr("replica 0 (the original)") : QObject::tr("replica %1 (a copy)").arg(device_);
-  } else {
-    replicaTitle = device_ == 0 ? QObject::tr("the module (original weights)") : QObject::tr("no replica yet");
-  }
+  const QString title = replicaTitle();
   const qreal pillH = g_.compact ? 14 : 16;
-  drawElided(painter, QRectF(replica.left() + 7, replica.top() + 2, replica.width() - 14, replica.height() - pillH - 6), replicaTitle);
+  drawElided(painter, QRectF(replica.left() + 7, replica.top() + 2, replica.width() - 14, replica.height() - pillH - 6), title);
   if (view_.hasReplica || device_ == 0) {
     paintLayers(painter, QRectF(replica.left() + 7, replica.bottom() - pillH - 5, replica.width() - 14, pillH), c);
   }
@@ -248,7 +318,8 @@ void DeviceBox::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidge
     drawFitted(painter, noteRect, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, view_.note);
   }
 
-  // Memory bar: current engine allocations with the peak marked, on one scale for all devices.
+  // Memory bar: the engine's allocations on one scale for all devices, split into the parts the
+  // chips hold (same colours), with the peak marked.
   painter->setFont(sceneFont(11));
   painter->setPen(c.subtext);
   drawElided(painter, QRectF(10, g_.memoryTop, W - 20, 15),
@@ -258,14 +329,21 @@ void DeviceBox::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidge
   painter->setPen(Qt::NoPen);
   painter->setBrush(c.memoryTrack);
   painter->drawRoundedRect(track, 3, 3);
-  const qreal fill = std::clamp(static_cast<qreal>(view_.memoryBytes) / static_cast<qreal>(memoryScale_), 0.0, 1.0);
-  painter->setBrush(c.memoryFill);
-  if (fill > 0) painter->drawRoundedRect(QRectF(track.left(), track.top(), std::max<qreal>(3, track.width() * fill), track.height()), 3, 3);
-  const qreal peak = std::clamp(static_cast<qreal>(view_.memoryPeak) / static_cast<qreal>(memoryScale_), 0.0, 1.0);
+  const qreal scale = static_cast<qreal>(memoryScale_);
+  qreal x = track.left();
+  for (const MemoryPart& part : memoryParts(view_)) {
+    const qreal w = track.width() * std::clamp(static_cast<qreal>(part.bytes) / scale, 0.0, 1.0);
+    if (w <= 0) continue;
+    painter->setBrush(part.kind ? c.memoryFor(*part.kind) : c.memoryFill);
+    painter->drawRect(QRectF(x, track.top(), std::max<qreal>(1.5, std::min(w, track.right() - x)), track.height()));
+    x += w;
+    if (x >= track.right()) break;
+  }
+  const qreal peak = std::clamp(static_cast<qreal>(view_.memoryPeak) / scale, 0.0, 1.0);
   if (peak > 0) {
     painter->setPen(QPen(c.memoryPeak, 2));
-    const qreal x = track.left() + track.width() * peak;
-    painter->drawLine(QPointF(x, track.top() - 2), QPointF(x, track.bottom() + 2));
+    const qreal px = track.left() + track.width() * peak;
+    painter->drawLine(QPointF(px, track.top() - 2), QPointF(px, track.bottom() + 2));
   }
 }
 

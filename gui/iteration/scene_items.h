@@ -4,6 +4,7 @@
 // and opacity can be animated with QPropertyAnimation.
 #include <QGraphicsObject>
 #include <QStringList>
+#include <optional>
 
 #include "gui/app/theme.h"
 #include "gui/iteration/scene_model.h"
@@ -23,6 +24,9 @@ class ChipItem : public QGraphicsObject {
   void setView(const ChipView& view);
   void setTheme(const QString& theme);
   void setSelectedChip(bool selected);
+  // Marked by the lesson text that talks about it (a thick outline in the accent colour).
+  void setHighlighted(bool highlighted);
+  bool highlighted() const { return highlighted_; }
   QRectF boundingRect() const override;
   void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
 
@@ -38,6 +42,7 @@ class ChipItem : public QGraphicsObject {
   qreal height_;
   QString theme_;
   bool selected_ = false;
+  bool highlighted_ = false;
 };
 
 class HostBox : public QGraphicsObject {
@@ -46,6 +51,8 @@ class HostBox : public QGraphicsObject {
   HostBox(qreal width, const QString& theme);
   void setContent(const QString& inputShape, const QString& inputDtype, const QString& targetShape, const QString& transport);
   void setTheme(const QString& theme);
+  // The two lines under the title: where the batch is, and the transport.
+  QStringList lines() const;
   // Scene position where chips leave the host (the batch chip).
   QPointF batchAnchor() const;
   QRectF boundingRect() const override;
@@ -65,6 +72,16 @@ struct BoxGeometry {
   static BoxGeometry forDevices(int count);
 };
 
+// One part of a device's memory bar (kind empty: what no chip accounts for).
+struct MemoryPart {
+  std::optional<dpv::MemoryKind> kind;
+  QString name;
+  qint64 bytes = 0;
+};
+// The parts of a device's memory in bar order: parameters, gradients, activations, optimizer
+// state, gathered output, batch, other.
+QList<MemoryPart> memoryParts(const DeviceView& view);
+
 class DeviceBox : public QGraphicsObject {
   Q_OBJECT
  public:
@@ -73,6 +90,7 @@ class DeviceBox : public QGraphicsObject {
   const DeviceView& view() const { return view_; }
   void setView(const DeviceView& view, int activeLayer, qint64 memoryScale);
   void setFailed(const QString& reason);  // empty: not failed
+  QString replicaTitle() const;           // "replica 1 (a copy)", "replica 1 freed after backward", ...
   QString failure() const { return failure_; }
   bool isIdle() const { return view_.idle; }
   void setTheme(const QString& theme);
@@ -93,6 +111,26 @@ class DeviceBox : public QGraphicsObject {
   int activeLayer_ = -1;
   qint64 memoryScale_ = 1;
   QString failure_;
+};
+
+// A card of numbers the engine reported for this stage (the followed weight element, the samples
+// each device got), drawn beside the host box.
+class InfoCard : public QGraphicsObject {
+  Q_OBJECT
+ public:
+  InfoCard(qreal width, const QString& theme);
+  void setContent(const QString& title, const QStringList& lines);  // empty title: hidden
+  void setTheme(const QString& theme);
+  QString title() const { return title_; }
+  QStringList lines() const { return lines_; }
+  QRectF boundingRect() const override;
+  void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
+
+ private:
+  qreal width_;
+  QString theme_;
+  QString title_;
+  QStringList lines_;
 };
 
 // "Linear" -> "Lin", "BatchNorm1d" -> "BN", ... for the layer strip in a replica.

@@ -2,54 +2,199 @@
 
 #include <QObject>
 #include <QPair>
+#include <algorithm>
 #include <map>
 
 namespace gui {
 
 namespace {
 
+using dpv::MemoryKind;
 using dpv::TensorRole;
-
-TensorRole roleOf(const dpv::TensorInfo& t) {
-  return t.role == TensorRole::Buffer ? TensorRole::Param : t.role;  // shown with the parameters
-}
 
 size_t totalBytes(const QList<dpv::TensorInfo>& ts) {
   size_t b = 0;
-  for (const auto& t : ts) b += t.bytes;
+  for (const auto& t : ts) {
+    if (!t.view) b += t.bytes;
+  }
   return b;
 }
 
-QString chipText(TensorRole role, const QList<dpv::TensorInfo>& ts) {
+QString bytesText(const QList<dpv::TensorInfo>& ts) { return formatBytes(static_cast<double>(totalBytes(ts))); }
+
+const dpv::TensorInfo* findNamed(const QList<dpv::TensorInfo>& ts, const char* name) {
+  for (const auto& t : ts) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+QString chipText(MemoryKind kind, const QList<dpv::TensorInfo>& ts) {
+  switch (kind) {
+    case MemoryKind::Batch: {
+      const dpv::TensorInfo* chunk = nullptr;
+      for (const auto& t : ts) {
+        if (t.first_row >= 0 && t.name != "inputs") chunk = &t;
+      }
+      const dpv::TensorInfo* inputs = findNamed(ts, "inputs");
+      if (inputs && chunk) {
+        return QObject::tr("%1 + batch").arg(sampleRowsText(chunk->first_row, chunk->shape.empty() ? 0 : chunk->shape[0]));
+      }
+      if (inputs) return QObject::tr("batch %1 + labels").arg(formatShape(inputs->shape));
+      if (chunk) {
+        return QObject::tr("%1 · %2")
+            .arg(sampleRowsText(chunk->first_row, chunk->shape.empty() ? 0 : chunk->shape[0]), formatShape(chunk->shape));
+      }
+      break;
+    }
+    case MemoryKind::Parameters: return QObject::tr("params ×%1 · %2").arg(ts.size()).arg(bytesText(ts));
+    case MemoryKind::Gradients: return QObject::tr("grads ×%1 · %2").arg(ts.size()).arg(bytesText(ts));
+    case MemoryKind::Optimizer: return QObject::tr("momentum ×%1 · %2").arg(ts.size()).arg(bytesText(ts));
+    case MemoryKind::Activations: {
+      // The newest activation (or its gradient) names the chip; what backward keeps is counted.
+      const dpv::TensorInfo* current = &ts.back();
+      for (const auto& t : ts) {
+        if (t.name.rfind("layer ", 0) != 0 && t.name.rfind("input of layer", 0) != 0) current = &t;
+      }
+      const QString name = QString::fromStdString(current->name);
+      if (ts.size() == 1) return QStringLiteral("%1 %2").arg(name, formatShape(current->shape));
+      return QObject::tr("%1 %2 · %3 kept · %4").arg(name, formatShape(current->shape)).arg(ts.size()).arg(bytesText(ts));
+    }
+    case MemoryKind::Output: {
+      const dpv::TensorInfo* out = findNamed(ts, "output");
+      const dpv::TensorInfo* loss = findNamed(ts, "loss");
+      const dpv::TensorInfo* grad = findNamed(ts, "grad of output");
+      QString text = out ? QObject::tr("output %1").arg(formatShape(out->shape)) : QString();
+      if (grad) text += (text.isEmpty() ? QString() : QStringLiteral(" + ")) + QObject::tr("its grad");
+      if (loss && !loss->head.empty()) {
+        text += (text.isEmpty() ? QString() : QStringLiteral(" · ")) + QObject::tr("loss %1").arg(loss->head.front(), 0, 'g', 4);
+      }
+      if (!text.isEmpty()) return text;
+      break;
+    }
+  }
   const dpv::TensorInfo& last = ts.back();
-  const QString name = QString::fromStdString(last.name);
-  if (role == TensorRole::Param) {
-    return QObject::tr("params ×%1 · %2")
-        .arg(ts.size())
-        .arg(formatBytes(static_cast<double>(totalBytes(ts))));
+  return QStringLiteral("%1 %2").arg(QString::fromStdString(last.name), formatShape(last.shape));
+}
+
+QString valuesText(const dpv::TensorInfo& t, int max) {
+  QStringList values;
+  for (size_t i = 0; i < t.head.size() && static_cast<int>(i) < max; ++i) values << QString::number(t.head[i], 'g', 4);
+  int64_t numel = 1;
+  for (int64_t d : t.shape) numel *= d;
+  if (numel > static_cast<int64_t>(values.size())) values << QStringLiteral("…");
+  return QStringLiteral("[") + values.join(QStringLiteral(", ")) + QStringLiteral("]");
+}
+
+QString num(double v) { return QString::number(v, 'g', 4); }
+
+QString devicesText(int first, int last) {
+  return first == last ? QObject::tr("GPU %1").arg(first) : QObject::tr("GPUs %1–%2").arg(first).arg(last);
+}
+
+void fillCard(SceneState& state, const dpv::StageEvent& e, int devices) {
+  const auto& chunks = e.chunk_sizes;
+  if (e.stage.kind == dpv::StageKind::Scatter && !chunks.empty()) {
+    state.cardTitle = QObject::tr("Which samples went where (torch.chunk)");
+    QStringList parts;
+    int64_t first = 0;
+    for (size_t j = 0; j < chunks.size(); ++j) {
+      const QString rows = sampleRowsText(first, chunks[j]);
+      parts << QObject::tr("GPU %1: %2").arg(j).arg(rows.mid(rows.indexOf(QLatin1Char(' ')) + 1));
+      first += chunks[j];
+    }
+    const int perLine = parts.size() > 4 ? (parts.size() + 1) / 2 : 4;
+    for (int i = 0; i < parts.size(); i += perLine) state.cardLines << parts.mid(i, perLine).join(QStringLiteral("  ·  "));
+    const int used = static_cast<int>(chunks.size());
+    if (used < devices) state.cardLines << QObject::tr("%1: no chunk, idle").arg(devicesText(used, devices - 1));
+    return;
   }
-  if (role == TensorRole::Grad) {
-    return QObject::tr("grads ×%1 · %2").arg(ts.size()).arg(formatBytes(static_cast<double>(totalBytes(ts))));
+  if (!e.weight || e.weight->replica_grads.empty()) return;
+  const dpv::WeightElement& w = *e.weight;
+  const QString element = QStringLiteral("%1[%2]").arg(QString::fromStdString(w.param)).arg(w.index);
+  if (e.stage.kind == dpv::StageKind::ReduceGrads) {
+    const int r = static_cast<int>(w.replica_grads.size());
+    QStringList symbols, values;
+    for (int j = 0; j < r; ++j) {
+      symbols << QStringLiteral("g%1").arg(j);
+      values << num(w.replica_grads[static_cast<size_t>(j)]);
+    }
+    state.cardTitle = QObject::tr("grad of %1: %2 = g").arg(element, symbols.join(QStringLiteral(" + ")));
+    if (r <= 4) {
+      state.cardLines << values.join(QStringLiteral(" + ")) + QStringLiteral(" = ") + num(w.grad);
+    } else {
+      state.cardLines << values.mid(0, 4).join(QStringLiteral(" + ")) + QStringLiteral(" +");
+      state.cardLines << values.mid(4).join(QStringLiteral(" + ")) + QStringLiteral(" = ") + num(w.grad);
+    }
+    if (w.single_device_grad && w.difference) {
+      state.cardLines << QObject::tr("one device, whole batch: %1 · difference %2")
+                             .arg(num(*w.single_device_grad), QString::number(*w.difference, 'g', 2));
+    } else {
+      state.cardLines << QObject::tr("one device, whole batch: could not run");
+    }
+    return;
   }
-  if (role == TensorRole::Loss && !last.head.empty()) {
-    return QObject::tr("loss = %1").arg(last.head.front(), 0, 'f', 4);
+  if (e.stage.kind == dpv::StageKind::Step && w.weight_before && w.weight_after) {
+    state.cardTitle = QObject::tr("%1 in optimizer.step()").arg(element);
+    state.cardLines << QObject::tr("before %1  →  after %2").arg(num(*w.weight_before), num(*w.weight_after));
+    state.cardLines << QObject::tr("SGD: w ← w − lr · g, with g = %1 (the summed gradient)").arg(num(w.grad));
   }
-  // One tensor per chip otherwise; several of one role: show the latest (e.g. the newest activation).
-  return QStringLiteral("%1 %2").arg(name, formatShape(last.shape));
 }
 
 }  // namespace
 
+TensorRole chipRoleFor(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::Batch: return TensorRole::Input;
+    case MemoryKind::Parameters: return TensorRole::Param;
+    case MemoryKind::Gradients: return TensorRole::Grad;
+    case MemoryKind::Activations: return TensorRole::Activation;
+    case MemoryKind::Optimizer: return TensorRole::Optimizer;
+    case MemoryKind::Output: return TensorRole::Output;
+  }
+  return TensorRole::Input;
+}
+
+QString sampleRowsText(int64_t first, int64_t count) {
+  if (count <= 0) return QObject::tr("no samples");
+  if (count == 1) return QObject::tr("sample %1").arg(first);
+  if (count <= 3) {
+    QStringList rows;
+    for (int64_t r = first; r < first + count; ++r) rows << QString::number(r);
+    return QObject::tr("samples %1").arg(rows.join(QStringLiteral(", ")));
+  }
+  return QObject::tr("samples %1–%2").arg(first).arg(first + count - 1);
+}
+
+QString chipHoverCard(const ChipView& chip) {
+  QString html = QStringLiteral("<b>%1</b>").arg(chip.text.toHtmlEscaped());
+  if (chip.tensors.isEmpty()) return html + QObject::tr("<br>Click to inspect.");
+  html += QObject::tr(" — %1 of %2 memory").arg(bytesText(chip.tensors), QLatin1String(dpv::memory_kind_name(chip.kind)));
+  html += QStringLiteral("<table cellspacing='0' cellpadding='2'>");
+  const int shown = std::min<int>(static_cast<int>(chip.tensors.size()), 6);
+  for (int i = 0; i < shown; ++i) {
+    const dpv::TensorInfo& t = chip.tensors[i];
+    html += QStringLiteral("<tr><td><b>%1</b> %2 %3 · %4%5<br><tt>%6</tt><br><i>%7</i></td></tr>")
+                .arg(QString::fromStdString(t.name).toHtmlEscaped(), formatShape(t.shape), QString::fromLatin1(dpv::dtype_name(t.dtype)),
+                     formatBytes(static_cast<double>(t.bytes)), t.view ? QObject::tr(" (a view, no memory of its own)") : QString(),
+                     valuesText(t, 5).toHtmlEscaped(), QString::fromStdString(t.why).toHtmlEscaped());
+  }
+  html += QStringLiteral("</table>");
+  if (chip.tensors.size() > shown) html += QObject::tr("… and %1 more. Click to inspect them all.").arg(chip.tensors.size() - shown);
+  return html;
+}
+
 int chipSlot(TensorRole role) {
   switch (role) {
-    case TensorRole::Input: return 0;
-    case TensorRole::Target: return 1;
+    case TensorRole::Input:
+    case TensorRole::Target: return 0;
     case TensorRole::Param:
-    case TensorRole::Buffer: return 2;
-    case TensorRole::Activation: return 3;
-    case TensorRole::Output: return 4;
-    case TensorRole::Loss: return 5;
-    case TensorRole::Grad: return 6;
+    case TensorRole::Buffer: return 1;
+    case TensorRole::Activation: return 2;
+    case TensorRole::Output:
+    case TensorRole::Loss: return 3;
+    case TensorRole::Grad: return 4;
+    case TensorRole::Optimizer: return 5;
   }
   return kChipSlots - 1;
 }
@@ -81,48 +226,45 @@ SceneState sceneStateFor(const IterationInfo& info, const dpv::StageEvent* event
     if (d == 0) view.subtitle += (view.subtitle.isEmpty() ? QString() : QStringLiteral(" · ")) + QObject::tr("output device");
 
     const dpv::DeviceState* ds = nullptr;
-    if (event) {
-      for (const auto& s : event->devices) {
-        if (s.device == d) ds = &s;
-      }
+    const std::vector<dpv::DeviceState>& states = event ? event->devices : info.devicesBefore;
+    for (const auto& st : states) {
+      if (st.device == d) ds = &st;
     }
     if (ds) {
-      view.hasReplica = ds->has_replica;
-      view.chunkRows = ds->chunk_rows;
+      // The engine's snapshot is the whole truth: one chip per part of memory that holds something.
+      view.hasReplica = event && ds->has_replica;
+      view.replicaDiscarded = ds->replica_discarded;
+      view.chunkRows = event ? ds->chunk_rows : 0;
       view.memoryBytes = ds->memory_bytes;
       view.memoryPeak = ds->memory_peak;
-      std::map<int, QPair<TensorRole, QList<dpv::TensorInfo>>> byRole;
-      for (const auto& t : ds->tensors) {
-        const TensorRole role = roleOf(t);
-        auto& slot = byRole[chipSlot(role)];
-        slot.first = role;
-        slot.second.append(t);
+      view.memory = ds->memory;
+      std::map<int, QList<dpv::TensorInfo>> byPart;
+      for (const auto& t : ds->tensors) byPart[static_cast<int>(t.memory)].append(t);
+      for (const auto& [part, group] : byPart) {
+        const auto kind = static_cast<dpv::MemoryKind>(part);
+        view.chips.append(ChipView{chipRoleFor(kind), kind, chipText(kind, group), group, false});
       }
-      for (const auto& [slot, group] : byRole) {
-        view.chips.append(ChipView{group.first, chipText(group.first, group.second), group.second, false});
-      }
+      std::stable_sort(view.chips.begin(), view.chips.end(),
+                       [](const ChipView& a, const ChipView& b) { return chipSlot(a.role) < chipSlot(b.role); });
     } else if (event && d < static_cast<int>(event->chunk_sizes.size())) {
+      // An event without a snapshot: what the chunk sizes alone say.
       view.chunkRows = event->chunk_sizes[static_cast<size_t>(d)];
+      int64_t first = 0;
+      for (int j = 0; j < d; ++j) first += event->chunk_sizes[static_cast<size_t>(j)];
+      if (view.chunkRows > 0) {
+        view.chips.append(ChipView{TensorRole::Input, dpv::MemoryKind::Batch,
+                                   QObject::tr("input chunk: %1").arg(sampleRowsText(first, view.chunkRows)), {}, true});
+      }
     }
     // A device that got no rows of the batch sits the iteration out (torch.chunk made fewer chunks).
     view.idle = scattered && view.chunkRows == 0 && !view.hasReplica;
 
-    // Keep the picture readable if a snapshot lists no tensors for what it says is there.
     auto hasRole = [&](TensorRole role) {
       for (const auto& c : view.chips) {
         if (c.role == role) return true;
       }
       return false;
     };
-    if (scattered && view.chunkRows > 0 && !hasRole(TensorRole::Input)) {
-      view.chips.prepend(ChipView{TensorRole::Input, QObject::tr("input chunk: %1 rows").arg(view.chunkRows), {}, true});
-    }
-    if (view.hasReplica && !hasRole(TensorRole::Param)) {
-      ChipView params{TensorRole::Param, d == 0 ? QObject::tr("params (original)") : QObject::tr("params (copy)"), {}, true};
-      int at = 0;
-      while (at < view.chips.size() && chipSlot(view.chips[at].role) < chipSlot(params.role)) ++at;
-      view.chips.insert(at, params);
-    }
 
     if (event) {
       QStringList notes;
@@ -145,10 +287,12 @@ SceneState sceneStateFor(const IterationInfo& info, const dpv::StageEvent* event
       }
       if (event->stage.kind == dpv::StageKind::Step && d == 0) notes << QObject::tr("weights updated by SGD");
       if (event->stage.kind == dpv::StageKind::Gather && d == 0) notes << QObject::tr("outputs joined here");
+      if (view.replicaDiscarded) notes << QObject::tr("replica freed after the backward");
       view.note = notes.join(QStringLiteral("; "));
     }
     state.devices.append(view);
   }
+  if (event) fillCard(state, *event, n);
   return state;
 }
 

@@ -8,23 +8,33 @@
 
 namespace gui {
 
-// One chip: a group of tensors of one role on one device ("parameters: 6 tensors, 1.2 KB").
+// One chip: the tensors of one part of a device's memory ("params ×6 · 1.2 KB"), drawn in that
+// part's colour, so the chips and the memory bar below them tell the same story.
 struct ChipView {
-  dpv::TensorRole role = dpv::TensorRole::Input;  // buffers are shown as Param
+  dpv::TensorRole role = dpv::TensorRole::Input;  // the part's role: Input, Param, Activation, Output, Grad, Optimizer
+  dpv::MemoryKind kind = dpv::MemoryKind::Batch;
   QString text;    // the label drawn on the chip
   QList<dpv::TensorInfo> tensors;  // what the inspector shows when the chip is clicked
-  bool synthesized = false;        // made from chunk_rows/has_replica (the snapshot listed no tensor)
+  bool synthesized = false;        // made from chunk sizes (an event without a snapshot listed no tensor)
 };
+// The chip group of a part of memory, and its role.
+dpv::TensorRole chipRoleFor(dpv::MemoryKind kind);
+// "samples 0, 1, 2" or "samples 3–9": which rows of the batch a chunk holds.
+QString sampleRowsText(int64_t first, int64_t count);
+// The hover card of a chip: each tensor's name, shape, bytes, values and why it is there (HTML).
+QString chipHoverCard(const ChipView& chip);
 
 struct DeviceView {
   int device = 0;
   QString title;     // "GPU 1"
   QString subtitle;  // "simulated on CPU · output device"
   bool hasReplica = false;
+  bool replicaDiscarded = false;  // its replica was freed after the backward
   bool idle = false;       // after Scatter: no chunk for this device
   qint64 chunkRows = 0;
   qint64 memoryBytes = 0;
   qint64 memoryPeak = 0;
+  dpv::MemoryBreakdown memory;  // memoryBytes by part, from the engine
   QList<ChipView> chips;   // in slot order
   QString note;            // one short line under the chips (BatchNorm stats, "gradients summed here")
 };
@@ -35,14 +45,19 @@ struct SceneState {
   dpv::StageKind kind = dpv::StageKind::Scatter;
   int layer = -1;          // Forward/Backward layer
   QList<DeviceView> devices;
+  // The numbers card beside the host (empty title: none for this stage): which samples went
+  // where (Scatter), g0 + g1 + ... = g next to one device's gradient (Reduce), the weight before
+  // and after (Step). Every number is the engine's.
+  QString cardTitle;
+  QStringList cardLines;
 };
 
-// Slot of a role in a device box, top down: input, target, param (and buffers), activation,
-// output, loss, grad.
+// Slot of a role in a device box, top down: batch (input, target), params (and buffers),
+// activations, output (and loss), grads, optimizer state.
 int chipSlot(dpv::TensorRole role);
-constexpr int kChipSlots = 7;
+constexpr int kChipSlots = 6;
 
-// The scene's content before any stage (event == nullptr) or after `event`.
+// The scene's content before any stage (event == nullptr: what info.devicesBefore lists) or after `event`.
 SceneState sceneStateFor(const IterationInfo& info, const dpv::StageEvent* event);
 // "GPU 1 (simulated on CPU)" -> {"GPU 1", "simulated on CPU"}.
 QPair<QString, QString> splitDeviceLabel(const QString& label);

@@ -1,14 +1,43 @@
 #pragma once
-// Tensor inspector: what a clicked chip holds — name, shape, dtype, device, bytes and the first
-// values of each tensor (dpv::TensorInfo from the engine's snapshot).
+// Tensor inspector: what a clicked chip holds — name, shape, bytes and values of each tensor
+// (dpv::TensorInfo from the engine's snapshot), why the device holds the selected one, and a heat
+// map of its values when the snapshot kept them all (small tensors).
 #include <QWidget>
 
 #include "gui/iteration/scene_model.h"
 
 class QLabel;
+class QSplitter;
 class QTreeWidget;
 
 namespace gui {
+
+// The values of a small tensor as coloured cells (blue below zero, red above, white at zero),
+// laid out as its rows and columns; a 1-D tensor is one row.
+class HeatMap : public QWidget {
+  Q_OBJECT
+ public:
+  explicit HeatMap(QWidget* parent = nullptr);
+  // Shows `t` when its snapshot holds every value; returns false (and shows nothing) otherwise.
+  bool setTensor(const dpv::TensorInfo& t);
+  void clear();
+  int rows() const { return rows_; }
+  int columns() const { return cols_; }
+  QColor cellColor(int row, int column) const;
+  QSize sizeHint() const override;
+  QSize minimumSizeHint() const override;
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+  void mouseMoveEvent(QMouseEvent* event) override;
+
+ private:
+  QRectF cellRect(int row, int column) const;
+  std::vector<double> values_;
+  int rows_ = 0;
+  int cols_ = 0;
+  double scale_ = 1;
+};
 
 class TensorInspector : public QWidget {
   Q_OBJECT
@@ -19,10 +48,22 @@ class TensorInspector : public QWidget {
   int rowCount() const;
   QString rowText(int row, int column) const;
   QString headline() const;
+  // Selects a tensor row: its reason and (small tensors) its heat map are shown.
+  void selectRow(int row);
+  QString whyText() const;
+  HeatMap* heatMap() const { return heat_; }
+  QTreeWidget* tree() const { return tree_; }
 
  private:
+  void onRowChanged();
   QLabel* headline_;
+  QSplitter* split_;
   QTreeWidget* tree_;
+  QLabel* why_;
+  QLabel* heatTitle_;
+  HeatMap* heat_;
+  QWidget* heatPanel_;
+  QList<dpv::TensorInfo> tensors_;
 };
 
 }  // namespace gui

@@ -34,6 +34,7 @@ struct IterationInfo {
   double bucketCapMb = 0;                      // DistributedDataParallel(bucket_cap_mb=...)
   qint64 firstBucketBytes = 0;                 // dist._DEFAULT_FIRST_BUCKET_BYTES in this run
   qint64 parameterBytes = 0;                   // all parameters of the model
+  std::vector<dpv::DeviceState> devicesBefore;  // what the devices hold before the first stage
 };
 
 }  // namespace gui

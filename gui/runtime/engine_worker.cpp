@@ -134,6 +134,7 @@ void EngineWorker::ensureIteration(quint64 generation) {
   for (int i = 0; i < model.num_layers(); ++i) info.layerNames << qs(model.layer(i).type());
   info.modelText = qs(model.describe());
   info.inputHead = batch_->inputs.to_doubles(6);
+  info.devicesBefore = iteration_->devices_now();
   emit iterationStarted(info);
 }
 

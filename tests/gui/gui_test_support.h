@@ -28,10 +28,10 @@ inline AppSettings settingsFor(const QString& devices, const QString& preset, in
   return s;
 }
 
-// The roles a device holds in a snapshot, as the scene groups them (buffers go with parameters).
+// The chip roles a device holds in a snapshot, as the scene groups them: one per part of memory.
 inline std::set<dpv::TensorRole> snapshotRoles(const dpv::DeviceState& d) {
   std::set<dpv::TensorRole> roles;
-  for (const auto& t : d.tensors) roles.insert(t.role == dpv::TensorRole::Buffer ? dpv::TensorRole::Param : t.role);
+  for (const auto& t : d.tensors) roles.insert(chipRoleFor(t.memory));  // one chip per part of memory
   return roles;
 }
 

@@ -127,7 +127,9 @@ TEST_F(IterationPageTest, StepBackShowsTheRecordedStageAgainWithoutRunningIt) {
   EXPECT_EQ(static_cast<int>(engine_->events().size()), recorded) << "replaying must not run stages again";
   page_->restart();
   EXPECT_EQ(page_->cursor(), -1);
-  for (int d = 0; d < page_->scene()->deviceCount(); ++d) EXPECT_TRUE(page_->scene()->chipsOn(d).isEmpty());
+  // Before the first stage only GPU 0 holds something: the batch (`.cuda()`) and the module.
+  EXPECT_EQ(sceneRoles(page_->scene(), 0), (std::set<dpv::TensorRole>{dpv::TensorRole::Input, dpv::TensorRole::Param}));
+  for (int d = 1; d < page_->scene()->deviceCount(); ++d) EXPECT_TRUE(page_->scene()->chipsOn(d).isEmpty());
   ASSERT_TRUE(stepTo(0));
   EXPECT_EQ(sceneSnapshot(page_->scene()), seen[0]);
 }
@@ -243,11 +245,10 @@ TEST_F(IterationPageTest, ClickingAChipOpensItInTheInspector) {
   EXPECT_TRUE(page_->inspector()->headline().contains(QLatin1String("GPU 1"))) << page_->inspector()->headline().toStdString();
   const auto& ds = engine_->events().at(0).devices.at(1);
   int inputs = 0;
-  for (const auto& t : ds.tensors) inputs += t.role == dpv::TensorRole::Input;
+  for (const auto& t : ds.tensors) inputs += t.memory == dpv::MemoryKind::Batch;
+  ASSERT_EQ(inputs, 1);
   EXPECT_EQ(page_->inspector()->rowCount(), inputs);
-  if (inputs > 0) {
-    EXPECT_EQ(page_->inspector()->rowText(0, 1), QStringLiteral("[4, 10]"));
-  }
+  EXPECT_EQ(page_->inspector()->rowText(0, 1), QStringLiteral("[4, 10]"));
 }
 
 TEST_F(IterationPageTest, AMissingLessonFileIsSaidPlainlyAndTheRestWorks) {
