@@ -23,7 +23,7 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 echo "== collectives, DataParallel, the in-process group and DDP under ThreadSanitizer"
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j "$jobs" --target dpv_engine_tests
-TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/dpv_engine_tests --gtest_brief=1 \
+TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/scripts/tsan_suppressions.txt" build/tsan/tests/dpv_engine_tests --gtest_brief=1 \
   --gtest_filter='HostCollectives*:DataParallel*:SyncBatchNorm*:InProcessGroup*:*Ddp*'
 
 echo "== every parser under libFuzzer (ASan + UBSan), a few seconds each"
