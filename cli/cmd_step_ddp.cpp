@@ -27,13 +27,7 @@ void run_step_ddp(const StepOptions& o) {
   const auto [input, target] = load_step_batch(o.batch);
   TensorMap state = load_step_state(model, o.state, o.seed);
   auto devices = DeviceSet::create(o.devices);
-  DdpOptions options;
-  options.lr = o.lr;
-  options.momentum = o.momentum;
-  options.weight_decay = o.weight_decay;
-  options.sync_bn = o.sync_bn;
-  options.broadcast_buffers = !o.no_broadcast_buffers;
-  options.bucket_cap_mb = o.bucket_cap_mb;
+  const DdpOptions options = step_ddp_options(o);
   DdpTrainer trainer(devices, std::move(model), state, options);
 
   std::vector<int64_t> shard_sizes;
@@ -45,11 +39,7 @@ void run_step_ddp(const StepOptions& o) {
   }
   const auto results = trainer.results();
   DdpStepOutput out = ddp_step_output(results, dtype);
-  out.metadata["producer"] = "dpv step --ddp";
-  out.metadata["devices"] = o.devices;
-  out.metadata["steps"] = std::to_string(o.steps);
-  out.metadata["sync_bn"] = o.sync_bn ? "true" : "false";
-  out.metadata["broadcast_buffers"] = o.no_broadcast_buffers ? "false" : "true";
+  add_step_ddp_metadata(out, o);
   save_safetensors(o.out, out.tensors, out.metadata);
   std::cout << "dpv step --ddp: " << o.steps << " iteration" << (o.steps == 1 ? "" : "s") << " on " << o.devices
             << " (" << trainer.world_size() << " ranks, shards " << list_str(shard_sizes) << ", "

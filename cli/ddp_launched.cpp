@@ -17,6 +17,25 @@ namespace dpv::cli {
 
 bool launched_rank() { return dist::launched_by_a_launcher(); }
 
+DdpOptions step_ddp_options(const StepOptions& o) {
+  DdpOptions options;
+  options.lr = o.lr;
+  options.momentum = o.momentum;
+  options.weight_decay = o.weight_decay;
+  options.sync_bn = o.sync_bn;
+  options.broadcast_buffers = !o.no_broadcast_buffers;
+  options.bucket_cap_mb = o.bucket_cap_mb;
+  return options;
+}
+
+void add_step_ddp_metadata(DdpStepOutput& out, const StepOptions& o) {
+  out.metadata["producer"] = "dpv step --ddp";
+  out.metadata["devices"] = o.devices;
+  out.metadata["steps"] = std::to_string(o.steps);
+  out.metadata["sync_bn"] = o.sync_bn ? "true" : "false";
+  out.metadata["broadcast_buffers"] = o.no_broadcast_buffers ? "false" : "true";
+}
+
 LaunchedRank join_launched_job(const std::string& devices_spec) {
   LaunchedRank lr;
   const dist::EnvLookup lookup = dist::environment_lookup();
@@ -53,13 +72,7 @@ void run_step_ddp_launched(const StepOptions& o) {
   const DType dtype = model.dtype();
   const auto [input, target] = load_step_batch(o.batch);
   TensorMap state = load_step_state(model, o.state, o.seed);
-  DdpOptions options;
-  options.lr = o.lr;
-  options.momentum = o.momentum;
-  options.weight_decay = o.weight_decay;
-  options.sync_bn = o.sync_bn;
-  options.broadcast_buffers = !o.no_broadcast_buffers;
-  options.bucket_cap_mb = o.bucket_cap_mb;
+  const DdpOptions options = step_ddp_options(o);
 
   DdpRankResult mine = run_rank_steps(group, lr.device, model, state, input, target, options, o.steps);
   // Rank 0 needs every rank's result; the group moves them (an all-gather: every rank calls it).
@@ -69,11 +82,7 @@ void run_step_ddp_launched(const StepOptions& o) {
     for (size_t r = 0; r < all.size(); ++r)
       results.push_back(decode_rank_result(all[r], "rank " + std::to_string(r) + "'s result"));
     DdpStepOutput out = ddp_step_output(results, dtype);
-    out.metadata["producer"] = "dpv step --ddp";
-    out.metadata["devices"] = o.devices;
-    out.metadata["steps"] = std::to_string(o.steps);
-    out.metadata["sync_bn"] = o.sync_bn ? "true" : "false";
-    out.metadata["broadcast_buffers"] = o.no_broadcast_buffers ? "false" : "true";
+    add_step_ddp_metadata(out, o);
     out.metadata["launched"] = std::to_string(lr.world_size()) + " processes, " + group.backend();
     save_safetensors(o.out, out.tensors, out.metadata);
     std::vector<int64_t> shard_sizes;

@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "engine/ddp/ddp_output.h"
+#include "engine/ddp/ddp_rank.h"
 #include "engine/device.h"
 #include "engine/dist/multiprocess/init_process_group.h"
 
@@ -28,6 +30,11 @@ struct LaunchedRank {
   int world_size() const { return session->env().world_size; }
 };
 LaunchedRank join_launched_job(const std::string& devices_spec);
+
+// What `dpv step --ddp`'s options ask of DDP, and the metadata its output records: the same for
+// in-process ranks (cmd_step_ddp.cpp) and launched ones.
+DdpOptions step_ddp_options(const StepOptions& o);
+void add_step_ddp_metadata(DdpStepOutput& out, const StepOptions& o);
 
 // `dpv step --ddp` as one launched rank; rank 0 writes --out (atomically) and prints the summary.
 void run_step_ddp_launched(const StepOptions& o);
