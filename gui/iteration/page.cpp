@@ -33,6 +33,7 @@ namespace {
 constexpr int kBaseDurationMs = 700;
 constexpr int kShotIterations = 8;  // iterations run for the screenshot of the loss strip
 constexpr int kBaseDwellMs = 450;
+constexpr int kModeBoxTop = 6;  // the DataParallel | DDP switch's distance from the scene card's top
 const double kSpeeds[] = {0.25, 0.5, 1.0, 2.0, 4.0};
 
 // The chip worth opening in the inspector for a stage (used for screenshots).
@@ -181,6 +182,9 @@ void IterationPage::buildUi() {
   modeRow->addWidget(ddpButton_);
   modeBox_->adjustSize();
   modeBox_->raise();
+  // The scene starts below the switch: a long DDP headline or a wide DataParallel picture would
+  // otherwise run under it (the scene is scaled to the card's width, so it reaches the corner).
+  sceneLayout->setContentsMargins(4, kModeBoxTop + modeBox_->height() + 2, 4, 4);
   sceneCard->installEventFilter(this);
 
   // The loss of every iteration so far: the fixed batch's loss falls as the model trains.
@@ -269,7 +273,7 @@ void IterationPage::setSpeed(double factor) {
 bool IterationPage::eventFilter(QObject* watched, QEvent* event) {
   if (event->type() == QEvent::Resize && modeBox_ && watched == modeBox_->parentWidget()) {
     const QWidget* card = modeBox_->parentWidget();
-    modeBox_->move(card->width() - modeBox_->width() - 8, 8);
+    modeBox_->move(card->width() - modeBox_->width() - 8, kModeBoxTop);
   }
   return Page::eventFilter(watched, event);
 }

@@ -58,6 +58,7 @@ class IterationPage : public Page {
   void setDdpMode(bool ddp);
   bool ddpMode() const;
   DdpScene* ddpScene() const { return ddpScene_; }
+  QWidget* modeSwitch() const { return modeBox_; }  // the DataParallel | DDP switch
   bool showingDdp() const;  // the DDP view is the one on screen
   CodeView* codeView() const { return code_; }
   LessonPanel* lessonPanel() const { return lesson_; }

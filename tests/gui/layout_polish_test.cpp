@@ -1,0 +1,107 @@
+// Layout at the window sizes a learner uses (1024x640 up to 1920x1080): nothing of the Iteration
+// page's picture runs under the DataParallel | DDP switch.
+#include <gtest/gtest.h>
+
+#include <QGraphicsItem>
+#include <QGraphicsScene>
+#include <QGraphicsView>
+
+#include "gui/app/context.h"
+#include "gui/app/main_window.h"
+#include "gui/ddp/scene.h"
+#include "gui/iteration/page.h"
+#include "gui/runtime/engine_controller.h"
+#include "gui_test_support.h"
+
+namespace gui {
+namespace {
+
+struct SizedWindow {
+  AppContext context;
+  EngineController* engine = new EngineController();  // owned by the window
+  std::unique_ptr<MainWindow> window;
+  SizedWindow(const AppSettings& settings, QSize size) {
+    context.setSettings(settings);
+    MainWindow::Options options;
+    options.persistent = false;
+    options.theme = QStringLiteral("light");
+    window = std::make_unique<MainWindow>(&context, engine, options);
+    engine->setParent(window.get());
+    window->resize(size);  // after construction: the window may be larger than the offscreen screen
+    window->show();
+  }
+  IterationPage* iteration() const { return qobject_cast<IterationPage*>(window->page(QStringLiteral("iteration"))); }
+};
+
+// The window rectangle an item of `view`'s scene covers on screen (empty when not shown).
+QRect onScreen(const QGraphicsView* view, const QGraphicsItem* item) {
+  const QRect inViewport = view->mapFromScene(item->sceneBoundingRect()).boundingRect();
+  const QRect shown = inViewport.intersected(view->viewport()->rect());
+  if (shown.isEmpty()) return {};
+  return QRect(view->viewport()->mapTo(view->window(), shown.topLeft()), shown.size());
+}
+
+// Every visible item of the scene on screen that the mode switch covers, described.
+QStringList itemsUnderTheSwitch(IterationPage* page) {
+  QStringList under;
+  const QWidget* sw = page->modeSwitch();
+  const QRect switchRect(sw->mapTo(sw->window(), QPoint(0, 0)), sw->size());
+  QGraphicsScene* scene = page->showingDdp() ? static_cast<QGraphicsScene*>(page->ddpScene()) : page->scene();
+  const QGraphicsView* view = scene->views().value(0);
+  if (!view) return {QStringLiteral("no view")};
+  for (const QGraphicsItem* item : scene->items()) {
+    if (!item->isVisible()) continue;
+    const QRect r = onScreen(view, item);
+    if (r.isEmpty() || !r.intersects(switchRect)) continue;
+    const auto* text = dynamic_cast<const QGraphicsSimpleTextItem*>(item);
+    under << (text ? text->text() : QStringLiteral("an item at %1,%2").arg(r.x()).arg(r.y()));
+  }
+  return under;
+}
+
+class ModeSwitchLayout : public ::testing::TestWithParam<QSize> {};
+
+TEST_P(ModeSwitchLayout, NothingOfTheSceneRunsUnderTheModeSwitch) {
+  AppSettings settings = settingsFor(QStringLiteral("cpu:4"), QStringLiteral("mlp-bn"), 10);
+  settings.ddp = true;
+  SizedWindow w(settings, GetParam());
+  w.window->showPage(QStringLiteral("iteration"));
+  IterationPage* page = w.iteration();
+  ASSERT_NE(page, nullptr);
+  page->setSpeed(0);
+  ASSERT_TRUE(waitUntil([&] { return w.engine->hasIteration() && w.engine->info().ddp && !w.engine->busy(); }));
+  ASSERT_TRUE(page->showingDdp());
+  // Every stage of the DDP iteration: the headlines differ in length (Backward's is the longest).
+  bool sawLongHeadline = false;
+  for (int i = 0; i < static_cast<int>(w.engine->info().plan.size()); ++i) {
+    page->stepForward();
+    ASSERT_TRUE(waitUntil([&] { return !page->waitingForEngine() && page->cursor() == i; })) << "stage " << i;
+    QTest::qWait(1);
+    const QStringList under = itemsUnderTheSwitch(page);
+    EXPECT_TRUE(under.isEmpty()) << "stage " << i << ": " << under.join(QStringLiteral(" | ")).toStdString();
+    QGraphicsSimpleTextItem* headline = page->ddpScene()->headlineText();
+    ASSERT_NE(headline, nullptr);
+    sawLongHeadline = sawLongHeadline || headline->text().size() > 60;
+    // The headline is whole: inside the scene the view fits into the card.
+    EXPECT_TRUE(page->ddpScene()->sceneRect().contains(headline->sceneBoundingRect())) << headline->text().toStdString();
+  }
+  EXPECT_TRUE(sawLongHeadline) << "a stage with a long headline was checked";
+  // The DataParallel picture too.
+  page->setDdpMode(false);
+  ASSERT_TRUE(waitUntil([&] { return w.engine->hasIteration() && !w.engine->info().ddp && !w.engine->busy(); }));
+  for (int i = 0; i < 3; ++i) {
+    page->stepForward();
+    ASSERT_TRUE(waitUntil([&] { return !page->waitingForEngine() && page->cursor() == i; }));
+  }
+  QTest::qWait(1);
+  const QStringList under = itemsUnderTheSwitch(page);
+  EXPECT_TRUE(under.isEmpty()) << "DataParallel: " << under.join(QStringLiteral(" | ")).toStdString();
+}
+
+INSTANTIATE_TEST_SUITE_P(WindowSizes, ModeSwitchLayout, ::testing::Values(QSize(1024, 640), QSize(1920, 1080)),
+                         [](const ::testing::TestParamInfo<QSize>& info) {
+                           return std::to_string(info.param.width()) + "x" + std::to_string(info.param.height());
+                         });
+
+}  // namespace
+}  // namespace gui
