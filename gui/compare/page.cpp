@@ -12,6 +12,7 @@
 #include "gui/app/context.h"
 #include "gui/app/ui_helpers.h"
 #include "gui/compare/charts.h"
+#include "gui/iteration/lesson_panel.h"
 #include "gui/ring/ring_view.h"
 #include "gui/runtime/engine_controller.h"
 
@@ -86,8 +87,18 @@ ComparePage::ComparePage(AppContext* context, QWidget* parent) : Page(context, p
   note_->setTextFormat(Qt::RichText);
   outer->addWidget(note_);
 
+  // The charts, and beside them the lesson that says what to look for in them.
+  auto* body = new QHBoxLayout();
   charts_ = new CompareCharts(this);
-  outer->addWidget(charts_, 1);
+  body->addWidget(charts_, 1);
+  lesson_ = new LessonPanel(this);
+  lesson_->setLessonsDir(context->lessonsDir());
+  lesson_->showLesson(QStringLiteral("ddp/dp-vs-ddp"));
+  QWidget* lessonCard = wrapInCard(tr("Lesson: DataParallel against DDP"), lesson_, this);
+  lessonCard->setMinimumWidth(260);
+  lessonCard->setMaximumWidth(340);
+  body->addWidget(lessonCard);
+  outer->addLayout(body, 1);
 
   sumMean_ = new QLabel(this);
   sumMean_->setWordWrap(true);

@@ -14,6 +14,7 @@ class QSpinBox;
 namespace gui {
 
 class CompareCharts;
+class LessonPanel;
 
 class ComparePage : public Page {
   Q_OBJECT
@@ -31,6 +32,7 @@ class ComparePage : public Page {
   bool hasResult() const { return hasResult_; }
   const dpv::course::CompareResult& result() const { return result_; }
   CompareCharts* charts() const { return charts_; }
+  LessonPanel* lessonPanel() const { return lesson_; }  // lessons/ddp/dp-vs-ddp.md
   QString sumMeanText() const;
   QString noteText() const;
   QString errorText() const { return error_; }
@@ -52,6 +54,7 @@ class ComparePage : public Page {
   QLabel* note_;
   QLabel* sumMean_;
   CompareCharts* charts_;
+  LessonPanel* lesson_;
   dpv::course::CompareResult result_;
   bool hasResult_ = false;
   bool running_ = false;

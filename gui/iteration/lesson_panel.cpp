@@ -2,6 +2,7 @@
 
 #include <QDesktopServices>
 #include <QFile>
+#include <utility>
 
 #if __has_include("course/lessons.h")
 #include "course/lessons.h"
@@ -83,6 +84,18 @@ void LessonPanel::onLinkClicked(const QUrl& url) {
     emit chipsHovered(chipRolesForLink(url));
     return;
   }
+  if (url.scheme() == QLatin1String("lesson")) {
+    const QString stage = markdown_;
+    showLesson(url.path());
+    markdown_ = tr("[← back to this stage](back:stage)\n\n") + markdown_;
+    setMarkdown(markdown_);
+    stageMarkdown_ = stage;
+    return;
+  }
+  if (url.scheme() == QLatin1String("back")) {
+    if (!stageMarkdown_.isEmpty()) showMessage(std::exchange(stageMarkdown_, QString()));
+    return;
+  }
   QDesktopServices::openUrl(url);
 }
 
@@ -91,8 +104,21 @@ void LessonPanel::showMessage(const QString& markdown) {
   setMarkdown(markdown);
 }
 
+void LessonPanel::showLesson(const QString& id) {
+  stageMarkdown_.clear();
+  QString error;
+  const QString lesson = loadLessonMarkdown(lessonsDir_, id, &error);
+  missing_ = lesson.isEmpty();
+  if (missing_) {
+    showMessage(tr("> **The lesson text is missing** (%1). The rest of the page still works.").arg(error.toHtmlEscaped()));
+    return;
+  }
+  showMessage(lesson.trimmed());
+}
+
 void LessonPanel::showStage(const IterationInfo& info, const dpv::StageEvent* event) {
   missing_ = false;
+  stageMarkdown_.clear();
   QString md;
   if (!event && info.ddp) {
     md += tr("### Before the first stage (DistributedDataParallel)\n\nOne process per device, each running the "
@@ -129,6 +155,11 @@ void LessonPanel::showStage(const IterationInfo& info, const dpv::StageEvent* ev
   } else {
     md += fillLessonPlaceholders(lesson.trimmed(), info) + QStringLiteral("\n\n");
   }
+  // The DDP stages that have a topic lesson of their own link to it.
+  if (info.ddp && event->stage.kind == dpv::StageKind::Sample)
+    md += tr("[More: the sampler](lesson:ddp/sampler)\n\n");
+  if (info.ddp && event->stage.kind == dpv::StageKind::Backward)
+    md += tr("[More: gradient buckets](lesson:ddp/buckets)\n\n");
   md += QStringLiteral("---\n\n");
   md += tr("**In this run — %1**\n\n").arg(QString::fromStdString(event->stage.title));
   if (!event->summary.empty()) md += QString::fromStdString(event->summary) + QStringLiteral("\n\n");

@@ -20,6 +20,7 @@ QString stageLessonPath(bool ddp, dpv::StageKind kind);
 QString fillLessonPlaceholders(QString markdown, const IterationInfo& info);
 // The chip roles a lesson link names: "chip:batch", "chip:params", "chip:activations",
 // "chip:output", "chip:grads", "chip:optimizer" (empty for any other link).
+// Links of the form "lesson:ddp/sampler" open that topic lesson in the panel.
 QList<dpv::TensorRole> chipRolesForLink(const QUrl& url);
 
 class LessonPanel : public QTextBrowser {
@@ -30,6 +31,9 @@ class LessonPanel : public QTextBrowser {
   // event == nullptr: before the first stage (the plan is listed instead).
   void showStage(const IterationInfo& info, const dpv::StageEvent* event);
   void showMessage(const QString& markdown);
+  // A topic lesson on its own (lessons/<id>.md, "ddp/ring"); a missing file is said plainly.
+  // Opened from a stage by a "lesson:<id>" link, it starts with a link back to the stage.
+  void showLesson(const QString& id);
   QString lastMarkdown() const { return markdown_; }
   bool lessonMissing() const { return missing_; }
 
@@ -41,6 +45,7 @@ class LessonPanel : public QTextBrowser {
   void onLinkClicked(const QUrl& url);
   QString lessonsDir_;
   QString markdown_;
+  QString stageMarkdown_;  // the stage text a "lesson:" link left, for its "back" link
   bool missing_ = false;
 };
 

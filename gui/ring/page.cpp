@@ -14,6 +14,7 @@
 #include "engine/error.h"
 #include "gui/app/context.h"
 #include "gui/app/ui_helpers.h"
+#include "gui/iteration/lesson_panel.h"
 #include "gui/ring/ring_view.h"
 #include "gui/runtime/engine_controller.h"
 
@@ -125,6 +126,12 @@ RingPage::RingPage(AppContext* context, QWidget* parent) : Page(context, parent)
   rl->addWidget(wrapInCard(tr("This step"), step_, right), 2);
   rl->addWidget(wrapInCard(tr("Bytes and time"), cost_, right), 2);
   rl->addWidget(wrapInCard(tr("DataParallel instead: reduce to GPU 0"), dp_, right), 3);
+  lesson_ = new LessonPanel(right);
+  lesson_->setLessonsDir(context->lessonsDir());
+  lesson_->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Ignored);
+  lesson_->setMinimumHeight(56);
+  lesson_->showLesson(QStringLiteral("ddp/ring"));
+  rl->addWidget(wrapInCard(tr("Lesson: the ring all-reduce"), lesson_, right), 3);
   body->addWidget(right, 2);
   outer->addLayout(body, 1);
 

@@ -18,6 +18,7 @@ class QTextBrowser;
 
 namespace gui {
 
+class LessonPanel;
 class RingView;
 
 class RingPage : public Page {
@@ -41,6 +42,7 @@ class RingPage : public Page {
   RingView* view() const { return view_; }
   QString stepText() const;  // the side panel's account of the current step
   QString costText() const;
+  LessonPanel* lessonPanel() const { return lesson_; }  // lessons/ddp/ring.md
 
  signals:
   void demoShown();
@@ -66,6 +68,7 @@ class RingPage : public Page {
   QTextBrowser* step_;
   QTextBrowser* cost_;
   QTextBrowser* dp_;
+  LessonPanel* lesson_;
   std::shared_ptr<const dpv::course::RingDemo> demo_;
   bool running_ = false;
   QString error_;
