@@ -94,9 +94,9 @@ ComparePage::ComparePage(AppContext* context, QWidget* parent) : Page(context, p
   lesson_ = new LessonPanel(this);
   lesson_->setLessonsDir(context->lessonsDir());
   lesson_->showLesson(QStringLiteral("ddp/dp-vs-ddp"));
-  QWidget* lessonCard = wrapInCard(tr("Lesson: DataParallel against DDP"), lesson_, this);
-  lessonCard->setMinimumWidth(260);
-  lessonCard->setMaximumWidth(340);
+  QWidget* lessonCard = wrapInCard(tr("The lesson"), lesson_, this);
+  lessonCard->setMinimumWidth(240);
+  lessonCard->setMaximumWidth(290);
   body->addWidget(lessonCard);
   outer->addLayout(body, 1);
 

@@ -2,6 +2,7 @@
 
 #include <QDesktopServices>
 #include <QFile>
+#include <QRegularExpression>
 #include <utility>
 
 #if __has_include("course/lessons.h")
@@ -113,7 +114,9 @@ void LessonPanel::showLesson(const QString& id) {
     showMessage(tr("> **The lesson text is missing** (%1). The rest of the page still works.").arg(error.toHtmlEscaped()));
     return;
   }
-  showMessage(lesson.trimmed());
+  // The lesson's "# Title" drawn as the stage lessons' "### " headings: a side panel, not a page.
+  static const QRegularExpression heading(QStringLiteral("^#{1,2} "), QRegularExpression::MultilineOption);
+  showMessage(lesson.trimmed().replace(heading, QStringLiteral("### ")));
 }
 
 void LessonPanel::showStage(const IterationInfo& info, const dpv::StageEvent* event) {

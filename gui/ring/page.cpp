@@ -131,7 +131,7 @@ RingPage::RingPage(AppContext* context, QWidget* parent) : Page(context, parent)
   lesson_->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Ignored);
   lesson_->setMinimumHeight(56);
   lesson_->showLesson(QStringLiteral("ddp/ring"));
-  rl->addWidget(wrapInCard(tr("Lesson: the ring all-reduce"), lesson_, right), 3);
+  rl->addWidget(wrapInCard(tr("The lesson"), lesson_, right), 3);
   body->addWidget(right, 2);
   outer->addLayout(body, 1);
 
