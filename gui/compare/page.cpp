@@ -95,7 +95,7 @@ ComparePage::ComparePage(AppContext* context, QWidget* parent) : Page(context, p
   lesson_->setLessonsDir(context->lessonsDir());
   lesson_->showLesson(QStringLiteral("ddp/dp-vs-ddp"));
   QWidget* lessonCard = wrapInCard(tr("The lesson"), lesson_, this);
-  lessonCard->setMinimumWidth(240);
+  lessonCard->setMinimumWidth(120);  // gives way on a small screen (the page must not scroll sideways)
   lessonCard->setMaximumWidth(290);
   body->addWidget(lessonCard);
   outer->addLayout(body, 1);
