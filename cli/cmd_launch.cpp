@@ -23,9 +23,9 @@ void add_launch_command(CLI::App& app, Action& run) {
       ->transform(integer_in<int>(0, 4095));
   sub->add_option("--master-addr", plan->master_addr, "Address of node 0, where rank 0 hosts the store")
       ->capture_default_str();
-  sub->add_option("--master-port", plan->master_port, "Port of the store on node 0")
+  sub->add_option("--master-port", plan->master_port, "Port of the store on node 0 (0: a free port, one node only)")
       ->capture_default_str()
-      ->transform(integer_in<int>(1, 65535));
+      ->transform(integer_in<int>(0, 65535));
   sub->add_option("--backend", plan->backend, "gloo (CPU ranks) or nccl (one GPU per rank)")
       ->capture_default_str()
       ->check(CLI::IsMember({"gloo", "nccl"}));

@@ -183,8 +183,13 @@ void run_launch(const LaunchPlan& plan) {
                 "ValueError");
   }
   if (plan.command[0] == "launch") throw Error("`dpv launch -- launch ...` would launch launchers; give a worker command", "ValueError");
-  // The node that hosts the store checks its port first: a port in use is an error before any worker starts.
-  if (plan.node_rank == 0) dist::listen_tcp(plan.master_addr, plan.master_port);
+  if (plan.master_port == 0 && plan.nnodes > 1)
+    throw Error("--master-port 0 (pick a free port) works on one node only: the other nodes must be told the port, "
+                "so give --master-port P on every node", "ValueError");
+  // The node that hosts the store checks its port first: a port in use is an error before any worker
+  // starts. Port 0 asks the system for a free one, which the workers are then given.
+  int master_port = plan.master_port;
+  if (plan.node_rank == 0) master_port = dist::bound_port(dist::listen_tcp(plan.master_addr, plan.master_port));
 
   if (::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
     throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
@@ -203,7 +208,9 @@ void run_launch(const LaunchPlan& plan) {
   int stop_signal = 0;  // SIGINT/SIGTERM received by the launcher
   std::optional<Clock::time_point> kill_at;
   try {
-    for (int i = 0; i < plan.nproc_per_node; ++i) workers.push_back(start_worker(plan, exe, i));
+    LaunchPlan resolved = plan;
+    resolved.master_port = master_port;
+    for (int i = 0; i < plan.nproc_per_node; ++i) workers.push_back(start_worker(resolved, exe, i));
   } catch (...) {
     signal_all(workers, SIGKILL);
     for (Worker& w : workers) ::waitpid(w.pid, nullptr, 0);

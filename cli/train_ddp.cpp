@@ -59,7 +59,8 @@ void print_header(const TrainDdpInputs& in, int world, const std::string& how) {
             << " samples, " << in.data.classes << " classes), global batch " << in.batch << ", " << how << " ("
             << world << " rank" << (world == 1 ? "" : "s") << ", DistributedSampler shards "
             << (in.batch + world - 1) / world << " samples each), " << (in.options.sync_bn ? "SyncBatchNorm" : "per-rank BatchNorm") << ", lr " << in.options.lr
-            << "; progress: rank 0's loss and accuracy\n";
+            << "; progress: rank 0's loss and accuracy\n"
+            << std::flush;  // through a pipe (the app's run as processes) the header shows before the first step ends
 }
 
 // One launched rank's iteration, stage by stage, each stage timed and recorded as the engine's

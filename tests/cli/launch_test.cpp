@@ -38,6 +38,18 @@ TEST(Launch, TwoAndFourRanksRunTheAllReduceBenchmark) {
   }
 }
 
+// Port 0 (the app's process runs use it): the launcher asks the system for a free port, and the
+// workers meet there; several nodes cannot share a port nobody told them.
+TEST(Launch, MasterPortZeroPicksAFreePort) {
+  RunResult r = run_dpv({"launch", "--nproc-per-node", "2", "--master-port", "0", "--timeout", "60", "--", "bench",
+                         "allreduce", "--max-bytes", "4096", "--iters", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("over gloo, 2 ranks"), std::string::npos) << r.out;
+  r = run_dpv({"launch", "--nproc-per-node", "1", "--nnodes", "2", "--master-port", "0", "--", "bench", "allreduce"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--master-port 0 (pick a free port) works on one node only"), std::string::npos) << r.err;
+}
+
 TEST(Launch, AWorkerWithoutALauncherIsToldHowToStartIt) {
   RunResult r = run_dpv({"bench", "allreduce"});
   EXPECT_EQ(r.exit_code, 1);
