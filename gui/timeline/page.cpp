@@ -31,7 +31,10 @@
 namespace gui {
 
 TimelinePage::TimelinePage(AppContext* context, QWidget* parent)
-    : Page(context, parent), cancel_(std::make_shared<std::atomic<bool>>(false)), runner_(new OffThreadRunner(this)) {
+    : Page(context, parent),
+      cancel_(std::make_shared<std::atomic<bool>>(false)),
+      runner_(new OffThreadRunner(this)) {
+  processRun_ = new ProcessRun(this);
   auto* outer = new QVBoxLayout(this);
   outer->setContentsMargins(12, 12, 12, 12);
   outer->setSpacing(10);
@@ -49,9 +52,16 @@ TimelinePage::TimelinePage(AppContext* context, QWidget* parent)
                                 "then charts each stage's median with its spread").arg(kMeasuredIterations));
   runButton_ = new QPushButton(tr("Run one iteration"), chartBox);
   runButton_->setToolTip(tr("Runs one whole DataParallel iteration on the engine and charts it (one sample)"));
+  processButton_ = new QPushButton(chartBox);
+  processButton_->setObjectName(QStringLiteral("runAsProcesses"));
+  cancelButton_ = new QPushButton(tr("Cancel"), chartBox);
+  cancelButton_->setToolTip(tr("Stops the launcher and every worker process"));
+  cancelButton_->setVisible(false);
   auto* buttons = new QVBoxLayout();
   buttons->addWidget(measureButton_);
   buttons->addWidget(runButton_);
+  buttons->addWidget(processButton_);
+  buttons->addWidget(cancelButton_);
   buttons->addStretch(1);
   top->addWidget(summary_, 1);
   top->addLayout(buttons);
@@ -61,8 +71,14 @@ TimelinePage::TimelinePage(AppContext* context, QWidget* parent)
   cores_ = new QLabel(chartBox);
   cores_->setObjectName(QStringLiteral("notice"));
   cores_->setWordWrap(true);
+  processStatus_ = new QLabel(chartBox);
+  processStatus_->setObjectName(QStringLiteral("notice"));
+  processStatus_->setWordWrap(true);
+  processStatus_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  processStatus_->setVisible(false);
   cl->addWidget(speedup_);
   cl->addWidget(cores_);
+  cl->addWidget(processStatus_);
   legend_ = new QLabel(chartBox);
   legend_->setObjectName(QStringLiteral("hintLabel"));
   legend_->setWordWrap(true);
@@ -124,6 +140,14 @@ TimelinePage::TimelinePage(AppContext* context, QWidget* parent)
 
   connect(measureButton_, &QPushButton::clicked, this, &TimelinePage::measure);
   connect(runButton_, &QPushButton::clicked, this, &TimelinePage::runIteration);
+  connect(processButton_, &QPushButton::clicked, this, [this] { runAsProcesses(processRequest()); });
+  connect(cancelButton_, &QPushButton::clicked, this, &TimelinePage::cancelProcesses);
+  connect(processRun_, &ProcessRun::progress, this, [this](const QString& line) {
+    processStatus_->setText(tr("Rank 0: %1").arg(line.toHtmlEscaped()));
+    emit processProgress(line);
+  });
+  connect(processRun_, &ProcessRun::finished, this, &TimelinePage::onProcessRunFinished);
+  connect(context, &AppContext::settingsChanged, this, &TimelinePage::updateProcessButton);
   connect(plot_, &QCustomPlot::mouseMove, this, &TimelinePage::onMouseMove);
   connect(context, &AppContext::themeChanged, this, [this] { applyTheme(); refresh(); });
   if (EngineController* e = context->engine()) {
@@ -141,6 +165,7 @@ TimelinePage::TimelinePage(AppContext* context, QWidget* parent)
     measureButton_->setEnabled(false);
     runButton_->setEnabled(false);
   }
+  updateProcessButton();
   applyTheme();
   loadLesson();
   refresh();
@@ -183,6 +208,7 @@ void TimelinePage::applyTheme() {
 
 void TimelinePage::runIteration() {
   opened_.reset();  // back to the engine's own iterations
+  openedCommand_.clear();
   series_.reset();  // the chart shows this one iteration
   refresh();
   if (EngineController* e = context()->engine()) {
@@ -372,6 +398,15 @@ QList<Page::Shot> TimelinePage::screenshots() {
     *c2 = connect(e, &EngineController::engineError, this, finish);
     context()->setSettings(s);  // the engine starts afresh in DDP mode
     e->requestIteration();
+  }},
+  // The same settings as real processes (dpv launch): one group of lanes per rank, from their merged trace.
+  Shot{QStringLiteral("processes"), [this](std::function<void()> done) {
+    auto connection = std::make_shared<QMetaObject::Connection>();
+    *connection = connect(this, &TimelinePage::processRunFinished, this, [connection, done](bool) {
+      QObject::disconnect(*connection);
+      done();
+    });
+    runAsProcesses(processRequest());
   }}};
 }
 

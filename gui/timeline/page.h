@@ -7,6 +7,8 @@
 // collective, and the lesson lessons/timeline.md.
 // File > Open trace shows a Chrome trace from a file instead: one of `dpv train --trace`, or a
 // merged multi-process one (`dpv trace merge`, `dpv launch`), with one lane per rank and track.
+// "Run as W processes" makes such a trace itself: the current model, batch and devices trained as
+// W real processes by `dpv launch` (gui/runtime/process_run.h), then opened here.
 #include <QVector>
 #include <memory>
 #include <optional>
@@ -17,6 +19,7 @@
 #include "gui/app/page.h"
 #include "gui/runtime/engine_types.h"
 #include "gui/runtime/generation.h"
+#include "gui/runtime/process_run.h"
 
 class QCustomPlot;
 class QLabel;
@@ -42,12 +45,26 @@ class TimelinePage : public Page {
   void measure();        // times kMeasuredIterations iterations (and one device) off the GUI thread
   bool measuring() const;
   // Shows the Chrome trace in `path` (until the next iteration is run). Returns "" or the error.
-  QString openTrace(const QString& path);
+  // `command`: the dpv command line that wrote it, when the app ran it (Run as processes).
+  QString openTrace(const QString& path, const QString& command = QString());
   bool showingOpenedTrace() const { return opened_.has_value(); }
   int laneCount() const { return opened_ ? static_cast<int>(opened_->lanes.size()) : 0; }
   // After a DDP iteration of the engine: its lanes as a DDP trace has them (host; per rank its
   // compute lane, then its communication lane). Empty unless the last refresh drew one.
   const dpv::TraceLanes& ddpLanes() const { return ddpLanes_; }
+  // The lanes of the opened trace (a file, or the last run as processes).
+  const std::optional<dpv::TraceLanes>& openedLanes() const { return opened_; }
+
+  // Runs the current settings as real processes (dpv launch ... -- train --ddp) and opens their
+  // merged trace; progress, errors and the end come as processStatus() and processRunFinished().
+  static constexpr int kProcessSteps = 3;  // iterations each process trains, all traced
+  ProcessRunRequest processRequest() const;  // from the settings bar
+  void runAsProcesses(const ProcessRunRequest& request);
+  void cancelProcesses();
+  bool processesRunning() const;
+  QString processStatus() const;  // the line under the chart: progress, or the error in words
+  bool processButtonEnabled() const;
+  const ProcessRun* processRunner() const { return processRun_; }
 
   // For tests: what is drawn.
   struct Bar {
@@ -70,6 +87,8 @@ class TimelinePage : public Page {
  signals:
   void refreshed();
   void measured(bool ok);
+  void processRunFinished(bool ok);
+  void processProgress(const QString& line);  // rank 0's progress line, as it is shown
 
  private:
   void applyTheme();
@@ -83,6 +102,8 @@ class TimelinePage : public Page {
   void drawDdpIteration(const QVector<dpv::StageEvent>& events, const IterationInfo& info, bool complete);
   void addCollectiveRows(const dpv::StageEvent& event);
   void showSeriesNumbers();
+  void updateProcessButton();
+  void onProcessRunFinished(const ProcessRunResult& result);
   QCustomPlot* plot_;
   QScrollArea* plotScroll_;
   QLabel* summary_;
@@ -91,6 +112,11 @@ class TimelinePage : public Page {
   QLabel* emptyHint_;
   QPushButton* measureButton_;
   QPushButton* runButton_;
+  QPushButton* processButton_;
+  QPushButton* cancelButton_;
+  QLabel* processStatus_;
+  ProcessRun* processRun_ = nullptr;
+  QString openedCommand_;  // the dpv command that made the opened trace ("" for a file)
   QTableWidget* table_;
   QTextBrowser* lesson_;
   QLabel* legend_;  // the stage colours, one wrapped line (it never sets the page's width)
@@ -105,6 +131,10 @@ class TimelinePage : public Page {
   std::shared_ptr<std::atomic<bool>> cancel_;
   OffThreadRunner* runner_;
 };
+
+// A trace lane's thread name without the process's own name repeated: under "rank 1", the thread
+// "rank 1 (cpu:0)" is "cpu:0" and "rank 1 communication thread" is "communication thread".
+QString laneThreadLabel(const QString& process, const QString& thread);
 
 // DDP: the seconds of bucket all-reduce that ran while the same rank's Backward stages were busy,
 // and (in commSeconds) all bucket all-reduce seconds, from one iteration's events.

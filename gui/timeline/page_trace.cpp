@@ -17,7 +17,16 @@
 
 namespace gui {
 
-QString TimelinePage::openTrace(const QString& path) {
+QString laneThreadLabel(const QString& process, const QString& thread) {
+  // A launched rank names its threads after itself ("rank 1 (cpu:0)", "rank 1 communication thread"):
+  // under "rank 1 ·" that is said once ("cpu:0", "communication thread").
+  if (process.isEmpty() || !thread.startsWith(process + QLatin1Char(' '))) return thread;
+  QString rest = thread.mid(process.size() + 1).trimmed();
+  if (rest.startsWith(QLatin1Char('(')) && rest.endsWith(QLatin1Char(')'))) rest = rest.mid(1, rest.size() - 2);
+  return rest.isEmpty() ? thread : rest;
+}
+
+QString TimelinePage::openTrace(const QString& path, const QString& command) {
   QFile file(path);
   if (!file.open(QIODevice::ReadOnly)) return tr("Cannot open %1: %2").arg(path, file.errorString());
   const QByteArray bytes = file.readAll();
@@ -27,6 +36,7 @@ QString TimelinePage::openTrace(const QString& path) {
     return QString::fromStdString(e.what());
   }
   openedPath_ = path;
+  openedCommand_ = command;
   series_.reset();  // the trace replaces a measured series until the next measurement
   refresh();
   return QString();
@@ -36,6 +46,22 @@ void TimelinePage::drawOpenedTrace() {
   const dpv::TraceLanes& t = *opened_;
   const int lanes = static_cast<int>(t.lanes.size());
   const double endMs = drawLanes(t);
+  if (!openedCommand_.isEmpty()) {
+    // A run as processes: every number here is read from the ranks' merged trace.
+    const bool gpus = openedCommand_.contains(QLatin1String("--backend nccl"));
+    const unsigned cores = dpv::course::host_cpu_count();
+    const QString sharing = !gpus && cores > 0 && t.processes > static_cast<int>(cores)
+                                ? tr(" %1 processes share %2 CPU cores, so they take turns and wait for each other in the collectives.")
+                                      .arg(t.processes).arg(cores)
+                                : QString();
+    summary_->setText(tr("<b>Ran as %1 processes</b> (%2 lanes, %3 spans over %4 ms of trace). Each rank is its own "
+                         "process with its own memory; under each rank's compute lane is its communication lane, where "
+                         "its bucket all-reduces ran over %5.%6 Press “Run one iteration” to go back to the in-process threads.")
+                          .arg(t.processes).arg(lanes).arg(t.spans.size()).arg(endMs, 0, 'f', 3)
+                          .arg(gpus ? tr("NCCL") : tr("Gloo on 127.0.0.1"), sharing));
+    summary_->setToolTip(openedCommand_);
+    return;
+  }
   summary_->setText(tr("<b>Opened trace</b> %1: %2 process%3, %4 lane%5, %6 span%7 over %8 ms. "
                        "Each process of a merged trace is one rank; press “Run one iteration” to go back to the engine's iterations.")
                         .arg(QFileInfo(openedPath_).fileName().toHtmlEscaped())
@@ -54,7 +80,7 @@ double TimelinePage::drawLanes(const dpv::TraceLanes& t) {
   QStringList rows;
   for (const dpv::TraceLane& lane : t.lanes) {
     const QString process = QString::fromStdString(lane.process).section(QLatin1Char(':'), 0, 0);  // "rank 1: dpviz DDP" -> "rank 1"
-    rows << QStringLiteral("%1 · %2").arg(process, QString::fromStdString(lane.thread));
+    rows << QStringLiteral("%1 · %2").arg(process, laneThreadLabel(process, QString::fromStdString(lane.thread)));
   }
   setRows(rows);
   plot_->xAxis->setLabel(tr("time in the trace (ms)"));

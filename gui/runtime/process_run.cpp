@@ -1,0 +1,244 @@
+#include "gui/runtime/process_run.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QFileInfo>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTimer>
+
+#include "engine/device.h"
+#include "engine/error.h"
+
+namespace gui {
+
+namespace {
+
+// The launcher gives workers 5 s to exit after SIGTERM before it kills them; it gets a little more.
+constexpr int kKillAfterMs = 8000;
+
+
+// A command line as a learner would type it (arguments with spaces quoted).
+QString shellLine(const QString& program, const QStringList& args) {
+  QStringList words{QFileInfo(program).fileName()};
+  for (const QString& a : args) words << (a.contains(QLatin1Char(' ')) ? QStringLiteral("'%1'").arg(a) : a);
+  return words.join(QLatin1Char(' '));
+}
+
+}  // namespace
+
+ProcessRun::ProcessRun(QObject* parent) : QObject(parent), wallTimer_(new QTimer(this)), killTimer_(new QTimer(this)) {
+  wallTimer_->setSingleShot(true);
+  killTimer_->setSingleShot(true);
+  connect(wallTimer_, &QTimer::timeout, this, [this] {
+    stop(tr("the job ran longer than its limit of %1 s and was stopped").arg(wallTimer_->interval() / 1000));
+  });
+  connect(killTimer_, &QTimer::timeout, this, [this] {
+    if (process_) process_->kill();  // the launcher did not exit after SIGTERM
+  });
+}
+
+ProcessRun::~ProcessRun() {
+  if (!process_) return;
+  disconnect(process_, nullptr, this, nullptr);  // nobody is left to tell
+  process_->terminate();
+  if (!process_->waitForFinished(kKillAfterMs)) {
+    process_->kill();
+    process_->waitForFinished(2000);
+  }
+}
+
+QString ProcessRun::findDpv(QStringList* searched) {
+  const QDir app(QCoreApplication::applicationDirPath());
+  // Installed: bin/dpviz beside bin/dpv. Build tree: gui/dpviz and cli/dpv; the GUI tests run from tests/gui/.
+  const QStringList candidates = {app.filePath(QStringLiteral("dpv")), app.filePath(QStringLiteral("../cli/dpv")),
+                                  app.filePath(QStringLiteral("../../cli/dpv"))};
+  if (searched) searched->clear();
+  for (const QString& c : candidates) {
+    const QString path = QDir::cleanPath(c);
+    if (searched) searched->append(path);
+    const QFileInfo info(path);
+    if (info.isFile() && info.isExecutable()) return path;
+  }
+  return QString();
+}
+
+int ProcessRun::processCount(const QString& devices, QString* error) {
+  try {
+    const dpv::DeviceSpec spec = dpv::parse_device_spec(devices.toStdString());
+    if (spec.kind == dpv::DeviceKind::Cuda && spec.is_virtual) {
+      if (error) {
+        *error = tr("%1 shares GPUs between devices; as processes each rank needs a GPU of its own (NCCL): "
+                    "choose cuda:0,1,... or cpu:W").arg(devices);
+      }
+      return 0;
+    }
+    return spec.count;
+  } catch (const dpv::Error& e) {
+    if (error) *error = QString::fromStdString(e.what());
+    return 0;
+  }
+}
+
+QStringList ProcessRun::arguments(const ProcessRunRequest& r, const QString& tracePath) {
+  QString ignored;
+  const int w = processCount(r.devices, &ignored);
+  const bool gpus = r.devices.startsWith(QLatin1String("cuda"));
+  // Port 0: the launcher picks a free port for rank 0's store, so two runs never collide.
+  QStringList args{QStringLiteral("launch"), QStringLiteral("--nproc-per-node"), QString::number(w),
+                   QStringLiteral("--master-addr"), QStringLiteral("127.0.0.1"), QStringLiteral("--master-port"),
+                   QStringLiteral("0"), QStringLiteral("--backend"), gpus ? QStringLiteral("nccl") : QStringLiteral("gloo"),
+                   QStringLiteral("--timeout"), QString::number(r.timeoutS), QStringLiteral("--"),
+                   QStringLiteral("train"), QStringLiteral("--ddp"), QStringLiteral("--devices"),
+                   gpus ? QStringLiteral("cuda") : QStringLiteral("cpu:%1").arg(w), QStringLiteral("--preset"), r.preset,
+                   QStringLiteral("--batch"), QString::number(r.batch), QStringLiteral("--lr"),
+                   QString::number(r.learningRate, 'g', 17), QStringLiteral("--seed"), QString::number(r.seed),
+                   QStringLiteral("--steps"), QString::number(r.steps), QStringLiteral("--trace"), tracePath,
+                   QStringLiteral("--trace-steps"), QString::number(r.steps)};
+  if (r.syncBatchNorm) args << QStringLiteral("--sync-bn");
+  args << r.extraTrainArguments;
+  return args;
+}
+
+bool ProcessRun::start(const ProcessRunRequest& request) {
+  if (process_) return false;
+  ProcessRunResult failure;
+  QStringList searched;
+  const QString dpv = request.dpvPath.isEmpty() ? findDpv(&searched) : request.dpvPath;
+  if (dpv.isEmpty()) {
+    failure.error = tr("The dpv program was not found beside the app (looked for %1). Build or install dpv with dpviz.")
+                        .arg(searched.join(QStringLiteral(", ")));
+    finish(failure);
+    return false;
+  }
+  if (!QFileInfo(dpv).isExecutable()) {
+    failure.error = tr("%1 is not a program that can be run: point the app at the dpv binary.").arg(dpv);
+    finish(failure);
+    return false;
+  }
+  QString devicesError;
+  if (processCount(request.devices, &devicesError) <= 0) {
+    failure.error = devicesError;
+    finish(failure);
+    return false;
+  }
+  dir_ = std::make_unique<QTemporaryDir>(QDir::temp().filePath(QStringLiteral("dpviz-processes-XXXXXX")));
+  if (!dir_->isValid()) {
+    failure.error = tr("Cannot create a temporary folder for the ranks' traces: %1").arg(dir_->errorString());
+    dir_.reset();
+    finish(failure);
+    return false;
+  }
+  tracePath_ = dir_->filePath(QStringLiteral("trace.json"));
+  const QStringList args = arguments(request, tracePath_);
+  commandLine_ = shellLine(dpv, args);
+  stdoutPartial_.clear();
+  stderrText_.clear();
+  lastProgress_.clear();
+  stopReason_.clear();
+  cancelled_ = false;
+
+  process_ = new QProcess(this);
+  process_->setWorkingDirectory(dir_->path());
+  connect(process_, &QProcess::readyReadStandardOutput, this, &ProcessRun::readStdout);
+  connect(process_, &QProcess::readyReadStandardError, this, &ProcessRun::readStderr);
+  connect(process_, &QProcess::finished, this,
+          [this](int code, QProcess::ExitStatus status) { onFinished(code, status == QProcess::CrashExit); });
+  connect(process_, &QProcess::errorOccurred, this, [this](QProcess::ProcessError e) {
+    if (e == QProcess::FailedToStart) onStartError();
+  });
+  wallTimer_->start(static_cast<int>(request.wallLimitS * 1000));
+  process_->start(dpv, args);
+  return true;
+}
+
+QString ProcessRun::workFolder() const { return dir_ ? dir_->path() : QString(); }
+
+void ProcessRun::cancel() {
+  if (!process_) return;
+  cancelled_ = true;
+  stop(QString());
+}
+
+void ProcessRun::stop(const QString& reason) {
+  if (!process_) return;
+  if (stopReason_.isEmpty()) stopReason_ = reason;
+  wallTimer_->stop();
+  process_->terminate();  // SIGTERM: the launcher forwards it to every worker and waits for them
+  if (!killTimer_->isActive()) killTimer_->start(kKillAfterMs);
+}
+
+void ProcessRun::readStdout() {
+  if (!process_) return;
+  stdoutPartial_ += process_->readAllStandardOutput();
+  // Only rank 0 prints (its header, then "step i/n  loss ..."); show the newest whole line.
+  qsizetype nl;
+  while ((nl = stdoutPartial_.indexOf('\n')) >= 0) {
+    const QString line = QString::fromUtf8(stdoutPartial_.left(nl)).trimmed();
+    stdoutPartial_.remove(0, nl + 1);
+    if (line.isEmpty() || line.startsWith(QLatin1String("trace:"))) continue;
+    lastProgress_ = line;
+    emit progress(line);
+  }
+}
+
+void ProcessRun::readStderr() {
+  if (!process_) return;
+  stderrText_ += process_->readAllStandardError();
+  constexpr qsizetype kKeep = 64 * 1024;  // the end holds the launcher's verdict
+  if (stderrText_.size() > kKeep) stderrText_.remove(0, stderrText_.size() - kKeep);
+}
+
+QString ProcessRun::errorFromStderr(int exitCode) const {
+  const QStringList lines = QString::fromUtf8(stderrText_).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+  // The launcher's own verdict ("dpv: error: ... rank 1 (local rank 1, pid ...) exited ...: why") is
+  // its last unprefixed error line; workers' lines come as "[rank r] ...".
+  const QString tag = QStringLiteral("dpv: error: ");
+  for (auto it = lines.crbegin(); it != lines.crend(); ++it)
+    if (it->startsWith(tag)) return it->mid(tag.size()).trimmed();
+  QStringList tail = lines.mid(std::max<qsizetype>(0, lines.size() - 3));
+  for (QString& l : tail) l = l.trimmed();
+  return tr("dpv exited with status %1%2").arg(exitCode).arg(tail.isEmpty() ? QString() : QStringLiteral(": ") + tail.join(QLatin1Char(' ')));
+}
+
+void ProcessRun::onFinished(int exitCode, bool crashed) {
+  readStdout();
+  readStderr();
+  ProcessRunResult r;
+  r.commandLine = commandLine_;
+  r.cancelled = cancelled_;
+  if (cancelled_) {
+    r.error = tr("Cancelled: every worker was stopped.");
+  } else if (!stopReason_.isEmpty()) {
+    r.error = tr("Stopped: %1 (dpv launch --timeout only bounds each wait; try fewer processes or a smaller batch).").arg(stopReason_);
+  } else if (crashed) {
+    r.error = tr("The launcher crashed: %1").arg(errorFromStderr(exitCode));
+  } else if (exitCode != 0) {
+    r.error = errorFromStderr(exitCode);
+  } else if (!QFileInfo::exists(tracePath_)) {
+    r.error = tr("dpv finished but wrote no merged trace at %1").arg(tracePath_);
+  } else {
+    r.ok = true;
+    r.tracePath = tracePath_;
+  }
+  process_->deleteLater();
+  process_ = nullptr;
+  finish(r);
+}
+
+void ProcessRun::onStartError() {
+  ProcessRunResult r;
+  r.commandLine = commandLine_;
+  r.error = tr("Cannot start %1: %2").arg(process_->program(), process_->errorString());
+  process_->deleteLater();
+  process_ = nullptr;
+  finish(r);
+}
+
+void ProcessRun::finish(ProcessRunResult result) {
+  wallTimer_->stop();
+  killTimer_->stop();
+  emit finished(result);
+}
+
+}  // namespace gui

@@ -1,0 +1,89 @@
+#pragma once
+// Runs the app's model as W real processes: `dpv launch --nproc-per-node W -- train --ddp ...` in a
+// QProcess, the `dpv` binary found beside the app, writing its merged trace into a QTemporaryDir.
+// The launcher starts the ranks (Gloo over TCP on 127.0.0.1, rank 0 hosting the store on a free
+// port); rank 0's progress lines come back as progress(), the end as finished() with the merged
+// trace's path or the launcher's error in words. cancel() sends SIGTERM to the launcher, which
+// stops every worker; a job that outlives its wall-clock limit is cancelled the same way, and a
+// launcher that does not exit after SIGTERM is killed, so a run never hangs the app.
+// Lives on the GUI thread: QProcess reports through signals, nothing blocks.
+#include <QObject>
+#include <QString>
+#include <QStringList>
+#include <memory>
+
+class QProcess;
+class QTemporaryDir;
+class QTimer;
+
+namespace gui {
+
+struct ProcessRunRequest {
+  QString dpvPath;        // the dpv binary; empty: findDpv() beside the app
+  QString devices;        // the settings bar's spec: cpu:W runs W processes over Gloo, cuda:... one GPU each over NCCL
+  QString preset;
+  int batch = 10;         // the global batch (DistributedSampler gives each rank its strided share)
+  double learningRate = 0.01;
+  quint64 seed = 0;
+  bool syncBatchNorm = false;
+  int steps = 3;          // iterations trained, all of them traced
+  double timeoutS = 60;   // dpv launch --timeout: how long a rank waits for the store or a collective
+  double wallLimitS = 180;  // the whole job: past this it is stopped as by Cancel, with an error
+  QStringList extraTrainArguments;  // appended to `dpv train` (e.g. an option the user typed)
+};
+
+struct ProcessRunResult {
+  bool ok = false;
+  bool cancelled = false;
+  QString tracePath;    // the merged trace (a process per rank) when ok; valid until the next start()
+  QString error;        // in words: the launcher's message with the failed rank, or why dpv did not start
+  QString commandLine;  // what ran, for the page and its tooltip
+};
+
+class ProcessRun : public QObject {
+  Q_OBJECT
+ public:
+  explicit ProcessRun(QObject* parent = nullptr);
+  ~ProcessRun() override;  // a job in flight is stopped (SIGTERM, then SIGKILL) before the object goes
+
+  // The dpv binary beside this program: the same folder (installed: bin/dpviz and bin/dpv), or the
+  // build tree's cli/dpv seen from gui/ or tests/gui/. "" when none is there; `searched` lists where.
+  static QString findDpv(QStringList* searched = nullptr);
+  // How many processes `devices` asks for (cpu:W or cuda:0,1,...); 0 with `error` set when it cannot run as processes.
+  static int processCount(const QString& devices, QString* error);
+  // dpv's arguments for `request`, writing the merged trace to `tracePath`.
+  static QStringList arguments(const ProcessRunRequest& request, const QString& tracePath);
+
+  // Starts the job unless one is running; returns false (and emits finished() with the error) when it cannot start.
+  bool start(const ProcessRunRequest& request);
+  void cancel();  // SIGTERM to the launcher, which forwards it to every worker; finished() follows with cancelled
+  bool running() const { return process_ != nullptr; }
+  QString lastProgress() const { return lastProgress_; }
+  QString workFolder() const;  // the run's temporary folder (its traces); "" before the first start
+
+ signals:
+  void progress(const QString& line);  // rank 0's latest progress line (or the launcher's header line)
+  void finished(const gui::ProcessRunResult& result);
+
+ private:
+  void readStdout();
+  void readStderr();
+  void onFinished(int exitCode, bool crashed);
+  void onStartError();
+  void stop(const QString& reason);  // SIGTERM now, SIGKILL after the launcher's grace period
+  void finish(ProcessRunResult result);
+  QString errorFromStderr(int exitCode) const;
+
+  QProcess* process_ = nullptr;
+  QTimer* wallTimer_;
+  QTimer* killTimer_;
+  std::unique_ptr<QTemporaryDir> dir_;
+  QString tracePath_, commandLine_, stopReason_;
+  QByteArray stdoutPartial_, stderrText_;
+  QString lastProgress_;
+  bool cancelled_ = false;
+};
+
+}  // namespace gui
+
+Q_DECLARE_METATYPE(gui::ProcessRunResult)

@@ -1,0 +1,98 @@
+// The Timeline page's "Run as W processes": the settings bar's model, batch and devices trained by
+// W real processes (`dpv launch ... -- train --ddp`, gui/runtime/process_run.h), whose merged trace
+// then opens here with one group of lanes per rank. Rank 0's progress line shows while it runs;
+// Cancel stops every worker; an error is shown in the launcher's words and the page stays usable.
+#include <QLabel>
+#include <QPushButton>
+#include <QStyle>
+
+#include "gui/app/context.h"
+#include "gui/timeline/page.h"
+
+namespace gui {
+
+namespace {
+
+// The status line is a yellow notice while running and a red banner for an error.
+void setLabelKind(QLabel* label, const char* objectName) {
+  if (label->objectName() == QLatin1String(objectName)) return;
+  label->setObjectName(QLatin1String(objectName));
+  label->style()->unpolish(label);
+  label->style()->polish(label);
+}
+
+}  // namespace
+
+ProcessRunRequest TimelinePage::processRequest() const {
+  const AppSettings& s = context()->settings();
+  ProcessRunRequest r;
+  r.devices = s.devices;
+  r.preset = s.preset;
+  r.batch = s.batchSize;
+  r.learningRate = s.learningRate;
+  r.seed = s.seed;
+  r.syncBatchNorm = s.syncBatchNorm;
+  r.steps = kProcessSteps;
+  return r;
+}
+
+bool TimelinePage::processesRunning() const { return processRun_->running(); }
+
+QString TimelinePage::processStatus() const { return processStatus_->isHidden() ? QString() : processStatus_->text(); }
+
+bool TimelinePage::processButtonEnabled() const { return processButton_->isEnabled(); }
+
+void TimelinePage::updateProcessButton() {
+  QString why;
+  const int w = ProcessRun::processCount(context()->settings().devices, &why);
+  processButton_->setText(w > 0 ? tr("Run as %1 processes").arg(w) : tr("Run as processes"));
+  processButton_->setEnabled(w > 0 && !processRun_->running());
+  processButton_->setToolTip(
+      w > 0 ? tr("Trains the current model and batch for %1 iterations as %2 real processes (dpv launch, DistributedDataParallel "
+                 "over %3), then shows their merged trace: one group of lanes per rank")
+                  .arg(kProcessSteps).arg(w)
+                  .arg(context()->settings().devices.startsWith(QLatin1String("cuda")) ? tr("NCCL") : tr("Gloo on 127.0.0.1"))
+            : why);
+}
+
+void TimelinePage::runAsProcesses(const ProcessRunRequest& request) {
+  if (processRun_->running()) return;
+  setLabelKind(processStatus_, "notice");
+  processStatus_->setText(tr("Starting %1 processes with dpv launch …").arg(std::max(1, ProcessRun::processCount(request.devices, nullptr))));
+  processStatus_->setVisible(true);
+  processButton_->setEnabled(false);
+  cancelButton_->setVisible(true);
+  cancelButton_->setEnabled(true);
+  // start() reports a failure to start through finished(), like any other end.
+  processRun_->start(request);
+}
+
+void TimelinePage::cancelProcesses() {
+  if (!processRun_->running()) return;
+  cancelButton_->setEnabled(false);
+  processStatus_->setText(tr("Stopping every worker …"));
+  processRun_->cancel();
+}
+
+void TimelinePage::onProcessRunFinished(const ProcessRunResult& result) {
+  cancelButton_->setVisible(false);
+  updateProcessButton();
+  QString error = result.error;
+  if (result.ok) {
+    const QString openError = openTrace(result.tracePath, result.commandLine);
+    if (openError.isEmpty()) {
+      processStatus_->setVisible(false);
+      emit processRunFinished(true);
+      return;
+    }
+    error = tr("The processes finished but their trace cannot be shown: %1").arg(openError);
+  }
+  setLabelKind(processStatus_, result.cancelled ? "notice" : "errorBanner");
+  processStatus_->setText(result.cancelled ? error.toHtmlEscaped()
+                                           : tr("<b>The run as processes failed:</b> %1").arg(error.toHtmlEscaped()));
+  processStatus_->setToolTip(result.commandLine);
+  processStatus_->setVisible(true);
+  emit processRunFinished(false);
+}
+
+}  // namespace gui
