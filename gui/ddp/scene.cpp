@@ -1,11 +1,17 @@
 #include "gui/ddp/scene.h"
 
 #include <QFont>
+#include <utility>
+#include <QGraphicsPathItem>
 #include <QGraphicsRectItem>
 #include <QGraphicsSimpleTextItem>
+#include <QParallelAnimationGroup>
 #include <QPen>
+#include <QSequentialAnimationGroup>
+#include <QVariantAnimation>
 
 #include "gui/app/theme.h"
+#include "gui/iteration/flight.h"
 #include "gui/iteration/scene_model.h"
 
 namespace gui {
@@ -22,7 +28,14 @@ constexpr qreal kShardX = 150, kShardW = 168;
 constexpr qreal kActX = 328, kActW = 150;
 constexpr qreal kBucketX = 488, kBucketW = 272;
 constexpr qreal kValuesY = 66;  // the second line, below the cells
-constexpr qreal kWidth = kBucketX + kBucketW + kMargin;
+// The ring beside the buckets: arrows down from rank to rank, and back up from the last to rank 0.
+constexpr qreal kRingX = kBucketX + kBucketW + 12, kRingW = 30;
+constexpr qreal kWidth = kRingX + kRingW + kMargin;
+constexpr qreal kCellY = 22, kCellH = 30;  // the shard, activity and bucket cells of a row
+// Flying chips: a bucket's or a gradient's, and a parameter's or buffer's state.
+const QSizeF kSmallChip(46, 20), kStateChip(118, 20);
+
+qreal rowTop(int rank) { return kHeaderH + rank * (kRowH + kRowGap); }
 
 QColor phaseColor(BucketPhase phase, const SceneColors& c) {
   switch (phase) {
@@ -50,7 +63,12 @@ QColor DdpScene::rankColor(int rank) {
 
 DdpScene::DdpScene(QObject* parent) : QGraphicsScene(parent) { setTheme(theme_); }
 
+DdpScene::~DdpScene() {
+  if (group_) group_->stop();
+}
+
 void DdpScene::setTheme(const QString& theme) {
+  finishAnimations();
   theme_ = theme;
   setBackgroundBrush(sceneColors(theme).background);
   rebuild();
@@ -61,9 +79,177 @@ void DdpScene::setInfo(const IterationInfo& info) {
   showState(ddpSceneStateFor(info, nullptr));
 }
 
-void DdpScene::showState(const DdpSceneState& state) {
+void DdpScene::showState(const DdpSceneState& state, bool animate) {
+  finishAnimations();
+  const DdpSceneState previous = state_;
   state_ = state;
   rebuild();
+  if (!animate || duration_ <= 0 || !state.started) return;
+  group_ = new QParallelAnimationGroup(this);
+  addFlights(previous);
+  if (group_->animationCount() == 0) {
+    delete group_;
+    return;
+  }
+  connect(group_, &QAbstractAnimation::finished, this, [this] {
+    finishAnimations();
+    emit animationFinished();
+  });
+  group_->start();
+}
+
+void DdpScene::finishAnimations() {
+  if (group_) {
+    QParallelAnimationGroup* g = group_;
+    group_ = nullptr;
+    g->disconnect(this);  // cut short: no animationFinished (the caller moves on by itself)
+    g->setCurrentTime(g->totalDuration());  // hidden cells shown, flights at their ends
+    g->stop();
+    g->deleteLater();
+  }
+  for (ChipItem* ghost : std::exchange(ghosts_, {})) {
+    removeItem(ghost);
+    ghost->deleteLater();
+  }
+}
+
+bool DdpScene::animating() const { return group_ && group_->state() == QAbstractAnimation::Running; }
+
+void DdpScene::pauseAnimationsAt(int ms) {
+  if (!group_) return;
+  group_->pause();
+  group_->setCurrentTime(ms);
+}
+
+int DdpScene::totalAnimationMs() const { return group_ ? group_->totalDuration() : 0; }
+
+ChipItem* DdpScene::addFlight(const QString& label, dpv::TensorRole role, const QList<QPointF>& path, QSizeF size, int order) {
+  ChipView view;
+  view.role = role;
+  view.text = label;
+  view.synthesized = true;  // coloured by its role
+  auto* ghost = new ChipItem(view, size.width(), size.height(), theme_);
+  ghost->setZValue(5);
+  ghost->setAcceptedMouseButtons(Qt::NoButton);
+  ghost->setPos(path.first());
+  ghost->setOpacity(0.0);  // invisible until it sets off: chips waiting at one place do not pile up
+  addItem(ghost);
+  ghosts_.append(ghost);
+  group_->addAnimation(makeFlight(ghost, path, duration_, order));
+  return ghost;
+}
+
+void DdpScene::revealOnArrival(QGraphicsItem* item, int order) {
+  item->setOpacity(0.0);
+  auto* show = new QVariantAnimation();
+  show->setStartValue(0.0);
+  show->setEndValue(1.0);
+  show->setDuration(duration_ / 5);
+  connect(show, &QVariantAnimation::valueChanged, this, [item](const QVariant& v) { item->setOpacity(v.toReal()); });
+  auto* wait = new QSequentialAnimationGroup();
+  wait->addPause(order * flightStagger(duration_) + duration_ * 4 / 5);
+  wait->addAnimation(show);
+  group_->addAnimation(wait);
+}
+
+void DdpScene::addFlights(const DdpSceneState& previous) {
+  using K = dpv::StageKind;
+  const int W = static_cast<int>(state_.ranks.size());
+  auto at = [](const QGraphicsItem* item) { return item ? item->sceneBoundingRect().topLeft() : QPointF(); };
+  switch (state_.kind) {
+    case K::Sample: {
+      // Every index leaves the sampler's strip at once, like cards dealt: position p = k*W + r
+      // goes to cell k of rank r, so two chips never cross (a later position is never in an
+      // earlier cell) and the ranks' rows keep them apart vertically.
+      const qint64 total = stripCells_.size();
+      for (int r = 0; r < W; ++r) {
+        const QList<QGraphicsRectItem*> cells = samples_.value(r);
+        for (int k = 0; k < cells.size(); ++k) {
+          const qint64 p = static_cast<qint64>(k) * W + r;
+          if (p >= total) continue;
+          const QRectF cell = cells[k]->sceneBoundingRect();
+          addFlight(QString::number(state_.ranks[r].samples[k].index), dpv::TensorRole::Input,
+                    {at(stripCells_[p]), cell.topLeft()}, cell.size(), 0);
+          revealOnArrival(cells[k], 0);
+        }
+      }
+      break;
+    }
+    case K::Construct:
+    case K::BroadcastBuffers: {
+      // Rank 0's parameters and buffers (at construction) or its buffers (each forward) to every
+      // other rank, one rank after the other.
+      const bool params = state_.kind == K::Construct;
+      for (int r = 1; r < W; ++r) {
+        if (params && params_.value(0) && params_.value(r))
+          addFlight(tr("rank 0's weights"), dpv::TensorRole::Param, {at(params_.value(0)), at(params_.value(r))}, kStateChip, r - 1);
+        if (buffers_.value(0) && buffers_.value(r))
+          addFlight(tr("rank 0's buffers"), dpv::TensorRole::Optimizer, {at(buffers_.value(0)), at(buffers_.value(r))}, kStateChip, r - 1);
+      }
+      break;
+    }
+    case K::Backward:
+    case K::Finalize: {
+      // Fresh gradients into their buckets (×1/W), from the layer that made them.
+      int order = 0;
+      bool filled = false;
+      for (int r = 0; r < W && state_.kind == K::Backward; ++r) {
+        const DdpRankView& now = state_.ranks[r];
+        const DdpRankView* before = r < previous.ranks.size() ? &previous.ranks[r] : nullptr;
+        int k = 0;
+        for (const DdpBucketView& b : now.buckets) {
+          const int was = before && b.bucket < before->buckets.size() && before->buckets[b.bucket].params == b.params
+                              ? before->buckets[b.bucket].ready
+                              : 0;
+          if (b.ready <= was) continue;
+          const QPointF from(kActX + kActW - kSmallChip.width(), rowTop(r) + kCellY + 5);
+          addFlight(QStringLiteral("+%1").arg(b.ready - was), dpv::TensorRole::Grad,
+                    {from, at(buckets_.value(key(r, b.bucket))) + QPointF(2, 5)}, kSmallChip, k++);
+          filled = true;
+        }
+      }
+      // The ring starts once the gradients have arrived (three staggers > one flight), so a
+      // bucket's chip never sets off from under the gradient still landing in it.
+      if (filled) order = 3;
+      // Every bucket launched in this stage goes round the ring, in bucket order: each rank
+      // sends to the next, the last back up to rank 0 along the ring.
+      const DdpRankView* now0 = W > 0 ? &state_.ranks[0] : nullptr;
+      const DdpRankView* before0 = previous.ranks.isEmpty() ? nullptr : &previous.ranks[0];
+      auto launched = [](BucketPhase p) { return p == BucketPhase::AllReducing || p == BucketPhase::Done; };
+      for (const DdpBucketView& b : now0 ? now0->buckets : QList<DdpBucketView>()) {
+        const bool was = before0 && b.bucket < before0->buckets.size() && before0->buckets[b.bucket].params == b.params &&
+                         launched(before0->buckets[b.bucket].phase);
+        if (!launched(b.phase) || was || W < 2) continue;
+        for (int r = 0; r < W; ++r) {
+          const int next = (r + 1) % W;
+          const QPointF from = at(buckets_.value(key(r, b.bucket))) + QPointF(2, 5);
+          const QPointF to = at(buckets_.value(key(next, b.bucket))) + QPointF(2, 5);
+          QList<QPointF> path{from, to};
+          if (next == 0) {  // back up along the ring's return lane
+            const qreal lane = kRingX + kRingW - kSmallChip.width() / 2;
+            path = {from, QPointF(lane, from.y()), QPointF(lane, to.y()), to};
+          }
+          addFlight(tr("b%1").arg(b.bucket), dpv::TensorRole::Grad, path, kSmallChip, order);
+        }
+        order += 2;  // the next bucket's wave when this one is half-way
+      }
+      // Finalize: every bucket's averaged values land in .grad on every rank.
+      for (int r = 0; r < W && state_.kind == K::Finalize; ++r) {
+        if (state_.ranks[r].grads != dpv::GradState::Averaged || !grads_.value(r)) continue;
+        for (const DdpBucketView& b : state_.ranks[r].buckets)
+          addFlight(tr("mean"), dpv::TensorRole::Grad, {at(buckets_.value(key(r, b.bucket))) + QPointF(2, 5), at(grads_.value(r))},
+                    kSmallChip, order + b.bucket);
+      }
+      break;
+    }
+    case K::Step:
+      // Every rank applies the same averaged gradient to its own weights.
+      for (int r = 0; r < W; ++r)
+        if (grads_.value(r) && params_.value(r))
+          addFlight(tr("−lr·grad"), dpv::TensorRole::Grad, {at(grads_.value(r)), at(params_.value(r))}, kStateChip, 0);
+      break;
+    default: break;  // Forward and Loss: each rank computes on its own; nothing moves between ranks
+  }
 }
 
 QGraphicsSimpleTextItem* DdpScene::text(const QString& s, qreal x, qreal y, const QColor& color, int px, bool bold) {
@@ -89,14 +275,49 @@ void DdpScene::rebuild() {
   grads_.clear();
   buffers_.clear();
   activities_.clear();
+  params_.clear();
+  stripCells_.clear();
   headline_ = nullptr;
+  ring_ = nullptr;
   const SceneColors& c = sceneColors(theme_);
   const int n = static_cast<int>(state_.ranks.size());
   const qreal height = kHeaderH + n * (kRowH + kRowGap) + kMargin;
   setSceneRect(0, 0, kWidth, height);
   headline_ = text(state_.headline, kMargin, kMargin - 4, c.text, 13, true);
   drawBatchStrips(kMargin + 24);
-  for (int r = 0; r < n; ++r) drawRank(state_.ranks[r], kHeaderH + r * (kRowH + kRowGap));
+  for (int r = 0; r < n; ++r) drawRank(state_.ranks[r], rowTop(r));
+  drawRing();
+}
+
+void DdpScene::drawRing() {
+  const int W = static_cast<int>(state_.ranks.size());
+  if (W < 2 || !state_.ranks.front().constructed) return;
+  const SceneColors& c = sceneColors(theme_);
+  bool busy = false;
+  for (const auto& rank : state_.ranks)
+    for (const auto& b : rank.buckets) busy = busy || b.phase == BucketPhase::AllReducing;
+  auto mid = [](int r) { return rowTop(r) + kCellY + kCellH / 2; };
+  const qreal x = kRingX + 6, back = kRingX + kRingW - 4;
+  QPainterPath path;
+  auto arrowHead = [&path](QPointF tip, qreal dx, qreal dy) {  // (dx, dy): the direction it points
+    path.moveTo(tip - QPointF(dx * 6 - dy * 4, dy * 6 - dx * 4));
+    path.lineTo(tip);
+    path.lineTo(tip - QPointF(dx * 6 + dy * 4, dy * 6 + dx * 4));
+  };
+  for (int r = 0; r + 1 < W; ++r) {
+    path.moveTo(x, mid(r) + 6);
+    path.lineTo(x, mid(r + 1) - 6);
+    arrowHead(QPointF(x, mid(r + 1) - 6), 0, 1);
+  }
+  path.moveTo(x + 2, mid(W - 1));
+  path.lineTo(back, mid(W - 1));
+  path.lineTo(back, mid(0));
+  path.lineTo(x + 4, mid(0));
+  arrowHead(QPointF(x + 4, mid(0)), -1, 0);
+  ring_ = addPath(path, QPen(busy ? QColor(0x2f, 0x6f, 0xd6) : c.panelBorder, busy ? 2.0 : 1.2));
+  ring_->setData(kDescription, busy ? QStringLiteral("ring: all-reducing") : QStringLiteral("ring: idle"));
+  ring_->setToolTip(tr("The ring: in an all-reduce each rank sends to the next and receives from the one before"));
+  text(tr("ring"), kRingX, rowTop(0) + 4, c.subtext, 10);
 }
 
 void DdpScene::drawBatchStrips(qreal top) {
@@ -117,6 +338,7 @@ void DdpScene::drawBatchStrips(qreal top) {
     const QColor fill = state_.sampled ? rankColor(rank) : c.idleFill;
     auto* b = box(QRectF(kMargin + labelW + p * cell, top, cell - 1, 22), fill, pad ? kPadding : QColor());
     if (pad) b->setPen(QPen(kPadding, 2, Qt::DashLine));
+    stripCells_.append(b);
     b->setToolTip(pad ? tr("sample %1 again (padding), to rank %2").arg(sample).arg(rank)
                       : tr("sample %1 to rank %2").arg(sample).arg(rank));
     if (numbers) text(QString::number(sample), kMargin + labelW + p * cell + 2, top + 4, c.chipText, 10);
@@ -161,7 +383,8 @@ void DdpScene::drawRank(const DdpRankView& rank, qreal top) {
     const QString what = s.padding ? tr("sample %1 (padding)").arg(s.index) : tr("sample %1").arg(s.index);
     b->setData(kDescription, what);
     b->setToolTip(s.padding ? tr("sample %1, repeated so every rank gets %2 samples").arg(s.index).arg(count) : what);
-    if (cell >= 16) text(QString::number(s.index), kShardX + k * cell + 3, top + 30, c.chipText, 11, true);
+    // The number belongs to its cell (hidden with it until the sampler's chip arrives).
+    if (cell >= 16) text(QString::number(s.index), kShardX + k * cell + 3, top + 30, c.chipText, 11, true)->setParentItem(b);
     cells.append(b);
   }
   if (count == 0) text(tr("no samples yet"), kShardX, top + 28, c.subtext, 11);
@@ -200,7 +423,7 @@ void DdpScene::drawRank(const DdpRankView& rank, qreal top) {
   // to rank 0's, orange where they differ.
   auto valueColor = [&](bool equal) { return rank.rank == 0 ? c.text : (equal ? kEqual : kDiffer); };
   const qreal y = top + kValuesY;
-  if (!rank.paramText.isEmpty()) text(rank.paramText, kRankX + 12, y, valueColor(rank.paramsEqualRank0), 11);
+  if (!rank.paramText.isEmpty()) params_.insert(rank.rank, text(rank.paramText, kRankX + 12, y, valueColor(rank.paramsEqualRank0), 11));
   auto* g = text(rank.gradText, kRankX + 222, y, rank.grads == dpv::GradState::None ? c.subtext : valueColor(rank.gradsEqualRank0), 11,
                  rank.grads == dpv::GradState::Averaged);
   g->setData(kDescription, QString::fromLatin1(dpv::grad_state_name(rank.grads)));

@@ -3,14 +3,24 @@
 // marked, what it computes, its gradient buckets filling, waiting, all-reducing and done, and a
 // few values of a parameter, its gradient and a buffer, green where they equal rank 0's), under a
 // strip that contrasts DistributedSampler's strided shards with DataParallel's contiguous chunks.
-// Driven only by DdpSceneStates built from the engine's recorded StageEvents.
+// Driven only by DdpSceneStates built from the engine's recorded StageEvents. With animation on,
+// chips fly over the new state's picture as DataParallel's do (gui/iteration/flight.h): the
+// sampler's indices to each rank's shard, rank 0's state and buffers to the other ranks, fresh
+// gradients into their buckets, each launched bucket round the ring (in bucket order), the
+// averaged gradients into every rank's .grad, and the step from .grad into the weights. When the
+// flights end, the picture is the state's alone.
 #include <QGraphicsScene>
 #include <QHash>
+#include <QPointer>
 
 #include "gui/ddp/scene_model.h"
+#include "gui/iteration/scene_items.h"
 
+class QGraphicsItem;
+class QGraphicsPathItem;
 class QGraphicsRectItem;
 class QGraphicsSimpleTextItem;
+class QParallelAnimationGroup;
 
 namespace gui {
 
@@ -18,9 +28,23 @@ class DdpScene : public QGraphicsScene {
   Q_OBJECT
  public:
   explicit DdpScene(QObject* parent = nullptr);
+  ~DdpScene() override;
   void setTheme(const QString& theme);
   void setInfo(const IterationInfo& info);  // shows the state before the first stage
-  void showState(const DdpSceneState& state);
+  // Shows a state; with `animate`, the stage's chips fly from where the stage takes them from.
+  void showState(const DdpSceneState& state, bool animate = false);
+  // Milliseconds one flight takes (0: no animation).
+  void setDuration(int ms) { duration_ = ms; }
+  int duration() const { return duration_; }
+  void finishAnimations();  // jumps every running flight to its end
+  bool animating() const;
+  // For tests: pauses the flights at `ms`, and the chips flying (visible or waiting to set off).
+  void pauseAnimationsAt(int ms);
+  int totalAnimationMs() const;
+  QList<ChipItem*> flyingChips() const { return ghosts_; }
+  // The ring drawn beside the buckets (null before construction or with one rank); its
+  // data(kDescription) is "ring: all-reducing" while a bucket's all-reduce is in flight, else "ring: idle".
+  QGraphicsPathItem* ringItem() const { return ring_; }
   const DdpSceneState& state() const { return state_; }
   const IterationInfo& info() const { return info_; }
 
@@ -36,11 +60,19 @@ class DdpScene : public QGraphicsScene {
 
   static QColor rankColor(int rank);
 
+ signals:
+  void animationFinished();
+
  private:
   static int key(int rank, int bucket) { return rank * 1000 + bucket; }
   void rebuild();
   void drawBatchStrips(qreal top);
   void drawRank(const DdpRankView& rank, qreal top);
+  void drawRing();
+  // The flights from `previous` to the state shown (state_).
+  void addFlights(const DdpSceneState& previous);
+  ChipItem* addFlight(const QString& text, dpv::TensorRole role, const QList<QPointF>& path, QSizeF size, int order);
+  void revealOnArrival(QGraphicsItem* item, int order);  // hidden until its flight arrives
   QGraphicsSimpleTextItem* text(const QString& s, qreal x, qreal y, const QColor& color, int px, bool bold = false);
   QGraphicsRectItem* box(const QRectF& r, const QColor& fill, const QColor& border, qreal radius = 0);
 
@@ -49,8 +81,13 @@ class DdpScene : public QGraphicsScene {
   DdpSceneState state_;
   QHash<int, QGraphicsRectItem*> buckets_;
   QHash<int, QList<QGraphicsRectItem*>> samples_;
-  QHash<int, QGraphicsSimpleTextItem*> grads_, buffers_, activities_;
+  QHash<int, QGraphicsSimpleTextItem*> grads_, buffers_, activities_, params_;
+  QList<QGraphicsRectItem*> stripCells_;  // the DistributedSampler strip, by position in the padded list
   QGraphicsSimpleTextItem* headline_ = nullptr;
+  QGraphicsPathItem* ring_ = nullptr;
+  int duration_ = 700;
+  QPointer<QParallelAnimationGroup> group_;
+  QList<ChipItem*> ghosts_;
 };
 
 }  // namespace gui

@@ -63,6 +63,7 @@ IterationPage::IterationPage(AppContext* context, QWidget* parent) : Page(contex
   dwell_.setSingleShot(true);
   connect(&dwell_, &QTimer::timeout, this, &IterationPage::stepForward);
   connect(scene_, &IterationScene::animationFinished, this, &IterationPage::onAnimationFinished);
+  connect(ddpScene_, &DdpScene::animationFinished, this, &IterationPage::onAnimationFinished);
   connect(scene_, &IterationScene::chipClicked, this, [this](const ChipView& chip, int device) {
     DeviceBox* box = scene_->deviceBox(device);
     inspector_->showChip(chip, box ? box->view().title : tr("device %1").arg(device));
@@ -266,6 +267,7 @@ void IterationPage::buildUi() {
 void IterationPage::setSpeed(double factor) {
   durationMs_ = factor > 0 ? static_cast<int>(kBaseDurationMs / factor) : 0;
   scene_->setDuration(durationMs_);
+  ddpScene_->setDuration(durationMs_);
   dwell_.setInterval(factor > 0 ? static_cast<int>(kBaseDwellMs / factor) : 0);
   speedLabel_->setText(factor > 0 ? QStringLiteral("%1×").arg(factor) : tr("instant"));
 }
@@ -427,7 +429,7 @@ void IterationPage::showStage(int index, bool animate) {
   scene_->setMemoryScale(scale);
   if (!event) scene_->setFailure(-1, QString());
   if (info_.ddp)
-    ddpScene_->showState(ddpSceneStateFor(info_, event));  // no flights: the rows change in place
+    ddpScene_->showState(ddpSceneStateFor(info_, event), animate);
   else {
     scene_->setHighlightedRoles({});
     scene_->showState(sceneStateFor(info_, event), animate);
@@ -437,10 +439,17 @@ void IterationPage::showStage(int index, bool animate) {
   inspector_->clear();
   updateControls();
   emit stageShown(index);
-  if (!scene_->animating()) afterShown();
+  if (!sceneAnimating()) afterShown();
 }
 
 void IterationPage::onAnimationFinished() { afterShown(); }
+
+bool IterationPage::sceneAnimating() const { return scene_->animating() || ddpScene_->animating(); }
+
+void IterationPage::finishSceneAnimations() {
+  scene_->finishAnimations();
+  ddpScene_->finishAnimations();
+}
 
 void IterationPage::afterShown() {
   if (!playing_) return;
@@ -454,7 +463,7 @@ void IterationPage::afterShown() {
 void IterationPage::stepForward() {
   EngineController* e = engine();
   if (!e || !haveInfo_ || waiting_) return;
-  scene_->finishAnimations();
+  finishSceneAnimations();
   if (cursor_ + 1 < static_cast<int>(e->events().size())) {
     showStage(cursor_ + 1, true);
     return;
@@ -466,13 +475,13 @@ void IterationPage::stepForward() {
 
 void IterationPage::stepBack() {
   pause();
-  scene_->finishAnimations();
+  finishSceneAnimations();
   if (cursor_ >= 0) showStage(cursor_ - 1, false);
 }
 
 void IterationPage::restart() {
   pause();
-  scene_->finishAnimations();
+  finishSceneAnimations();
   showStage(-1, false);
 }
 
@@ -494,7 +503,7 @@ void IterationPage::togglePlay() { playing_ ? pause() : play(); }
 
 void IterationPage::seekTo(int index, std::function<void()> done) {
   pause();
-  scene_->finishAnimations();
+  finishSceneAnimations();
   EngineController* e = engine();
   seekDone_ = std::move(done);
   auto finish = [this] {

@@ -82,6 +82,8 @@ class IterationPage : public Page {
   void onStageRecorded(const dpv::StageEvent& event);
   void onEngineError(const QString& message);
   void onAnimationFinished();
+  bool sceneAnimating() const;  // the DataParallel or the DDP picture is animating a stage
+  void finishSceneAnimations();
   void showStage(int index, bool animate);
   void afterShown();
   void rebuildStageStrip();

@@ -1,5 +1,7 @@
 #include "gui/iteration/scene.h"
 
+#include "gui/iteration/flight.h"
+
 #include <algorithm>
 
 #include <QGraphicsPathItem>
@@ -138,25 +140,7 @@ void IterationScene::addFlight(const ChipView& view, QPointF from, QPointF to, q
   ghost->setPos(from);
   addItem(ghost);
   ghosts_.append(ghost);
-  auto* move = new QPropertyAnimation(ghost, "pos");
-  move->setStartValue(from);
-  move->setEndValue(to);
-  move->setDuration(duration_);
-  move->setEasingCurve(QEasingCurve::InOutCubic);
-  auto* fade = new QPropertyAnimation(ghost, "opacity");
-  fade->setStartValue(0.95);
-  fade->setKeyValueAt(0.8, 0.9);
-  fade->setEndValue(0.0);
-  fade->setDuration(duration_);
-  // Each flight after the first waits 40% of a flight longer: at 1x (700 ms) a new chip sets off
-  // every 280 ms, so the eye can follow each one into device 0.
-  auto* flight = new QSequentialAnimationGroup();
-  if (order > 0) flight->addPause(order * duration_ * 2 / 5);
-  auto* both = new QParallelAnimationGroup();
-  both->addAnimation(move);
-  both->addAnimation(fade);
-  flight->addAnimation(both);
-  group_->addAnimation(flight);
+  group_->addAnimation(makeFlight(ghost, {from, to}, duration_, order));
 }
 
 void IterationScene::pauseAnimationsAt(int ms) {
