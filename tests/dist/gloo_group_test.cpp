@@ -1,6 +1,8 @@
 // The Gloo process group with its ranks as threads of this process, meeting through the TCP store
-// on 127.0.0.1: all-reduce, broadcast, all-gather and barrier give the right values and reports,
-// and a rank that never calls makes the others fail within the timeout instead of hanging.
+// on 127.0.0.1: all-reduce (small messages on the synchronous pairs, large ones on gloo::allreduce),
+// broadcast, all-gather and barrier give the right values and reports, and a rank that never calls
+// makes the others fail within the timeout instead of hanging, on both all-reduce paths.
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <functional>
@@ -107,6 +109,58 @@ TEST_P(GlooGroupTest, BroadcastAllGatherAndBarrier) {
   }));
 }
 
+// Small all-reduces (up to 256 KiB) run Gloo's chunked ring on synchronous pairs, reusing one
+// algorithm object per (dtype, numel): every size around the chunking (fewer elements than
+// ranks, one chunk, the threshold and one past it), every dtype, sums with fractions so that a
+// different summation order would show, and every rank must hold the same bits.
+TEST_P(GlooGroupTest, SmallAllReducesSumAndEveryRankHoldsTheSameBits) {
+  const int world = GetParam();
+  const std::vector<int64_t> sizes{1, 3, 255, 256, 1000, 1025, 65536, 65537};  // float32 elements
+  std::mutex mu;
+  std::vector<std::vector<std::vector<double>>> got(world);  // [rank][call][element]
+  expect_no_errors(with_ranks(world, [&](int rank, ProcessGroup& g) {
+    for (int repeat = 0; repeat < 2; ++repeat) {  // the second time reuses the algorithm objects
+      for (int64_t n : sizes) {
+        for (DType dt : {DType::Float32, DType::Float64, DType::Int64}) {
+          std::vector<double> v(static_cast<size_t>(n));
+          for (int64_t i = 0; i < n; ++i)
+            v[i] = dt == DType::Int64 ? static_cast<double>(i * (rank + 1)) : 0.1 * (i % 13) + 1.0 / (rank + 3);
+          Tensor t = Tensor::from_doubles({n}, dt, v);  // a new buffer every call
+          CollectiveReport r = g.all_reduce_sum(t);
+          EXPECT_EQ(r.bytes, static_cast<size_t>(t.nbytes()));
+          std::vector<double> out = t.to_doubles();
+          for (int64_t i = 0; i < n; i += std::max<int64_t>(1, n / 50)) {
+            double want = 0;
+            for (int q = 0; q < world; ++q)
+              want += dt == DType::Int64 ? static_cast<double>(i * (q + 1)) : 0.1 * (i % 13) + 1.0 / (q + 3);
+            ASSERT_NEAR(out[i], want, dt == DType::Float32 ? 1e-5 * world : 1e-12) << "n " << n << " i " << i;
+          }
+          std::lock_guard<std::mutex> lock(mu);
+          got[rank].push_back(std::move(out));
+        }
+      }
+    }
+  }));
+  for (int r = 1; r < world; ++r) EXPECT_EQ(got[r], got[0]) << "rank " << r << " differs from rank 0";
+}
+
+// More distinct sizes than the group keeps ready: the least recently used are dropped and made
+// again, on every rank alike, and the sums stay right.
+TEST_P(GlooGroupTest, ManyDistinctSmallSizesStayCorrect) {
+  const int world = GetParam();
+  expect_no_errors(with_ranks(world, [&](int rank, ProcessGroup& g) {
+    for (int round = 0; round < 2; ++round) {
+      for (int64_t n = 1; n <= 40; ++n) {
+        Tensor t = Tensor::full({n * 7}, DType::Float32, rank + 1.0);
+        g.all_reduce_sum(t);
+        std::vector<double> out = t.to_doubles();
+        ASSERT_EQ(out.front(), world * (world + 1) / 2.0) << n;
+        ASSERT_EQ(out.back(), world * (world + 1) / 2.0) << n;
+      }
+    }
+  }));
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, GlooGroupTest, ::testing::Values(2, 4));
 
 TEST(GlooGroup, WrongShapesAndDevicesAreErrors) {
@@ -119,7 +173,12 @@ TEST(GlooGroup, WrongShapesAndDevicesAreErrors) {
   for (const std::string& e : errors) EXPECT_NE(e.find("all_gather: the output must hold world size x"), std::string::npos) << e;
 }
 
-TEST(GlooGroup, ARankThatNeverCallsMakesTheOthersTimeOut) {
+// Both all-reduce paths: 1000 floats go over the synchronous pairs (Gloo says "Read timeout"),
+// 100000 over gloo::allreduce ("Timed out").
+class GlooTimeoutTest : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(GlooTimeoutTest, ARankThatNeverCallsMakesTheOthersTimeOut) {
+  const int64_t n = GetParam();
   auto start = std::chrono::steady_clock::now();
   double rank0_waited = 0;
   std::vector<std::string> errors = with_ranks(
@@ -130,7 +189,7 @@ TEST(GlooGroup, ARankThatNeverCallsMakesTheOthersTimeOut) {
           std::this_thread::sleep_for(milliseconds(2500));
           return;
         }
-        Tensor t = Tensor::zeros({1000}, DType::Float32);
+        Tensor t = Tensor::zeros({n}, DType::Float32);
         auto t0 = std::chrono::steady_clock::now();
         try {
           g.all_reduce_sum(t);
@@ -141,23 +200,31 @@ TEST(GlooGroup, ARankThatNeverCallsMakesTheOthersTimeOut) {
       },
       milliseconds(1000));
   double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_NE(errors[0].find("gloo all_reduce of 4000 bytes failed on rank 0 of 2 (timeout 1 s"), std::string::npos)
+  EXPECT_NE(errors[0].find("gloo all_reduce of " + std::to_string(n * 4) + " bytes failed on rank 0 of 2 (timeout 1 s"),
+            std::string::npos)
       << errors[0];
-  EXPECT_NE(errors[0].find("Timed out"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find(n * 4 <= 256 * 1024 ? "Read timeout" : "Timed out"), std::string::npos) << errors[0];
   EXPECT_GE(rank0_waited, 0.9);
   EXPECT_LT(rank0_waited, 2.4);
   EXPECT_LT(waited, 15.0);
 }
 
-TEST(GlooGroup, ARankThatStopsMakesTheOthersFailFast) {
+INSTANTIATE_TEST_SUITE_P(SyncAndAsync, GlooTimeoutTest, ::testing::Values(1000, 100000));
+
+TEST_P(GlooTimeoutTest, ARankThatStopsMakesTheOthersFailFast) {
+  const int64_t n = GetParam();
+  auto start = std::chrono::steady_clock::now();
   std::vector<std::string> errors = with_ranks(2, [&](int rank, ProcessGroup& g) {
     g.barrier();
     if (rank == 1) return;  // its group is destroyed: the connection closes
     std::this_thread::sleep_for(milliseconds(200));
-    Tensor t = Tensor::zeros({1000}, DType::Float32);
+    Tensor t = Tensor::zeros({n}, DType::Float32);
     g.all_reduce_sum(t);
   });
-  EXPECT_NE(errors[0].find("gloo all_reduce of 4000 bytes failed on rank 0 of 2"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find("gloo all_reduce of " + std::to_string(n * 4) + " bytes failed on rank 0 of 2"),
+            std::string::npos)
+      << errors[0];
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 15.0);
 }
 
 TEST(GlooGroup, UnknownInterfaceIsAClearError) {
