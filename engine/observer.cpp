@@ -39,6 +39,7 @@ const char* memory_kind_name(MemoryKind kind) {
     case MemoryKind::Activations: return "activations";
     case MemoryKind::Optimizer: return "optimizer state";
     case MemoryKind::Output: return "gathered output";
+    case MemoryKind::Buckets: return "DDP buckets";
   }
   return "?";
 }

@@ -41,9 +41,10 @@ const char* tensor_role_name(TensorRole role);  // "input", "target", "param", "
 constexpr size_t kSnapshotAllValues = 128;
 constexpr size_t kSnapshotHeadValues = 6;
 
-// What a tensor's memory is for: the parts of a device's memory bar (and of its chips).
-enum class MemoryKind { Batch, Parameters, Gradients, Activations, Optimizer, Output };
-const char* memory_kind_name(MemoryKind kind);  // "batch", "parameters", "gradients", ...
+// What a tensor's memory is for: the parts of a device's memory bar (and of its chips). Buckets:
+// DDP's flat gradient buckets (DataParallel has none).
+enum class MemoryKind { Batch, Parameters, Gradients, Activations, Optimizer, Output, Buckets };
+const char* memory_kind_name(MemoryKind kind);  // "batch", "parameters", "gradients", ..., "DDP buckets"
 
 struct TensorInfo {
   std::string name;    // "input chunk", "0.weight", "activation 2", "grad 0.weight", "output", "loss"
@@ -69,8 +70,9 @@ struct MemoryBreakdown {
   int64_t activations = 0;  // layer outputs and what backward saved, their gradients, BatchNorm statistics
   int64_t optimizer = 0;    // optimizer state (SGD momentum buffers)
   int64_t output = 0;       // the gathered output, its gradient and the loss
+  int64_t buckets = 0;      // DDP: the rank's flat gradient buckets (the all-reduce's buffers)
   int64_t other = 0;
-  int64_t total() const { return batch + parameters + gradients + activations + optimizer + output + other; }
+  int64_t total() const { return batch + parameters + gradients + activations + optimizer + output + buckets + other; }
 };
 
 struct BatchNormStats {

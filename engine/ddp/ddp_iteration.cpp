@@ -241,6 +241,7 @@ void DdpIteration::fill_devices(StageEvent& e) const {
       s.busy_start = busy_start_[static_cast<size_t>(d)] - t0_;
       s.busy_end = busy_end_[static_cast<size_t>(d)] - t0_;
     }
+    if (snapshots_ && trainer_.constructed()) list_rank_memory(trainer_.rank(d), s);
     e.devices.push_back(std::move(s));
   }
 }

@@ -95,6 +95,13 @@ class DdpRank {
   const TensorMap& params() const { return replica_.params; }
   const TensorMap& buffers() const { return replica_.buffers; }
   const TensorMap& grads() const { return replica_.grads; }
+  // What the rank keeps on its device between stages, for snapshots (engine/ddp/rank_snapshot.h).
+  const std::vector<LayerCache>& caches() const { return replica_.caches; }
+  const TensorMap& momentum() const { return momentum_; }
+  const Tensor& input() const { return input_; }    // [n_r, ...] this rank's shard
+  const Tensor& target() const { return target_; }  // [n_r]
+  const Tensor& flow() const { return flow_; }      // the activation or gradient the next layer takes
+  const Tensor& output_grad() const { return dlogits_; }  // [n_r, K] d loss / d output
   const Reducer& reducer() const { return *reducer_; }
   const std::vector<BatchNormStats>& batchnorm_stats() const { return bn_stats_; }
   int64_t iterations() const { return iterations_; }

@@ -1,6 +1,8 @@
 // One DDP rank's snapshot for the app (see rank_snapshot.h).
 #include "engine/ddp/rank_snapshot.h"
 
+#include "engine/memory_listing.h"
+
 namespace dpv {
 
 std::string watched_parameter(const Model& model) {
@@ -58,6 +60,53 @@ RankState snapshot_rank(const DdpRank* rank, int rank_index, const Model& model,
     if (const Tensor* b = rank->buffers().find(s.watched_buffer)) s.buffer_head = b->to_doubles(kRankHeadValues);
   if (context.loss_computed) s.loss = rank->loss();
   return s;
+}
+
+void list_rank_memory(const DdpRank& rank, DeviceState& device) {
+  MemoryListing list(device);
+  const Model& model = rank.model();
+  list.add(rank.input(), "input shard", TensorRole::Input, MemoryKind::Batch,
+           "This rank's shard of the global batch (DistributedSampler's indices), copied to its device.");
+  list.add(rank.target(), "labels", TensorRole::Target, MemoryKind::Batch, "The labels of this rank's shard.");
+  for (const auto& [name, t] : rank.params().items())
+    list.add(t, name, TensorRole::Param, MemoryKind::Parameters,
+             "This rank's own module: every rank holds all the parameters, for the whole run.");
+  for (const auto& [name, t] : rank.buffers().items())
+    list.add(t, name, TensorRole::Buffer, MemoryKind::Parameters,
+             "This rank's own buffer; with broadcast_buffers rank 0's overwrites it before each forward.");
+  for (const auto& [name, g] : rank.grads().items())
+    list.add(g, "grad " + name, TensorRole::Grad, MemoryKind::Gradients,
+             "The parameter's .grad on this rank: its own gradient, then (after Finalize) the mean over the ranks.");
+  for (const auto& [name, m] : rank.momentum().items())
+    list.add(m, "momentum " + name, TensorRole::Optimizer, MemoryKind::Optimizer,
+             "SGD's momentum buffer: every rank keeps its own, equal on all ranks.");
+  const auto& caches = rank.caches();
+  for (int layer = 0; layer < static_cast<int>(caches.size()); ++layer) {
+    const LayerCache& c = caches[static_cast<size_t>(layer)];
+    const std::string l = std::to_string(layer);
+    const std::string saved = "Saved by layer " + l + " for its backward.";
+    list.add(c.input, "input of layer " + l, TensorRole::Activation, MemoryKind::Activations, saved);
+    list.add(c.output, "activation " + l, TensorRole::Activation, MemoryKind::Activations,
+             "Output of layer " + l + " on this rank's shard.");
+    list.add(c.aux, "layer " + l + (model.layer(layer).is_batchnorm() ? " saved mean" : " saved columns"),
+             TensorRole::Activation, MemoryKind::Activations, saved);
+    list.add(c.aux2, "layer " + l + " saved invstd", TensorRole::Activation, MemoryKind::Activations, saved);
+    list.add(c.var_b, "layer " + l + " saved variance", TensorRole::Activation, MemoryKind::Activations,
+             "The variance this rank's shard was normalised with.");
+  }
+  list.add(rank.output(), "output", TensorRole::Output, MemoryKind::Activations,
+           "This rank's own output, of its shard only: DDP gathers no output onto one device.");
+  list.add(rank.output_grad(), "grad of output", TensorRole::Grad, MemoryKind::Activations,
+           "d loss / d output of this rank's shard.");
+  list.add(rank.flow(), "flow", TensorRole::Activation, MemoryKind::Activations,
+           "What the next layer of the forward or backward takes.");
+  const auto& buckets = rank.reducer().bucket_buffers();
+  for (size_t b = 0; b < buckets.size(); ++b)
+    list.add(buckets[b], "bucket " + std::to_string(b), TensorRole::Grad, MemoryKind::Buckets,
+             "DDP's flat gradient bucket " + std::to_string(b) +
+                 ": the gradients are copied in times 1/W and all-reduced in place.",
+             -1, /*copy_values=*/false);
+  list.finish();
 }
 
 }  // namespace dpv

@@ -26,4 +26,11 @@ RankState snapshot_rank(const DdpRank* rank, int rank_index, const Model& model,
 
 constexpr size_t kRankHeadValues = 4;
 
+// What rank `rank` keeps on its device, into `device` (DeviceState::tensors and memory by kind,
+// through MemoryListing, as DataParallel's snapshots): its shard, parameters and buffers, .grad,
+// momentum, what the layers saved for backward, its own output and its gradient, and the flat
+// gradient buckets (MemoryKind::Buckets). `device.memory_bytes` must be read first; what the
+// counter holds beyond these (a bucket all-reduce's scratch while one is in flight) is `other`.
+void list_rank_memory(const DdpRank& rank, DeviceState& device);
+
 }  // namespace dpv

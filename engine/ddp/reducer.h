@@ -65,6 +65,9 @@ class Reducer {
   // first backward. Read between stages (not while the rank is marking gradients ready).
   std::vector<int> ready_counts() const;
   int launched_count() const { return next_launch_; }
+  // Per bucket: the flat buffer [numel of its parameters] the gradients are copied into and the
+  // all-reduce runs on (the communication thread may be writing it: read its size, not its values).
+  const std::vector<Tensor>& bucket_buffers() const { return flat_; }
   bool all_reduce_finished(int bucket) const;
 
  private:

@@ -3,6 +3,7 @@
 // each storage once, so the chips the app draws and the memory it reports agree by construction.
 #include "engine/error.h"
 #include "engine/index.h"
+#include "engine/memory_listing.h"
 #include "engine/parallel/iteration_impl.h"
 
 namespace dpv {
@@ -10,55 +11,6 @@ namespace dpv {
 namespace {
 
 using Kind = MemoryKind;
-
-// Collects one device's live tensors, each storage once (a view counts with what it views).
-class DeviceListing {
- public:
-  explicit DeviceListing(DeviceState& state) : s_(state) {}
-
-  // `first_row`: for a piece of the batch, its first row in the batch.
-  void add(const Tensor& t, const std::string& name, TensorRole role, Kind kind, const std::string& why,
-           int64_t first_row = -1) {
-    if (!t.defined() || t.device_index() != s_.device) return;
-    for (const Tensor& seen : seen_)
-      if (seen.shares_storage_with(t)) {
-        if (first_row >= 0) push(t, name, role, kind, why, first_row, true);  // a chunk of the batch: shown, not counted
-        return;
-      }
-    seen_.push_back(t);
-    counted_ += static_cast<int64_t>(t.nbytes());
-    int64_t& slot = kind == Kind::Batch         ? s_.memory.batch
-                    : kind == Kind::Parameters  ? s_.memory.parameters
-                    : kind == Kind::Gradients   ? s_.memory.gradients
-                    : kind == Kind::Activations ? s_.memory.activations
-                    : kind == Kind::Optimizer   ? s_.memory.optimizer
-                                                : s_.memory.output;
-    slot += static_cast<int64_t>(t.nbytes());
-    push(t, name, role, kind, why, first_row);
-  }
-  void finish() { s_.memory.other = s_.memory_bytes - counted_; }
-
- private:
-  void push(const Tensor& t, const std::string& name, TensorRole role, Kind kind, const std::string& why,
-            int64_t first_row, bool view = false) {
-    TensorInfo i;
-    i.name = name;
-    i.role = role;
-    i.shape = t.shape();
-    i.dtype = t.dtype();
-    i.device = t.device_index();
-    i.bytes = t.nbytes();
-    i.head = t.to_doubles(ix(t.numel()) <= kSnapshotAllValues ? ix(t.numel()) : kSnapshotHeadValues);
-    i.first_row = first_row;
-    i.why = why;
-    i.memory = kind;
-    i.view = view;
-    s_.tensors.push_back(std::move(i));
-  }
-  DeviceState& s_;
-  std::vector<Tensor> seen_;
-  int64_t counted_ = 0;
-};
 
 std::string rows_text(int64_t begin, int64_t n) {
   return n == 1 ? "row " + std::to_string(begin) : "rows " + std::to_string(begin) + "-" + std::to_string(begin + n - 1);
@@ -84,7 +36,7 @@ void Iteration::Impl::fill_snapshot(StageEvent& e) const {
     s.memory_peak = devs[d].memory().peak.load();
     s.busy_start = busy_start[ix(d)];
     s.busy_end = busy_end[ix(d)];
-    DeviceListing list(s);
+    MemoryListing list(s);
 
     if (d == 0) {
       list.add(input_dev0, "inputs", TensorRole::Input, Kind::Batch,

@@ -149,6 +149,7 @@ QColor SceneColors::memoryFor(dpv::MemoryKind kind) const {
     case dpv::MemoryKind::Activations: return chipActivation;
     case dpv::MemoryKind::Optimizer: return chipOptimizer;
     case dpv::MemoryKind::Output: return chipOutput;
+    case dpv::MemoryKind::Buckets: return chipLoss;  // DDP's all-reduce buffers: their own colour
   }
   return memoryFill;
 }

@@ -215,6 +215,7 @@ QList<MemoryPart> memoryParts(const DeviceView& view) {
                              {K::Optimizer, QObject::tr("optimizer state"), m.optimizer},
                              {K::Output, QObject::tr("gathered output"), m.output},
                              {K::Batch, QObject::tr("batch"), m.batch},
+                             {K::Buckets, QObject::tr("DDP buckets"), m.buckets},
                              {std::nullopt, QObject::tr("other"), m.other}};
   if (m.total() == 0 && view.memoryBytes > 0) parts = {{std::nullopt, QObject::tr("allocations"), view.memoryBytes}};
   return parts;

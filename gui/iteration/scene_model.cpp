@@ -50,6 +50,7 @@ QString chipText(MemoryKind kind, const QList<dpv::TensorInfo>& ts) {
     case MemoryKind::Parameters: return QObject::tr("params ×%1 · %2").arg(ts.size()).arg(bytesText(ts));
     case MemoryKind::Gradients: return QObject::tr("grads ×%1 · %2").arg(ts.size()).arg(bytesText(ts));
     case MemoryKind::Optimizer: return QObject::tr("momentum ×%1 · %2").arg(ts.size()).arg(bytesText(ts));
+    case MemoryKind::Buckets: return QObject::tr("buckets ×%1 · %2").arg(ts.size()).arg(bytesText(ts));
     case MemoryKind::Activations: {
       // The newest activation (or its gradient) names the chip; what backward keeps is counted.
       const dpv::TensorInfo* current = &ts.back();
@@ -151,6 +152,7 @@ TensorRole chipRoleFor(MemoryKind kind) {
     case MemoryKind::Activations: return TensorRole::Activation;
     case MemoryKind::Optimizer: return TensorRole::Optimizer;
     case MemoryKind::Output: return TensorRole::Output;
+    case MemoryKind::Buckets: return TensorRole::Grad;
   }
   return TensorRole::Input;
 }

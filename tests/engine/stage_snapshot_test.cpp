@@ -78,6 +78,7 @@ TEST_P(StageSnapshots, PictureAndMemoryAgreeWithTheEngineAtEveryStage) {
             case MemoryKind::Activations: by_kind.activations += b; break;
             case MemoryKind::Optimizer: by_kind.optimizer += b; break;
             case MemoryKind::Output: by_kind.output += b; break;
+            case MemoryKind::Buckets: by_kind.buckets += b; break;
           }
         }
         EXPECT_EQ(by_kind.batch, d.memory.batch) << at;
@@ -86,6 +87,7 @@ TEST_P(StageSnapshots, PictureAndMemoryAgreeWithTheEngineAtEveryStage) {
         EXPECT_EQ(by_kind.activations, d.memory.activations) << at;
         EXPECT_EQ(by_kind.optimizer, d.memory.optimizer) << at;
         EXPECT_EQ(by_kind.output, d.memory.output) << at;
+        EXPECT_EQ(d.memory.buckets, 0) << at << ": DataParallel has no DDP buckets";
         if (d.device == 0 && trainer.devices().size() > 1 && it.output().defined()) {
           EXPECT_GE(d.memory.output, static_cast<int64_t>(it.output().nbytes())) << at << ": the gathered output";
         }

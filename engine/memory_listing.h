@@ -1,0 +1,38 @@
+#pragma once
+// One device's snapshot listing (engine/observer.h DeviceState): the tensors a run keeps alive on
+// the device, each storage once (a view counts with what it views), each counted in one part of
+// the device's memory (MemoryBreakdown) by its MemoryKind. DataParallel's and DDP's snapshots
+// both list through it, so their memory parts are counted the same way.
+#include <string>
+#include <vector>
+
+#include "engine/observer.h"
+#include "engine/tensor.h"
+
+namespace dpv {
+
+class MemoryListing {
+ public:
+  // `state.device` and `state.memory_bytes` must be set: tensors on other devices are skipped, and
+  // finish() puts what the counter holds beyond the listed tensors into memory.other.
+  explicit MemoryListing(DeviceState& state) : s_(state) {}
+
+  // `first_row`: for a piece of the batch, its first row in the batch (then a view of a listed
+  // tensor is shown, not counted). `copy_values`: false for a tensor another thread may be writing
+  // now (a DDP bucket under its all-reduce); its TensorInfo then has no values.
+  void add(const Tensor& t, const std::string& name, TensorRole role, MemoryKind kind, const std::string& why,
+           int64_t first_row = -1, bool copy_values = true);
+  void finish() { s_.memory.other = s_.memory_bytes - counted_; }
+
+ private:
+  void push(const Tensor& t, const std::string& name, TensorRole role, MemoryKind kind, const std::string& why,
+            int64_t first_row, bool view, bool copy_values);
+  DeviceState& s_;
+  std::vector<Tensor> seen_;
+  int64_t counted_ = 0;
+};
+
+// The part of `m` that `kind` counts in.
+int64_t& memory_part(MemoryBreakdown& m, MemoryKind kind);
+
+}  // namespace dpv
