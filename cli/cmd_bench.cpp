@@ -30,6 +30,7 @@
 #include "engine/io/atomic_file.h"
 #include "engine/model.h"
 #include "engine/model_data.h"
+#include "engine/step_timing.h"
 
 namespace dpv::cli {
 namespace {
@@ -54,6 +55,16 @@ struct Measurement {
   std::vector<GemmShape> gemm_shapes;  // with a GEMM reference: the step's GEMMs
   GemmRate blas;                       // OpenBLAS alone on them, timed between the engine's rounds
 };
+
+// Best of up to three rounds of o.iters steps in all (engine/step_timing.h, as the app's DP-vs-DDP
+// page times its speed-up sweep), after o.warmup steps.
+StepTiming bench_timing(const BenchOptions& o) {
+  StepTiming t;
+  t.warmup = o.warmup;
+  t.rounds = std::min(3, o.iters);
+  t.per_round = std::max(1, o.iters / t.rounds);
+  return t;
+}
 
 std::vector<std::string> default_devices() {
   if (cuda_available()) {
@@ -83,7 +94,11 @@ Measurement measure(const std::string& preset, const std::string& device_spec, c
   Model model(spec);
   TensorMap state = model.initial_state(o.seed);
   Trainer trainer(devices, std::move(model), state, TrainOptions{0.01, 0.0, 0.0, false});
-  for (int i = 0; i < o.warmup; ++i) Iteration(trainer, data.inputs, data.targets).run_to_end();
+  for (int i = 0; i < o.warmup; ++i) {
+    Iteration it(trainer, data.inputs, data.targets);
+    it.run_to_end();
+    m.chunks = it.chunks();
+  }
 
   std::unique_ptr<GemmReference> reference;
   if (gemm_reference) {
@@ -93,25 +108,19 @@ Measurement measure(const std::string& preset, const std::string& device_spec, c
     m.blas.seconds = 1e30;
     reference->time_one_pass();  // warm-up
   }
-  // Best of up to three rounds: on a shared machine noise only ever adds time (pytorch_step.py does the same).
   // The OpenBLAS reference runs between the rounds, so both see the same load.
-  const int rounds = std::min(3, o.iters), per_round = std::max(1, o.iters / rounds);
-  m.seconds_per_step = 1e30;
-  for (int round = 0; round < rounds; ++round) {
-    if (reference) m.blas.seconds = std::min(m.blas.seconds, reference->time_one_pass());
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < per_round; ++i) {
-      Iteration it(trainer, data.inputs, data.targets);
-      it.run_to_end();
-      if (m.chunks.empty()) m.chunks = it.chunks();
-    }
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / per_round;
-    m.seconds_per_step = std::min(m.seconds_per_step, s);
-  }
+  StepTiming timing = bench_timing(o);
+  timing.warmup = 0;  // warmed up above
+  if (reference) timing.between_rounds = [&] { m.blas.seconds = std::min(m.blas.seconds, reference->time_one_pass()); };
+  m.seconds_per_step = time_dp_steps(trainer, data.inputs, data.targets, timing);
 
   // A separate pass with an observer, so its snapshots do not slow the timed loop.
   m.stage_iters = o.stage_iters;
-  for (int i = 0; i < o.stage_iters; ++i) Iteration(trainer, data.inputs, data.targets, &m.stages).run_to_end();
+  for (int i = 0; i < o.stage_iters; ++i) {
+    Iteration it(trainer, data.inputs, data.targets, &m.stages);
+    it.run_to_end();
+    m.chunks = it.chunks();
+  }
   return m;
 }
 
@@ -127,16 +136,7 @@ double measure_ddp(const std::string& preset, const std::string& device_spec, co
   DdpOptions options;
   options.lr = 0.01;
   DdpTrainer trainer(devices, std::move(model), state, options);
-  for (int i = 0; i < std::max(o.warmup, 2); ++i)  // the second iteration rebuilds the buckets
-    DdpIteration(trainer, data.inputs, data.targets).run_to_end();
-  const int rounds = std::min(3, o.iters), per_round = std::max(1, o.iters / rounds);
-  double best = 1e30;
-  for (int round = 0; round < rounds; ++round) {
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < per_round; ++i) DdpIteration(trainer, data.inputs, data.targets).run_to_end();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / per_round);
-  }
-  return best;
+  return time_ddp_steps(trainer, data.inputs, data.targets, bench_timing(o));
 }
 
 nlohmann::json stages_json(const Measurement& m) {

@@ -13,6 +13,7 @@
 #include "engine/error.h"
 #include "engine/model.h"
 #include "engine/model_data.h"
+#include "engine/step_timing.h"
 
 namespace dpv::course {
 
@@ -105,14 +106,56 @@ std::vector<std::string> param_names(const Model& model) {
 void read_memory(DeviceSet& devices, ModeRun& run) {
   run.device_labels.clear();
   run.peak_memory.clear();
-  run.kept_memory.clear();
-  run.transient_memory.clear();
   for (int d = 0; d < devices.size(); ++d) {
     run.device_labels.push_back(devices[d].label());
     run.peak_memory.push_back(devices[d].memory().peak.load());
-    run.kept_memory.push_back(devices[d].memory().current.load());
-    run.transient_memory.push_back(run.peak_memory.back() - run.kept_memory.back());
   }
+}
+
+// Per device: the snapshot of the stage boundary where its listed tensors took the most (what a
+// stage boundary holds does not depend on thread timing; a collective's scratch caught in flight,
+// `other`, does, so it is left out of the parts), and what lived only inside a stage: the device's
+// peak counter over the logged iteration against those parts.
+void read_peak_parts(const std::vector<StageEvent>& events, DeviceSet& devices, ModeRun& run) {
+  const size_t n = static_cast<size_t>(devices.size());
+  run.peak_parts.assign(n, MemoryBreakdown{});
+  run.peak_stage.assign(n, std::string());
+  run.stage_temporaries.assign(n, 0);
+  for (const StageEvent& e : events)
+    for (const DeviceState& d : e.devices) {
+      const size_t i = ix(d.device);
+      MemoryBreakdown listed = d.memory;
+      listed.other = 0;
+      if (i < n && (run.peak_stage[i].empty() || listed.total() > run.peak_parts[i].total())) {
+        run.peak_parts[i] = listed;
+        run.peak_stage[i] = e.stage.title;
+      }
+    }
+  for (size_t i = 0; i < n; ++i)
+    run.stage_temporaries[i] =
+        std::max<int64_t>(0, devices[static_cast<int>(i)].memory().peak.load() - run.peak_parts[i].total());
+}
+
+// DataParallel and DDP from the same start: one iteration, then a second with stage snapshots
+// (DDP's buckets are rebuilt before its second forward), on fresh devices so the peak counters
+// belong to these two iterations alone.
+void memory_by_kind(const CompareConfig& c, const ModelSpec& spec, const TensorMap& state, const Dataset& first,
+                    const Dataset& second, CompareResult& out) {
+  const std::string cpu = "cpu:" + std::to_string(c.world_size);
+  {
+    Trainer dp(DeviceSet::create(cpu), Model(spec), state, TrainOptions{c.lr, 0.0, 0.0, false});
+    Iteration(dp, first.inputs, first.targets).run_to_end();
+    EventLog log(true);
+    Iteration(dp, second.inputs, second.targets, &log).run_to_end();
+    read_peak_parts(log.events, dp.devices(), out.dp);
+  }
+  DdpOptions o;
+  o.lr = c.lr;
+  DdpTrainer ddp(DeviceSet::create(cpu), Model(spec), state, o);
+  DdpIteration(ddp, first.inputs, first.targets).run_to_end();
+  EventLog log(true);
+  DdpIteration(ddp, second.inputs, second.targets, &log).run_to_end();
+  read_peak_parts(log.events, ddp.devices(), out.ddp);
 }
 
 StepParts steady_parts(const std::vector<StepParts>& parts) {
@@ -184,17 +227,20 @@ SumVsMean sum_vs_mean(const CompareConfig& c, const ModelSpec& spec, const Tenso
   return out;
 }
 
+// The sweep's timing: one warm-up step (DDP: two, construction and the bucket rebuild), then the
+// best of speedup_iters single steps (engine/step_timing.h, as `dpv bench`).
+StepTiming sweep_timing(const CompareConfig& c) {
+  StepTiming t;
+  t.warmup = 1;
+  t.rounds = c.speedup_iters;
+  t.per_round = 1;
+  return t;
+}
+
 double time_dp(const std::string& devices, const ModelSpec& spec, const TensorMap& state, const Dataset& data,
                const CompareConfig& c) {
   Trainer t(DeviceSet::create(devices), Model(spec), state, TrainOptions{c.lr, 0.0, 0.0, false});
-  Iteration(t, data.inputs, data.targets).run_to_end();  // warm-up
-  double best = 1e30;
-  for (int i = 0; i < c.speedup_iters; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    Iteration(t, data.inputs, data.targets).run_to_end();
-    best = std::min(best, seconds_since(t0));
-  }
-  return best;
+  return time_dp_steps(t, data.inputs, data.targets, sweep_timing(c));
 }
 
 double time_ddp(const std::string& devices, const ModelSpec& spec, const TensorMap& state, const Dataset& data,
@@ -202,14 +248,7 @@ double time_ddp(const std::string& devices, const ModelSpec& spec, const TensorM
   DdpOptions o;
   o.lr = c.lr;
   DdpTrainer t(DeviceSet::create(devices), Model(spec), state, o);
-  for (int i = 0; i < 2; ++i) DdpIteration(t, data.inputs, data.targets).run_to_end();  // construction, bucket rebuild
-  double best = 1e30;
-  for (int i = 0; i < c.speedup_iters; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    DdpIteration(t, data.inputs, data.targets).run_to_end();
-    best = std::min(best, seconds_since(t0));
-  }
-  return best;
+  return time_ddp_steps(t, data.inputs, data.targets, sweep_timing(c));
 }
 
 }  // namespace
@@ -233,6 +272,8 @@ CompareResult run_comparison(const CompareConfig& c, const std::function<void(co
                                      std::to_string(c.world_size) + ")", "ValueError");
   check(c.iterations >= 1, "compare at least one iteration", "ValueError");
   check(c.max_speedup_devices >= 0 && c.max_speedup_devices <= 8, "the speed-up sweep covers at most 8 devices", "ValueError");
+  check(c.max_speedup_devices == 0 || c.speedup_iters >= 1, "the speed-up sweep times at least one step per point",
+        "ValueError");
   auto say = [&](const std::string& what, double done) {
     if (progress) progress(what, done);
   };
@@ -315,6 +356,10 @@ CompareResult run_comparison(const CompareConfig& c, const std::function<void(co
   read_memory(dp.devices(), out.dp);
   read_memory(ddp.devices(), out.ddp);
 
+  if (go_on()) {
+    say("memory by kind", 0.71);
+    memory_by_kind(c, spec, state, batches.front(), batches[batches.size() > 1 ? 1 : 0], out);
+  }
   if (go_on()) {
     say("sum versus mean", 0.72);
     out.sum_mean = sum_vs_mean(c, spec, state, batches.front());

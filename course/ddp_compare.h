@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/observer.h"
 #include "engine/tensor_map.h"
 
 namespace dpv::course {
@@ -52,10 +53,16 @@ struct ModeRun {
                                         // itself in the first; one iteration: that one)
   std::vector<std::string> device_labels;
   std::vector<int64_t> peak_memory;     // per device: the engine's peak allocation over the run
-  std::vector<int64_t> kept_memory;     // per device: still allocated after the run (parameters,
-                                        // gradients, buckets, optimizer state)
-  std::vector<int64_t> transient_memory;  // per device: peak - kept (activations, replicas, gathered
-                                          // outputs, temporaries: only during the iteration)
+  // Per device, by kind (DataParallel and DDP only): what the device held at the stage boundary
+  // where it held the most, in a steady iteration (the second, after DDP's bucket rebuild) run
+  // from the same start with stage snapshots (engine/observer.h MemoryBreakdown: parameters,
+  // gradients, activations, optimizer state, gathered output, batch, DDP buckets; `other` is 0: a
+  // collective's scratch caught in flight depends on thread timing). `peak_stage` names that stage;
+  // `stage_temporaries` is that run's peak counter minus those parts: what lived only inside a
+  // stage (workspaces, a collective's scratch).
+  std::vector<MemoryBreakdown> peak_parts;
+  std::vector<std::string> peak_stage;
+  std::vector<int64_t> stage_temporaries;
   std::vector<BytesMoved> bytes;        // the last iteration's transfers
   std::vector<int64_t> rows;            // rows per device (DP: torch.chunk; DDP: sampler shard)
 };

@@ -4,6 +4,7 @@
 #include <QGridLayout>
 #include <qcustomplot.h>
 
+#include "gui/app/theme.h"
 #include "gui/bnlab/chart_style.h"
 
 namespace gui {
@@ -15,6 +16,7 @@ using dpv::course::ModeRun;
 
 struct ModeColours {
   QColor one, dp, ddp, compute, communication, replicate, text;
+  bool dark = false;
 };
 
 ModeColours coloursFor(const QPalette& palette) {
@@ -28,6 +30,7 @@ ModeColours coloursFor(const QPalette& palette) {
   m.communication = c.device0;
   m.replicate = c.dark ? QColor(0xe8, 0xc5, 0x4a) : QColor(0xb8, 0x86, 0x0b);
   m.text = c.text;
+  m.dark = c.dark;
   return m;
 }
 
@@ -61,12 +64,33 @@ QCPBars* bars(const QString& name, const QColor& colour, QCPAxis* key, QCPAxis* 
 
 }  // namespace
 
+const QList<MemoryChartPart>& memoryChartParts() {
+  using K = dpv::MemoryKind;
+  using dpv::course::ModeRun;
+  static const QList<MemoryChartPart> parts = {
+      {K::Parameters, CompareCharts::tr("parameters"), [](const ModeRun& r, size_t d) { return r.peak_parts[d].parameters; }},
+      {K::Gradients, CompareCharts::tr("gradients"), [](const ModeRun& r, size_t d) { return r.peak_parts[d].gradients; }},
+      {K::Buckets, CompareCharts::tr("DDP buckets"), [](const ModeRun& r, size_t d) { return r.peak_parts[d].buckets; }},
+      {K::Optimizer, CompareCharts::tr("optimizer state"), [](const ModeRun& r, size_t d) { return r.peak_parts[d].optimizer; }},
+      {K::Batch, CompareCharts::tr("batch"), [](const ModeRun& r, size_t d) { return r.peak_parts[d].batch; }},
+      {K::Activations, CompareCharts::tr("activations"), [](const ModeRun& r, size_t d) { return r.peak_parts[d].activations; }},
+      {K::Output, CompareCharts::tr("gathered output"), [](const ModeRun& r, size_t d) { return r.peak_parts[d].output; }},
+      {std::nullopt, CompareCharts::tr("inside a stage"),
+       [](const ModeRun& r, size_t d) { return d < r.stage_temporaries.size() ? r.stage_temporaries[d] : int64_t{0}; }},
+  };
+  return parts;
+}
+
+QString memoryBarsName(bool ddp, const QString& part) {
+  return (ddp ? QStringLiteral("memory DDP ") : QStringLiteral("memory DP ")) + part;
+}
+
 QString CompareCharts::title(Chart chart) {
   switch (chart) {
     case Loss: return tr("Loss per iteration");
     case ParamDiff: return tr("Max |parameter − one device's|");
     case StepTime: return tr("Time per step (ms), by part");
-    case Memory: return tr("Peak memory per device (kB)");
+    case Memory: return tr("Peak memory per GPU by kind (kB)");
     case Bytes: return tr("Bytes sent per step, by transfer (kB)");
     case Speedup: return tr("Speed-up against one device");
     case kChartCount: break;
@@ -187,31 +211,41 @@ void CompareCharts::showResult(const CompareResult& r) {
     p->yAxis->setRangeLower(0);
     p->yAxis->setRangeUpper(p->yAxis->range().upper * 1.15);
   }
-  // Memory per device: kept between iterations (solid) and only during the iteration (faded).
+  // Memory per device by kind, stacked: DataParallel's bar left of each device, DDP's right, the
+  // parts the engine's snapshots report at the device's fullest stage boundary, and on top what
+  // lived only inside a stage. A kind neither mode holds is left out of the legend.
   {
     QCustomPlot* p = plot(Memory);
     auto ticks = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
     for (int d = 0; d < W; ++d) ticks->addTick(d, QStringLiteral("%1").arg(d));
     p->xAxis->setTicker(ticks);
-    p->xAxis->setLabel(tr("device (left DataParallel, right DDP)"));
+    p->xAxis->setLabel(tr("GPU (left bar DataParallel, right bar DDP)"));
     p->xAxis->grid()->setVisible(false);
-    auto* dpKept = bars(tr("DP: kept"), c.dp, p->xAxis, p->yAxis, 0.36);
-    auto* dpTransient = bars(tr("DP: during the step"), faded(c.dp), p->xAxis, p->yAxis, 0.36);
-    auto* ddpKept = bars(tr("DDP: kept"), c.ddp, p->xAxis, p->yAxis, 0.36);
-    auto* ddpTransient = bars(tr("DDP: during the step"), faded(c.ddp), p->xAxis, p->yAxis, 0.36);
-    dpTransient->moveAbove(dpKept);
-    ddpTransient->moveAbove(ddpKept);
-    for (int d = 0; d < W; ++d) {
-      const size_t i = static_cast<size_t>(d);
-      if (i < r.dp.kept_memory.size()) {
-        dpKept->addData(d - 0.2, r.dp.kept_memory[i] / 1e3);
-        dpTransient->addData(d - 0.2, r.dp.transient_memory[i] / 1e3);
-      }
-      if (i < r.ddp.kept_memory.size()) {
-        ddpKept->addData(d + 0.2, r.ddp.kept_memory[i] / 1e3);
-        ddpTransient->addData(d + 0.2, r.ddp.transient_memory[i] / 1e3);
+    const SceneColors& kinds = sceneColors(c.dark ? QStringLiteral("dark") : QStringLiteral("light"));
+    QCPBars* below[2] = {nullptr, nullptr};
+    for (const MemoryChartPart& part : memoryChartParts()) {
+      const ModeRun* runs[2] = {&r.dp, &r.ddp};
+      bool any = false;
+      for (const ModeRun* run : runs)
+        for (size_t i = 0; i < run->peak_parts.size(); ++i) any = any || part.bytes(*run, i) > 0;
+      if (!any) continue;
+      const QColor colour = part.kind ? kinds.memoryFor(*part.kind) : faded(c.text);
+      for (int m = 0; m < 2; ++m) {
+        auto* b = bars(part.name, colour, p->xAxis, p->yAxis, 0.36);
+        b->setObjectName(memoryBarsName(m == 1, part.name));
+        if (m == 1) {
+          b->setPen(QPen(c.ddp, 1));  // DDP's bars outlined in DDP's colour
+          b->removeFromLegend();
+        }
+        if (below[m]) b->moveAbove(below[m]);
+        below[m] = b;
+        for (int d = 0; d < W; ++d)
+          if (static_cast<size_t>(d) < runs[m]->peak_parts.size())
+            b->addData(d + (m == 0 ? -0.2 : 0.2), part.bytes(*runs[m], static_cast<size_t>(d)) / 1e3);
       }
     }
+    p->legend->setFillOrder(QCPLayoutGrid::foRowsFirst);
+    p->legend->setWrap(2);  // up to eight kinds: two columns keep the legend off the bars
     p->legend->setVisible(true);
     p->rescaleAxes();
     p->xAxis->setRange(-0.6, W - 0.4);

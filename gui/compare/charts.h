@@ -4,14 +4,29 @@
 // device by kind, bytes per step by transfer, and speed-up against the number of devices. The
 // charts plot the engine's numbers as they come; the only drawn line not from the engine is the
 // speed-up chart's "ideal" diagonal.
+#include <QList>
+#include <QString>
 #include <QWidget>
 #include <array>
+#include <cstdint>
+#include <optional>
 
 #include "course/ddp_compare.h"
 
 class QCustomPlot;
 
 namespace gui {
+
+// One part of the memory chart's stacked bars: a kind of the engine's MemoryBreakdown (none: what
+// lived only inside a stage), its legend name, and its bytes on device d of a run.
+struct MemoryChartPart {
+  std::optional<dpv::MemoryKind> kind;
+  QString name;
+  int64_t (*bytes)(const dpv::course::ModeRun& run, size_t device);
+};
+const QList<MemoryChartPart>& memoryChartParts();
+// The object name of a memory chart's bars (tests find them by it): "memory DP parameters".
+QString memoryBarsName(bool ddp, const QString& part);
 
 class CompareCharts : public QWidget {
   Q_OBJECT

@@ -121,13 +121,37 @@ TEST(ComparePage, ShowsTheNumbersOfAFreshEngineRun) {
   EXPECT_TRUE(page.sumMeanText().contains(shortValue(s.ddp_reduced)));
   for (double g : s.dp_replicas) EXPECT_TRUE(page.sumMeanText().contains(shortValue(g)));
   for (double g : s.ddp_bucket) EXPECT_TRUE(page.sumMeanText().contains(shortValue(g)));
-  // Memory: the kept bytes per device (the engine's counters, deterministic).
+  // Memory by kind per GPU: each stacked part is the engine's (the listed tensors at a stage
+  // boundary do not depend on thread timing, so a fresh run gives the same bytes); GPU 0's DP bar
+  // holds the gathered output, DDP's bars hold buckets and no output.
   QCustomPlot* memory = charts->plot(CompareCharts::Memory);
-  auto* dpKept = qobject_cast<QCPBars*>(memory->plottable(0));
-  ASSERT_NE(dpKept, nullptr);
-  ASSERT_EQ(dpKept->data()->size(), 2);
-  EXPECT_DOUBLE_EQ(dpKept->data()->at(0)->value, fresh.dp.kept_memory[0] / 1e3);
-  EXPECT_DOUBLE_EQ(dpKept->data()->at(1)->value, fresh.dp.kept_memory[1] / 1e3);
+  const dpv::course::ModeRun* runs[2] = {&fresh.dp, &fresh.ddp};
+  int drawn = 0;
+  for (const MemoryChartPart& part : memoryChartParts()) {
+    for (int m = 0; m < 2; ++m) {
+      auto* bars = memory->findChild<QCPBars*>(memoryBarsName(m == 1, part.name));
+      if (!part.kind) {  // inside a stage: timing-dependent, so the page's own result
+        if (!bars) continue;
+        const dpv::course::ModeRun& shown = m == 0 ? page.result().dp : page.result().ddp;
+        for (int d = 0; d < 2; ++d)
+          EXPECT_DOUBLE_EQ(bars->data()->at(d)->value, shown.stage_temporaries[static_cast<size_t>(d)] / 1e3);
+        continue;
+      }
+      const bool held = part.bytes(*runs[0], 0) + part.bytes(*runs[0], 1) + part.bytes(*runs[1], 0) + part.bytes(*runs[1], 1) > 0;
+      ASSERT_EQ(bars != nullptr, held) << part.name.toStdString();
+      if (!bars) continue;
+      ++drawn;
+      ASSERT_EQ(bars->data()->size(), 2);
+      for (int d = 0; d < 2; ++d)
+        EXPECT_DOUBLE_EQ(bars->data()->at(d)->value, part.bytes(*runs[m], static_cast<size_t>(d)) / 1e3)
+            << (m ? "DDP " : "DP ") << part.name.toStdString() << " GPU " << d;
+    }
+  }
+  EXPECT_GE(drawn, 2 * 5);  // parameters, gradients, batch, activations in both; output (DP), buckets (DDP)
+  EXPECT_GT(fresh.dp.peak_parts[0].output, 0);
+  EXPECT_GT(fresh.ddp.peak_parts[0].buckets, 0);
+  EXPECT_GT(fresh.dp.peak_parts[0].total(), fresh.dp.peak_parts[1].total()) << "GPU 0's hump under DP";
+  EXPECT_EQ(fresh.ddp.peak_parts[0].total(), fresh.ddp.peak_parts[1].total()) << "flat under DDP";
   // Bytes per transfer, and one speed-up point per device count.
   QCustomPlot* bytes = charts->plot(CompareCharts::Bytes);
   auto* ddpBytes = qobject_cast<QCPBars*>(bytes->plottable(1));

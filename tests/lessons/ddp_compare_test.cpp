@@ -127,10 +127,25 @@ TEST(DdpCompare, WithoutBatchNormAllThreeTrainAlike) {
   EXPECT_NEAR(s.dp_reduced, s.one_device, 1e-6);
   EXPECT_NEAR(s.ddp_reduced, s.one_device, 1e-6);
   // DataParallel's device 0 holds more than device 1 at its peak (the gathered output, the loss,
-  // the reduced gradients); DDP's ranks hold about the same.
+  // the reduced gradients); DDP's ranks hold the same, by kind, with their buckets.
   ASSERT_EQ(r.dp.peak_memory.size(), 2u);
   EXPECT_GT(r.dp.peak_memory[0], r.dp.peak_memory[1]);
-  for (size_t d = 0; d < 2; ++d) EXPECT_GE(r.ddp.peak_memory[d], r.ddp.kept_memory[d]);
+  ASSERT_EQ(r.dp.peak_parts.size(), 2u);
+  ASSERT_EQ(r.ddp.peak_parts.size(), 2u);
+  EXPECT_GT(r.dp.peak_parts[0].total(), r.dp.peak_parts[1].total());
+  EXPECT_GT(r.dp.peak_parts[0].output, 0) << "the gathered output on device 0";
+  EXPECT_EQ(r.dp.peak_parts[1].output, 0);
+  for (size_t d = 0; d < 2; ++d) {
+    const dpv::MemoryBreakdown& m = r.ddp.peak_parts[d];
+    EXPECT_EQ(m.output, 0) << "rank " << d;
+    EXPECT_GT(m.buckets, 0) << "rank " << d;
+    EXPECT_GE(m.buckets, m.gradients) << "rank " << d << ": the buckets hold every gradient once";
+    EXPECT_EQ(m.other, 0);
+    EXPECT_EQ(m.total(), r.ddp.peak_parts[0].total()) << "rank " << d << ": no hump under DDP";
+    EXPECT_EQ(r.dp.peak_parts[d].buckets, 0);
+    EXPECT_FALSE(r.ddp.peak_stage[d].empty());
+    EXPECT_GE(r.ddp.stage_temporaries[d], 0);
+  }
   ASSERT_EQ(r.speedup.size(), 2u);
   EXPECT_EQ(r.speedup[1].devices, 2);
   EXPECT_NEAR(r.speedup[1].dp_speedup, r.speedup[1].one_device_s / r.speedup[1].dp_s, 1e-12);
