@@ -1,8 +1,9 @@
 // dpviz_frame_bench: prints (1) the time to render one frame of the Iteration scene with 8
 // devices offscreen, per stage, (2) the GUI thread's longest stall while the engine trains on its
 // worker thread, and (3) the frame time of the DDP view with 8 ranks over two DDP iterations
-// (building the state from the snapshot and drawing it). Targets: < 8 ms per frame, no stall over
-// 16 ms. Figures only, no pass/fail.
+// (building the state from the snapshot and drawing it), and (4) the frame time of the Ring page
+// with 8 ranks while a learner scrubs through every step (the view, its panels and the page
+// redrawn). Targets: < 8 ms per frame, no stall over 16 ms. Figures only, no pass/fail.
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QImage>
@@ -16,6 +17,7 @@
 #include "gui/app/theme.h"
 #include "gui/ddp/scene.h"
 #include "gui/iteration/scene.h"
+#include "gui/ring/page.h"
 #include "gui/runtime/engine_controller.h"
 #include "gui/runtime/engine_types.h"
 
@@ -137,6 +139,42 @@ int main(int argc, char** argv) {
     if (rc != 0) return rc;
   }
 
+  // Phase 4: the Ring page with as many ranks as devices, every frame of the ring scrubbed forward
+  // and back: setFrame (the view's state and the side panels) and the whole page painted.
+  std::vector<double> ringFrameMs;
+  {
+    EngineController ringEngine;
+    ringEngine.applySettings(settings);
+    AppContext context;
+    context.setEngine(&ringEngine);
+    RingPage page(&context);
+    page.resize(1280, 800);
+    page.show();
+    page.setPreset(preset);
+    const int ranks = devices.section(QLatin1Char(':'), 1).toInt();
+    page.setWorldSize(ranks > 1 ? ranks : 8);
+    QObject::connect(&page, &RingPage::demoShown, &app, [&] { app.quit(); });
+    QObject::connect(&page, &RingPage::failed, &app, [&](const QString& message) {
+      std::fprintf(stderr, "ring page error: %s\n", qPrintable(message));
+      app.exit(1);
+    });
+    page.run();
+    rc = app.exec();
+    if (rc != 0) return rc;
+    QImage image(page.size(), QImage::Format_ARGB32_Premultiplied);
+    for (int pass = 0; pass < 2; ++pass)
+      for (int k = 0; k < page.frameCount(); ++k) {
+        const int f = pass == 0 ? k : page.frameCount() - 1 - k;
+        QElapsedTimer t;
+        t.start();
+        page.setFrame(f);
+        QPainter p(&image);
+        page.render(&p);
+        p.end();
+        ringFrameMs.push_back(t.nsecsElapsed() / 1e6);
+      }
+  }
+
   auto report = [](const char* what, std::vector<double> v, double target) {
     if (v.empty()) return;
     std::sort(v.begin(), v.end());
@@ -149,5 +187,6 @@ int main(int argc, char** argv) {
   report("frame render (Iteration scene)", frameMs, 8);
   report("GUI thread gap while training", stalls, 16);
   report("frame (DDP view, state + render)", ddpFrameMs, 8);
+  report("frame (Ring page, step + render)", ringFrameMs, 8);
   return 0;
 }
