@@ -1,11 +1,9 @@
 #include "engine/dist/multiprocess/gloo_group.h"
 
 #include <gloo/allgather.h>
-#include <gloo/allreduce.h>
 #include <gloo/allreduce_ring_chunked.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
-#include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
@@ -24,26 +22,18 @@
 namespace dpv::dist {
 namespace {
 
-using ReduceFn = void (*)(void*, const void*, const void*, size_t);
-
-ReduceFn sum_of(DType dtype) {
-  switch (dtype) {
-    case DType::Float32: return &gloo::sum<float>;
-    case DType::Float64: return &gloo::sum<double>;
-    case DType::Int64: return &gloo::sum<int64_t>;
-  }
-  throw Error("gloo all_reduce: unsupported dtype");
-}
-
-// Small all-reduces run on a second Gloo context whose pairs are in Gloo's synchronous mode: the
-// thread that makes the collective reads its own socket (a blocking recv) instead of waiting for
-// Gloo's event-loop thread to read it and wake it. Gloo's asynchronous path (the one
-// gloo::allreduce and PyTorch use) costs two thread hand-offs per received segment, and its loop
-// thread spins on epoll while the caller holds the pair's lock; on a busy 2-core machine a 4 KiB
-// all-reduce took 0.5-10 ms that way, against 20-80 us synchronously (README, Speed).
-// Synchronous sends block until the peer reads, so only messages that fit in the sockets' buffers
-// go this way; larger ones use gloo::allreduce's ring on the asynchronous context.
-constexpr size_t kSyncAllreduceMaxBytes = 256 * 1024;
+// All-reduces run on a second Gloo context whose pairs are in Gloo's synchronous mode: the thread
+// that makes the collective reads its own socket (a blocking recv) instead of waiting for Gloo's
+// event-loop thread to read it and wake it. Gloo's asynchronous path (gloo::allreduce, the one
+// PyTorch uses) costs two thread hand-offs per received segment, and its loop thread spins on
+// epoll while the caller holds the pair's lock; on a busy 2-core machine a 4 KiB all-reduce took
+// 0.5-10 ms that way, against 50-300 us synchronously (README, Speed).
+// A synchronous send blocks until the data fits in the sockets' buffers, and every rank sends
+// before it receives, so a message is cut into pieces of at most kSyncAllreducePieceBytes: one
+// piece's ring keeps at most two chunks of bytes/(2W) in flight per socket, which fits in the
+// default buffers of any Linux machine (wmem_max 208 KiB, rmem 128 KiB and up), never deadlocking.
+// (Whole messages of 1-4 MiB this way stalled for 200 ms on TCP's window probes.)
+constexpr size_t kSyncAllreducePieceBytes = 256 * 1024;
 // Distinct sizes kept ready (their buffers registered with the peers); least recently used first out.
 constexpr size_t kSyncAllreduceCacheSize = 16;
 
@@ -89,20 +79,15 @@ class GlooGroup final : public ProcessGroup {
   CollectiveReport all_reduce_sum(Tensor& buf, std::vector<RingStep>* steps) override {
     if (steps) steps->clear();  // Gloo does not expose its ring steps
     check_host(buf, "all_reduce");
-    if (buf.nbytes() <= kSyncAllreduceMaxBytes && size() > 1 && buf.numel() > 0) {
-      return run("all_reduce", buf.nbytes(), [&] {
-        std::lock_guard<std::mutex> lock(sync_mutex_);  // a synchronous pair serves one thread at a time
-        sync_allreduce_for(buf).run(buf.raw());
-      });
-    }
     return run("all_reduce", buf.nbytes(), [&] {
-      gloo::AllreduceOptions opts(context_);
-      opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
-      set_output(opts, buf);
-      opts.setReduceFunction(sum_of(buf.dtype()));
-      opts.setTag(next_tag());
-      opts.setTimeout(timeout_);
-      gloo::allreduce(opts);
+      if (size() == 1 || buf.numel() == 0) return;
+      std::lock_guard<std::mutex> lock(sync_mutex_);  // a synchronous pair serves one thread at a time
+      const int64_t piece = static_cast<int64_t>(kSyncAllreducePieceBytes / dtype_size(buf.dtype()));
+      char* data = static_cast<char*>(buf.raw());
+      for (int64_t first = 0; first < buf.numel(); first += piece) {
+        const int64_t n = std::min(piece, buf.numel() - first);
+        sync_allreduce_for(buf.dtype(), n).run(data + first * dtype_size(buf.dtype()));
+      }
     });
   }
 
@@ -163,8 +148,8 @@ class GlooGroup final : public ProcessGroup {
 
   uint32_t next_tag() { return tag_++; }
 
-  SyncAllreduce& sync_allreduce_for(const Tensor& buf) {
-    const std::pair<DType, int64_t> key{buf.dtype(), buf.numel()};
+  SyncAllreduce& sync_allreduce_for(DType dtype, int64_t numel) {
+    const std::pair<DType, int64_t> key{dtype, numel};
     for (auto it = sync_allreduces_.begin(); it != sync_allreduces_.end(); ++it) {
       if (it->first == key) {
         sync_allreduces_.splice(sync_allreduces_.begin(), sync_allreduces_, it);
@@ -173,10 +158,10 @@ class GlooGroup final : public ProcessGroup {
     }
     if (sync_allreduces_.size() >= kSyncAllreduceCacheSize) sync_allreduces_.pop_back();
     std::unique_ptr<SyncAllreduce> made;
-    switch (buf.dtype()) {
-      case DType::Float32: made = std::make_unique<SyncAllreduceOf<float>>(sync_context_, buf.numel()); break;
-      case DType::Float64: made = std::make_unique<SyncAllreduceOf<double>>(sync_context_, buf.numel()); break;
-      case DType::Int64: made = std::make_unique<SyncAllreduceOf<int64_t>>(sync_context_, buf.numel()); break;
+    switch (dtype) {
+      case DType::Float32: made = std::make_unique<SyncAllreduceOf<float>>(sync_context_, numel); break;
+      case DType::Float64: made = std::make_unique<SyncAllreduceOf<double>>(sync_context_, numel); break;
+      case DType::Int64: made = std::make_unique<SyncAllreduceOf<int64_t>>(sync_context_, numel); break;
     }
     sync_allreduces_.emplace_front(key, std::move(made));
     return *sync_allreduces_.front().second;
@@ -202,8 +187,8 @@ class GlooGroup final : public ProcessGroup {
     return r;
   }
 
-  std::shared_ptr<gloo::Context> context_;       // asynchronous pairs: large all-reduces, the other collectives
-  std::shared_ptr<gloo::Context> sync_context_;  // synchronous pairs: all-reduces up to kSyncAllreduceMaxBytes
+  std::shared_ptr<gloo::Context> context_;       // asynchronous pairs: broadcast, all-gather, barrier
+  std::shared_ptr<gloo::Context> sync_context_;  // synchronous pairs: all-reduce
   std::chrono::milliseconds timeout_;
   uint32_t tag_ = 0;
   std::mutex sync_mutex_;
