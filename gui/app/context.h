@@ -37,9 +37,13 @@ class AppContext : public QObject {
   void settingsChanged(const AppSettings& settings);
   // Page ids: "intro", "iteration", "bnlab", "timeline", "ring", "compare", "quiz".
   void navigateRequested(const QString& pageId);
-  // Shown in the main window's status area (plain words).
-  void statusMessage(const QString& text);
+  // Shown in the main window's status area (plain words) while page `pageId` is shown; a message
+  // for a page in the background waits until that page is shown. An empty id: whatever page is shown.
+  void statusMessage(const QString& pageId, const QString& text);
   void themeChanged(const QString& theme);
+  // The BatchNorm lab is to train `devices` devices on batches of `batchSize` (a quiz question's
+  // settings); the lab's other controls stay as they are.
+  void labSettingsRequested(int devices, int batchSize);
 
  private:
   AppSettings settings_;

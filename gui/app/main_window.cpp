@@ -120,7 +120,7 @@ MainWindow::MainWindow(AppContext* context, EngineController* engine, const Opti
 
   engineStatus_ = new QLabel(this);
   statusBar()->addPermanentWidget(engineStatus_);
-  connect(context_, &AppContext::statusMessage, this, [this](const QString& text) { statusBar()->showMessage(text, 8000); });
+  connect(context_, &AppContext::statusMessage, this, &MainWindow::onStatusMessage);
   if (engine_) {
     connect(engine_, &EngineController::iterationStarted, this, &MainWindow::updateEngineStatus);
     connect(engine_, &EngineController::stageRecorded, this, &MainWindow::updateEngineStatus);
@@ -164,6 +164,7 @@ void MainWindow::addPage(const QString& id, const QString& title, const QString&
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
   stack_->addWidget(scroll);
+  page->setPageId(id);
   pages_.insert(id, page);
   order_.append(id);
 }
@@ -175,11 +176,20 @@ void MainWindow::onPageChanged(int index) {
   // Only the controls that act on the page shown: pages with their own hide the settings bar.
   const Page* shown = page(order_.value(index));
   settingsBar_->setVisible(!shown || shown->usesSettingsBar());
-  // A status message belongs to the page that showed it.
+  // A status message belongs to the page that showed it; one left for this page appears now.
   statusBar()->clearMessage();
+  if (const QString waiting = waitingStatus_.take(order_.value(index)); !waiting.isEmpty()) statusBar()->showMessage(waiting, 8000);
   const bool last = index < 0 || index + 1 >= order_.size();
   next_->setVisible(!last);
   if (!last) next_->setText(tr("Next: %1 →").arg(nav_->item(index + 1)->text()));
+}
+
+void MainWindow::onStatusMessage(const QString& pageId, const QString& text) {
+  if (pageId.isEmpty() || pageId == currentPageId()) {
+    statusBar()->showMessage(text, 8000);
+    return;
+  }
+  waitingStatus_.insert(pageId, text);  // a page in the background: its latest message waits for it
 }
 
 void MainWindow::updateExportTrace() {
@@ -328,6 +338,7 @@ QList<MainWindow::ShortcutEntry> MainWindow::shortcuts() const {
     const Page* p = page(order_[i]);
     if (!p) continue;
     const QString where = nav_->item(i)->text();
+    for (const Page::Key& key : p->keys()) out.append({Page::keysText(key), key.what, where});
     for (const QShortcut* s : p->findChildren<QShortcut*>())
       out.append({s->key().toString(QKeySequence::NativeText), s->whatsThis().isEmpty() ? s->objectName() : s->whatsThis(), where});
     for (const QAbstractButton* b : p->findChildren<QAbstractButton*>()) {

@@ -62,6 +62,7 @@ class MainWindow : public QMainWindow {
   void updateEngineStatus();
   void updateExportTrace();  // File > Export trace is enabled when there is a trace to export
   void onPageChanged(int index);
+  void onStatusMessage(const QString& pageId, const QString& text);
   void showShortcuts();
   void showAbout();
 
@@ -77,6 +78,7 @@ class MainWindow : public QMainWindow {
   QPushButton* next_ = nullptr;  // "Next: <page> →" under the navigation
   QActionGroup* themeGroup_ = nullptr;
   QHash<QString, Page*> pages_;
+  QHash<QString, QString> waitingStatus_;  // page id -> the message it sent while in the background
   QStringList order_;
 };
 

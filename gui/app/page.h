@@ -14,6 +14,11 @@ class Page : public QWidget {
  public:
   Page(AppContext* context, QWidget* parent = nullptr) : QWidget(parent), context_(context) {}
   AppContext* context() const { return context_; }
+  // The id the main window knows the page by ("iteration", "bnlab", ...; "" outside a window).
+  QString pageId() const { return pageId_; }
+  void setPageId(const QString& id) { pageId_ = id; }
+  // A message in the status bar that belongs to this page (see AppContext::statusMessage).
+  void showStatus(const QString& text);
 
   // States `dpviz --screenshot-all` renders: a file-name suffix ("" for the page as it is, or e.g.
   // "stage-03-forward") and a preparer that brings the page into that state and calls `done`
@@ -27,8 +32,25 @@ class Page : public QWidget {
   // main window hides it on pages with controls of their own (the BatchNorm lab).
   virtual bool usesSettingsBar() const { return true; }
 
+  // Keys the page handles while it has the keyboard focus (the quiz's A-D and Enter, the ring's
+  // arrows): one table both dispatches them and is what Help > Keyboard shortcuts lists, so the
+  // list cannot drift from what the keys do.
+  struct Key {
+    QList<QKeyCombination> keys;  // plain keys; the keypad's Enter counts as Enter
+    QString what;                 // "select an answer (Enter confirms it)"
+    std::function<void(int which)> action;  // `which`: the index in `keys` of the key pressed
+  };
+  const QList<Key>& keys() const { return keys_; }
+  static QString keysText(const Key& key);  // "A, B, C, D, E, F" (native text)
+
+ protected:
+  void addKey(QList<QKeyCombination> keys, const QString& what, std::function<void(int which)> action);
+  void keyPressEvent(QKeyEvent* event) override;  // runs the table's action, else QWidget's
+
  private:
+  QList<Key> keys_;
   AppContext* context_;
+  QString pageId_;
 };
 
 }  // namespace gui

@@ -186,7 +186,7 @@ void SettingsBar::fitBatchToPreset() {
   updating_ = true;
   batch_->setValue(static_cast<int>(fitted));
   updating_ = false;
-  emit context_->statusMessage(tr("Batch set to %1: a batch of %2 on %3 devices leaves a device 1 sample, "
+  emit context_->statusMessage(QString(), tr("Batch set to %1: a batch of %2 on %3 devices leaves a device 1 sample, "
                                   "and BatchNorm cannot train on 1 sample")
                                    .arg(fitted).arg(s.batchSize).arg(devices));
 }

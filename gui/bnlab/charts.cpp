@@ -82,26 +82,49 @@ QString BnLabCharts::chartTitle(Chart chart) {
   return {};
 }
 
+// Legend entries are short so that two columns fit a chart at 1024x640; what each one means in
+// full is in the chart's tooltip (seriesHelp).
 QString BnLabCharts::chunkSeries(BnLabModel m) {
-  if (m == BnLabDdpPerRank) return QStringLiteral("DDP per-rank: shard");
-  return m == BnLabSync ? QStringLiteral("SyncBN: chunk (local only)") : QStringLiteral("per-device: chunk (normalises)");
+  if (m == BnLabDdpPerRank) return QStringLiteral("DDP: shard");
+  return m == BnLabSync ? QStringLiteral("SyncBN: chunk") : QStringLiteral("per-device: chunk");
 }
 QString BnLabCharts::wholeSeries(BnLabModel m) {
   switch (m) {
-    case BnLabPerDevice: return QStringLiteral("per-device: whole batch (unused)");
-    case BnLabSync: return QStringLiteral("SyncBN: global (normalises)");
-    case BnLabReference: return QStringLiteral("reference: whole batch");
+    case BnLabPerDevice: return QStringLiteral("per-device: whole");
+    case BnLabSync: return QStringLiteral("SyncBN: whole");
+    case BnLabReference: return QStringLiteral("reference: whole");
     case BnLabDdpPerRank:
     case BnLabDdpSync: break;  // the same batch: the DataParallel lines already show it
   }
   return {};
 }
 QString BnLabCharts::runningSeries(BnLabModel m) { return model_short(m); }
-QString BnLabCharts::device0EmaSeries() { return QStringLiteral("from GPU 0's chunks alone"); }
+QString BnLabCharts::device0EmaSeries() { return QStringLiteral("GPU 0's chunks only"); }
 QString BnLabCharts::lossSeries(BnLabModel m) { return model_short(m); }
 QString BnLabCharts::accuracySeries(BnLabModel m) { return model_short(m) + QStringLiteral(" accuracy"); }
-QString BnLabCharts::paramDistanceSeries(BnLabModel m) { return model_short(m) + QStringLiteral(": parameters"); }
+QString BnLabCharts::paramDistanceSeries(BnLabModel m) { return model_short(m); }  // solid; the gradients dashed
 QString BnLabCharts::gradDistanceSeries(BnLabModel m) { return model_short(m) + QStringLiteral(": gradients"); }
+
+QString BnLabCharts::seriesHelp(Chart chart) {
+  switch (chart) {
+    case BatchMean:
+    case BatchVar:
+      return tr("Bars: each device's chunk statistic. Per-device BatchNorm normalises its chunk with it; for SyncBN it is "
+                "only the chunk's local part; DDP: each rank's shard (DistributedSampler, padded).\n"
+                "Lines: the whole batch's statistic. SyncBN normalises with it; per-device BatchNorm never uses it; the "
+                "reference computes it on one device.");
+    case RunningMean:
+    case RunningVar:
+      return tr("The running statistic each model keeps (DDP: rank 0's). \"GPU 0's chunks only\": the running statistic "
+                "rebuilt from GPU 0's chunks alone with BatchNorm's update rule; it lies on the per-device curve because "
+                "only replica 0's buffers survive a DataParallel forward.");
+    case LossAccuracy: return tr("Solid: training loss (left axis). Dashed: accuracy on the batch (right axis), same colours.");
+    case Distance:
+      return tr("The largest difference from the one-device reference: solid, the parameters after the step; dashed, "
+                "the gradients of the step. Exact zeros are drawn at 1e-12.");
+  }
+  return {};
+}
 
 BnLabCharts::BnLabCharts(QWidget* parent) : QWidget(parent), replotTimer_(new QTimer(this)) {
   // One chart per event-loop turn: the longest pause the window sees is one chart's redraw.
@@ -136,10 +159,11 @@ void BnLabCharts::buildPlots() {
     plot->legend->setWrap(2);
     plot->legend->setRowSpacing(0);
     plot->legend->setColumnSpacing(6);
-    plot->legend->setIconSize(22, 10);
+    plot->legend->setIconSize(16, 10);  // room for two columns of entries in a chart 270 pixels wide
     plot->plotLayout()->addElement(2, 0, plot->legend);
     plot->plotLayout()->setRowStretchFactor(2, 0.001);
     plot->installEventFilter(this);
+    plot->setToolTip(seriesHelp(static_cast<Chart>(c)));
     emptyNotes_[c] = new QCPItemText(plot);
     emptyNotes_[c]->position->setType(QCPItemPosition::ptAxisRectRatio);
     emptyNotes_[c]->position->setCoords(0.5, 0.45);
@@ -165,7 +189,7 @@ void BnLabCharts::buildPlots() {
       line->setName(wholeSeries(static_cast<BnLabModel>(m)));
       wholeLines_[s][m] = line;
     }
-    plot->xAxis->setLabel(tr("device (rows in its DataParallel chunk; its DDP shard when different)"));
+    plot->xAxis->setLabel(tr("device: rows in its chunk"));
     plot->yAxis->setLabel(s == 0 ? tr("mean") : tr("biased variance"));
     plot->xAxis->setTicker(QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText));
   }
@@ -219,6 +243,7 @@ void BnLabCharts::buildPlots() {
       if (bnlab_is_ddp(m)) paramDistanceGraphs_[m]->setAntialiased(false);  // dash-dot
       gradDistanceGraphs_[m] = plot->addGraph();
       gradDistanceGraphs_[m]->setName(gradDistanceSeries(m));
+      gradDistanceGraphs_[m]->removeFromLegend();  // same colour as the parameters, dashed; the axis label says so
       gradDistanceGraphs_[m]->setAntialiased(false);
     }
     plot->yAxis->setScaleType(QCPAxis::stLogarithmic);
@@ -226,7 +251,7 @@ void BnLabCharts::buildPlots() {
     plot->yAxis->setNumberFormat(QStringLiteral("eb"));
     plot->yAxis->setNumberPrecision(0);
     plot->xAxis->setLabel(tr("training step"));
-    plot->yAxis->setLabel(tr("max |Δ| (0 at 1e-12)"));
+    plot->yAxis->setLabel(tr("max |Δ|: params, grads dashed"));
     plot->yAxis->setRange(1e-9, 1);
   }
 }
@@ -286,8 +311,14 @@ bool BnLabCharts::eventFilter(QObject* watched, QEvent* event) {
       for (int i = 0; i < plot->legend->itemCount(); ++i)
         if (QCPAbstractLegendItem* item = plot->legend->item(i))  // a wrapped grid has empty cells
           widest = std::max(widest, item->minimumOuterSizeHint().width());
-      const int columns = std::clamp((plot->width() - 16) / (widest + 24), 1, 4);
-      if (plot->legend->wrap() != columns) plot->legend->setWrap(columns);
+      const QMargins m = plot->legend->margins();
+      const int room = plot->width() - m.left() - m.right();
+      const int spacing = plot->legend->columnSpacing();
+      const int columns = std::clamp((room + spacing) / (widest + spacing), 1, 4);
+      if (plot->legend->wrap() != columns) {
+        plot->legend->setWrap(columns);
+        plot->legend->setFillOrder(plot->legend->fillOrder(), true);  // a new wrap moves only items added later
+      }
       wrapTitles();
     }
   return QWidget::eventFilter(watched, event);
@@ -423,17 +454,18 @@ void BnLabCharts::rebuildRunningCharts() {
 }
 
 void BnLabCharts::updateBatchCharts() {
-  // Device ticks: every device of the set, idle ones marked, so fewer chunks than devices shows.
+  // Device ticks: every device of the set, idle ones marked, so fewer chunks than devices shows;
+  // the rows under the name, so eight devices still fit a narrow chart.
   const std::vector<int64_t>& chunks = history_.empty() ? expectedChunks_ : latest_.chunks;
   auto ticker = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
   // A DDP shard that differs from the DataParallel chunk (the sampler pads) is named beside it.
   const std::vector<int64_t>& shards = history_.empty() ? std::vector<int64_t>{} : latest_.shards;
   for (int d = 0; d < deviceCount_; ++d) {
     const bool active = static_cast<size_t>(d) < chunks.size();
-    QString tick = active && chunks[static_cast<size_t>(d)] > 0 ? tr("GPU %1 (%2)").arg(d).arg(chunks[static_cast<size_t>(d)])
-                                                                : tr("GPU %1 (idle)").arg(d);
+    QString tick = active && chunks[static_cast<size_t>(d)] > 0 ? tr("GPU %1\n%2").arg(d).arg(chunks[static_cast<size_t>(d)])
+                                                                : tr("GPU %1\nidle").arg(d);
     if (static_cast<size_t>(d) < shards.size() && (!active || shards[static_cast<size_t>(d)] != chunks[static_cast<size_t>(d)]))
-      tick = tr("GPU %1 (%2, DDP %3)").arg(d).arg(active ? chunks[static_cast<size_t>(d)] : 0).arg(shards[static_cast<size_t>(d)]);
+      tick = tr("GPU %1\n%2 · DDP %3").arg(d).arg(active ? chunks[static_cast<size_t>(d)] : 0).arg(shards[static_cast<size_t>(d)]);
     ticker->addTick(d, tick);
   }
   for (int s = 0; s < 2; ++s) {

@@ -43,6 +43,7 @@ class BnLabCharts : public QWidget {
   static QString accuracySeries(BnLabModel model);
   static QString paramDistanceSeries(BnLabModel model);
   static QString gradDistanceSeries(BnLabModel model);
+  static QString seriesHelp(Chart chart);  // what the chart's series are, in full (its tooltip)
 
   explicit BnLabCharts(QWidget* parent = nullptr);
   ~BnLabCharts() override;

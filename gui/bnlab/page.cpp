@@ -26,6 +26,7 @@
 #include "engine/data_parallel.h"
 #include "engine/device.h"
 #include "engine/error.h"
+#include "gui/app/flow_layout.h"
 #include "gui/bnlab/callout.h"
 #include "gui/bnlab/chart_style.h"
 #include "gui/bnlab/charts.h"
@@ -85,6 +86,7 @@ BatchNormLabPage::BatchNormLabPage(AppContext* context, QWidget* parent) : Page(
 
   connectWorker();
   worker_.start();
+  if (context) connect(context, &AppContext::labSettingsRequested, this, &BatchNormLabPage::applyQuestionSettings);
 
   // The lab has its own controls and defaults that train (4 devices, batch 32: chunks of 8); the
   // settings bar's (a batch of 10 on 4 devices leaves one device a single sample) do not apply here.
@@ -117,11 +119,23 @@ void BatchNormLabPage::connectWorker() {
 }
 
 QWidget* BatchNormLabPage::buildControls() {
+  // The controls flow into as many rows as the width needs (two on a wide window, three or four
+  // at 1024x640): the page never scrolls sideways. Each caption stays with its control.
   auto* box = new QWidget(this);
-  auto* rows = new QVBoxLayout(box);
-  rows->setContentsMargins(0, 0, 0, 0);
+  box->setObjectName(QStringLiteral("labControls"));
+  auto* flow = new FlowLayout(box, 14, 4);
+  auto group = [box, flow](std::initializer_list<QWidget*> widgets) {
+    auto* g = new QWidget(box);
+    auto* row = new QHBoxLayout(g);
+    row->setContentsMargins(0, 0, 0, 0);
+    row->setSpacing(6);
+    for (QWidget* w : widgets) {
+      w->setParent(g);
+      row->addWidget(w);
+    }
+    flow->addWidget(g);
+  };
 
-  auto* run = new QHBoxLayout;
   startButton_ = new QPushButton(tr("Start"), box);
   startButton_->setToolTip(tr("Train all three models (Space)"));
   startButton_->setShortcut(QKeySequence(Qt::Key_Space));
@@ -151,20 +165,11 @@ QWidget* BatchNormLabPage::buildControls() {
   sortedBox_->setChecked(true);
   sortedBox_->setToolTip(tr("Sort every batch by class, so each device's chunk holds other classes (skewed chunks)"));
 
-  for (QWidget* w : {static_cast<QWidget*>(startButton_), static_cast<QWidget*>(pauseButton_),
-                     static_cast<QWidget*>(stepButton_), static_cast<QWidget*>(resetButton_)})
-    run->addWidget(w);
-  run->addSpacing(12);
-  run->addWidget(caption(tr("Speed"), speedBox_, box));
-  run->addWidget(speedBox_);
-  run->addWidget(caption(tr("Stop after"), limitSpin_, box));
-  run->addWidget(limitSpin_);
-  run->addSpacing(12);
-  run->addWidget(sortedBox_);
-  run->addStretch(1);
-  rows->addLayout(run);
+  group({startButton_, pauseButton_, stepButton_, resetButton_});
+  group({caption(tr("Speed"), speedBox_, box), speedBox_});
+  group({caption(tr("Stop after"), limitSpin_, box), limitSpin_});
+  group({sortedBox_});
 
-  auto* setup = new QHBoxLayout;
   devicesSpin_ = new QSpinBox(box);
   devicesSpin_->setRange(1, 16);
   devicesSpin_->setToolTip(tr("Devices of the two DataParallel models (the reference always uses one)"));
@@ -187,20 +192,11 @@ QWidget* BatchNormLabPage::buildControls() {
   bnMomentumSpin_->setValue(0.1);
   bnMomentumSpin_->setToolTip(tr("BatchNorm momentum: how much of each batch's statistic enters the running one"));
 
-  setup->addWidget(caption(tr("Devices"), devicesSpin_, box));
-  setup->addWidget(devicesSpin_);
-  setup->addWidget(devicesKind_);
-  setup->addSpacing(8);
-  setup->addWidget(caption(tr("Batch"), batchSpin_, box));
-  setup->addWidget(batchSpin_);
-  setup->addWidget(caption(tr("Learning rate"), lrSpin_, box));
-  setup->addWidget(lrSpin_);
-  setup->addWidget(caption(tr("SGD momentum"), sgdMomentumSpin_, box));
-  setup->addWidget(sgdMomentumSpin_);
-  setup->addWidget(caption(tr("BN momentum"), bnMomentumSpin_, box));
-  setup->addWidget(bnMomentumSpin_);
-  setup->addStretch(1);
-  rows->addLayout(setup);
+  group({caption(tr("Devices"), devicesSpin_, box), devicesSpin_, devicesKind_});
+  group({caption(tr("Batch"), batchSpin_, box), batchSpin_});
+  group({caption(tr("Learning rate"), lrSpin_, box), lrSpin_});
+  group({caption(tr("SGD momentum"), sgdMomentumSpin_, box), sgdMomentumSpin_});
+  group({caption(tr("BN momentum"), bnMomentumSpin_, box), bnMomentumSpin_});
 
   // Any change of what is trained starts the lab again: the three models must share every step.
   connect(devicesSpin_, &QSpinBox::valueChanged, this, &BatchNormLabPage::scheduleReset);
@@ -240,7 +236,9 @@ QWidget* BatchNormLabPage::buildChartToolbar() {
   statusLabel_ = new QLabel(bar);
   statusLabel_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   statusLabel_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  row->addWidget(caption(tr("BatchNorm layer"), layerBox_, bar));
+  auto* layerCaption = caption(tr("Layer"), layerBox_, bar);
+  layerCaption->setToolTip(tr("The BatchNorm layer and channel the statistics charts show"));
+  row->addWidget(layerCaption);
   row->addWidget(layerBox_);
   row->addWidget(channelSpin_);
   row->addSpacing(12);
@@ -267,7 +265,7 @@ QWidget* BatchNormLabPage::buildSidePanel() {
   callout_->hide();
   explanation_ = new QTextBrowser(panel);
   explanation_->setOpenExternalLinks(true);
-  explanation_->setMinimumWidth(260);
+  explanation_->setMinimumWidth(220);  // with the charts' toolbar, fits a 1024-pixel window
   column->addWidget(callout_);
   column->addWidget(explanation_, 1);
   return panel;
@@ -354,6 +352,16 @@ BnLabConfig BatchNormLabPage::config() const {
 void BatchNormLabPage::setConfig(const BnLabConfig& c) {
   showConfig(c);
   reset();
+}
+
+void BatchNormLabPage::applyQuestionSettings(int devices, int batchSize) {
+  {
+    const QSignalBlocker block(devicesSpin_);
+    if (devicesSpin_->isEnabled()) devicesSpin_->setValue(devices);  // a fixed GPU list keeps its count
+  }
+  BnLabConfig c = config();
+  c.batchSize = batchSize;
+  setConfig(c);
 }
 
 void BatchNormLabPage::setStepsPerSecond(int stepsPerSecond) {
@@ -476,7 +484,7 @@ void BatchNormLabPage::onFailed(const QString& model, const QString& message, qu
   updateCallout();
   updateButtons();
   updateStatus();
-  if (context()) emit context()->statusMessage(tr("BatchNorm lab stopped: %1").arg(message));
+  showStatus(tr("BatchNorm lab stopped: %1").arg(message));
   emit labFailed(message);
 }
 
@@ -486,7 +494,7 @@ void BatchNormLabPage::onModelStopped(const QString& model, const QString& messa
   stoppedError_ = message;
   stoppedStep_ = step;
   updateCallout();
-  if (context()) emit context()->statusMessage(tr("BatchNorm lab: the %1 model stopped; the others train on").arg(model));
+  showStatus(tr("BatchNorm lab: the %1 model stopped; the others train on").arg(model));
 }
 
 double BatchNormLabPage::recentLoss(int model) const {
@@ -618,7 +626,7 @@ void BatchNormLabPage::chooseFolderAndSave(bool png, bool csv) {
                               ? tr("Saved %1 charts (%2) in %3").arg(BnLabCharts::kChartCount).arg(png ? "PNG" : "CSV").arg(dir)
                               : tr("Saving failed: %1").arg(problems.join(QStringLiteral("; ")));
   statusLabel_->setText(message);
-  if (context()) emit context()->statusMessage(message);
+  showStatus(message);
 }
 
 }  // namespace gui

@@ -52,6 +52,8 @@ class BatchNormLabPage : public Page {
   // Sets the controls to `config` and resets the lab. The lab has its own controls and defaults
   // (BnLabConfig{}); the settings bar neither changes them nor is changed.
   void setConfig(const BnLabConfig& config);
+  // The devices and batch of a quiz question (AppContext::labSettingsRequested); resets the lab.
+  void applyQuestionSettings(int devices, int batchSize);
   void setStepsPerSecond(int stepsPerSecond);  // 0: as fast as the devices go
   void setStepLimit(qint64 steps);
   void selectLayer(int layerSlot, int channel);

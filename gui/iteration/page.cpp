@@ -407,7 +407,7 @@ void IterationPage::onEngineError(const QString& message) {
     const bool bn = message.contains(QLatin1String("Expected more than 1 value per channel"));
     scene_->setFailure(match.captured(1).toInt(), bn ? tr("1 sample: BatchNorm refuses") : tr("this replica failed"));
   }
-  emit context()->statusMessage(tr("Engine error: %1").arg(message.section(QLatin1Char('\n'), 0, 0)));
+  showStatus(tr("Engine error: %1").arg(message.section(QLatin1Char('\n'), 0, 0)));
   if (seekTarget_ >= -1) {
     seekTarget_ = -2;
     if (auto done = std::exchange(seekDone_, {})) done();

@@ -48,13 +48,23 @@ QPushButton* plainButton(const QString& text, QWidget* parent) {
 // The Iteration page's settings for a question's scenario: its devices ("devices": K simulated
 // GPUs), batch ("batch", or the first dimension of "input_shape"), model ("preset") and BatchNorm
 // mode ("sync_bn"); what the scenario does not name stays as it is.
-AppSettings settingsOfScenario(const dpv::course::QuizScenario& scenario, AppSettings settings) {
-  const QJsonObject params = QJsonDocument::fromJson(QByteArray::fromStdString(scenario.params_json)).object();
-  if (const int devices = params.value(QLatin1String("devices")).toInt(); devices >= 1 && devices <= 8)
-    settings.devices = QStringLiteral("cpu:%1").arg(devices);
+QJsonObject scenarioParams(const dpv::course::QuizScenario& scenario) {
+  return QJsonDocument::fromJson(QByteArray::fromStdString(scenario.params_json)).object();
+}
+int scenarioDevices(const QJsonObject& params) {  // 0 when the scenario names none (or too many)
+  const int devices = params.value(QLatin1String("devices")).toInt();
+  return devices >= 1 && devices <= 8 ? devices : 0;
+}
+int scenarioBatch(const QJsonObject& params) {  // 0 when the scenario names none
   int batch = params.value(QLatin1String("batch")).toInt();
   if (batch < 1) batch = params.value(QLatin1String("input_shape")).toArray().at(0).toInt();
-  if (batch >= 1) settings.batchSize = batch;
+  return std::max(batch, 0);
+}
+
+AppSettings settingsOfScenario(const dpv::course::QuizScenario& scenario, AppSettings settings) {
+  const QJsonObject params = scenarioParams(scenario);
+  if (const int devices = scenarioDevices(params)) settings.devices = QStringLiteral("cpu:%1").arg(devices);
+  if (const int batch = scenarioBatch(params)) settings.batchSize = batch;
   const std::string preset = params.value(QLatin1String("preset")).toString().toStdString();
   const auto presets = dpv::preset_names();
   if (std::find(presets.begin(), presets.end(), preset) != presets.end()) settings.preset = QString::fromStdString(preset);
@@ -66,6 +76,7 @@ AppSettings settingsOfScenario(const dpv::course::QuizScenario& scenario, AppSet
 
 QuizPage::QuizPage(AppContext* context, QWidget* parent) : Page(context, parent) {
   buildUi();
+  addKeys();
   loadCourse();
   startRound({});
   resumeSavedAnswers();
@@ -246,7 +257,8 @@ void QuizPage::loadCourse() {
   progress_ = saved.progress;
   if (!saved.message.empty()) {
     problems_ << QString::fromStdString(saved.message);
-    emit context()->statusMessage(QString::fromStdString(saved.message));
+    // Once the main window has given the page its id, so the message waits for the Quiz page.
+    QTimer::singleShot(0, this, [this, message = QString::fromStdString(saved.message)] { showStatus(message); });
   }
   banner_->setVisible(!problems_.isEmpty());
   banner_->setText(quiz_text::problemsBanner(problems_));
@@ -283,7 +295,7 @@ void QuizPage::goToSection(const QString& section) {
   }
   // None in this round (a retry round without that section's questions): stay, and say so.
   if (auto* button = sectionButtons_.value(section)) button->setChecked(section == currentSection());
-  emit context()->statusMessage(tr("This round has no %1 question.").arg(
+  showStatus(tr("This round has no %1 question.").arg(
       QString::fromStdString(dpv::course::quiz_section_title(section.toStdString()))));
 }
 
@@ -419,7 +431,18 @@ void QuizPage::openLink() {
     const AppSettings wanted = settingsOfScenario(*q->scenario, context()->settings());
     if (!(wanted == context()->settings())) {
       context()->setSettings(wanted);
-      emit context()->statusMessage(tr("Settings of the question: %1 on %2").arg(wanted.batchSize).arg(wanted.devices));
+      // Said on the page that shows them.
+      emit context()->statusMessage(page, tr("Settings of the question: %1 on %2").arg(wanted.batchSize).arg(wanted.devices));
+    }
+  }
+  // The BatchNorm lab has controls of its own (not the settings bar's): it takes the question's
+  // devices and batch from a request of its own.
+  if (page == QLatin1String("bnlab") && q->scenario) {
+    const QJsonObject params = scenarioParams(*q->scenario);
+    const int devices = scenarioDevices(params), batch = scenarioBatch(params);
+    if (devices > 0 && batch > 0) {
+      emit context()->labSettingsRequested(devices, batch);
+      emit context()->statusMessage(page, tr("Settings of the question: a batch of %1 on %2 devices").arg(batch).arg(devices));
     }
   }
   emit context()->navigateRequested(page);
@@ -467,7 +490,7 @@ void QuizPage::saveProgress() {
   try {
     dpv::course::save_progress(progressPath().toStdString(), progress_);
   } catch (const dpv::Error& e) {
-    emit context()->statusMessage(tr("Quiz progress could not be saved: %1").arg(QString::fromUtf8(e.what())));
+    showStatus(tr("Quiz progress could not be saved: %1").arg(QString::fromUtf8(e.what())));
   }
 }
 
@@ -560,7 +583,7 @@ void QuizPage::resetProgress() {
   scenarioResults_.clear();
   results_.next();  // a run still under way belongs to the old progress
   restartAll();
-  emit context()->statusMessage(tr("Quiz progress was reset."));
+  showStatus(tr("Quiz progress was reset."));
 }
 
 void QuizPage::runScenario() {
@@ -591,23 +614,23 @@ void QuizPage::setScenarioText(const ScenarioResult& result) {
   scenarioOutput_->show();
 }
 
-void QuizPage::keyPressEvent(QKeyEvent* event) {
-  const int key = event->key();
-  if (key == Qt::Key_Return || key == Qt::Key_Enter) {
-    if (!confirmSelection()) next();  // Enter checks a selection; without one it moves on
-  } else if (key == Qt::Key_H) {
-    showHint();
-  } else if (key >= Qt::Key_1 && key <= Qt::Key_6) {
-    selectOption(dpv::course::option_label(key - Qt::Key_1).c_str());
-  } else if (key >= Qt::Key_A && key <= Qt::Key_F) {
-    selectOption(dpv::course::option_label(key - Qt::Key_A).c_str());
-  } else if (key == Qt::Key_Left || key == Qt::Key_Backspace) {
-    previous();
-  } else {
-    Page::keyPressEvent(event);
-    return;
+void QuizPage::addKeys() {
+  // Select first, then confirm: a stray key only marks an option, Enter answers for good.
+  QList<QKeyCombination> letters, digits;
+  for (int i = 0; i < 6; ++i) {
+    letters << QKeyCombination(static_cast<Qt::Key>(Qt::Key_A + i));
+    digits << QKeyCombination(static_cast<Qt::Key>(Qt::Key_1 + i));
   }
-  event->accept();
+  const auto select = [this](int which) { selectOption(dpv::course::option_label(which).c_str()); };
+  addKey(letters, tr("select answer A-F (Enter confirms it)"), select);
+  addKey(digits, tr("select answer 1-6 = A-F (Enter confirms it)"), select);
+  addKey({QKeyCombination(Qt::Key_Return), QKeyCombination(Qt::Key_Enter)},
+         tr("confirm the selected answer; with none selected, the next question"), [this](int) {
+           if (!confirmSelection()) next();
+         });
+  addKey({QKeyCombination(Qt::Key_H)}, tr("show the hint"), [this](int) { showHint(); });
+  addKey({QKeyCombination(Qt::Key_Left), QKeyCombination(Qt::Key_Backspace)}, tr("previous question"),
+         [this](int) { previous(); });
 }
 
 QList<Page::Shot> QuizPage::screenshots() {

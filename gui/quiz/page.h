@@ -86,10 +86,8 @@ class QuizPage : public Page {
   void answered(const QString& questionId, bool correct);
   void scenarioFinished(const QString& questionId);
 
- protected:
-  void keyPressEvent(QKeyEvent* event) override;
-
  private:
+  void addKeys();  // the page's keys (Page::addKey): select, confirm, hint, previous
   void buildUi();
   void loadCourse();
   void showQuestion();

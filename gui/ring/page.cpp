@@ -59,6 +59,12 @@ QTextBrowser* panel(QWidget* parent) {
 
 RingPage::RingPage(AppContext* context, QWidget* parent) : Page(context, parent) {
   setFocusPolicy(Qt::StrongFocus);
+  addKey({QKeyCombination(Qt::Key_Right), QKeyCombination(Qt::Key_Space)}, tr("next step of the ring"),
+         [this](int) { setFrame(frame() + 1); });
+  addKey({QKeyCombination(Qt::Key_Left), QKeyCombination(Qt::Key_Backspace)}, tr("previous step"),
+         [this](int) { setFrame(frame() - 1); });
+  addKey({QKeyCombination(Qt::Key_Home)}, tr("first step"), [this](int) { setFrame(0); });
+  addKey({QKeyCombination(Qt::Key_End)}, tr("last step"), [this](int) { setFrame(frameCount() - 1); });
   auto* outer = new QVBoxLayout(this);
   outer->setContentsMargins(12, 12, 12, 12);
   outer->setSpacing(8);
@@ -161,16 +167,6 @@ void RingPage::setFrame(int frame) {
   view_->setFrame(frame);
   if (slider_->value() != view_->frame()) slider_->setValue(view_->frame());
   refreshPanels();
-}
-
-void RingPage::keyPressEvent(QKeyEvent* event) {
-  switch (event->key()) {
-    case Qt::Key_Right: case Qt::Key_Space: setFrame(frame() + 1); return;
-    case Qt::Key_Left: case Qt::Key_Backspace: setFrame(frame() - 1); return;
-    case Qt::Key_Home: setFrame(0); return;
-    case Qt::Key_End: setFrame(frameCount() - 1); return;
-    default: Page::keyPressEvent(event);
-  }
 }
 
 void RingPage::run() {

@@ -48,9 +48,6 @@ class RingPage : public Page {
   void demoShown();
   void failed(const QString& message);
 
- protected:
-  void keyPressEvent(QKeyEvent* event) override;
-
  private:
   void showDemo(std::shared_ptr<const dpv::course::RingDemo> demo);
   void refreshPanels();

@@ -172,8 +172,8 @@ TEST(BnLabDdpCharts, DeviceTicksNameThePaddedDdpShardBesideTheChunk) {
   charts.appendSteps({step});
   auto ticker = charts.plot(BnLabCharts::BatchMean)->xAxis->ticker().dynamicCast<QCPAxisTickerText>();
   ASSERT_TRUE(ticker);
-  EXPECT_EQ(ticker->ticks().value(0), QStringLiteral("GPU 0 (8)"));
-  EXPECT_EQ(ticker->ticks().value(3), QStringLiteral("GPU 3 (6, DDP 8)"));
+  EXPECT_EQ(ticker->ticks().value(0), QStringLiteral("GPU 0\n8"));
+  EXPECT_EQ(ticker->ticks().value(3), QStringLiteral("GPU 3\n6 · DDP 8"));
 }
 
 }  // namespace gui

@@ -1,13 +1,18 @@
 // Layout at the window sizes a learner uses (1024x640 up to 1920x1080): nothing of the Iteration
-// page's picture runs under the DataParallel | DDP switch.
+// page's picture runs under the DataParallel | DDP switch; the BatchNorm lab fits 1024x640.
 #include <gtest/gtest.h>
 
 #include <QGraphicsItem>
 #include <QGraphicsScene>
 #include <QGraphicsView>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <qcustomplot.h>
 
 #include "gui/app/context.h"
 #include "gui/app/main_window.h"
+#include "gui/bnlab/charts.h"
+#include "gui/bnlab/page.h"
 #include "gui/ddp/scene.h"
 #include "gui/iteration/page.h"
 #include "gui/runtime/engine_controller.h"
@@ -102,6 +107,50 @@ INSTANTIATE_TEST_SUITE_P(WindowSizes, ModeSwitchLayout, ::testing::Values(QSize(
                          [](const ::testing::TestParamInfo<QSize>& info) {
                            return std::to_string(info.param.width()) + "x" + std::to_string(info.param.height());
                          });
+
+// The BatchNorm lab at 1024x640: its controls wrap instead of widening the page (no sideways
+// scrolling), and every legend entry of its charts is whole (not cut by its neighbour or the edge).
+TEST(BatchNormLabLayout, FitsTheSmallestWindowWithWholeLegends) {
+  SizedWindow w(settingsFor(QStringLiteral("cpu:4"), QStringLiteral("simple"), 10), QSize(1024, 640));
+  w.window->showPage(QStringLiteral("bnlab"));
+  auto* lab = qobject_cast<BatchNormLabPage*>(w.window->page(QStringLiteral("bnlab")));
+  ASSERT_NE(lab, nullptr);
+  ASSERT_TRUE(waitUntil([&] { return lab->isConfigured(); }));
+  lab->setStepsPerSecond(0);
+  lab->setStepLimit(3);
+  lab->start();
+  ASSERT_TRUE(waitUntil([&] { return lab->charts()->stepCount() >= 3 || lab->hasFailed(); })) << "the lab never trained";
+  ASSERT_FALSE(lab->hasFailed()) << lab->failure().toStdString();
+  QTest::qWait(50);
+  auto* scroll = qobject_cast<QScrollArea*>(lab->parentWidget()->parentWidget());
+  ASSERT_NE(scroll, nullptr);
+  EXPECT_EQ(scroll->horizontalScrollBar()->maximum(), 0)
+      << "the lab needs " << lab->minimumSizeHint().width() << " px of " << scroll->viewport()->width() << [&] {
+           std::string parts;
+           for (QWidget* child : lab->findChildren<QWidget*>(Qt::FindDirectChildrenOnly))
+             parts += " " + std::string(child->metaObject()->className()) + ":" + child->objectName().toStdString() + "=" +
+                      std::to_string(child->minimumSizeHint().width());
+           return parts;
+         }();
+  lab->charts()->replotNow();
+  for (int c = 0; c < BnLabCharts::kChartCount; ++c) {
+    QCustomPlot* plot = lab->charts()->plot(static_cast<BnLabCharts::Chart>(c));
+    int items = 0;
+    for (int i = 0; i < plot->legend->itemCount(); ++i) {
+      QCPAbstractLegendItem* item = plot->legend->item(i);
+      if (!item) continue;
+      ++items;
+      auto* entry = qobject_cast<QCPPlottableLegendItem*>(item);
+      const std::string name = entry ? entry->plottable()->name().toStdString() : std::string("?");
+      EXPECT_GE(item->outerRect().width(), item->minimumOuterSizeHint().width())
+          << BnLabCharts::chartId(static_cast<BnLabCharts::Chart>(c)).toStdString() << ": \"" << name << "\" is cut: " << item->outerRect().width() << " of " << item->minimumOuterSizeHint().width() << " in a chart " << plot->width() << " wide, legend " << plot->legend->outerRect().width() << " columns " << plot->legend->wrap();
+      EXPECT_TRUE(plot->rect().contains(item->outerRect()))
+          << BnLabCharts::chartId(static_cast<BnLabCharts::Chart>(c)).toStdString() << ": \"" << name << "\" runs off the chart";
+    }
+    EXPECT_GE(items, 2);
+    EXPECT_FALSE(plot->toolTip().isEmpty()) << "the full meaning of the short legend entries";
+  }
+}
 
 }  // namespace
 }  // namespace gui

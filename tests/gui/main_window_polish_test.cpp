@@ -6,6 +6,8 @@
 #include <QAbstractButton>
 #include <QAction>
 #include <QPushButton>
+#include <QTemporaryDir>
+#include <QKeyEvent>
 #include <QShortcut>
 #include <QSpinBox>
 #include <QStatusBar>
@@ -68,10 +70,26 @@ TEST(MainWindowPolish, NextLeadsThroughThePagesInOrder) {
 TEST(MainWindowPolish, AStatusMessageBelongsToThePageShown) {
   PolishWindow w;
   w.window->showPage(QStringLiteral("iteration"));
-  emit w.context.statusMessage(QStringLiteral("Engine error: something on the Iteration page"));
+  w.window->page(QStringLiteral("iteration"))->showStatus(QStringLiteral("Engine error: something on the Iteration page"));
   EXPECT_EQ(w.window->statusBar()->currentMessage(), QStringLiteral("Engine error: something on the Iteration page"));
   w.window->showPage(QStringLiteral("timeline"));
   EXPECT_TRUE(w.window->statusBar()->currentMessage().isEmpty());
+  // A page in the background (the lab trains on while the learner reads the Timeline) does not
+  // speak over the page shown; its message waits until the learner opens it.
+  Page* lab = w.window->page(QStringLiteral("bnlab"));
+  EXPECT_EQ(lab->pageId().toStdString(), "bnlab");
+  lab->showStatus(QStringLiteral("BatchNorm lab stopped: on purpose"));
+  EXPECT_TRUE(w.window->statusBar()->currentMessage().isEmpty()) << w.window->statusBar()->currentMessage().toStdString();
+  w.window->showPage(QStringLiteral("quiz"));
+  EXPECT_TRUE(w.window->statusBar()->currentMessage().isEmpty());
+  w.window->showPage(QStringLiteral("bnlab"));
+  EXPECT_EQ(w.window->statusBar()->currentMessage(), QStringLiteral("BatchNorm lab stopped: on purpose"));
+  w.window->showPage(QStringLiteral("timeline"));
+  w.window->showPage(QStringLiteral("bnlab"));
+  EXPECT_TRUE(w.window->statusBar()->currentMessage().isEmpty()) << "shown once, not again";
+  // A window-wide message (no page id) shows on whatever page is shown.
+  emit w.context.statusMessage(QString(), QStringLiteral("for every page"));
+  EXPECT_EQ(w.window->statusBar()->currentMessage(), QStringLiteral("for every page"));
 }
 
 TEST(MainWindowPolish, TheKeyboardReturnsToThePageAfterASettingIsEdited) {
@@ -127,6 +145,56 @@ TEST(MainWindowPolish, HelpListsEveryShortcutTheWindowHas) {
     if (e.keys == QKeySequence(Qt::Key_Space).toString(QKeySequence::NativeText) && e.where == QLatin1String("Iteration"))
       space = e.what.contains(QLatin1String("play"));
   EXPECT_TRUE(space) << "the Iteration page's Space is listed with what it does";
+}
+
+
+// The keys a page handles itself (the quiz's select-then-Enter, the ring's arrows) are listed:
+// every key a page accepts is in Help's list with that page's name, so the list cannot drift.
+TEST(MainWindowPolish, HelpListsTheKeysEveryPageHandles) {
+  QTemporaryDir data;  // answering with a key saves quiz progress: not into the learner's own
+  ASSERT_TRUE(data.isValid());
+  qputenv("DPVIZ_DATA_DIR", data.path().toUtf8());
+  PolishWindow w;
+  const QList<MainWindow::ShortcutEntry> listed = w.window->shortcuts();
+  auto listedOn = [&](const QString& where, Qt::Key key) {
+    const QString name = QKeySequence(key).toString(QKeySequence::NativeText);
+    for (const auto& e : listed)
+      if (e.where == where && e.keys.split(QStringLiteral(", ")).contains(name) && !e.what.isEmpty()) return true;
+    return false;
+  };
+  for (Qt::Key key : {Qt::Key_A, Qt::Key_B, Qt::Key_C, Qt::Key_D, Qt::Key_Return, Qt::Key_Enter})
+    EXPECT_TRUE(listedOn(QStringLiteral("Quiz"), key)) << QKeySequence(key).toString().toStdString();
+  for (Qt::Key key : {Qt::Key_Left, Qt::Key_Right, Qt::Key_Home, Qt::Key_End})
+    EXPECT_TRUE(listedOn(QStringLiteral("Ring all-reduce"), key)) << QKeySequence(key).toString().toStdString();
+
+  QList<Qt::Key> candidates{Qt::Key_Space, Qt::Key_Return, Qt::Key_Enter, Qt::Key_Left, Qt::Key_Right, Qt::Key_Up,
+                            Qt::Key_Down, Qt::Key_Home, Qt::Key_End, Qt::Key_Backspace, Qt::Key_Escape, Qt::Key_Tab};
+  for (int k = Qt::Key_0; k <= Qt::Key_9; ++k) candidates << static_cast<Qt::Key>(k);
+  for (int k = Qt::Key_A; k <= Qt::Key_Z; ++k) candidates << static_cast<Qt::Key>(k);
+  const QStringList titles{"Introduction", "Iteration", "BatchNorm lab", "Timeline", "Ring all-reduce", "DP vs DDP", "Quiz"};
+  ASSERT_EQ(titles.size(), MainWindow::pageIds().size());
+  for (int i = 0; i < MainWindow::pageIds().size(); ++i) {
+    const QString id = MainWindow::pageIds()[i];
+    w.window->showPage(id);
+    Page* page = w.window->page(id);
+    int handled = 0;
+    for (Qt::Key key : candidates) {
+      QKeyEvent press(QEvent::KeyPress, key, Qt::NoModifier, QKeySequence(key).toString().toLower());
+      press.ignore();
+      // To the page alone: a key it leaves is passed up to the scroll area, which scrolls with arrows.
+      static_cast<QObject*>(page)->event(&press);
+      if (!press.isAccepted()) continue;
+      ++handled;
+      bool found = false;
+      const QString name = QKeySequence(key).toString(QKeySequence::NativeText);
+      for (const auto& e : listed)
+        if (e.where == titles[i] && e.keys.split(QStringLiteral(", ")).contains(name) && !e.what.isEmpty()) found = true;
+      EXPECT_TRUE(found) << id.toStdString() << " handles " << name.toStdString() << " but Help does not list it";
+    }
+    if (id == QLatin1String("quiz")) EXPECT_GE(handled, 12) << "A-F, 1-6, Enter, H, Left";
+    if (id == QLatin1String("ring")) EXPECT_GE(handled, 4);
+  }
+  qunsetenv("DPVIZ_DATA_DIR");
 }
 
 }  // namespace

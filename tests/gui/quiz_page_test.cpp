@@ -17,6 +17,7 @@
 #include "gui_test_support.h"
 #include "gui/app/context.h"
 #include "gui/quiz/option_button.h"
+#include "gui/bnlab/page.h"
 #include "gui/quiz/page.h"
 
 namespace gui {
@@ -240,6 +241,27 @@ TEST_F(QuizPageTest, SeeItOnTheIterationPageAppliesTheQuestionsSettings) {
   EXPECT_EQ(context_->settings().batchSize, 8);
 }
 
+TEST_F(QuizPageTest, OpenTheBatchNormLabCarriesTheQuestionsSettingsIntoTheLab) {
+  const AppSettings before = settingsFor(QStringLiteral("cpu:2"), QStringLiteral("simple"), 10);
+  context_->setSettings(before);
+  BatchNormLabPage lab(context_.get());
+  ASSERT_EQ(lab.config().batchSize, BnLabConfig{}.batchSize);
+  QStringList requested;
+  QObject::connect(context_.get(), &AppContext::navigateRequested, [&](const QString& id) { requested << id; });
+  goTo("doc-5-batchnorm");  // 2 devices, a batch of 8
+  ASSERT_TRUE(page_->chooseOption("A"));
+  page_->linkButton()->click();
+  EXPECT_EQ(requested, QStringList{QStringLiteral("bnlab")});
+  EXPECT_EQ(lab.config().devices, "cpu:2");
+  EXPECT_EQ(lab.config().batchSize, 8);
+  goTo("bn-one-sample-chunk");  // 4 devices, a batch of 10: one device gets a single sample
+  page_->linkButton()->click();
+  EXPECT_EQ(lab.config().devices, "cpu:4");
+  EXPECT_EQ(lab.config().batchSize, 10);
+  EXPECT_EQ(lab.config().learningRate, BnLabConfig{}.learningRate) << "the lab's other controls stay";
+  EXPECT_TRUE(context_->settings() == before) << "the settings bar is not the lab's";
+}
+
 TEST_F(QuizPageTest, LinkButtonsAskTheWindowToNavigate) {
   QStringList requested;
   QObject::connect(context_.get(), &AppContext::navigateRequested, [&](const QString& id) { requested << id; });
@@ -303,12 +325,17 @@ TEST_F(QuizPageTest, CorruptProgressIsMovedAsideAndReported) {
     ASSERT_TRUE(f.open(QIODevice::WriteOnly));
     f.write("{ not json");
   }
-  QStringList status;
-  QObject::connect(context_.get(), &AppContext::statusMessage, [&](const QString& m) { status << m; });
+  QStringList status, pages;
+  QObject::connect(context_.get(), &AppContext::statusMessage, [&](const QString& page, const QString& m) {
+    pages << page;
+    status << m;
+  });
   page_ = std::make_unique<QuizPage>(context_.get());
+  page_->setPageId(QStringLiteral("quiz"));  // as the main window does right after constructing it
   ASSERT_EQ(page_->problems().size(), 1);
   EXPECT_TRUE(page_->problems().front().contains("corrupt")) << page_->problems().front().toStdString();
-  EXPECT_FALSE(status.isEmpty());
+  EXPECT_TRUE(waitUntil([&] { return !status.isEmpty(); }, 2000));
+  EXPECT_EQ(pages, QStringList{QStringLiteral("quiz")}) << "the message is the Quiz page's, shown when it is";
   const QStringList aside = QDir(dataDir_.path()).entryList({"progress.json.corrupt-*"});
   EXPECT_EQ(aside.size(), 1);
   EXPECT_TRUE(page_->chooseOption("B"));  // and the quiz still works and saves
