@@ -144,6 +144,34 @@ TEST_P(GlooGroupTest, SmallAllReducesSumAndEveryRankHoldsTheSameBits) {
   for (int r = 1; r < world; ++r) EXPECT_EQ(got[r], got[0]) << "rank " << r << " differs from rank 0";
 }
 
+// Broadcasts up to 256 KiB go over the synchronous pairs (kept ready per dtype, numel and root),
+// larger ones over Gloo's asynchronous broadcast; both, from every root, interleaved with
+// all-reduces on the same pairs, twice over so the second round reuses what the first made.
+TEST_P(GlooGroupTest, BroadcastsFromEveryRootInterleavedWithAllReduces) {
+  const int world = GetParam();
+  expect_no_errors(with_ranks(world, [&](int rank, ProcessGroup& g) {
+    for (int round = 0; round < 2; ++round) {
+      for (int64_t n : {int64_t{1}, int64_t{300}, int64_t{32768}, int64_t{65537}}) {
+        for (int root = 0; root < world; ++root) {
+          for (DType dt : {DType::Float32, DType::Int64}) {
+            std::vector<double> v(static_cast<size_t>(n));
+            for (int64_t i = 0; i < n; ++i) v[i] = static_cast<double>(i % 1000 + 7 * rank);
+            Tensor t = Tensor::from_doubles({n}, dt, v);
+            CollectiveReport r = g.broadcast(t, root);
+            EXPECT_EQ(r.op, "broadcast");
+            std::vector<double> out = t.to_doubles();
+            for (int64_t i = 0; i < n; i += std::max<int64_t>(1, n / 40))
+              ASSERT_EQ(out[i], static_cast<double>(i % 1000 + 7 * root)) << "n " << n << " root " << root;
+            Tensor s = Tensor::full({n}, dt, 1.0);
+            g.all_reduce_sum(s);
+            ASSERT_EQ(s.to_doubles().back(), static_cast<double>(world));
+          }
+        }
+      }
+    }
+  }));
+}
+
 // More distinct sizes than the group keeps ready: the least recently used are dropped and made
 // again, on every rank alike, and the sums stay right.
 TEST_P(GlooGroupTest, ManyDistinctSmallSizesStayCorrect) {

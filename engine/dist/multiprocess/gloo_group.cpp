@@ -2,6 +2,7 @@
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce_ring_chunked.h>
+#include <gloo/broadcast_one_to_all.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/rendezvous/context.h>
@@ -13,6 +14,7 @@
 #include <functional>
 #include <list>
 #include <mutex>
+#include <tuple>
 
 #include "engine/dist/multiprocess/gloo_store.h"
 #include "engine/dist/multiprocess/socket.h"
@@ -34,37 +36,52 @@ namespace {
 // default buffers of any Linux machine (wmem_max 208 KiB, rmem 128 KiB and up), never deadlocking.
 // (Whole messages of 1-4 MiB this way stalled for 200 ms on TCP's window probes.)
 constexpr size_t kSyncAllreducePieceBytes = 256 * 1024;
-// Distinct sizes kept ready (their buffers registered with the peers); least recently used first out.
-constexpr size_t kSyncAllreduceCacheSize = 16;
+// Broadcasts up to this size go over the synchronous pairs too (BatchNorm buffers every step under
+// broadcast_buffers=True); larger ones (the model's state, once) use Gloo's asynchronous
+// broadcast, so no large staging buffer stays allocated. Only the root sends, so no size can deadlock.
+constexpr size_t kSyncBroadcastMaxBytes = 256 * 1024;
+// Distinct collectives kept ready (their buffers registered with the peers); least recently used
+// first out.
+constexpr size_t kSyncCollectiveCacheSize = 16;
 
-// Gloo's chunked ring (reduce-scatter, then the reduced chunks around the ring again, so every rank
-// ends with the same bits) over a staging buffer owned here. The algorithm object registers its
-// buffers with the peers once and is reused; it works on its own staging buffer, not the caller's
-// tensor, so whether a call finds one ready depends only on (dtype, numel), which every rank
-// passes alike, and every rank creates the same objects in the same order (Gloo pairs them by
-// creation order).
-class SyncAllreduce {
+// A Gloo algorithm object (Gloo's older API, the one that runs on synchronous pairs) over a
+// staging buffer owned here. It registers its buffers with the peers once and is reused; it works
+// on its own staging buffer, not the caller's tensor, so whether a call finds one ready depends
+// only on what every rank passes alike (the collective, dtype, numel, root), and every rank
+// creates the same objects in the same order (Gloo pairs them by creation order).
+class SyncCollective {
  public:
-  virtual ~SyncAllreduce() noexcept(false) = default;  // as gloo::Algorithm's
-  virtual void run(void* data) = 0;
+  virtual ~SyncCollective() noexcept(false) = default;  // as gloo::Algorithm's
+  virtual void run(void* data) = 0;                     // data: numel elements, in and out
 };
 
-template <typename T>
-class SyncAllreduceOf final : public SyncAllreduce {
+template <typename T, typename Algorithm>
+class StagedCollective final : public SyncCollective {
  public:
-  SyncAllreduceOf(const std::shared_ptr<gloo::Context>& context, int64_t numel)
-      : staging_(static_cast<size_t>(numel)), ring_(context, {staging_.data()}, static_cast<int>(numel)) {}
+  template <typename... Args>
+  StagedCollective(const std::shared_ptr<gloo::Context>& context, int64_t numel, Args... args)
+      : staging_(static_cast<size_t>(numel)), algorithm_(context, {staging_.data()}, numel, args...) {}
   void run(void* data) override {
     const size_t bytes = staging_.size() * sizeof(T);
     std::memcpy(staging_.data(), data, bytes);
-    ring_.run();
+    algorithm_.run();
     std::memcpy(data, staging_.data(), bytes);
   }
 
  private:
   std::vector<T> staging_;  // [numel]
-  gloo::AllreduceRingChunked<T> ring_;
+  Algorithm algorithm_;
 };
+
+// Gloo's chunked ring: reduce-scatter, then the reduced chunks around the ring again, so every
+// rank ends with the same bits.
+template <typename T>
+using SyncAllreduceOf = StagedCollective<T, gloo::AllreduceRingChunked<T>>;
+// The root sends its buffer to every other rank once each clears it to send.
+template <typename T>
+using SyncBroadcastOf = StagedCollective<T, gloo::BroadcastOneToAll<T>>;
+
+enum class SyncKind { AllReduce, Broadcast };
 
 class GlooGroup final : public ProcessGroup {
  public:
@@ -86,7 +103,7 @@ class GlooGroup final : public ProcessGroup {
       char* data = static_cast<char*>(buf.raw());
       for (int64_t first = 0; first < buf.numel(); first += piece) {
         const int64_t n = std::min(piece, buf.numel() - first);
-        sync_allreduce_for(buf.dtype(), n).run(data + first * dtype_size(buf.dtype()));
+        sync_collective_for(SyncKind::AllReduce, buf.dtype(), n, 0).run(data + first * dtype_size(buf.dtype()));
       }
     });
   }
@@ -95,6 +112,12 @@ class GlooGroup final : public ProcessGroup {
     check_host(buf, "broadcast");
     check(root >= 0 && root < size(), "broadcast: root " + std::to_string(root) + " is not a rank of this group of " +
                                           std::to_string(size()));
+    if (size() > 1 && buf.numel() > 0 && buf.nbytes() <= kSyncBroadcastMaxBytes) {
+      return run("broadcast", buf.nbytes(), [&] {
+        std::lock_guard<std::mutex> lock(sync_mutex_);
+        sync_collective_for(SyncKind::Broadcast, buf.dtype(), buf.numel(), root).run(buf.raw());
+      });
+    }
     return run("broadcast", buf.nbytes(), [&] {
       gloo::BroadcastOptions opts(context_);
       set_output(opts, buf);
@@ -148,23 +171,32 @@ class GlooGroup final : public ProcessGroup {
 
   uint32_t next_tag() { return tag_++; }
 
-  SyncAllreduce& sync_allreduce_for(DType dtype, int64_t numel) {
-    const std::pair<DType, int64_t> key{dtype, numel};
-    for (auto it = sync_allreduces_.begin(); it != sync_allreduces_.end(); ++it) {
+  SyncCollective& sync_collective_for(SyncKind kind, DType dtype, int64_t numel, int root) {
+    const SyncKey key{kind, dtype, numel, root};
+    for (auto it = sync_collectives_.begin(); it != sync_collectives_.end(); ++it) {
       if (it->first == key) {
-        sync_allreduces_.splice(sync_allreduces_.begin(), sync_allreduces_, it);
-        return *sync_allreduces_.front().second;
+        sync_collectives_.splice(sync_collectives_.begin(), sync_collectives_, it);
+        return *sync_collectives_.front().second;
       }
     }
-    if (sync_allreduces_.size() >= kSyncAllreduceCacheSize) sync_allreduces_.pop_back();
-    std::unique_ptr<SyncAllreduce> made;
+    if (sync_collectives_.size() >= kSyncCollectiveCacheSize) sync_collectives_.pop_back();
+    sync_collectives_.emplace_front(key, make_sync_collective(kind, dtype, numel, root));
+    return *sync_collectives_.front().second;
+  }
+
+  template <typename T>
+  std::unique_ptr<SyncCollective> make_sync_collective_of(SyncKind kind, int64_t numel, int root) {
+    if (kind == SyncKind::AllReduce) return std::make_unique<SyncAllreduceOf<T>>(sync_context_, numel);
+    return std::make_unique<SyncBroadcastOf<T>>(sync_context_, numel, root, 0);
+  }
+
+  std::unique_ptr<SyncCollective> make_sync_collective(SyncKind kind, DType dtype, int64_t numel, int root) {
     switch (dtype) {
-      case DType::Float32: made = std::make_unique<SyncAllreduceOf<float>>(sync_context_, numel); break;
-      case DType::Float64: made = std::make_unique<SyncAllreduceOf<double>>(sync_context_, numel); break;
-      case DType::Int64: made = std::make_unique<SyncAllreduceOf<int64_t>>(sync_context_, numel); break;
+      case DType::Float32: return make_sync_collective_of<float>(kind, numel, root);
+      case DType::Float64: return make_sync_collective_of<double>(kind, numel, root);
+      case DType::Int64: return make_sync_collective_of<int64_t>(kind, numel, root);
     }
-    sync_allreduces_.emplace_front(key, std::move(made));
-    return *sync_allreduces_.front().second;
+    throw Error("gloo: unsupported dtype");
   }
 
   CollectiveReport run(const char* op, size_t bytes, const std::function<void()>& body) {
@@ -187,12 +219,13 @@ class GlooGroup final : public ProcessGroup {
     return r;
   }
 
-  std::shared_ptr<gloo::Context> context_;       // asynchronous pairs: broadcast, all-gather, barrier
-  std::shared_ptr<gloo::Context> sync_context_;  // synchronous pairs: all-reduce
+  std::shared_ptr<gloo::Context> context_;       // asynchronous pairs: large broadcasts, all-gather, barrier
+  std::shared_ptr<gloo::Context> sync_context_;  // synchronous pairs: all-reduce, small broadcasts
   std::chrono::milliseconds timeout_;
   uint32_t tag_ = 0;
   std::mutex sync_mutex_;
-  std::list<std::pair<std::pair<DType, int64_t>, std::unique_ptr<SyncAllreduce>>> sync_allreduces_;  // most recent first
+  using SyncKey = std::tuple<SyncKind, DType, int64_t, int>;  // collective, dtype, numel, root
+  std::list<std::pair<SyncKey, std::unique_ptr<SyncCollective>>> sync_collectives_;  // most recent first
 };
 
 // One full mesh of Gloo pairs over `device`, its ranks meeting under `prefix` in the store.
