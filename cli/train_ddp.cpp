@@ -63,34 +63,37 @@ void print_header(const TrainDdpInputs& in, int world, const std::string& how) {
             << std::flush;  // through a pipe (the app's run as processes) the header shows before the first step ends
 }
 
-// One launched rank's iteration, stage by stage, each stage timed and recorded as the engine's
-// traces record stages (TraceRecorder): the rank's compute on track 0, its bucket all-reduces
-// (on its communication thread) on track 1.
+// One launched rank's iteration, stage by stage, each stage timed and recorded as the in-process
+// DDP iteration records them (the same stage kinds and titles, engine/ddp/ddp_iteration.cpp): the
+// rank's compute on its device's lane, and its bucket all-reduces, carried by Finalize, where they
+// ran on its communication thread (the lane right under it), overlapping the backward.
 void run_traced_iteration(DdpRank& ddp, const std::function<double()>& clock, TraceRecorder& trace, int rank) {
   const double it0 = clock();
   int index = 0;
   const std::string label = "rank " + std::to_string(rank) + " (" + ddp.device().name() + ")";
-  auto record = [&](StageKind kind, int layer, const std::string& title, double start,
-                    std::vector<CollectiveReport> reports, int track = 0, const std::string& track_label = "") {
+  auto event = [&](StageKind kind, int layer, const std::string& title, double start, std::vector<CollectiveReport> reports) {
     StageEvent e;
     e.index = index++;
     e.stage = Stage{kind, layer, title};
     e.t_start = start - it0;
     e.t_end = clock() - it0;
     DeviceState d;
-    d.device = track;
-    d.label = track_label.empty() ? label : track_label;
+    d.device = 0;
+    d.label = label;
     d.has_replica = true;
     d.busy_start = e.t_start;
     d.busy_end = e.t_end;
     e.devices.push_back(d);
     e.collectives = std::move(reports);
-    trace.on_stage(e);
+    return e;
+  };
+  auto record = [&](StageKind kind, int layer, const std::string& title, double start, std::vector<CollectiveReport> reports) {
+    trace.on_stage(event(kind, layer, title, start, std::move(reports)));
   };
   double t = clock();
   if (ddp.will_sync_buffers()) {
     auto r = ddp.sync_buffers();
-    record(StageKind::Replicate, -1, "Broadcast buffers (rank 0's)", t, r);
+    record(StageKind::BroadcastBuffers, -1, "Broadcast buffers: rank 0's buffers to every rank", t, r);
   }
   const Model& model = ddp.model();
   for (int i = 0; i < model.num_layers(); ++i) {
@@ -108,27 +111,17 @@ void run_traced_iteration(DdpRank& ddp, const std::function<double()>& clock, Tr
   }
   t = clock();
   ddp.finalize();
-  record(StageKind::ReduceGrads, -1, "Finalize: wait for the bucket all-reduces", t, {});
+  StageEvent finalize = event(StageKind::Finalize, -1, "Finalize: wait for the bucket all-reduces, averaged gradients into .grad", t, {});
+  const auto names = ddp.reducer().bucket_names();
+  for (const BucketRun& b : ddp.reducer().runs()) {
+    finalize.comm.push_back(CommSpan{0, b.bucket, b.launch - it0, b.start - it0, b.end - it0, b.bytes,
+                                     names[static_cast<size_t>(b.bucket)], b.report, b.ring});
+    finalize.collectives.push_back(b.report);
+  }
+  trace.on_stage(finalize);
   t = clock();
   ddp.optimizer_step();
   record(StageKind::Step, -1, "SGD step", t, {});
-  // The bucket all-reduces as they ran on the communication thread, overlapping the backward.
-  for (const BucketRun& b : ddp.reducer().runs()) {
-    StageEvent e;
-    e.index = index++;
-    e.stage = Stage{StageKind::ReduceGrads, -1, "Bucket " + std::to_string(b.bucket) + " all-reduce"};
-    e.t_start = b.start - it0;
-    e.t_end = b.end - it0;
-    DeviceState d;
-    d.device = 1;
-    d.label = "rank " + std::to_string(rank) + " communication thread";
-    d.busy_start = e.t_start;
-    d.busy_end = e.t_end;
-    e.devices.push_back(d);
-    e.bytes_moved = b.bytes;
-    e.collectives = {b.report};
-    trace.on_stage(e);
-  }
 }
 
 void run_launched(const TrainDdpInputs& in) {

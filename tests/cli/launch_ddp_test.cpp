@@ -179,13 +179,25 @@ TEST_F(LaunchDdp, TrainAsProcessesTracesEveryRankAndMatchesInProcessRanks) {
   EXPECT_TRUE(exists(path("procs.rank1.json")));
   const Json merged = read_json(path("procs.json"));
   std::set<int> pids;
+  std::set<std::string> categories;
   int bucket_events = 0;
   for (const Json& e : merged["traceEvents"]) {
     pids.insert(e["pid"].get<int>());
-    if (e.value("ph", "") == "X" && e.value("name", "").rfind("Bucket ", 0) == 0) ++bucket_events;
+    if (e.value("ph", "") != "X") continue;
+    categories.insert(e.value("cat", ""));
+    if (e.value("cat", "") == "allreduce") ++bucket_events;
   }
   EXPECT_EQ(pids, (std::set<int>{0, 1})) << "a process per rank";
   EXPECT_GE(bucket_events, 2 * 2) << "each rank's bucket all-reduces, 2 traced iterations";
+  // The ranks record the stages the in-process ranks record (a launched rank has no Construct or
+  // Sample stage of its own: it builds its replica and its shard before the traced iterations).
+  std::set<std::string> in_process_categories;
+  const Json threads = read_json(path("threads.json"));
+  for (const Json& e : threads["traceEvents"])
+    if (e.value("ph", "") == "X") in_process_categories.insert(e.value("cat", ""));
+  for (const std::string& c : categories) EXPECT_TRUE(in_process_categories.count(c)) << c << " is not a DDP stage of the in-process trace";
+  for (const char* c : {"broadcast_buffers", "forward", "loss", "backward", "finalize", "allreduce", "step"})
+    EXPECT_TRUE(categories.count(c)) << "the launched trace has no " << c;
 }
 
 }  // namespace
