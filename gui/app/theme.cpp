@@ -178,10 +178,15 @@ const SceneColors& sceneColors(const QString& theme) {
 }
 
 QColor stageColor(int stageKind, const QString& theme) {
+  // In dpv::StageKind order: DataParallel's nine stages, then DDP's own (construct, sample,
+  // broadcast buffers, finalize).
   static const QColor lightColors[] = {QColor(0xe0, 0x9a, 0x2b), QColor(0x3d, 0x7e, 0xdb), QColor(0x3f, 0xa3, 0x5b),
                                        QColor(0x8e, 0x5c, 0xd9), QColor(0xd4, 0x4b, 0x4b), QColor(0xc7, 0x7d, 0x3a),
-                                       QColor(0x2b, 0x9e, 0x9e), QColor(0xb0, 0x4f, 0x9a), QColor(0x6b, 0x74, 0x80)};
-  QColor c = lightColors[qBound(0, stageKind, 8)];
+                                       QColor(0x2b, 0x9e, 0x9e), QColor(0xb0, 0x4f, 0x9a), QColor(0x6b, 0x74, 0x80),
+                                       QColor(0x8a, 0x6d, 0x4e), QColor(0xc9, 0xa2, 0x27), QColor(0x4f, 0x62, 0xb8),
+                                       QColor(0xd8, 0x7f, 0xbf)};
+  constexpr int kLast = static_cast<int>(sizeof(lightColors) / sizeof(lightColors[0])) - 1;
+  QColor c = lightColors[qBound(0, stageKind, kLast)];
   if (theme == QLatin1String("dark")) c = c.lighter(115);
   return c;
 }

@@ -13,6 +13,7 @@
 #include <QSplitter>
 #include <QTableWidget>
 #include <QTextBrowser>
+#include <QTextDocumentFragment>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <map>
@@ -198,13 +199,22 @@ void TimelinePage::applyTheme() {
     axis->setLabelColor(c.text);
     axis->grid()->setPen(QPen(c.memoryTrack, 1, Qt::DotLine));
   }
+  showLegend();
+}
+
+void TimelinePage::showLegend() {
+  const QString theme = context()->theme();
+  auto item = [](const QColor& color, const QString& title) {
+    return QStringLiteral("<span style='white-space:nowrap'><span style='color:%1'>■</span>&nbsp;%2</span>")
+        .arg(color.name(), title.toHtmlEscaped().replace(QLatin1Char(' '), QStringLiteral("&nbsp;")));
+  };
   QStringList items;
-  for (dpv::StageKind kind : kTimelineKinds) {
-    items << QStringLiteral("<span style='white-space:nowrap'><span style='color:%1'>■</span>&nbsp;%2</span>")
-                 .arg(stageColor(static_cast<int>(kind), theme).name(), stageShortTitle(kind).toHtmlEscaped().replace(QLatin1Char(' '), QStringLiteral("&nbsp;")));
-  }
+  for (int kind : legendKinds_) items << item(stageColor(kind, theme), stageShortTitle(static_cast<dpv::StageKind>(kind)));
+  if (legendAllReduce_) items << item(sceneColors(theme).subtext, tr("Bucket all-reduce"));
   legend_->setText(items.join(QStringLiteral(" &nbsp; ")));
 }
+
+QString TimelinePage::legendText() const { return QTextDocumentFragment::fromHtml(legend_->text()).toPlainText(); }
 
 void TimelinePage::runIteration() {
   opened_.reset();  // back to the engine's own iterations
@@ -235,6 +245,10 @@ void TimelinePage::setRows(const QStringList& labels) {
 
 void TimelinePage::refresh() {
   ddpLanes_ = dpv::TraceLanes{};
+  // DataParallel's stages, unless a drawn trace (drawLanes) lists its own.
+  legendKinds_.clear();
+  for (dpv::StageKind kind : kTimelineKinds) legendKinds_ << static_cast<int>(kind);
+  legendAllReduce_ = false;
   bars_.clear();
   plot_->clearItems();
   table_->setRowCount(0);
@@ -248,6 +262,7 @@ void TimelinePage::refresh() {
   } else {
     drawLastIteration();
   }
+  showLegend();
   plot_->replot();
   table_->resizeColumnToContents(0);  // the stage names, whole
   emit refreshed();

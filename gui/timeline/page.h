@@ -81,6 +81,7 @@ class TimelinePage : public Page {
   QString speedupText() const;
   QString coresNote() const;  // "" when the devices are not threads sharing fewer cores
   QString lessonText() const;
+  QString legendText() const;  // the colour key as plain text: the stages drawn, "Bucket all-reduce" when there are any
   QCustomPlot* plot() const { return plot_; }
   QScrollArea* plotScroll() const { return plotScroll_; }
 
@@ -92,6 +93,7 @@ class TimelinePage : public Page {
 
  private:
   void applyTheme();
+  void showLegend();  // legendKinds_ (and the all-reduce grey) as one wrapped line
   void loadLesson();
   void onMouseMove(QMouseEvent* event);
   void setRows(const QStringList& labels);  // y axis ticks, top to bottom; sizes the plot to scroll
@@ -120,6 +122,8 @@ class TimelinePage : public Page {
   QTableWidget* table_;
   QTextBrowser* lesson_;
   QLabel* legend_;  // the stage colours, one wrapped line (it never sets the page's width)
+  QList<int> legendKinds_;       // the stage kinds drawn (DataParallel's nine until a trace says otherwise)
+  bool legendAllReduce_ = false;  // a trace's bucket all-reduces (grey) are drawn
   QVector<Bar> bars_;
   int rows_ = 0;
   std::optional<dpv::TraceLanes> opened_;

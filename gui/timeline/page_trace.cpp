@@ -7,6 +7,8 @@
 #include <QLabel>
 #include <QScrollArea>
 #include <QTableWidget>
+#include <algorithm>
+#include <map>
 
 #include "engine/error.h"
 #include "gui/app/context.h"
@@ -20,10 +22,12 @@ namespace gui {
 QString laneThreadLabel(const QString& process, const QString& thread) {
   // A launched rank names its threads after itself ("rank 1 (cpu:0)", "rank 1 communication thread"):
   // under "rank 1 ·" that is said once ("cpu:0", "communication thread").
+  // "rank 1 (cpu:0) communication" is "cpu:0 communication".
   if (process.isEmpty() || !thread.startsWith(process + QLatin1Char(' '))) return thread;
   QString rest = thread.mid(process.size() + 1).trimmed();
-  if (rest.startsWith(QLatin1Char('(')) && rest.endsWith(QLatin1Char(')'))) rest = rest.mid(1, rest.size() - 2);
-  return rest.isEmpty() ? thread : rest;
+  const qsizetype close = rest.indexOf(QLatin1Char(')'));
+  if (rest.startsWith(QLatin1Char('(')) && close > 0) rest = rest.mid(1, close - 1) + rest.mid(close + 1);
+  return rest.trimmed().isEmpty() ? thread : rest.trimmed();
 }
 
 QString TimelinePage::openTrace(const QString& path, const QString& command) {
@@ -86,10 +90,14 @@ double TimelinePage::drawLanes(const dpv::TraceLanes& t) {
   plot_->xAxis->setLabel(tr("time in the trace (ms)"));
 
   double endMs = 0;
+  std::map<int, double> firstStartUs;  // the legend lists what is drawn, in the order it first ran
+  bool allReduce = false;
   for (const dpv::TraceSpan& span : t.spans) {
     int kind = -1;
-    for (dpv::StageKind k : kTimelineKinds)
-      if (span.category == dpv::stage_kind_name(k)) kind = static_cast<int>(k);
+    for (int k = 0; k <= static_cast<int>(dpv::StageKind::Finalize); ++k)
+      if (span.category == dpv::stage_kind_name(static_cast<dpv::StageKind>(k))) kind = k;
+    if (kind >= 0 && (!firstStartUs.count(kind) || span.start_us < firstStartUs[kind])) firstStartUs[kind] = span.start_us;
+    allReduce |= span.category == "allreduce";
     const double s = span.start_us / 1e3, e = (span.start_us + span.duration_us) / 1e3;
     drawTimelineBar(plot_, rows_ - 1 - span.lane, s, e, kind >= 0 ? stageColor(kind, theme) : sceneColors(theme).subtext);
     const dpv::TraceLane& lane = t.lanes[static_cast<size_t>(span.lane)];
@@ -115,6 +123,11 @@ double TimelinePage::drawLanes(const dpv::TraceLanes& t) {
     }
   }
   plot_->xAxis->setRange(0, endMs > 0 ? endMs * 1.03 : 1.0);
+  legendKinds_.clear();
+  for (const auto& [kind, start] : firstStartUs) legendKinds_ << kind;
+  std::stable_sort(legendKinds_.begin(), legendKinds_.end(), [&](int a, int b) { return firstStartUs[a] < firstStartUs[b]; });
+  legendAllReduce_ = allReduce;
+  showLegend();
   return endMs;
 }
 

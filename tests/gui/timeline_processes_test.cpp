@@ -98,6 +98,7 @@ TEST(ProcessRun, FindsDpvBesideTheAppAndCountsProcesses) {
 TEST(TimelineLanes, ALaunchedRanksThreadsAreNotNamedTwice) {
   EXPECT_EQ(laneThreadLabel(QStringLiteral("rank 1"), QStringLiteral("rank 1 (cpu:0)")), QStringLiteral("cpu:0"));
   EXPECT_EQ(laneThreadLabel(QStringLiteral("rank 1"), QStringLiteral("rank 1 communication thread")), QStringLiteral("communication thread"));
+  EXPECT_EQ(laneThreadLabel(QStringLiteral("rank 1"), QStringLiteral("rank 1 (cpu:0) communication")), QStringLiteral("cpu:0 communication"));
   EXPECT_EQ(laneThreadLabel(QStringLiteral("rank 1"), QStringLiteral("rank 10 (cpu:0)")), QStringLiteral("rank 10 (cpu:0)"));
   EXPECT_EQ(laneThreadLabel(QStringLiteral("dpviz DDP"), QStringLiteral("GPU 0 (simulated on CPU)")), QStringLiteral("GPU 0 (simulated on CPU)"));
 }
@@ -129,6 +130,14 @@ TEST_F(TimelineProcessesTest, TwoProcessesGiveTwoRanksOfLanesWithTheirCommunicat
   EXPECT_EQ(page_->bars().size(), static_cast<qsizetype>(t.spans.size()));
   EXPECT_TRUE(page_->summary().contains(QLatin1String("Ran as 2 processes"))) << page_->summary().toStdString();
   EXPECT_TRUE(page_->summary().contains(QStringLiteral("%1 spans").arg(t.spans.size()))) << page_->summary().toStdString();
+  // The colour key lists DDP's stages as the ranks recorded them, not DataParallel's.
+  const QString legend = page_->legendText();
+  for (const char* stage : {"Forward", "Loss", "Backward", "Finalize", "Step", "Bucket all-reduce"})
+    EXPECT_TRUE(legend.contains(QLatin1String(stage))) << stage << " missing from: " << legend.toStdString();
+  EXPECT_LT(legend.indexOf(QLatin1String("Forward")), legend.indexOf(QLatin1String("Backward"))) << "in the order the stages ran";
+  EXPECT_LT(legend.indexOf(QLatin1String("Backward")), legend.indexOf(QLatin1String("Finalize")));
+  for (const char* stage : {"Scatter", "Replicate", "Gather", "Reduce grads"})
+    EXPECT_FALSE(legend.contains(QLatin1String(stage))) << stage << " is not a stage of this trace: " << legend.toStdString();
   // Rank 0's progress lines came through while it ran.
   bool sawStep = false;
   for (const QString& line : progress_) sawStep |= line.startsWith(QStringLiteral("step %1/%1").arg(TimelinePage::kProcessSteps));
