@@ -201,7 +201,7 @@ std::vector<std::exception_ptr> DeviceSet::run_parallel_collect(int count, const
   if (count <= 1 || (bytes_moved >= 0 && bytes_moved < kInlineBytes))
     HandoffPool::run_inline(count, job);
   else
-    pool_->run(count, job);
+    pool_->run(count, job, bytes_moved >= 0 && spec_.kind == DeviceKind::Cpu);
   return errors;
 }
 

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <queue>
@@ -100,10 +101,15 @@ class DeviceSet {
   // Jobs that move fewer bytes than this in all run inline, one after another, when the caller says
   // they may (bytes_moved below): a hand-off to the device threads costs more than the copy.
   static constexpr int64_t kInlineBytes = 64 * 1024;
+  // bytes_moved for independent jobs whose size is not a copy's (a replica's forward or backward).
+  static constexpr int64_t kIndependentWork = std::numeric_limits<int64_t>::max();
   // Runs fn(i) for i in [0, count) on device i's thread (device 0's is the calling thread) and
   // waits for all of them; a single job runs inline, as parallel_apply runs a single replica.
   // bytes_moved >= 0 declares independent jobs (none waits for another) moving that many bytes in
-  // all: below kInlineBytes they run inline in the calling thread. -1: always on the devices' threads.
+  // all: below kInlineBytes they run inline in the calling thread, and on simulated (CPU) devices
+  // the calling thread also runs those whose device thread has not started yet (HandoffPool's
+  // stealing: a CPU device's work may run on any thread). -1: jobs that may wait for one another,
+  // always each on its device's thread.
   // If some fail, rethrows the lowest index's exception (as parallel_apply re-raises the
   // lowest failing replica), after every job has finished.
   void run_parallel(int count, const std::function<void(int)>& fn, int64_t bytes_moved = -1) const;

@@ -26,8 +26,8 @@ HandoffPool::HandoffPool(int threads) {
 HandoffPool::~HandoffPool() {
   stop_.store(true, std::memory_order_release);
   for (auto& slot : slots_) {
-    slot->sequence.fetch_add(1, std::memory_order_release);
-    slot->sequence.notify_one();
+    slot->state.fetch_add(2, std::memory_order_release);  // a change every thread wakes to
+    slot->state.notify_one();
   }
   for (auto& t : threads_) t.join();
 }
@@ -36,7 +36,17 @@ void HandoffPool::run_inline(int count, const std::function<void(int)>& job) {
   for (int i = 0; i < count; ++i) job(i);
 }
 
-void HandoffPool::run(int count, const std::function<void(int)>& job) {
+bool HandoffPool::claim(Slot& slot, uint32_t open) {
+  // Acquire: the claimant sees job_ and pending_ as the caller published them with the open state.
+  return slot.state.compare_exchange_strong(open, open | 1u, std::memory_order_acq_rel, std::memory_order_acquire);
+}
+
+void HandoffPool::finish_pool_job() {
+  // The last job to finish wakes the caller (a no-op when it is still spinning, or is the caller).
+  if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
+}
+
+void HandoffPool::run(int count, const std::function<void(int)>& job, bool caller_may_steal) {
   if (count <= 1 || running_in == this) {
     run_inline(count, job);
     return;
@@ -44,14 +54,23 @@ void HandoffPool::run(int count, const std::function<void(int)>& job) {
   std::lock_guard lock(run_mutex_);
   job_ = &job;
   pending_.store(count - 1, std::memory_order_relaxed);
-  // Wake every worker first (each bump publishes job_ and pending_ to its worker), then work.
+  const uint32_t open = 2u * ++run_;
+  // Open every job first (each store publishes job_ and pending_ to its claimant), then work.
   for (int w = 0; w < count - 1; ++w) {
-    slots_[static_cast<size_t>(w)]->sequence.fetch_add(1, std::memory_order_release);
-    slots_[static_cast<size_t>(w)]->sequence.notify_one();
+    Slot& slot = *slots_[static_cast<size_t>(w)];
+    slot.state.store(open, std::memory_order_release);
+    slot.state.notify_one();
   }
   {
     RunningIn mark(this);
     job(0);
+    // The threads woken last are the likeliest not to have started yet: steal from the end.
+    if (caller_may_steal)
+      for (int w = count - 2; w >= 0; --w)
+        if (claim(*slots_[static_cast<size_t>(w)], open)) {
+          job(w + 1);
+          finish_pool_job();
+        }
   }
   for (int left = pending_.load(std::memory_order_acquire); left != 0;) left = wait_for_change(pending_, left);
   job_ = nullptr;
@@ -62,11 +81,18 @@ void HandoffPool::loop(int worker) {
   RunningIn mark(this);
   uint32_t seen = 0;
   for (;;) {
-    seen = wait_for_change(slot.sequence, seen);
+    seen = wait_for_change(slot.state, seen);
     if (stop_.load(std::memory_order_acquire)) return;
-    (*job_)(worker + 1);
-    // The last worker to finish wakes the caller (a no-op when it is still spinning).
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
+    // An open job is this thread's to claim; a claimed one was stolen (or is an old run's): wait on.
+    while ((seen & 1u) == 0) {
+      if (claim(slot, seen)) {
+        (*job_)(worker + 1);
+        finish_pool_job();
+        seen |= 1u;
+        break;
+      }
+      seen = slot.state.load(std::memory_order_acquire);
+    }
   }
 }
 

@@ -7,7 +7,12 @@
 //  - a worker spins about 20 us for its next job before parking in std::atomic::wait, and the
 //    caller spins as long for the workers' shared completion counter before parking
 //    (engine/spin_wait.h): back-to-back stages never reach the scheduler, and an idle pool burns
-//    no core.
+//    no core;
+//  - jobs that never wait for one another may be stolen: once the caller has run job 0 it claims
+//    and runs, one after another, every job whose thread has not started it yet (one atomic claim
+//    per job; a thread that wakes to a claimed job goes back to waiting). So a run never waits for
+//    a wake-up that the scheduler delays when the machine has fewer free cores than threads; it
+//    waits only for jobs that are already running.
 // One run at a time; a run started from inside a job (nested) runs its jobs inline, one after
 // another, instead of waiting for itself.
 #include <atomic>
@@ -30,19 +35,28 @@ class HandoffPool {
 
   int threads() const { return static_cast<int>(slots_.size()); }
   // Runs job(i) for i in [0, count) and returns when every job has returned. count <= threads() + 1.
-  // The jobs must not throw (the caller wraps them to collect exceptions).
-  void run(int count, const std::function<void(int)>& job);
+  // The jobs must not throw (the caller wraps them to collect exceptions). caller_may_steal: the
+  // jobs never wait for one another and may run on any thread (no thread affinity, no per-thread
+  // state), so the caller runs the ones its threads have not started; otherwise job i always runs
+  // on pool thread i (jobs that meet in a barrier, a CUDA device's jobs on its own thread).
+  void run(int count, const std::function<void(int)>& job, bool caller_may_steal = false);
   // Runs job(0), job(1), ... in the calling thread: for work smaller than a hand-off.
   static void run_inline(int count, const std::function<void(int)>& job);
 
  private:
+  // A slot's state is 2 * run + claimed: the caller stores 2 * run when the slot's job of that run is
+  // ready ("open"), and whoever runs it (the slot's pool thread, or the caller stealing it) first
+  // claims it by a compare-exchange to 2 * run + 1. Runs count up, so an old value never matches.
   struct alignas(64) Slot {
-    std::atomic<uint32_t> sequence{0};  // bumped by the caller: "your job is ready"
+    std::atomic<uint32_t> state{0};
   };
+  static bool claim(Slot& slot, uint32_t open);
+  void finish_pool_job();
   void loop(int worker);
 
-  std::vector<std::unique_ptr<Slot>> slots_;   // slot w wakes pool thread w (job w + 1)
-  alignas(64) std::atomic<int> pending_{0};    // pool jobs of this run not yet finished
+  std::vector<std::unique_ptr<Slot>> slots_;   // slot w holds job w + 1, run by pool thread w unless stolen
+  alignas(64) std::atomic<int> pending_{0};    // jobs 1.. of this run not yet finished
+  uint32_t run_ = 0;                           // the current run's number (under run_mutex_)
   const std::function<void(int)>* job_ = nullptr;  // written before a slot's bump, read after it
   std::atomic<bool> stop_{false};
   std::mutex run_mutex_;  // one run at a time (callers on different threads take turns)

@@ -38,9 +38,11 @@ struct Iteration::Impl {
   void reset_busy();
   // Runs fn(j) for every replica on its device's thread, timing each device; re-raises the lowest
   // failing replica's error the way parallel_apply does.
-  // fn(j) for every replica on its device's thread. bytes_moved >= 0: independent copies moving that
-  // many bytes in all, which run inline when smaller than a hand-off (DeviceSet::run_parallel).
-  void run_replicas(const std::function<void(int)>& fn, int64_t bytes_moved = -1);
+  // fn(j) for every replica on its device's thread. Replicas never wait for one another (the
+  // collectives between stages run on the caller): by default their work is independent and of
+  // unknown size; bytes_moved: independent copies moving that many bytes in all, which run inline
+  // when smaller than a hand-off (DeviceSet::run_parallel).
+  void run_replicas(const std::function<void(int)>& fn, int64_t bytes_moved = DeviceSet::kIndependentWork);
   LayerRun layer_run(int j, int layer);
   // Rows of chunk j of a batch-major tensor (a view).
   Tensor chunk_of(const Tensor& t, int j) const;
