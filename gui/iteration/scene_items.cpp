@@ -18,14 +18,47 @@ QFont sceneFont(qreal pointSize, bool bold = false) {
   return f;
 }
 
-void drawElided(QPainter* p, const QRectF& r, const QString& text, int flags = Qt::AlignLeft | Qt::AlignVCenter) {
-  const QString elided = QFontMetricsF(p->font()).elidedText(text, Qt::ElideRight, r.width());
+// The ways to say a label, longest first: the text, then without its trailing " · " parts
+// ("samples 3, 4, 5 · [3, 10]", "samples 3, 4, 5"); the hover card has the whole text.
+QStringList shorterForms(const QString& text) {
+  QStringList forms{text};
+  QString s = text;
+  for (qsizetype cut = s.lastIndexOf(QStringLiteral(" · ")); cut > 0; cut = s.lastIndexOf(QStringLiteral(" · "))) {
+    s = s.left(cut);
+    forms << s;
+  }
+  return forms;
+}
+
+// One line of a label in `r`: the first form that fits at the painter's font or a smaller one
+// (down to 80% of it, still readable: the view raised the text scale for small windows), and
+// only when none fits, the last form elided. Returns what was drawn.
+QString drawFitted(QPainter* p, const QRectF& r, const QStringList& forms, int flags = Qt::AlignLeft | Qt::AlignVCenter) {
+  const QFont original = p->font();
+  QFont f = original;
+  const int start = original.pixelSize();
+  const int floor = std::max(7, qRound(start * 0.8));
+  for (const QString& text : forms)
+    for (int px = start; px >= floor; --px) {
+      f.setPixelSize(px);
+      if (QFontMetricsF(f).horizontalAdvance(text) <= r.width()) {
+        p->setFont(f);
+        p->drawText(r, flags, text);
+        p->setFont(original);
+        return text;
+      }
+    }
+  f.setPixelSize(floor);
+  p->setFont(f);
+  const QString elided = QFontMetricsF(f).elidedText(forms.value(forms.size() - 1), Qt::ElideRight, r.width());
   p->drawText(r, flags, elided);
+  p->setFont(original);
+  return elided;
 }
 
 // Wrapped text that must stay inside `r`: drawn at the painter's font, or smaller until it fits
 // (a larger text scale must not push a note into the memory bar below it).
-void drawFitted(QPainter* p, const QRectF& r, int flags, const QString& text) {
+void drawWrappedFitted(QPainter* p, const QRectF& r, int flags, const QString& text) {
   QFont f = p->font();
   for (int px = f.pixelSize(); px > 7; --px) {
     f.setPixelSize(px);
@@ -91,7 +124,7 @@ void ChipItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
   painter->drawRoundedRect(r, 5, 5);
   painter->setPen(c.chipText);
   painter->setFont(sceneFont(height_ < 22 ? 11 : 12));
-  drawElided(painter, r.adjusted(8, 0, -6, 0), view_.text);
+  drawn_ = {drawFitted(painter, r.adjusted(8, 0, -6, 0), shorterForms(view_.text))};
 }
 
 void ChipItem::mousePressEvent(QGraphicsSceneMouseEvent* event) {
@@ -145,11 +178,14 @@ void InfoCard::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
   painter->drawRoundedRect(boundingRect().adjusted(0.75, 0.75, -0.75, -0.75), 8, 8);
   painter->setPen(c.text);
   painter->setFont(sceneFont(13, true));
-  drawElided(painter, QRectF(12, 5, width_ - 24, 18), title_);
+  // "Which samples went where (torch.chunk)" can lose its parenthesis; the numbers are whole.
+  QStringList titleForms{title_};
+  if (const qsizetype paren = title_.indexOf(QStringLiteral(" (")); paren > 0) titleForms << title_.left(paren);
+  drawn_ = {drawFitted(painter, QRectF(12, 5, width_ - 24, 18), titleForms)};
   painter->setFont(sceneFont(12));
   for (int i = 0; i < lines_.size() && i < 3; ++i) {
     painter->setPen(i == 0 ? c.text : c.subtext);
-    drawElided(painter, QRectF(12, 24 + i * 17, width_ - 24, 17), lines_.at(i));
+    drawn_ << drawFitted(painter, QRectF(12, 24 + i * 17, width_ - 24, 17), {lines_.at(i)});
   }
 }
 
@@ -167,8 +203,8 @@ void HostBox::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*
   painter->setFont(sceneFont(12));
   painter->setPen(c.subtext);
   const QStringList text = lines();
-  drawElided(painter, QRectF(14, 32, width_ - 28, 18), text.value(0));
-  drawElided(painter, QRectF(14, 52, width_ - 28, 18), text.value(1));
+  drawn_ = {drawFitted(painter, QRectF(14, 32, width_ - 28, 18), {text.value(0)}),
+            drawFitted(painter, QRectF(14, 52, width_ - 28, 18), {text.value(1)})};
 }
 
 QStringList HostBox::lines() const {
@@ -276,13 +312,21 @@ void DeviceBox::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidge
   painter->setFont(sceneFont(g_.compact ? 14 : 15, true));
   const QFontMetricsF titleMetrics(painter->font());
   painter->drawText(QRectF(10, 6, W - 20, g_.titleH), Qt::AlignLeft | Qt::AlignVCenter, view_.title);
+  drawn_ = {view_.title};
   painter->setFont(sceneFont(11));
   painter->setPen(c.subtext);
+  // "simulated on CPU · output device": where room is short, GPU 0 keeps "output device".
+  QStringList subtitleForms{view_.subtitle};
+  if (const qsizetype dot = view_.subtitle.lastIndexOf(QStringLiteral(" · ")); dot > 0)
+    subtitleForms << view_.subtitle.mid(dot + 3) << view_.subtitle.left(dot);
+  // Beside the title of a small box: "on CPU" (the full text is in the box's hover card).
+  if (view_.subtitle.contains(QLatin1String("output device"))) subtitleForms << QObject::tr("output");
+  if (view_.subtitle.contains(QLatin1String("on CPU"))) subtitleForms << QObject::tr("on CPU");
   if (g_.compact) {
     const qreal x = 10 + titleMetrics.horizontalAdvance(view_.title) + 8;
-    drawElided(painter, QRectF(x, 6, W - 10 - x, g_.titleH), view_.subtitle);
+    drawn_ << drawFitted(painter, QRectF(x, 6, W - 10 - x, g_.titleH), subtitleForms);
   } else {
-    drawElided(painter, QRectF(10, g_.subtitleTop, W - 20, 16), view_.subtitle);
+    drawn_ << drawFitted(painter, QRectF(10, g_.subtitleTop, W - 20, 16), subtitleForms);
   }
 
   // Replica panel: which copy of the module this device holds, and the layer running now.
@@ -294,7 +338,9 @@ void DeviceBox::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidge
   painter->setPen(view_.hasReplica ? c.text : c.subtext);
   const QString title = replicaTitle();
   const qreal pillH = g_.compact ? 14 : 16;
-  drawElided(painter, QRectF(replica.left() + 7, replica.top() + 2, replica.width() - 14, replica.height() - pillH - 6), title);
+  QStringList titleForms{title};
+  if (title.contains(QStringLiteral(" (the original)"))) titleForms << QString(title).replace(QStringLiteral(" (the original)"), QStringLiteral(" (original)"));
+  drawn_ << drawFitted(painter, QRectF(replica.left() + 7, replica.top() + 2, replica.width() - 14, replica.height() - pillH - 6), titleForms);
   if (view_.hasReplica || device_ == 0) {
     paintLayers(painter, QRectF(replica.left() + 7, replica.bottom() - pillH - 5, replica.width() - 14, pillH), c);
   }
@@ -305,27 +351,27 @@ void DeviceBox::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidge
     painter->setFont(sceneFont(16, true));
     painter->drawText(QRectF(10, g_.chipTop + 4, W - 20, 24), Qt::AlignCenter, QObject::tr("idle"));
     painter->setFont(sceneFont(11));
-    drawFitted(painter, QRectF(14, g_.chipTop + 30, W - 28, 48), Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap,
+    drawWrappedFitted(painter, QRectF(14, g_.chipTop + 30, W - 28, 48), Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap,
                QObject::tr("no chunk of the batch: torch.chunk made fewer chunks than devices"));
   }
   const QRectF noteRect(10, g_.noteTop, W - 20, g_.memoryTop - g_.noteTop - 2);
   if (failed) {
     painter->setPen(c.failed);
     painter->setFont(sceneFont(11, true));
-    drawFitted(painter, noteRect, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, failure_);
+    drawWrappedFitted(painter, noteRect, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, failure_);
   } else if (!view_.note.isEmpty()) {
     painter->setPen(c.subtext);
     painter->setFont(sceneFont(11));
-    drawFitted(painter, noteRect, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, view_.note);
+    drawWrappedFitted(painter, noteRect, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, view_.note);
   }
 
   // Memory bar: the engine's allocations on one scale for all devices, split into the parts the
   // chips hold (same colours), with the peak marked.
   painter->setFont(sceneFont(11));
   painter->setPen(c.subtext);
-  drawElided(painter, QRectF(10, g_.memoryTop, W - 20, 15),
-             QObject::tr("memory %1 · peak %2").arg(formatBytes(static_cast<double>(view_.memoryBytes)),
-                                                 formatBytes(static_cast<double>(view_.memoryPeak))));
+  drawn_ << drawFitted(painter, QRectF(10, g_.memoryTop, W - 20, 15),
+                       shorterForms(QObject::tr("memory %1 · peak %2").arg(formatBytes(static_cast<double>(view_.memoryBytes)),
+                                                                          formatBytes(static_cast<double>(view_.memoryPeak)))));
   const QRectF track(10, g_.memoryTop + 17, W - 20, 9);
   painter->setPen(Qt::NoPen);
   painter->setBrush(c.memoryTrack);

@@ -29,6 +29,8 @@ class ChipItem : public QGraphicsObject {
   bool highlighted() const { return highlighted_; }
   QRectF boundingRect() const override;
   void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
+  // The labels as last painted (shortened or shrunk to fit; "…" only when nothing fitted), for tests.
+  QStringList drawnTexts() const { return drawn_; }
 
  signals:
   void clicked(ChipItem* chip);
@@ -43,6 +45,7 @@ class ChipItem : public QGraphicsObject {
   QString theme_;
   bool selected_ = false;
   bool highlighted_ = false;
+  QStringList drawn_;
 };
 
 class HostBox : public QGraphicsObject {
@@ -58,8 +61,10 @@ class HostBox : public QGraphicsObject {
   QRectF boundingRect() const override;
   void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
   static constexpr qreal kHeight = 78;
+  QStringList drawnTexts() const { return drawn_; }  // as last painted
 
  private:
+  QStringList drawn_;
   qreal width_;
   QString theme_;
   QString inputShape_, inputDtype_, targetShape_, transport_;
@@ -100,8 +105,10 @@ class DeviceBox : public QGraphicsObject {
   qreal chipWidth() const { return g_.width - 20; }
   QRectF boundingRect() const override;
   void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
+  QStringList drawnTexts() const { return drawn_; }  // title, subtitle, replica, memory as last painted
 
  private:
+  QStringList drawn_;
   void paintLayers(QPainter* painter, const QRectF& area, const SceneColors& c) const;
   int device_;
   QStringList layerNames_;
@@ -125,8 +132,10 @@ class InfoCard : public QGraphicsObject {
   QStringList lines() const { return lines_; }
   QRectF boundingRect() const override;
   void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
+  QStringList drawnTexts() const { return drawn_; }  // as last painted
 
  private:
+  QStringList drawn_;
   qreal width_;
   QString theme_;
   QString title_;

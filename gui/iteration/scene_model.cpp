@@ -104,9 +104,12 @@ void fillCard(SceneState& state, const dpv::StageEvent& e, int devices) {
       parts << QObject::tr("GPU %1: %2").arg(j).arg(rows.mid(rows.indexOf(QLatin1Char(' ')) + 1));
       first += chunks[j];
     }
-    const int perLine = parts.size() > 4 ? (parts.size() + 1) / 2 : 4;
-    for (int i = 0; i < parts.size(); i += perLine) state.cardLines << parts.mid(i, perLine).join(QStringLiteral("  ·  "));
+    // The card has three lines: the devices spread over them (two if an idle line follows), so
+    // every line stays short enough to be read whole in a small window.
     const int used = static_cast<int>(chunks.size());
+    const int lines = used < devices ? 2 : 3;
+    const int perLine = std::max<int>(1, static_cast<int>((parts.size() + lines - 1) / lines));
+    for (int i = 0; i < parts.size(); i += perLine) state.cardLines << parts.mid(i, perLine).join(QStringLiteral("  ·  "));
     if (used < devices) state.cardLines << QObject::tr("%1: no chunk, idle").arg(devicesText(used, devices - 1));
     return;
   }

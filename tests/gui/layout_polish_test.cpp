@@ -152,5 +152,48 @@ TEST(BatchNormLabLayout, FitsTheSmallestWindowWithWholeLegends) {
   }
 }
 
+// The Iteration scene at 1024x640 with 4 and 8 devices: device names, chunk chips, replica and
+// memory lines and the stage card are drawn whole (a shorter form or a smaller font, never "…").
+class SceneLabels : public ::testing::TestWithParam<int> {};
+
+TEST_P(SceneLabels, ImportantLabelsAreWholeAt1024x640) {
+  const int devices = GetParam();
+  SizedWindow w(settingsFor(QStringLiteral("cpu:%1").arg(devices), QStringLiteral("simple"), 10), QSize(1024, 640));
+  w.window->showPage(QStringLiteral("iteration"));
+  IterationPage* page = w.iteration();
+  page->setSpeed(0);
+  ASSERT_TRUE(waitUntil([&] { return w.engine->hasIteration() && !w.engine->busy(); }));
+  QGraphicsView* view = page->scene()->views().value(0);
+  ASSERT_NE(view, nullptr);
+  auto cut = [](const QStringList& texts) {
+    QStringList out;
+    for (const QString& t : texts)
+      if (t.contains(QChar(0x2026))) out << t;
+    return out;
+  };
+  for (int i = 0; i < 4; ++i) {  // Scatter, Replicate, Forward, Gather
+    page->stepForward();
+    ASSERT_TRUE(waitUntil([&] { return !page->waitingForEngine() && page->cursor() == i; }));
+    view->viewport()->grab();  // paints every item at the window's scale
+    const std::string stage = "stage " + std::to_string(i) + ": ";
+    EXPECT_TRUE(cut(page->scene()->card()->drawnTexts()).isEmpty()) << stage << cut(page->scene()->card()->drawnTexts()).join(" | ").toStdString();
+    for (int d = 0; d < page->scene()->deviceCount(); ++d) {
+      DeviceBox* box = page->scene()->deviceBox(d);
+      ASSERT_FALSE(box->drawnTexts().isEmpty());
+      EXPECT_EQ(box->drawnTexts().front(), QStringLiteral("GPU %1").arg(d));
+      EXPECT_TRUE(cut(box->drawnTexts()).isEmpty()) << stage << "GPU " << d << ": " << cut(box->drawnTexts()).join(" | ").toStdString();
+      for (ChipItem* chip : page->scene()->chipsOn(d)) {
+        EXPECT_TRUE(cut(chip->drawnTexts()).isEmpty()) << stage << "GPU " << d << ": " << chip->view().text.toStdString() << " drawn as "
+                                                       << chip->drawnTexts().join(" | ").toStdString();
+        // A chunk chip keeps which samples (so how many) the device got.
+        if (chip->view().kind == dpv::MemoryKind::Batch && chip->view().text.startsWith(QLatin1String("sample")))
+          EXPECT_TRUE(chip->drawnTexts().value(0).startsWith(QLatin1String("sample"))) << chip->drawnTexts().join(" | ").toStdString();
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, SceneLabels, ::testing::Values(4, 8));
+
 }  // namespace
 }  // namespace gui
