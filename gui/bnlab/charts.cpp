@@ -99,7 +99,7 @@ QString BnLabCharts::wholeSeries(BnLabModel m) {
   return {};
 }
 QString BnLabCharts::runningSeries(BnLabModel m) { return model_short(m); }
-QString BnLabCharts::device0EmaSeries() { return QStringLiteral("GPU 0's chunks only"); }
+QString BnLabCharts::device0EmaSeries() { return QStringLiteral("GPU 0's chunks"); }
 QString BnLabCharts::lossSeries(BnLabModel m) { return model_short(m); }
 QString BnLabCharts::accuracySeries(BnLabModel m) { return model_short(m) + QStringLiteral(" accuracy"); }
 QString BnLabCharts::paramDistanceSeries(BnLabModel m) { return model_short(m); }  // solid; the gradients dashed
@@ -115,7 +115,7 @@ QString BnLabCharts::seriesHelp(Chart chart) {
                 "reference computes it on one device.");
     case RunningMean:
     case RunningVar:
-      return tr("The running statistic each model keeps (DDP: rank 0's). \"GPU 0's chunks only\": the running statistic "
+      return tr("The running statistic each model keeps (DDP: rank 0's). \"GPU 0's chunks\": the running statistic "
                 "rebuilt from GPU 0's chunks alone with BatchNorm's update rule; it lies on the per-device curve because "
                 "only replica 0's buffers survive a DataParallel forward.");
     case LossAccuracy: return tr("Solid: training loss (left axis). Dashed: accuracy on the batch (right axis), same colours.");
@@ -144,7 +144,9 @@ void BnLabCharts::buildPlots() {
   for (int c = 0; c < kChartCount; ++c) {
     auto* plot = new QCustomPlot(this);
     plot->setObjectName(chartId(static_cast<Chart>(c)));
-    plot->setMinimumSize(240, 170);
+    // Tall enough for a two-line title, two-line device ticks and three legend rows at 1024x640
+    // (the page scrolls down to the last charts there).
+    plot->setMinimumSize(240, 215);
     plot->setNoAntialiasingOnDrag(true);
     // Lines as one polyline each: several times faster for wide pens, which keeps every replot
     // well inside a frame however many steps the curves hold.
