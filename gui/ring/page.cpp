@@ -226,6 +226,7 @@ void RingPage::showDemo(std::shared_ptr<const dpv::course::RingDemo> demo) {
                        .arg(d.config.seed)
                        .arg(d.bucket));
   view_->setDemo(demo_);
+  showDpPanel();
   slider_->setRange(0, frameCount() - 1);
   slider_->setValue(0);
   setFrame(0);
@@ -234,6 +235,35 @@ void RingPage::showDemo(std::shared_ptr<const dpv::course::RingDemo> demo) {
 
 QString RingPage::stepText() const { return step_->toPlainText(); }
 QString RingPage::costText() const { return cost_->toPlainText(); }
+
+// DataParallel's reduce of the same gradients: the same for every step of the ring, so it is
+// written once per run, not on every step (setHtml lays the text out again).
+void RingPage::showDpPanel() {
+  if (!demo_) {
+    dp_->clear();
+    return;
+  }
+  const auto& d = *demo_;
+  const auto& dp = d.dp;
+  QString dpHtml = tr("Same model, seed and batch under DataParallel (%1 replicas), <b>grad %2</b> after the "
+                      "backward:<table cellspacing=1>")
+                       .arg(dp.replicas)
+                       .arg(QString::fromStdString(dp.param));
+  for (size_t j = 0; j < dp.replica_grads.size(); ++j)
+    dpHtml += tr("<tr><td>GPU %1%2</td><td>%3</td></tr>")
+                  .arg(j)
+                  .arg(j < dp.chunks.size() ? tr(" (%1 rows)").arg(dp.chunks[j]) : QString())
+                  .arg(valueList(dp.replica_grads[j]));
+  dpHtml += tr("</table>ReduceGrads adds them all on GPU 0: <b>%1</b>. GPU 0 receives every other replica's whole "
+               "gradients, %2 in %3 (%4), and only GPU 0 ends up with the sum.")
+                .arg(valueList(dp.reduced))
+                .arg(bytesText(static_cast<double>(dp.bytes_to_device0)))
+                .arg(microseconds(dp.seconds))
+                .arg(QString::fromStdString(dp.transport));
+  const auto& last = d.frames.back().values[0];
+  dpHtml += tr("<br>The ring's result for the same values, on every rank: <b>%1</b>.").arg(valueList(last));
+  dp_->setHtml(dpHtml);
+}
 
 void RingPage::refreshPanels() {
   const bool has = demo_ != nullptr;
@@ -244,7 +274,6 @@ void RingPage::refreshPanels() {
     frameLabel_->setText(QString());
     step_->setHtml(tr("<p>Run the ring to see one real gradient bucket all-reduced, step by step.</p>"));
     cost_->clear();
-    dp_->clear();
     return;
   }
   const auto& d = *demo_;
@@ -316,25 +345,6 @@ void RingPage::refreshPanels() {
               .arg(d.busbw, 0, 'g', 3);
   cost_->setHtml(cost);
 
-  const auto& dp = d.dp;
-  QString dpHtml = tr("Same model, seed and batch under DataParallel (%1 replicas), <b>grad %2</b> after the "
-                      "backward:<table cellspacing=1>")
-                       .arg(dp.replicas)
-                       .arg(QString::fromStdString(dp.param));
-  for (size_t j = 0; j < dp.replica_grads.size(); ++j)
-    dpHtml += tr("<tr><td>GPU %1%2</td><td>%3</td></tr>")
-                  .arg(j)
-                  .arg(j < dp.chunks.size() ? tr(" (%1 rows)").arg(dp.chunks[j]) : QString())
-                  .arg(valueList(dp.replica_grads[j]));
-  dpHtml += tr("</table>ReduceGrads adds them all on GPU 0: <b>%1</b>. GPU 0 receives every other replica's whole "
-               "gradients, %2 in %3 (%4), and only GPU 0 ends up with the sum.")
-                .arg(valueList(dp.reduced))
-                .arg(bytesText(static_cast<double>(dp.bytes_to_device0)))
-                .arg(microseconds(dp.seconds))
-                .arg(QString::fromStdString(dp.transport));
-  const auto& last = d.frames.back().values[0];
-  dpHtml += tr("<br>The ring's result for the same values, on every rank: <b>%1</b>.").arg(valueList(last));
-  dp_->setHtml(dpHtml);
 }
 
 QList<Page::Shot> RingPage::screenshots() {

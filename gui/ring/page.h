@@ -51,6 +51,7 @@ class RingPage : public Page {
  private:
   void showDemo(std::shared_ptr<const dpv::course::RingDemo> demo);
   void refreshPanels();
+  void showDpPanel();
   void applyTheme();
 
   QComboBox* preset_;
