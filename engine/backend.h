@@ -96,6 +96,17 @@ class Backend {
   virtual void bn_backward_elemt(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& invstd,
                                  const Tensor& gamma, const Tensor& sum_dy, const Tensor& sum_dy_xmu,
                                  double count, Tensor& dx, int64_t N, int64_t C, int64_t S) = 0;
+  // BatchNorm followed by ReLU in one pass over memory each way (the model's layers stay two
+  // stages; the ReLU's stage then passes its tensor through). The defaults (engine/bn_relu_default.cpp)
+  // compose the ops above in place; the CPU backend fuses the loops, with the same arithmetic.
+  // y = relu((x - mean) * invstd * gamma + beta)
+  virtual void bn_normalize_relu(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& gamma,
+                                 const Tensor& beta, Tensor& y, int64_t N, int64_t C, int64_t S);
+  // With g = (y > 0 ? dy : 0) for y the fused forward's output (ReLU's backward): sum_dy[C] and
+  // sum_dy_xmu[C] as bn_backward_reduce of g, then dx as bn_backward_elemt of g with `count`.
+  virtual void bn_relu_backward(const Tensor& dy, const Tensor& y, const Tensor& x, const Tensor& mean,
+                                const Tensor& invstd, const Tensor& gamma, Tensor& sum_dy, Tensor& sum_dy_xmu,
+                                double count, Tensor& dx, int64_t N, int64_t C, int64_t S);
   // SyncBatchNorm merge (batch_norm_gather_stats_with_counts): mean_all/invstd_all [R, C],
   // counts [R] (float64, host-readable); writes mean[C], invstd[C] and updates running stats
   // with the total count for the unbiased variance.

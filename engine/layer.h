@@ -30,6 +30,11 @@ struct LayerCache {
   Tensor aux2;     // bn: invstd
   Tensor var_b;    // bn: biased variance of the normalised batch (per device, or global with sync)
   double count = 0;  // bn: elements per channel that normalised (total count under sync)
+  // BatchNorm + ReLU in one pass (LayerRun::fuse_next_relu): on the BatchNorm, the ReLU's output
+  // it wrote (its sign masks the gradient in the fused backward); on the ReLU, that its input
+  // already is its output, so its forward and backward pass the tensor through.
+  Tensor relu_output;
+  bool relu_fused = false;
 };
 
 // Everything one replica owns. Replica 0's params alias the original's storage and its buffers
@@ -49,6 +54,11 @@ struct LayerRun {
   std::string prefix;  // "3." for layer 3
   bool training = true;
   bool need_input_grad = true;  // false for the first layer: the batch needs no gradient
+  // BatchNorm only: the next layer is a ReLU and nobody looks at the BatchNorm's own output, so
+  // the BatchNorm applies the ReLU in the same pass (forward and backward).
+  bool fuse_next_relu = false;
+  // ReLU only: the BatchNorm before it already applied it (fuse_next_relu); pass through.
+  bool relu_done_before = false;
   Tensor& param(const std::string& n) { return replica.params.at(prefix + n, "the replica's parameters"); }
   Tensor& buffer(const std::string& n) { return replica.buffers.at(prefix + n, "the replica's buffers"); }
   // The gradient slot for a parameter, allocated zeroed on first use.
@@ -73,6 +83,7 @@ class Layer {
   virtual Tensor forward(LayerRun& run, const Tensor& x) = 0;
   virtual Tensor backward(LayerRun& run, const Tensor& dy) = 0;  // returns dx; accumulates param grads
   virtual bool is_batchnorm() const { return false; }
+  virtual bool is_relu() const { return false; }
 };
 
 std::unique_ptr<Layer> make_layer(const LayerSpec& spec);

@@ -15,6 +15,8 @@
 
 #include "engine/backend.h"
 #include "engine/backend_registry.h"
+#include "engine/cpu/channel_sums.h"
+#include "engine/cpu/cpu_batchnorm.h"
 #if DPV_HAVE_ONEDNN
 #include "engine/cpu/onednn_conv.h"
 #include "engine/cpu/onednn_gemm.h"
@@ -33,6 +35,8 @@ namespace dpv {
 namespace {
 
 namespace math = kernels::math;
+using cpu::add_run;
+using cpu::Lanes;
 
 void openblas_single_thread() {
   // Each simulated device is one worker thread; OpenBLAS must not spawn its own threads inside it.
@@ -41,63 +45,6 @@ void openblas_single_thread() {
     return true;
   }();
   (void)once;
-}
-
-// Sums over a channel's run of values with kLanes independent accumulators: one accumulator is a
-// chain of dependent additions (4 cycles each), several are summed in parallel and vectorise.
-// The lanes are combined in a fixed order, so results do not depend on timing.
-constexpr int64_t kLanes = 8;
-
-template <typename Acc>
-struct Lanes {
-  Acc v[kLanes] = {};
-  Acc total() const {
-    Acc t = 0;
-    for (int64_t j = 0; j < kLanes; ++j) t += v[j];
-    return t;
-  }
-};
-
-// acc += sum of p[0..n)
-template <typename Acc, typename T>
-void add_run(Lanes<Acc>& acc, const T* p, int64_t n) {
-  int64_t s = 0;
-  for (; s + kLanes <= n; s += kLanes)
-    for (int64_t j = 0; j < kLanes; ++j) acc.v[j] += static_cast<Acc>(p[s + j]);
-  for (; s < n; ++s) acc.v[s % kLanes] += static_cast<Acc>(p[s]);
-}
-
-// acc += sum of (p - m)^2 over p[0..n)
-template <typename T>
-void add_squared_deviations(Lanes<double>& acc, const T* p, int64_t n, double m) {
-  int64_t s = 0;
-  for (; s + kLanes <= n; s += kLanes)
-    for (int64_t j = 0; j < kLanes; ++j) {
-      const double d = static_cast<double>(p[s + j]) - m;
-      acc.v[j] += d * d;
-    }
-  for (; s < n; ++s) {
-    const double d = static_cast<double>(p[s]) - m;
-    acc.v[s % kLanes] += d * d;
-  }
-}
-
-// sum_dy += sum of dy, sum_dy_xmu += sum of dy * (x - m) over n values
-template <typename T>
-void add_backward_terms(Lanes<double>& sum_dy, Lanes<double>& sum_dy_xmu, const T* dy, const T* x, int64_t n,
-                        double m) {
-  int64_t s = 0;
-  for (; s + kLanes <= n; s += kLanes)
-    for (int64_t j = 0; j < kLanes; ++j) {
-      const double g = dy[s + j];
-      sum_dy.v[j] += g;
-      sum_dy_xmu.v[j] += g * (static_cast<double>(x[s + j]) - m);
-    }
-  for (; s < n; ++s) {
-    const double g = dy[s];
-    sum_dy.v[s % kLanes] += g;
-    sum_dy_xmu.v[s % kLanes] += g * (static_cast<double>(x[s]) - m);
-  }
 }
 
 class CpuBackend final : public Backend {
@@ -182,6 +129,13 @@ class CpuBackend final : public Backend {
       using T = std::remove_pointer_t<decltype(tag)>;
       T* py = y.data<T>();
       const T* pb = bias.data<T>();
+      if (S == 1) {  // [N, C] after a Linear: rows in memory order, the loop over channels vectorises
+        for (int64_t r = 0; r < N; ++r) {
+          T* __restrict row = py + r * C;
+          for (int64_t c = 0; c < C; ++c) row[c] += pb[c];
+        }
+        return;
+      }
       for (int64_t r = 0; r < N; ++r)
         for (int64_t c = 0; c < C; ++c) {
           T* row = py + (r * C + c) * S;
@@ -195,6 +149,18 @@ class CpuBackend final : public Backend {
       using T = std::remove_pointer_t<decltype(tag)>;
       const T* p = dy.data<T>();
       T* o = out.data<T>();
+      if (S == 1) {
+        // [N, C]: one running sum per channel, rows in memory order (the same additions in the same
+        // order as the per-channel walk below, which strides by C here).
+        T* __restrict acc = cpu::channel_scratch<T>(0, C);
+        for (int64_t c = 0; c < C; ++c) acc[c] = 0;
+        for (int64_t r = 0; r < N; ++r) {
+          const T* __restrict row = p + r * C;
+          for (int64_t c = 0; c < C; ++c) acc[c] += row[c];
+        }
+        for (int64_t c = 0; c < C; ++c) o[c] = accumulate ? o[c] + acc[c] : acc[c];
+        return;
+      }
       for (int64_t c = 0; c < C; ++c) {
         Lanes<T> acc;
         for (int64_t r = 0; r < N; ++r) add_run(acc, p + (r * C + c) * S, S);
@@ -341,133 +307,35 @@ class CpuBackend final : public Backend {
 #endif
 
   void bn_stats(const Tensor& x, Tensor& mean, Tensor& var_b, int64_t N, int64_t C, int64_t S) override {
-    dispatch_float(x.dtype(), "batch_norm", [&](auto* tag) {
-      using T = std::remove_pointer_t<decltype(tag)>;
-      const T* px = x.data<T>();
-      const double n = static_cast<double>(N * S);
-      if (S == 1) {
-        // [N, C]: walk rows in memory order with one accumulator per channel (still two passes in double).
-        std::vector<double> sum(ix(C), 0.0), sq(ix(C), 0.0);
-        for (int64_t r = 0; r < N; ++r)
-          for (int64_t c = 0; c < C; ++c) sum[ix(c)] += px[r * C + c];
-        for (auto& v : sum) v = n > 0 ? v / n : 0.0;
-        for (int64_t r = 0; r < N; ++r)
-          for (int64_t c = 0; c < C; ++c) {
-            const double d = px[r * C + c] - sum[ix(c)];
-            sq[ix(c)] += d * d;
-          }
-        for (int64_t c = 0; c < C; ++c) {
-          mean.data<T>()[c] = static_cast<T>(sum[ix(c)]);
-          var_b.data<T>()[c] = static_cast<T>(n > 0 ? sq[ix(c)] / n : 0.0);
-        }
-        return;
-      }
-      for (int64_t c = 0; c < C; ++c) {
-        Lanes<double> sum;
-        for (int64_t r = 0; r < N; ++r) add_run(sum, px + (r * C + c) * S, S);
-        const double m = n > 0 ? sum.total() / n : 0.0;
-        Lanes<double> sq;
-        for (int64_t r = 0; r < N; ++r) add_squared_deviations(sq, px + (r * C + c) * S, S, m);
-        mean.data<T>()[c] = static_cast<T>(m);
-        var_b.data<T>()[c] = static_cast<T>(n > 0 ? sq.total() / n : 0.0);
-      }
-    });
+    cpu::bn_stats(x, mean, var_b, N, C, S);
   }
 
   void bn_normalize(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& gamma, const Tensor& beta,
                     Tensor& y, int64_t N, int64_t C, int64_t S) override {
-    dispatch_float(x.dtype(), "batch_norm", [&](auto* tag) {
-      using T = std::remove_pointer_t<decltype(tag)>;
-      const T* px = x.data<T>();
-      T* py = y.data<T>();
-      // PyTorch CPU folds the affine transform: y = x * alpha + shift, alpha = invstd * gamma.
-      std::vector<math::BnAffine<T>> affine(ix(C));
-      for (int64_t c = 0; c < C; ++c)
-        affine[ix(c)] =
-            math::bn_fold_affine(mean.data<T>()[c], invstd.data<T>()[c], gamma.data<T>()[c], beta.data<T>()[c]);
-      const math::BnAffine<T>* a = affine.data();
-      if (S == 1) {
-        for (int64_t r = 0; r < N; ++r)
-          for (int64_t c = 0; c < C; ++c) py[r * C + c] = math::bn_apply_affine(px[r * C + c], a[c]);
-        return;
-      }
-      for (int64_t c = 0; c < C; ++c)
-        for (int64_t r = 0; r < N; ++r) {
-          const T* in = px + (r * C + c) * S;
-          T* out = py + (r * C + c) * S;
-          for (int64_t s = 0; s < S; ++s) out[s] = math::bn_apply_affine(in[s], a[c]);
-        }
-    });
+    cpu::bn_normalize(x, mean, invstd, gamma, beta, y, N, C, S, /*relu=*/false);
+  }
+
+  void bn_normalize_relu(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& gamma,
+                         const Tensor& beta, Tensor& y, int64_t N, int64_t C, int64_t S) override {
+    cpu::bn_normalize(x, mean, invstd, gamma, beta, y, N, C, S, /*relu=*/true);
   }
 
   void bn_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& mean, Tensor& sum_dy, Tensor& sum_dy_xmu,
                           int64_t N, int64_t C, int64_t S) override {
-    dispatch_float(x.dtype(), "batch_norm_backward", [&](auto* tag) {
-      using T = std::remove_pointer_t<decltype(tag)>;
-      const T* px = x.data<T>();
-      const T* pdy = dy.data<T>();
-      if (S == 1) {
-        std::vector<double> sdy(ix(C), 0.0), sdxm(ix(C), 0.0), m(ix(C));
-        for (int64_t c = 0; c < C; ++c) m[ix(c)] = mean.data<T>()[c];
-        for (int64_t r = 0; r < N; ++r)
-          for (int64_t c = 0; c < C; ++c) {
-            const double g = pdy[r * C + c];
-            sdy[ix(c)] += g;
-            sdxm[ix(c)] += g * (px[r * C + c] - m[ix(c)]);
-          }
-        for (int64_t c = 0; c < C; ++c) {
-          sum_dy.data<T>()[c] = static_cast<T>(sdy[ix(c)]);
-          sum_dy_xmu.data<T>()[c] = static_cast<T>(sdxm[ix(c)]);
-        }
-        return;
-      }
-      for (int64_t c = 0; c < C; ++c) {
-        const double m = mean.data<T>()[c];
-        Lanes<double> sdy, sdxm;
-        for (int64_t r = 0; r < N; ++r) {
-          const int64_t run = (r * C + c) * S;
-          add_backward_terms(sdy, sdxm, pdy + run, px + run, S, m);
-        }
-        sum_dy.data<T>()[c] = static_cast<T>(sdy.total());
-        sum_dy_xmu.data<T>()[c] = static_cast<T>(sdxm.total());
-      }
-    });
+    cpu::bn_backward_reduce(dy, nullptr, x, mean, sum_dy, sum_dy_xmu, N, C, S);
   }
 
   void bn_backward_elemt(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& invstd,
                          const Tensor& gamma, const Tensor& sum_dy, const Tensor& sum_dy_xmu, double count, Tensor& dx,
                          int64_t N, int64_t C, int64_t S) override {
-    dispatch_float(x.dtype(), "batch_norm_backward", [&](auto* tag) {
-      using T = std::remove_pointer_t<decltype(tag)>;
-      const T* px = x.data<T>();
-      const T* pdy = dy.data<T>();
-      T* pdx = dx.data<T>();
-      // Per channel: the mean and the three terms of math::bn_backward_elemt, in the tensor's dtype.
-      std::vector<T> mv(ix(C));
-      std::vector<math::BnBackwardTerms<T>> terms(ix(C));
-      for (int64_t c = 0; c < C; ++c) {
-        mv[ix(c)] = mean.data<T>()[c];
-        terms[ix(c)] = math::bn_backward_terms(sum_dy.data<T>()[c], sum_dy_xmu.data<T>()[c],
-                                                                static_cast<T>(count), invstd.data<T>()[c],
-                                                                gamma.data<T>()[c]);
-      }
-      const T* m = mv.data();
-      const math::BnBackwardTerms<T>* t = terms.data();
-      if (S == 1) {
-        for (int64_t r = 0; r < N; ++r)
-          for (int64_t c = 0; c < C; ++c) {
-            const int64_t i = r * C + c;
-            pdx[i] = math::bn_backward_elemt(pdy[i], px[i], m[c], t[c]);
-          }
-        return;
-      }
-      for (int64_t c = 0; c < C; ++c)
-        for (int64_t r = 0; r < N; ++r)
-          for (int64_t s = 0; s < S; ++s) {
-            const int64_t i = (r * C + c) * S + s;
-            pdx[i] = math::bn_backward_elemt(pdy[i], px[i], m[c], t[c]);
-          }
-    });
+    cpu::bn_backward_elemt(dy, nullptr, x, mean, invstd, gamma, sum_dy, sum_dy_xmu, count, dx, N, C, S);
+  }
+
+  void bn_relu_backward(const Tensor& dy, const Tensor& y, const Tensor& x, const Tensor& mean, const Tensor& invstd,
+                        const Tensor& gamma, Tensor& sum_dy, Tensor& sum_dy_xmu, double count, Tensor& dx, int64_t N,
+                        int64_t C, int64_t S) override {
+    cpu::bn_backward_reduce(dy, &y, x, mean, sum_dy, sum_dy_xmu, N, C, S);
+    cpu::bn_backward_elemt(dy, &y, x, mean, invstd, gamma, sum_dy, sum_dy_xmu, count, dx, N, C, S);
   }
 
   void bn_gather_stats(const Tensor& mean_all, const Tensor& invstd_all, const std::vector<double>& counts, double eps,

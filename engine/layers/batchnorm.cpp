@@ -30,12 +30,12 @@ std::vector<TensorDecl> BatchNorm::buffers(DType dtype) const {
 }
 
 Shape BatchNorm::output_shape(const Shape& in) const {
-  if (two_d_)
-    check(in.size() == 4, "expected 4D input (got " + std::to_string(in.size()) + "D input)", "ValueError");
-  else
-    check(in.size() == 2 || in.size() == 3, "expected 2D or 3D input (got " + std::to_string(in.size()) + "D input)",
-          "ValueError");
-  check(in[1] == c_, "running_mean should contain " + std::to_string(in[1]) + " elements not " + std::to_string(c_));
+  if (two_d_ && in.size() != 4)
+    throw Error("expected 4D input (got " + std::to_string(in.size()) + "D input)", "ValueError");
+  if (!two_d_ && in.size() != 2 && in.size() != 3)
+    throw Error("expected 2D or 3D input (got " + std::to_string(in.size()) + "D input)", "ValueError");
+  if (in[1] != c_)
+    throw Error("running_mean should contain " + std::to_string(in[1]) + " elements not " + std::to_string(c_));
   return in;
 }
 
@@ -55,7 +55,8 @@ BatchNorm::Layout BatchNorm::layout(const Shape& x) const {
 
 void BatchNorm::local_stats(LayerRun& run, const Tensor& x, Tensor& mean, Tensor& var_b, bool single_check) const {
   const Tensor& w = run.param("weight");
-  check(x.dtype() == w.dtype(), dtype_mismatch_message("BatchNorm", x.dtype(), w.dtype()));
+  if (x.dtype() != w.dtype())
+    throw Error(dtype_mismatch_message("BatchNorm", x.dtype(), w.dtype()));
   output_shape(x.shape());
   const Layout l = layout(x.shape());
   if (single_check && l.N * l.S == 1)
@@ -67,15 +68,30 @@ void BatchNorm::local_stats(LayerRun& run, const Tensor& x, Tensor& mean, Tensor
 }
 
 Tensor BatchNorm::normalize(LayerRun& run, const Tensor& x, const Tensor& mean, const Tensor& invstd,
-                            const Tensor& var_b, double count) const {
+                            const Tensor& var_b, double count, bool relu) const {
   const Layout l = layout(x.shape());
   Tensor y = Tensor::empty(x.shape(), x.dtype(), run.replica.device);
-  run.backend.bn_normalize(x, mean, invstd, run.param("weight"), run.param("bias"), y, l.N, l.C, l.S);
+  if (relu) {
+    run.backend.bn_normalize_relu(x, mean, invstd, run.param("weight"), run.param("bias"), y, l.N, l.C, l.S);
+    run.cache.relu_output = y;
+    run.cache.relu_fused = true;
+  } else {
+    run.backend.bn_normalize(x, mean, invstd, run.param("weight"), run.param("bias"), y, l.N, l.C, l.S);
+  }
   run.cache.input = x;
   run.cache.aux = mean;
   run.cache.aux2 = invstd;
   run.cache.var_b = var_b;
   run.cache.count = count;
+  return y;
+}
+
+Tensor BatchNorm::output_before_relu(Backend& backend, const LayerCache& cache, const Tensor& gamma,
+                                     const Tensor& beta) const {
+  const Tensor& x = cache.input;
+  const Layout l = layout(x.shape());
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device_ptr());
+  backend.bn_normalize(x, cache.aux, cache.aux2, gamma, beta, y, l.N, l.C, l.S);
   return y;
 }
 
@@ -92,7 +108,7 @@ Tensor BatchNorm::forward(LayerRun& run, const Tensor& x) {
     Tensor var = run.buffer("running_var").clone();
     Tensor invstd = Tensor::empty({c_}, x.dtype(), run.replica.device);
     run.backend.bn_invstd(var, eps_, invstd);
-    return normalize(run, x, run.buffer("running_mean"), invstd, var, 0);
+    return normalize(run, x, run.buffer("running_mean"), invstd, var, 0, run.fuse_next_relu);
   }
   Tensor mean, var_b;
   local_stats(run, x, mean, var_b, /*single_check=*/true);
@@ -102,7 +118,7 @@ Tensor BatchNorm::forward(LayerRun& run, const Tensor& x) {
   run.backend.bn_invstd(var_b, eps_, invstd);
   run.backend.bn_update_running(mean, var_b, n, momentum_, run.buffer("running_mean"), run.buffer("running_var"));
   count_batch(run);
-  return normalize(run, x, mean, invstd, var_b, n);
+  return normalize(run, x, mean, invstd, var_b, n, run.fuse_next_relu);
 }
 
 void BatchNorm::backward_reduce(LayerRun& run, const Tensor& dy, Tensor& sum_dy, Tensor& sum_dy_xmu) const {
@@ -111,7 +127,10 @@ void BatchNorm::backward_reduce(LayerRun& run, const Tensor& dy, Tensor& sum_dy,
   sum_dy = Tensor::empty({c_}, x.dtype(), run.replica.device);
   sum_dy_xmu = Tensor::empty({c_}, x.dtype(), run.replica.device);
   run.backend.bn_backward_reduce(dy, x, run.cache.aux, sum_dy, sum_dy_xmu, l.N, l.C, l.S);
-  // dgamma = sum_dy_xmu * invstd, dbeta = sum_dy ([C] vectors, accumulated on the device).
+  accumulate_affine_grads(run, sum_dy, sum_dy_xmu);
+}
+
+void BatchNorm::accumulate_affine_grads(LayerRun& run, const Tensor& sum_dy, const Tensor& sum_dy_xmu) const {
   run.backend.addcmul_inplace(run.grad("weight"), sum_dy_xmu, run.cache.aux2);
   run.backend.add_inplace(run.grad("bias"), sum_dy);
 }
@@ -128,6 +147,19 @@ Tensor BatchNorm::backward_elemt(LayerRun& run, const Tensor& dy, const Tensor& 
 
 Tensor BatchNorm::backward(LayerRun& run, const Tensor& dy) {
   Tensor sum_dy, sum_dy_xmu;
+  if (run.cache.relu_fused) {
+    // dy is the gradient of the ReLU's output (the ReLU stage passed it through): the mask, the
+    // reduce and the element-wise gradient run in the backend's fused op.
+    const Tensor& x = run.cache.input;
+    const Layout l = layout(x.shape());
+    sum_dy = Tensor::empty({c_}, x.dtype(), run.replica.device);
+    sum_dy_xmu = Tensor::empty({c_}, x.dtype(), run.replica.device);
+    Tensor dx = Tensor::empty(x.shape(), x.dtype(), run.replica.device);
+    run.backend.bn_relu_backward(dy, run.cache.relu_output, x, run.cache.aux, run.cache.aux2, run.param("weight"),
+                                 sum_dy, sum_dy_xmu, run.cache.count, dx, l.N, l.C, l.S);
+    accumulate_affine_grads(run, sum_dy, sum_dy_xmu);
+    return dx;
+  }
   backward_reduce(run, dy, sum_dy, sum_dy_xmu);
   return backward_elemt(run, dy, sum_dy, sum_dy_xmu, run.cache.count);
 }

@@ -32,8 +32,12 @@ class BatchNorm final : public Layer {
   void local_stats(LayerRun& run, const Tensor& x, Tensor& mean, Tensor& var_b, bool single_check) const;
   // Normalises with given statistics and saves what backward needs; `count` is the number of
   // values per channel the statistics came from (local, or the total under sync).
+  // `relu`: apply the next layer's ReLU in the same pass (LayerRun::fuse_next_relu).
   Tensor normalize(LayerRun& run, const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& var_b,
-                   double count) const;
+                   double count, bool relu = false) const;
+  // After a forward fused with the next ReLU: this layer's own output (before the ReLU), rebuilt
+  // from what it saved, for an observer that looks at it. gamma and beta are the replica's.
+  Tensor output_before_relu(Backend& backend, const LayerCache& cache, const Tensor& gamma, const Tensor& beta) const;
   // num_batches_tracked += 1 on the replica's buffer.
   void count_batch(LayerRun& run) const;
   // Backward, local part: sum_dy[C], sum_dy_xmu[C]; accumulates dgamma and dbeta from them.
@@ -43,6 +47,8 @@ class BatchNorm final : public Layer {
                         double count) const;
 
  private:
+  // dgamma += sum_dy_xmu * invstd, dbeta += sum_dy ([C] vectors, accumulated on the device).
+  void accumulate_affine_grads(LayerRun& run, const Tensor& sum_dy, const Tensor& sum_dy_xmu) const;
   bool two_d_;
   int64_t c_;
   double eps_, momentum_;

@@ -44,10 +44,12 @@ std::vector<TensorDecl> Linear::parameters(DType dtype) const {
 }
 
 Shape Linear::output_shape(const Shape& in) const {
-  check(in.size() == 2, "Linear expects a 2-D input [N, " + std::to_string(in_) + "] here, got " + shape_str(in) +
-                            " (add a flatten layer before it)");
-  check(in[1] == in_, "mat1 and mat2 shapes cannot be multiplied (" + std::to_string(in[0]) + "x" +
-                          std::to_string(in[1]) + " and " + std::to_string(in_) + "x" + std::to_string(out_) + ")");
+  if (in.size() != 2)
+    throw Error("Linear expects a 2-D input [N, " + std::to_string(in_) + "] here, got " + shape_str(in) +
+                " (add a flatten layer before it)");
+  if (in[1] != in_)
+    throw Error("mat1 and mat2 shapes cannot be multiplied (" + std::to_string(in[0]) + "x" +
+                std::to_string(in[1]) + " and " + std::to_string(in_) + "x" + std::to_string(out_) + ")");
   return {in[0], out_};
 }
 
@@ -60,7 +62,8 @@ void Linear::initialise(TensorMap& state, const std::string& prefix, Rng& rng) c
 
 Tensor Linear::forward(LayerRun& run, const Tensor& x) {
   Tensor& w = run.param("weight");  // [out, in]
-  check(x.dtype() == w.dtype(), dtype_mismatch_message("Linear", x.dtype(), w.dtype()));
+  if (x.dtype() != w.dtype())
+    throw Error(dtype_mismatch_message("Linear", x.dtype(), w.dtype()));
   const Shape out_shape = output_shape(x.shape());
   const int64_t N = x.dim(0);
   Tensor y = Tensor::empty(out_shape, x.dtype(), run.replica.device);  // [N, out]
@@ -89,6 +92,11 @@ Tensor Linear::backward(LayerRun& run, const Tensor& dy) {
 }
 
 Tensor ReLU::forward(LayerRun& run, const Tensor& x) {
+  if (run.relu_done_before) {  // the BatchNorm before wrote relu(BatchNorm(x)) already
+    run.cache.output = x;
+    run.cache.relu_fused = true;
+    return x;
+  }
   Tensor y = Tensor::empty(x.shape(), x.dtype(), run.replica.device);
   run.backend.relu_forward(x, y);
   run.cache.output = y;
@@ -96,13 +104,15 @@ Tensor ReLU::forward(LayerRun& run, const Tensor& x) {
 }
 
 Tensor ReLU::backward(LayerRun& run, const Tensor& dy) {
+  if (run.cache.relu_fused) return dy;  // the BatchNorm before masks the gradient in its own pass
   Tensor dx = Tensor::empty(dy.shape(), dy.dtype(), run.replica.device);
   run.backend.relu_backward(run.cache.output, dy, dx);
   return dx;
 }
 
 Shape Flatten::output_shape(const Shape& in) const {
-  check(!in.empty(), "Flatten expects at least a 1-dimensional input, got " + shape_str(in));
+  if (in.empty())
+    throw Error("Flatten expects at least a 1-dimensional input, got " + shape_str(in));
   int64_t rest = 1;
   for (size_t i = 1; i < in.size(); ++i) rest *= in[i];
   return {in[0], rest};

@@ -24,6 +24,7 @@ class ReLU final : public Layer {
  public:
   std::string type() const override { return "ReLU"; }
   std::string describe() const override { return "ReLU()"; }
+  bool is_relu() const override { return true; }
   Shape output_shape(const Shape& input) const override { return input; }
   Tensor forward(LayerRun& run, const Tensor& x) override;
   Tensor backward(LayerRun& run, const Tensor& dy) override;

@@ -68,6 +68,11 @@ struct Iteration::Impl {
   void free_graph();
 
   void fill_snapshot(StageEvent& e) const;
+  // What flow[d] stands for after `stage` when BatchNorm + ReLU ran in one pass: after the
+  // BatchNorm's forward, its own output (rebuilt; the flow already went through the ReLU); after
+  // the ReLU's backward, which passed the gradient through, the gradient with the ReLU's mask.
+  // Otherwise flow[d] itself.
+  Tensor flow_as_seen(int d, const Stage& stage) const;
   // Snapshots: the followed weight element before a ReduceGrads or Step stage runs, and after it.
   void weight_before_stage(StageKind kind);
   void weight_after_stage(StageEvent& e);

@@ -1,8 +1,10 @@
 // The value snapshot of each stage: what every device holds, why, its memory by kind, its busy span.
 // The tensors listed are exactly the ones the iteration and the trainer keep alive on the device,
 // each storage once, so the chips the app draws and the memory it reports agree by construction.
+#include "engine/backend.h"
 #include "engine/error.h"
 #include "engine/index.h"
+#include "engine/layers/batchnorm.h"
 #include "engine/memory_listing.h"
 #include "engine/parallel/iteration_impl.h"
 
@@ -96,8 +98,11 @@ void Iteration::Impl::fill_snapshot(StageEvent& e) const {
                  "Saved by layer " + l + " for its backward.");
         list.add(c.var_b, "layer " + l + " saved variance", TensorRole::Activation, Kind::Activations,
                  "The variance this chunk was normalised with.");
+        list.add(c.relu_output, "activation " + std::to_string(layer + 1), TensorRole::Activation, Kind::Activations,
+                 "Output of layer " + std::to_string(layer + 1) + " (ReLU), written in the same pass as BatchNorm " +
+                     l + "'s; both layers' backward read it.");
       }
-      const Tensor& f = flow[ix(d)];
+      const Tensor f = flow_as_seen(d, e.stage);
       if (f.defined() && kind != StageKind::Scatter)
         list.add(f, flow_name[ix(d)], backward_started ? TensorRole::Grad : TensorRole::Activation, Kind::Activations,
                  backward_started ? "The gradient flowing back through this replica's layers."
@@ -121,6 +126,30 @@ void Iteration::Impl::fill_snapshot(StageEvent& e) const {
     list.finish();
     e.devices.push_back(std::move(s));
   }
+}
+
+Tensor Iteration::Impl::flow_as_seen(int d, const Stage& stage) const {
+  const Tensor& f = flow[ix(d)];
+  if (!f.defined() || stage.layer < 0 || d >= R) return f;
+  const Replica& rep = replicas[ix(d)];
+  const Model& model = tr.model();
+  const Layer& layer = model.layer(stage.layer);
+  if (stage.kind == StageKind::Forward && layer.is_batchnorm()) {
+    const LayerCache& c = rep.caches[ix(stage.layer)];
+    if (!c.relu_fused) return f;
+    const std::string prefix = model.layer_prefix(stage.layer);
+    return static_cast<const BatchNorm&>(layer).output_before_relu(rep.device->backend(), c,
+                                                                   rep.params.at(prefix + "weight"),
+                                                                   rep.params.at(prefix + "bias"));
+  }
+  if (stage.kind == StageKind::Backward && layer.is_relu() && stage.layer > 0) {
+    const LayerCache& c = rep.caches[ix(stage.layer - 1)];
+    if (!c.relu_fused) return f;
+    Tensor g = Tensor::empty(f.shape(), f.dtype(), f.device_ptr());
+    rep.device->backend().relu_backward(c.relu_output, f, g);
+    return g;
+  }
+  return f;
 }
 
 std::vector<DeviceState> Iteration::devices_now() const {

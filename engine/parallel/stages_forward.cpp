@@ -84,6 +84,12 @@ LayerRun Iteration::Impl::layer_run(int j, int layer) {
   Replica& rep = replicas[ix(j)];
   LayerRun run{rep.device->backend(), rep, rep.caches[ix(layer)], tr.model().layer_prefix(layer)};
   run.need_input_grad = layer > 0;
+  const Model& model = tr.model();
+  // BatchNorm + ReLU in one pass when nobody looks at the BatchNorm's own output in this stage's
+  // snapshot (one built on demand later rebuilds it: BatchNorm::output_before_relu).
+  run.fuse_next_relu = !it.snapshots_ && model.layer(layer).is_batchnorm() && layer + 1 < model.num_layers() &&
+                       model.layer(layer + 1).is_relu();
+  run.relu_done_before = layer > 0 && rep.caches[ix(layer - 1)].relu_fused;
   return run;
 }
 

@@ -4,10 +4,11 @@
 
 namespace dpv::kernels::math {
 
-// relu (clamp_min(x, 0)) propagates NaN, as PyTorch does: relu(nan) = nan.
+// relu (clamp_min(x, 0)) propagates NaN, as PyTorch does: relu(nan) = nan (nan <= 0 is false).
+// Written as one comparison so that CPU loops over it vectorise.
 template <typename T>
 DPV_HD inline T relu(T x) {
-  return (x > T(0) || x != x) ? x : T(0);
+  return x <= T(0) ? T(0) : x;
 }
 
 // threshold_backward on the output: zero where y <= 0, else dy (a NaN output passes dy through).

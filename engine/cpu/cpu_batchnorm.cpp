@@ -1,0 +1,225 @@
+// BatchNorm on the CPU: statistics in two passes accumulated in double (batch_norm_cpu_update_stats),
+// the folded affine transform of PyTorch's CPU kernel, and the backward's reduce and element-wise
+// parts. The ReLU-fused forms run the very same arithmetic, so they match the unfused ops bit for bit.
+#include "engine/cpu/cpu_batchnorm.h"
+
+#include "engine/cpu/channel_sums.h"
+#include "engine/dtype_dispatch.h"
+#include "kernels/math/batchnorm.h"
+#include "kernels/math/elementwise.h"
+
+namespace dpv::cpu {
+
+namespace math = kernels::math;
+
+void bn_stats(const Tensor& x, Tensor& mean, Tensor& var_b, int64_t N, int64_t C, int64_t S) {
+  dispatch_float(x.dtype(), "batch_norm", [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    const T* px = x.data<T>();
+    const double n = static_cast<double>(N * S);
+    if (S == 1) {
+      // [N, C]: walk rows in memory order with one accumulator per channel (still two passes in double).
+      double* __restrict sum = channel_scratch<double>(0, C);
+      double* __restrict sq = channel_scratch<double>(1, C);
+      for (int64_t c = 0; c < C; ++c) sum[c] = sq[c] = 0.0;
+      for (int64_t r = 0; r < N; ++r) {
+        const T* __restrict row = px + r * C;
+        for (int64_t c = 0; c < C; ++c) sum[c] += row[c];
+      }
+      for (int64_t c = 0; c < C; ++c) sum[c] = n > 0 ? sum[c] / n : 0.0;
+      for (int64_t r = 0; r < N; ++r) {
+        const T* __restrict row = px + r * C;
+        for (int64_t c = 0; c < C; ++c) {
+          const double d = row[c] - sum[c];
+          sq[c] += d * d;
+        }
+      }
+      for (int64_t c = 0; c < C; ++c) {
+        mean.data<T>()[c] = static_cast<T>(sum[c]);
+        var_b.data<T>()[c] = static_cast<T>(n > 0 ? sq[c] / n : 0.0);
+      }
+      return;
+    }
+    for (int64_t c = 0; c < C; ++c) {
+      Lanes<double> sum;
+      for (int64_t r = 0; r < N; ++r) add_run(sum, px + (r * C + c) * S, S);
+      const double m = n > 0 ? sum.total() / n : 0.0;
+      Lanes<double> sq;
+      for (int64_t r = 0; r < N; ++r) add_squared_deviations(sq, px + (r * C + c) * S, S, m);
+      mean.data<T>()[c] = static_cast<T>(m);
+      var_b.data<T>()[c] = static_cast<T>(n > 0 ? sq.total() / n : 0.0);
+    }
+  });
+}
+
+namespace {
+
+// The S == 1 loops ([N, C], after a Linear layer) walk rows in memory order with per-channel
+// values in separate arrays, so the inner loop over channels vectorises; the arithmetic per
+// element is the same as for S > 1.
+
+template <typename T, bool Relu>
+void normalize_loops(const T* __restrict px, const T* __restrict alpha, const T* __restrict shift, T* __restrict py,
+                     int64_t N, int64_t C, int64_t S) {
+  auto apply = [](T x, T al, T sh) {
+    const T y = math::bn_apply_affine(x, math::BnAffine<T>{al, sh});
+    if constexpr (Relu) return math::relu(y);
+    return y;
+  };
+  if (S == 1) {
+    for (int64_t r = 0; r < N; ++r) {
+      const T* __restrict in = px + r * C;
+      T* __restrict out = py + r * C;
+      for (int64_t c = 0; c < C; ++c) out[c] = apply(in[c], alpha[c], shift[c]);
+    }
+    return;
+  }
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t r = 0; r < N; ++r) {
+      const T* in = px + (r * C + c) * S;
+      T* out = py + (r * C + c) * S;
+      for (int64_t s = 0; s < S; ++s) out[s] = apply(in[s], alpha[c], shift[c]);
+    }
+}
+
+// The gradient at one element: dy, or with a fused ReLU, ReLU's backward of it (0 where y <= 0).
+template <typename T, bool Relu>
+inline T masked(T dy, T y) {
+  if constexpr (Relu) return math::relu_backward(y, dy);
+  return dy;
+}
+
+template <typename T, bool Relu>
+void backward_reduce_loops(const T* __restrict pdy, const T* __restrict py, const T* __restrict px, const T* mean,
+                           T* sum_dy, T* sum_dy_xmu, int64_t N, int64_t C, int64_t S) {
+  if (S == 1) {
+    double* __restrict sdy = channel_scratch<double>(0, C);
+    double* __restrict sdxm = channel_scratch<double>(1, C);
+    double* __restrict m = channel_scratch<double>(2, C);
+    for (int64_t c = 0; c < C; ++c) {
+      sdy[c] = sdxm[c] = 0.0;
+      m[c] = mean[c];
+    }
+    for (int64_t r = 0; r < N; ++r) {
+      const T* __restrict dyr = pdy + r * C;
+      const T* __restrict yr = Relu ? py + r * C : pdy + r * C;
+      const T* __restrict xr = px + r * C;
+      for (int64_t c = 0; c < C; ++c) {
+        // Masked in double (exact: the same value as masking in T, then widening), which lets the
+        // float loop vectorise.
+        const double g = masked<double, Relu>(dyr[c], yr[c]);
+        sdy[c] += g;
+        sdxm[c] += g * (xr[c] - m[c]);
+      }
+    }
+    for (int64_t c = 0; c < C; ++c) {
+      sum_dy[c] = static_cast<T>(sdy[c]);
+      sum_dy_xmu[c] = static_cast<T>(sdxm[c]);
+    }
+    return;
+  }
+  for (int64_t c = 0; c < C; ++c) {
+    const double m = mean[c];
+    Lanes<double> sdy, sdxm;
+    for (int64_t r = 0; r < N; ++r) {
+      const int64_t run = (r * C + c) * S;
+      if constexpr (Relu)
+        add_backward_terms(sdy, sdxm, ReluMaskedGrad<T>{pdy + run, py + run}, px + run, S, m);
+      else
+        add_backward_terms(sdy, sdxm, PlainGrad<T>{pdy + run}, px + run, S, m);
+    }
+    sum_dy[c] = static_cast<T>(sdy.total());
+    sum_dy_xmu[c] = static_cast<T>(sdxm.total());
+  }
+}
+
+template <typename T, bool Relu>
+void backward_elemt_loops(const T* __restrict pdy, const T* __restrict py, const T* __restrict px,
+                          const T* __restrict m, const T* __restrict mean_dy, const T* __restrict proj,
+                          const T* __restrict scale, T* pdx, int64_t N, int64_t C, int64_t S) {
+  // dx may be dy itself (Backend's default bn_relu_backward runs in place): every element is read
+  // before it is written, so no __restrict on dx against dy.
+  auto elemt = [](T g, T x, T mc, T md, T pj, T sc) {
+    return math::bn_backward_elemt(g, x, mc, math::BnBackwardTerms<T>{md, pj, sc});
+  };
+  if (S == 1) {
+    for (int64_t r = 0; r < N; ++r) {
+      const int64_t row = r * C;
+      for (int64_t c = 0; c < C; ++c) {
+        const T g = masked<T, Relu>(pdy[row + c], Relu ? py[row + c] : T(0));
+        pdx[row + c] = elemt(g, px[row + c], m[c], mean_dy[c], proj[c], scale[c]);
+      }
+    }
+    return;
+  }
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t r = 0; r < N; ++r)
+      for (int64_t s = 0; s < S; ++s) {
+        const int64_t i = (r * C + c) * S + s;
+        const T g = masked<T, Relu>(pdy[i], Relu ? py[i] : T(0));
+        pdx[i] = elemt(g, px[i], m[c], mean_dy[c], proj[c], scale[c]);
+      }
+}
+
+}  // namespace
+
+void bn_normalize(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& gamma, const Tensor& beta,
+                  Tensor& y, int64_t N, int64_t C, int64_t S, bool relu) {
+  dispatch_float(x.dtype(), "batch_norm", [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    // PyTorch CPU folds the affine transform: y = x * alpha + shift, alpha = invstd * gamma.
+    T* alpha = channel_scratch<T>(0, C);
+    T* shift = channel_scratch<T>(1, C);
+    for (int64_t c = 0; c < C; ++c) {
+      const auto a = math::bn_fold_affine(mean.data<T>()[c], invstd.data<T>()[c], gamma.data<T>()[c], beta.data<T>()[c]);
+      alpha[c] = a.alpha;
+      shift[c] = a.shift;
+    }
+    if (relu)
+      normalize_loops<T, true>(x.data<T>(), alpha, shift, y.data<T>(), N, C, S);
+    else
+      normalize_loops<T, false>(x.data<T>(), alpha, shift, y.data<T>(), N, C, S);
+  });
+}
+
+void bn_backward_reduce(const Tensor& dy, const Tensor* relu_y, const Tensor& x, const Tensor& mean, Tensor& sum_dy,
+                        Tensor& sum_dy_xmu, int64_t N, int64_t C, int64_t S) {
+  dispatch_float(x.dtype(), "batch_norm_backward", [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    if (relu_y)
+      backward_reduce_loops<T, true>(dy.data<T>(), relu_y->data<T>(), x.data<T>(), mean.data<T>(), sum_dy.data<T>(),
+                                     sum_dy_xmu.data<T>(), N, C, S);
+    else
+      backward_reduce_loops<T, false>(dy.data<T>(), nullptr, x.data<T>(), mean.data<T>(), sum_dy.data<T>(),
+                                      sum_dy_xmu.data<T>(), N, C, S);
+  });
+}
+
+void bn_backward_elemt(const Tensor& dy, const Tensor* relu_y, const Tensor& x, const Tensor& mean,
+                       const Tensor& invstd, const Tensor& gamma, const Tensor& sum_dy, const Tensor& sum_dy_xmu,
+                       double count, Tensor& dx, int64_t N, int64_t C, int64_t S) {
+  dispatch_float(x.dtype(), "batch_norm_backward", [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    // Per channel: the mean and the three terms of math::bn_backward_elemt, in the tensor's dtype.
+    T* m = channel_scratch<T>(0, C);
+    T* mean_dy = channel_scratch<T>(1, C);
+    T* proj = channel_scratch<T>(2, C);
+    T* scale = channel_scratch<T>(3, C);
+    for (int64_t c = 0; c < C; ++c) {
+      m[c] = mean.data<T>()[c];
+      const auto t = math::bn_backward_terms(sum_dy.data<T>()[c], sum_dy_xmu.data<T>()[c], static_cast<T>(count),
+                                             invstd.data<T>()[c], gamma.data<T>()[c]);
+      mean_dy[c] = t.mean_dy;
+      proj[c] = t.proj;
+      scale[c] = t.scale;
+    }
+    if (relu_y)
+      backward_elemt_loops<T, true>(dy.data<T>(), relu_y->data<T>(), x.data<T>(), m, mean_dy, proj, scale,
+                                    dx.data<T>(), N, C, S);
+    else
+      backward_elemt_loops<T, false>(dy.data<T>(), nullptr, x.data<T>(), m, mean_dy, proj, scale, dx.data<T>(), N, C,
+                                     S);
+  });
+}
+
+}  // namespace dpv::cpu
