@@ -12,29 +12,16 @@ Model::Model(ModelSpec spec) : spec_(std::move(spec)) {
   check(!spec_.layers.empty(), "the model has no layers", "ValueError");
   check(spec_.dtype != DType::Int64, "a model's dtype must be float32 or float64", "ValueError");
   for (const auto& l : spec_.layers) layers_.push_back(make_layer(l));
-}
-
-std::vector<TensorDecl> Model::parameter_decls() const {
-  std::vector<TensorDecl> out;
-  for (int i = 0; i < num_layers(); ++i)
-    for (auto d : layer(i).parameters(spec_.dtype)) out.push_back({layer_prefix(i) + d.name, d.shape, d.dtype});
-  return out;
-}
-
-std::vector<TensorDecl> Model::buffer_decls() const {
-  std::vector<TensorDecl> out;
-  for (int i = 0; i < num_layers(); ++i)
-    for (auto d : layer(i).buffers(spec_.dtype)) out.push_back({layer_prefix(i) + d.name, d.shape, d.dtype});
-  return out;
-}
-
-std::vector<TensorDecl> Model::state_decls() const {
-  std::vector<TensorDecl> out;
   for (int i = 0; i < num_layers(); ++i) {
-    for (auto d : layer(i).parameters(spec_.dtype)) out.push_back({layer_prefix(i) + d.name, d.shape, d.dtype});
-    for (auto d : layer(i).buffers(spec_.dtype)) out.push_back({layer_prefix(i) + d.name, d.shape, d.dtype});
+    for (auto d : layer(i).parameters(spec_.dtype)) {
+      parameter_decls_.push_back({layer_prefix(i) + d.name, d.shape, d.dtype});
+      state_decls_.push_back(parameter_decls_.back());
+    }
+    for (auto d : layer(i).buffers(spec_.dtype)) {
+      buffer_decls_.push_back({layer_prefix(i) + d.name, d.shape, d.dtype});
+      state_decls_.push_back(buffer_decls_.back());
+    }
   }
-  return out;
 }
 
 TensorMap Model::initial_state(uint64_t seed) const {

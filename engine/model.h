@@ -20,9 +20,10 @@ class Model {
   int num_layers() const { return static_cast<int>(layers_.size()); }
   Layer& layer(int i) const { return *layers_.at(ix(i)); }
   std::string layer_prefix(int i) const { return std::to_string(i) + "."; }
-  std::vector<TensorDecl> parameter_decls() const;  // full names, registration order
-  std::vector<TensorDecl> buffer_decls() const;
-  std::vector<TensorDecl> state_decls() const;      // state_dict order
+  // Full names, registration order; built once with the model (every training step reads them).
+  const std::vector<TensorDecl>& parameter_decls() const { return parameter_decls_; }
+  const std::vector<TensorDecl>& buffer_decls() const { return buffer_decls_; }
+  const std::vector<TensorDecl>& state_decls() const { return state_decls_; }  // state_dict order
   // A fresh host state dict initialised from `seed`.
   TensorMap initial_state(uint64_t seed) const;
   // Checks a loaded state dict: every name present, shapes and dtypes right; throws naming the problem.
@@ -38,6 +39,7 @@ class Model {
  private:
   ModelSpec spec_;
   std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<TensorDecl> parameter_decls_, buffer_decls_, state_decls_;
 };
 
 }  // namespace dpv

@@ -13,10 +13,11 @@ namespace dpv {
 
 int64_t shape_numel(const Shape& s) {
   int64_t n = 1;
+  // Called for every numel() and nbytes(): the messages are built only when a check fails.
   for (int64_t d : s) {
-    check(d >= 0, "negative dimension in shape " + shape_str(s), "ValueError");
-    check(d == 0 || n <= std::numeric_limits<int64_t>::max() / d, "shape " + shape_str(s) + " is too large",
-          "ValueError");
+    if (d < 0) throw Error("negative dimension in shape " + shape_str(s), "ValueError");
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
+      throw Error("shape " + shape_str(s) + " is too large", "ValueError");
     n *= d;
   }
   return n;
@@ -122,8 +123,9 @@ std::string Tensor::device_name() const { return device() ? device()->name() : "
 
 Tensor Tensor::slice0(int64_t begin, int64_t end) const {
   check(ndim() >= 1, "chunk expects at least a 1-dimensional tensor");
-  check(0 <= begin && begin <= end && end <= shape_[0],
-        "slice [" + std::to_string(begin) + ", " + std::to_string(end) + ") out of range for " + shape_str(shape_));
+  if (begin < 0 || begin > end || end > shape_[0])
+    throw Error("slice [" + std::to_string(begin) + ", " + std::to_string(end) + ") out of range for " +
+                shape_str(shape_));
   Tensor t = *this;
   t.shape_[0] = end - begin;
   int64_t row = shape_numel(shape_) / std::max<int64_t>(shape_[0], 1);
@@ -132,8 +134,8 @@ Tensor Tensor::slice0(int64_t begin, int64_t end) const {
 }
 
 Tensor Tensor::reshape(const Shape& shape) const {
-  check(shape_numel(shape) == numel(),
-        "shape '" + shape_str(shape) + "' is invalid for input of size " + std::to_string(numel()));
+  if (shape_numel(shape) != numel())
+    throw Error("shape '" + shape_str(shape) + "' is invalid for input of size " + std::to_string(numel()));
   Tensor t = *this;
   t.shape_ = shape;
   return t;
@@ -152,9 +154,9 @@ Backend* copy_backend(Device* a, Device* b) {
 }  // namespace
 
 void Tensor::copy_from(const Tensor& src) {
-  check(src.dtype() == dtype_ && src.numel() == numel(),
-        "copy_from: source " + shape_str(src.shape()) + " " + dtype_name(src.dtype()) + " does not match " +
-            shape_str(shape_) + " " + dtype_name(dtype_));
+  if (src.dtype() != dtype_ || src.numel() != numel())
+    throw Error("copy_from: source " + shape_str(src.shape()) + " " + dtype_name(src.dtype()) + " does not match " +
+                shape_str(shape_) + " " + dtype_name(dtype_));
   if (nbytes() == 0) return;
   if (Backend* be = copy_backend(device(), src.device()))
     be->copy(raw(), device(), src.raw(), src.device(), nbytes());

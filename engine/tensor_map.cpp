@@ -16,14 +16,14 @@ Tensor* TensorMap::find(const std::string& name) {
   return nullptr;
 }
 
-const Tensor& TensorMap::at(const std::string& name, const std::string& what) const {
+const Tensor& TensorMap::at(const std::string& name, std::string_view what) const {
   if (const Tensor* t = find(name)) return *t;
-  throw Error("missing tensor '" + name + "' in " + what, "KeyError");
+  throw Error("missing tensor '" + name + "' in " + std::string(what), "KeyError");
 }
 
-Tensor& TensorMap::at(const std::string& name, const std::string& what) {
+Tensor& TensorMap::at(const std::string& name, std::string_view what) {
   if (Tensor* t = find(name)) return *t;
-  throw Error("missing tensor '" + name + "' in " + what, "KeyError");
+  throw Error("missing tensor '" + name + "' in " + std::string(what), "KeyError");
 }
 
 void TensorMap::set(const std::string& name, Tensor t) {

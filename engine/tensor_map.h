@@ -2,6 +2,7 @@
 // Named tensors in insertion order: state dicts ("0.weight", "1.running_mean", ...), gradients,
 // and the contents of safetensors files.
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -14,9 +15,10 @@ class TensorMap {
   using Item = std::pair<std::string, Tensor>;
   const Tensor* find(const std::string& name) const;
   Tensor* find(const std::string& name);
-  // Throws dpv::Error "missing tensor 'name' in <what>" when absent.
-  const Tensor& at(const std::string& name, const std::string& what = "the state dict") const;
-  Tensor& at(const std::string& name, const std::string& what = "the state dict");
+  // Throws dpv::Error "missing tensor 'name' in <what>" when absent (`what` is a view: a
+  // lookup that succeeds, as every lookup in a training step does, builds nothing).
+  const Tensor& at(const std::string& name, std::string_view what = "the state dict") const;
+  Tensor& at(const std::string& name, std::string_view what = "the state dict");
   void set(const std::string& name, Tensor t);  // replaces or appends
   bool contains(const std::string& name) const { return find(name) != nullptr; }
   size_t size() const { return items_.size(); }

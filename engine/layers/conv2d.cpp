@@ -29,17 +29,20 @@ std::vector<TensorDecl> Conv2d::parameters(DType dtype) const {
 }
 
 Shape Conv2d::output_shape(const Shape& in) const {
-  check(in.size() == 4, "Expected 4D (batched) input to conv2d, but got input of size: " + shape_str(in));
-  check(in[1] == cin_, "Given groups=1, weight of size " + shape_str({cout_, cin_, k_, k_}) +
-                           ", expected input" + shape_str(in) + " to have " + std::to_string(cin_) +
-                           " channels, but got " + std::to_string(in[1]) + " channels instead");
+  if (in.size() != 4)
+    throw Error("Expected 4D (batched) input to conv2d, but got input of size: " + shape_str(in));
+  if (in[1] != cin_)
+    throw Error("Given groups=1, weight of size " + shape_str({cout_, cin_, k_, k_}) +
+                ", expected input" + shape_str(in) + " to have " + std::to_string(cin_) +
+                " channels, but got " + std::to_string(in[1]) + " channels instead");
   // Padded sizes in checked arithmetic: a spec built in code (not parsed) is not bounded.
   const int64_t padded_h = size_or_throw(checked_add(in[2], checked_mul(pad_, 2)), "conv2d padded height");
   const int64_t padded_w = size_or_throw(checked_add(in[3], checked_mul(pad_, 2)), "conv2d padded width");
-  check(padded_h >= k_ && padded_w >= k_,
-        "Calculated padded input size per channel: (" + std::to_string(padded_h) + " x " + std::to_string(padded_w) +
-            "). Kernel size: (" + std::to_string(k_) + " x " + std::to_string(k_) +
-            "). Kernel size can't be greater than actual input size");
+  if (padded_h < k_ || padded_w < k_)
+    throw Error("Calculated padded input size per channel: (" + std::to_string(padded_h) + " x " +
+                std::to_string(padded_w) +
+                "). Kernel size: (" + std::to_string(k_) + " x " + std::to_string(k_) +
+                "). Kernel size can't be greater than actual input size");
   const int64_t oh = (padded_h - k_) / stride_ + 1, ow = (padded_w - k_) / stride_ + 1;
   return {in[0], cout_, oh, ow};
 }
@@ -58,7 +61,8 @@ void Conv2d::initialise(TensorMap& state, const std::string& prefix, Rng& rng) c
 
 Tensor Conv2d::forward(LayerRun& run, const Tensor& x) {
   Tensor& w = run.param("weight");  // [O, C, k, k]
-  check(x.dtype() == w.dtype(), dtype_mismatch_message("Conv2d", x.dtype(), w.dtype()));
+  if (x.dtype() != w.dtype())
+    throw Error(dtype_mismatch_message("Conv2d", x.dtype(), w.dtype()));
   const Shape os = output_shape(x.shape());
   const Backend::ConvGeometry g{x.dim(0), cin_, x.dim(2), x.dim(3), k_, k_, stride_, pad_, os[2], os[3]};
   Tensor y = Tensor::empty(os, x.dtype(), run.replica.device);  // [N, O, OH, OW]
