@@ -98,7 +98,7 @@ class Backend {
                                  double count, Tensor& dx, int64_t N, int64_t C, int64_t S) = 0;
   // BatchNorm followed by ReLU in one pass over memory each way (the model's layers stay two
   // stages; the ReLU's stage then passes its tensor through). The defaults (engine/bn_relu_default.cpp)
-  // compose the ops above in place; the CPU backend fuses the loops, with the same arithmetic.
+  // compose the ops above; the CPU backend fuses the loops, with the same arithmetic.
   // y = relu((x - mean) * invstd * gamma + beta)
   virtual void bn_normalize_relu(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& gamma,
                                  const Tensor& beta, Tensor& y, int64_t N, int64_t C, int64_t S);

@@ -1,5 +1,5 @@
-// Backend's default BatchNorm + ReLU: the unfused ops, run in place on the output so that no
-// temporary is needed. What a backend without fused kernels (CUDA today) runs.
+// Backend's default BatchNorm + ReLU: the unfused ops (the forward's ReLU in place on the output).
+// What a backend without fused kernels (CUDA today) runs.
 #include "engine/backend.h"
 
 namespace dpv {
@@ -13,9 +13,12 @@ void Backend::bn_normalize_relu(const Tensor& x, const Tensor& mean, const Tenso
 void Backend::bn_relu_backward(const Tensor& dy, const Tensor& y, const Tensor& x, const Tensor& mean,
                                const Tensor& invstd, const Tensor& gamma, Tensor& sum_dy, Tensor& sum_dy_xmu,
                                double count, Tensor& dx, int64_t N, int64_t C, int64_t S) {
-  relu_backward(y, dy, dx);  // dx holds ReLU's input gradient first, then BatchNorm's, element by element
-  bn_backward_reduce(dx, x, mean, sum_dy, sum_dy_xmu, N, C, S);
-  bn_backward_elemt(dx, x, mean, invstd, gamma, sum_dy, sum_dy_xmu, count, dx, N, C, S);
+  // ReLU's input gradient in a temporary: the element-wise kernels may declare their input and
+  // output __restrict__, so dx cannot double as it.
+  Tensor g = Tensor::empty(dy.shape(), dy.dtype(), dy.device_ptr());
+  relu_backward(y, dy, g);
+  bn_backward_reduce(g, x, mean, sum_dy, sum_dy_xmu, N, C, S);
+  bn_backward_elemt(g, x, mean, invstd, gamma, sum_dy, sum_dy_xmu, count, dx, N, C, S);
 }
 
 }  // namespace dpv
