@@ -12,6 +12,40 @@ namespace dpv::cpu {
 
 namespace math = kernels::math;
 
+// The loops below are built for the baseline x86-64 (SSE2) and, chosen at load time by the CPU
+// they run on, for AVX2 and AVX-512: their per-channel double-precision sums are instruction-bound
+// at two doubles per vector. The arithmetic per element is the same in every clone (the file is
+// built without floating-point contraction, so no clone turns a multiply-add into an FMA).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define DPV_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define DPV_VECTOR_CLONES
+#endif
+
+namespace {
+
+// sum[C] = the mean of each channel of x [N, C], sq[C] = its sum of squared deviations.
+template <typename T>
+DPV_VECTOR_CLONES void stats_rows(const T* __restrict px, double* __restrict sum, double* __restrict sq, int64_t N,
+                                  int64_t C) {
+  const double n = static_cast<double>(N);
+  for (int64_t c = 0; c < C; ++c) sum[c] = sq[c] = 0.0;
+  for (int64_t r = 0; r < N; ++r) {
+    const T* __restrict row = px + r * C;
+    for (int64_t c = 0; c < C; ++c) sum[c] += row[c];
+  }
+  for (int64_t c = 0; c < C; ++c) sum[c] = n > 0 ? sum[c] / n : 0.0;
+  for (int64_t r = 0; r < N; ++r) {
+    const T* __restrict row = px + r * C;
+    for (int64_t c = 0; c < C; ++c) {
+      const double d = row[c] - sum[c];
+      sq[c] += d * d;
+    }
+  }
+}
+
+}  // namespace
+
 void bn_stats(const Tensor& x, Tensor& mean, Tensor& var_b, int64_t N, int64_t C, int64_t S) {
   dispatch_float(x.dtype(), "batch_norm", [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
@@ -19,21 +53,9 @@ void bn_stats(const Tensor& x, Tensor& mean, Tensor& var_b, int64_t N, int64_t C
     const double n = static_cast<double>(N * S);
     if (S == 1) {
       // [N, C]: walk rows in memory order with one accumulator per channel (still two passes in double).
-      double* __restrict sum = channel_scratch<double>(0, C);
-      double* __restrict sq = channel_scratch<double>(1, C);
-      for (int64_t c = 0; c < C; ++c) sum[c] = sq[c] = 0.0;
-      for (int64_t r = 0; r < N; ++r) {
-        const T* __restrict row = px + r * C;
-        for (int64_t c = 0; c < C; ++c) sum[c] += row[c];
-      }
-      for (int64_t c = 0; c < C; ++c) sum[c] = n > 0 ? sum[c] / n : 0.0;
-      for (int64_t r = 0; r < N; ++r) {
-        const T* __restrict row = px + r * C;
-        for (int64_t c = 0; c < C; ++c) {
-          const double d = row[c] - sum[c];
-          sq[c] += d * d;
-        }
-      }
+      double* sum = channel_scratch<double>(0, C);
+      double* sq = channel_scratch<double>(1, C);
+      stats_rows(px, sum, sq, N, C);
       for (int64_t c = 0; c < C; ++c) {
         mean.data<T>()[c] = static_cast<T>(sum[c]);
         var_b.data<T>()[c] = static_cast<T>(n > 0 ? sq[c] / n : 0.0);
@@ -59,7 +81,7 @@ namespace {
 // element is the same as for S > 1.
 
 template <typename T, bool Relu>
-void normalize_loops(const T* __restrict px, const T* __restrict alpha, const T* __restrict shift, T* __restrict py,
+DPV_VECTOR_CLONES void normalize_loops(const T* __restrict px, const T* __restrict alpha, const T* __restrict shift, T* __restrict py,
                      int64_t N, int64_t C, int64_t S) {
   auto apply = [](T x, T al, T sh) {
     const T y = math::bn_apply_affine(x, math::BnAffine<T>{al, sh});
@@ -90,7 +112,7 @@ inline T masked(T dy, T y) {
 }
 
 template <typename T, bool Relu>
-void backward_reduce_loops(const T* __restrict pdy, const T* __restrict py, const T* __restrict px, const T* mean,
+DPV_VECTOR_CLONES void backward_reduce_loops(const T* __restrict pdy, const T* __restrict py, const T* __restrict px, const T* mean,
                            T* sum_dy, T* sum_dy_xmu, int64_t N, int64_t C, int64_t S) {
   if (S == 1) {
     double* __restrict sdy = channel_scratch<double>(0, C);
@@ -134,11 +156,10 @@ void backward_reduce_loops(const T* __restrict pdy, const T* __restrict py, cons
 }
 
 template <typename T, bool Relu>
-void backward_elemt_loops(const T* __restrict pdy, const T* __restrict py, const T* __restrict px,
+DPV_VECTOR_CLONES void backward_elemt_loops(const T* __restrict pdy, const T* __restrict py, const T* __restrict px,
                           const T* __restrict m, const T* __restrict mean_dy, const T* __restrict proj,
                           const T* __restrict scale, T* pdx, int64_t N, int64_t C, int64_t S) {
-  // dx may be dy itself (Backend's default bn_relu_backward runs in place): every element is read
-  // before it is written, so no __restrict on dx against dy.
+  // dx is not __restrict: a caller may pass dy itself (every element is read before it is written).
   auto elemt = [](T g, T x, T mc, T md, T pj, T sc) {
     return math::bn_backward_elemt(g, x, mc, math::BnBackwardTerms<T>{md, pj, sc});
   };
