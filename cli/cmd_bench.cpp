@@ -38,7 +38,7 @@ namespace {
 struct BenchOptions {
   std::vector<std::string> devices;  // empty: cpu:1 cpu:2 cpu:4 (or the GPUs)
   std::vector<std::string> models{"simple", "mnist-mlp", "mlp-large", "cnn"};
-  int iters = 30, warmup = 3, stage_iters = 5;  // iters: timed, in three rounds (the best one counts)
+  int iters = 30, warmup = 3, stage_iters = 15;  // iters: timed, in three rounds (the best one counts)
   std::string json;
   uint64_t seed = 0;
   bool ddp = true;  // also DistributedDataParallel on every multi-device set
@@ -163,24 +163,23 @@ std::string stages_line(const Measurement& m) {
 }
 
 // The per-layer profile: "Linear 0.05+0.09  BatchNorm1d 0.02+0.03 ..." (ms per step, forward +
-// backward) in layer order, and the same as JSON [{layer, type, forward_ms, backward_ms}].
+// backward, each the median over the observed iterations) in layer order, and the same as JSON
+// [{layer, type, forward_ms, backward_ms}].
 std::string layers_line(const Measurement& m, const ModelSpec& spec) {
   std::string line;
-  const double per = 1e3 / std::max(m.stage_iters, 1);
   for (size_t i = 0; i < m.stages.forward_by_layer.size() && i < spec.layers.size(); ++i)
-    line += strf("%s %.3f+%.3f  ", layer_kind_name(spec.layers[i].kind), per * m.stages.forward_by_layer[i],
-                 per * m.stages.backward_by_layer[i]);
+    line += strf("%s %.3f+%.3f  ", layer_kind_name(spec.layers[i].kind), 1e3 * m.stages.forward_median(i),
+                 1e3 * m.stages.backward_median(i));
   return line;
 }
 
 nlohmann::json layers_json(const Measurement& m, const ModelSpec& spec) {
   nlohmann::json j = nlohmann::json::array();
-  const double per = 1e3 / std::max(m.stage_iters, 1);
   for (size_t i = 0; i < m.stages.forward_by_layer.size() && i < spec.layers.size(); ++i)
     j.push_back({{"layer", i},
                  {"type", layer_kind_name(spec.layers[i].kind)},
-                 {"forward_ms", per * m.stages.forward_by_layer[i]},
-                 {"backward_ms", per * m.stages.backward_by_layer[i]}});
+                 {"forward_ms", 1e3 * m.stages.forward_median(i)},
+                 {"backward_ms", 1e3 * m.stages.backward_median(i)}});
   return j;
 }
 
