@@ -1,54 +1,87 @@
 #!/bin/sh
 # dpv against PyTorch on the same training steps, in the same run on the same machine.
-#   bench/compare.sh [path/to/dpv] [iters]
-# Runs `dpv bench` (cpu:1, cpu:2, cpu:4) and bench/pytorch_step.py (PyTorch on the CPU, one thread),
-# then prints one row per model: ms/step of each, the ratio (dpv faster by X), DataParallel's and
-# DDP's speed-up on 2 and 4 simulated devices, the devices' hand-off latency, and the engine's GEMM
-# rate against OpenBLAS's own (the BLAS floor of the large MLP).
+#   bench/compare.sh [path/to/dpv] [iters] [runs]
+# Each run: `dpv bench` (cpu:1, cpu:2, cpu:4, DataParallel and DDP) then bench/pytorch_step.py
+# (PyTorch on the CPU, one thread), one after the other so both see the same load. Then one row
+# per model with the MEDIAN over the runs of: ms/step of each, the ratio (dpv faster by X),
+# DataParallel's and DDP's speed-up on 2 and 4 simulated devices; the devices' hand-off latency;
+# and the large MLP's BLAS floor (the engine's whole step against OpenBLAS alone on the same GEMMs).
+# Run it at normal priority; `uptime` before and after says how loaded the machine was.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 dpv=${1:-$here/../build/release/cli/dpv}
 iters=${2:-30}
+runs=${3:-3}
 [ -x "$dpv" ] || { echo "compare.sh: no dpv binary at $dpv (build it, or pass its path)" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-echo "== dpv bench ($dpv)"
-"$dpv" bench --devices cpu:1 cpu:2 cpu:4 --iters "$iters" --json "$work/dpv.json"
+echo "load before: $(uptime)"
+run=1
+while [ "$run" -le "$runs" ]; do
+  echo "== run $run of $runs: dpv bench ($dpv)"
+  "$dpv" bench --devices cpu:1 cpu:2 cpu:4 --iters "$iters" --json "$work/dpv.$run.json"
+  echo "== run $run of $runs: PyTorch (/usr/bin/python3, torch.set_num_threads(1), one OpenBLAS thread)"
+  # Debian's torch calls the system OpenBLAS (pthreads build), which keeps its own thread pool:
+  # torch.set_num_threads does not reach it, so pin it here as dpv pins it per device.
+  OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 /usr/bin/python3 "$here/pytorch_step.py" --iters "$iters" \
+    --json "$work/torch.$run.json"
+  run=$((run + 1))
+done
+echo "load after: $(uptime)"
 echo
-echo "== PyTorch (/usr/bin/python3, torch.set_num_threads(1), one OpenBLAS thread)"
-# Debian's torch calls the system OpenBLAS (pthreads build), which keeps its own thread pool:
-# torch.set_num_threads does not reach it, so pin it here as dpv pins it per device.
-OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 /usr/bin/python3 "$here/pytorch_step.py" --iters "$iters" --json "$work/torch.json"
-echo
-/usr/bin/python3 - "$work/dpv.json" "$work/torch.json" <<'PY'
-import json, sys
-dpv = json.load(open(sys.argv[1]))
-torch = {r["model"]: r for r in json.load(open(sys.argv[2]))["results"]}
-rows = {}
-for r in dpv["results"]:
-    rows.setdefault(r["model"], {})[r["device_count"]] = r
-ddp = {(r["model"], r["devices"]): r for r in dpv.get("ddp", [])}
+/usr/bin/python3 - "$work" "$runs" <<'PY'
+import json, statistics, sys
+work, runs = sys.argv[1], int(sys.argv[2])
+dpv_runs = [json.load(open(f"{work}/dpv.{i}.json")) for i in range(1, runs + 1)]
+torch_runs = [{r["model"]: r for r in json.load(open(f"{work}/torch.{i}.json"))["results"]} for i in range(1, runs + 1)]
+
+def med(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+def per_run(fn):
+    out = []
+    for d, t in zip(dpv_runs, torch_runs):
+        try:
+            out.append(fn(d, t))
+        except (KeyError, ZeroDivisionError, StopIteration):
+            out.append(None)
+    return med(out)
+
+def ms(d, model, count):
+    return next(r["ms_per_step"] for r in d["results"] if r["model"] == model and r["device_count"] == count)
+
+def ddp_ms(d, model, devices):
+    return next(r["ms_per_step"] for r in d.get("ddp", []) if r["model"] == model and r["devices"] == devices)
+
+fmt = lambda v, f: (f % v) if v is not None else "-"
+models = list(dict.fromkeys(r["model"] for r in dpv_runs[0]["results"]))
+batch = {r["model"]: r["batch"] for r in dpv_runs[0]["results"]}
+print(f"medians of {runs} runs")
 print(f"{'model':10s} {'batch':>5s} {'dpv ms':>9s} {'torch ms':>9s} {'dpv faster':>10s} "
       f"{'DP cpu:2':>8s} {'DP cpu:4':>8s} {'DDP cpu:2':>9s} {'DDP cpu:4':>9s}")
-for model, by_count in rows.items():
-    one = by_count.get(1)
-    t = torch.get(model)
-    if not one:
-        continue
-    ratio = f"{t['ms_per_step'] / one['ms_per_step']:.2f}x" if t else "-"
-    dp = [f"{one['ms_per_step'] / by_count[k]['ms_per_step']:.2f}x" if k in by_count else "-" for k in (2, 4)]
-    dd = [f"{one['ms_per_step'] / ddp[(model, f'cpu:{k}')]['ms_per_step']:.2f}x" if (model, f"cpu:{k}") in ddp else "-"
-          for k in (2, 4)]
-    print(f"{model:10s} {one['batch']:5d} {one['ms_per_step']:9.3f} {t['ms_per_step'] if t else float('nan'):9.3f} "
-          f"{ratio:>10s} {dp[0]:>8s} {dp[1]:>8s} {dd[0]:>9s} {dd[1]:>9s}")
-print("(DP / DDP columns: speed-up over one dpv device, same model and global batch)")
-for h in dpv.get("handoff", []):
-    print(f"hand-off {h['devices']}: {h['median_us']:.1f} us median, {h['p90_us']:.1f} us p90 per stage (empty jobs)")
-g = dpv.get("gemm")
-if g:
-    print(f"\nmlp-large GEMMs (batch {g['batch']}, {g['flops_per_step'] / 1e9:.2f} GFLOP per step): OpenBLAS alone "
-          f"{g['openblas_gflops']:.1f} GFLOP/s, the engine's whole step {g['engine_gflops']:.1f} GFLOP/s "
-          f"= {100 * g['engine_to_openblas']:.0f}% of OpenBLAS")
-print(f"machine: {dpv['machine']['hardware_threads']} hardware threads, OpenBLAS {dpv['machine']['openblas']}")
+for m in models:
+    one = per_run(lambda d, t: ms(d, m, 1))
+    torch_ms = per_run(lambda d, t: t[m]["ms_per_step"])
+    ratio = per_run(lambda d, t: t[m]["ms_per_step"] / ms(d, m, 1))
+    dp = [per_run(lambda d, t, k=k: ms(d, m, 1) / ms(d, m, k)) for k in (2, 4)]
+    dd = [per_run(lambda d, t, k=k: ms(d, m, 1) / ddp_ms(d, m, f"cpu:{k}")) for k in (2, 4)]
+    print(f"{m:10s} {batch[m]:5d} {fmt(one, '%9.3f')} {fmt(torch_ms, '%9.3f')} {fmt(ratio, '%9.2fx')} "
+          f"{fmt(dp[0], '%7.2fx')} {fmt(dp[1], '%7.2fx')} {fmt(dd[0], '%8.2fx')} {fmt(dd[1], '%8.2fx')}")
+print("(dpv faster: PyTorch's ms / dpv's ms, one device each; DP / DDP: speed-up over one dpv device, same model "
+      "and global batch)")
+for spec in dict.fromkeys(h["devices"] for h in dpv_runs[0].get("handoff", [])):
+    m50 = med([h["median_us"] for d in dpv_runs for h in d.get("handoff", []) if h["devices"] == spec])
+    p90 = med([h["p90_us"] for d in dpv_runs for h in d.get("handoff", []) if h["devices"] == spec])
+    print(f"hand-off {spec}: {m50:.1f} us median, {p90:.1f} us p90 per stage (empty jobs)")
+gemms = [d["gemm"] for d in dpv_runs if d.get("gemm")]
+if gemms:
+    g = gemms[0]
+    floor = med([x["engine_to_openblas"] for x in gemms])
+    print(f"BLAS floor, mlp-large (batch {g['batch']}, {g['flops_per_step'] / 1e9:.2f} GFLOP per step): OpenBLAS alone "
+          f"{med([x['openblas_gflops'] for x in gemms]):.1f} GFLOP/s, the engine's whole step "
+          f"{med([x['engine_gflops'] for x in gemms]):.1f} GFLOP/s = {100 * floor:.0f}% of OpenBLAS "
+          f"(target: within 10%, i.e. >= 90%)")
+print(f"machine: {dpv_runs[0]['machine']['hardware_threads']} hardware threads, OpenBLAS {dpv_runs[0]['machine']['openblas']}")
 PY
