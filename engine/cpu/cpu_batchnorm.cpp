@@ -16,7 +16,10 @@ namespace math = kernels::math;
 // they run on, for AVX2 and AVX-512: their per-channel double-precision sums are instruction-bound
 // at two doubles per vector. The arithmetic per element is the same in every clone (the file is
 // built without floating-point contraction, so no clone turns a multiply-add into an FMA).
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+// Not under TSan or ASan: their instrumented code cannot run in the ifunc resolver that picks a
+// clone at load time (a TSan binary crashed there before main).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__) && \
+    !defined(__SANITIZE_ADDRESS__)
 #define DPV_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define DPV_VECTOR_CLONES
