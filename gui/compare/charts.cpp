@@ -244,13 +244,16 @@ void CompareCharts::showResult(const CompareResult& r) {
             b->addData(d + (m == 0 ? -0.2 : 0.2), part.bytes(*runs[m], static_cast<size_t>(d)) / 1e3);
       }
     }
-    p->legend->setFillOrder(QCPLayoutGrid::foRowsFirst);
-    p->legend->setWrap(2);  // up to eight kinds: two columns keep the legend off the bars
+    // Up to eight kinds in a narrow chart: a smaller legend font, and room above the bars for it.
+    QFont small = p->legend->font();
+    small.setPointSizeF(small.pointSizeF() * 0.8);
+    p->legend->setFont(small);
+    p->legend->setRowSpacing(-2);
     p->legend->setVisible(true);
     p->rescaleAxes();
     p->xAxis->setRange(-0.6, W - 0.4);
     p->yAxis->setRangeLower(0);
-    p->yAxis->setRangeUpper(p->yAxis->range().upper * 1.9);  // room for the legend above the bars
+    p->yAxis->setRangeUpper(p->yAxis->range().upper * 2.9);  // the bars below the legend
   }
   // Bytes per step, one bar per transfer, coloured by mode.
   {
