@@ -237,6 +237,7 @@ void IterationPage::buildUi() {
   position_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // long stage titles must not widen the window
   position_->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
   row->addWidget(position_, 1);
+  position_->installEventFilter(this);  // a shorter form of the position when the row is narrow
   left->addWidget(controls);
   outer_->addWidget(leftWidget);
 
@@ -277,6 +278,7 @@ bool IterationPage::eventFilter(QObject* watched, QEvent* event) {
     const QWidget* card = modeBox_->parentWidget();
     modeBox_->move(card->width() - modeBox_->width() - 8, kModeBoxTop);
   }
+  if (event->type() == QEvent::Resize && watched == position_) fitPosition();
   return Page::eventFilter(watched, event);
 }
 
@@ -319,7 +321,21 @@ bool IterationPage::atEnd() const {
 
 QString IterationPage::errorText() const { return errorBanner_->isVisible() ? errorBanner_->text() : QString(); }
 
-QString IterationPage::positionText() const { return position_->text(); }
+QString IterationPage::positionText() const { return positionForms_.value(0); }
+
+// The longest form of the position that fits the label (at 1024x640 the stepper row leaves it
+// about 70 px): "stage 3 of 9 · iteration 1", then "3/9 · iteration 1", "3/9 · it. 1", "3/9".
+void IterationPage::fitPosition() {
+  const QFontMetrics metrics(position_->font());
+  QString shown = positionForms_.value(positionForms_.size() - 1);
+  for (const QString& form : positionForms_) {
+    if (metrics.horizontalAdvance(form) <= position_->width()) {
+      shown = form;
+      break;
+    }
+  }
+  position_->setText(shown);
+}
 
 void IterationPage::onSettingsApplied() {
   pause();
@@ -586,20 +602,29 @@ void IterationPage::updateControls() {
   stepButton_->setEnabled(haveInfo_ && !waiting_);
   playButton_->setEnabled(haveInfo_);
   if (!haveInfo_) {
-    position_->setText(e && e->busy() ? tr("preparing the engine…") : tr("no iteration"));
+    positionForms_ = {e && e->busy() ? tr("preparing the engine…") : tr("no iteration")};
+    fitPosition();
     return;
   }
   QString where = tr("before the first stage");
+  QString shortWhere = tr("start");
   position_->setToolTip(QString());
   if (cursor_ >= 0) {
     const dpv::Stage& stage = info_.plan[static_cast<size_t>(cursor_)];
     QString name = stageShortTitle(stage.kind);
     if (stage.layer >= 0) name += tr(" (layer %1)").arg(stage.layer);
     where = tr("stage %1 of %2").arg(cursor_ + 1).arg(total);  // the stage's name is on the strip above
+    shortWhere = tr("%1/%2").arg(cursor_ + 1).arg(total);
     position_->setToolTip(tr("%1 — %2").arg(name, QString::fromStdString(stage.title)));
   }
-  if (waiting_) where += tr(" · running…");
-  position_->setText(tr("%1 · iteration %2").arg(where).arg(info_.iteration));
+  if (waiting_) {
+    where += tr(" · running…");
+    shortWhere += QStringLiteral(" …");
+  }
+  positionForms_ = {tr("%1 · iteration %2").arg(where).arg(info_.iteration),
+                    tr("%1 · iteration %2").arg(shortWhere).arg(info_.iteration),
+                    tr("%1 · it. %2").arg(shortWhere).arg(info_.iteration), shortWhere};
+  fitPosition();
 }
 
 QList<Page::Shot> IterationPage::screenshots() {

@@ -67,7 +67,7 @@ class IterationPage : public Page {
   QSplitter* splitter() const { return outer_; }          // the picture | the side panels
   QSplitter* sidePanels() const { return sidePanels_; }   // lesson / code / inspector
   QString errorText() const;              // the error banner's text ("" when hidden)
-  QString positionText() const;
+  QString positionText() const;  // the full form, whatever the label's width shows
   bool eventFilter(QObject* watched, QEvent* event) override;
   // Opens a chip of a device in the inspector (as a click would); false when there is none.
   bool inspectChip(int device, dpv::TensorRole role);
@@ -88,6 +88,7 @@ class IterationPage : public Page {
   void afterShown();
   void rebuildStageStrip();
   void updateControls();
+  void fitPosition();
   void requestNext();
   void updateCode();
   void updateModeButtons();
@@ -114,6 +115,7 @@ class IterationPage : public Page {
   LossStrip* lossStrip_ = nullptr;
   QLabel* errorBanner_ = nullptr;
   QLabel* position_ = nullptr;
+  QStringList positionForms_;  // the position, longest form first; fitPosition shows the first that fits
   QLabel* speedLabel_ = nullptr;
   QSlider* speed_ = nullptr;
   QToolButton* restartButton_ = nullptr;

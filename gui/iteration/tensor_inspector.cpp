@@ -140,7 +140,9 @@ TensorInspector::TensorInspector(QWidget* parent) : QWidget(parent) {
   tree_->setFont(rowFont);
   tree_->header()->setStretchLastSection(true);
   tree_->header()->setSectionResizeMode(QHeaderView::Interactive);
-  tree_->setMinimumHeight(70);
+  // The header and two rows: with the heat map's minimum below, the side panels fit a 1024x640
+  // window without pushing the Iteration page's stepper below the fold.
+  tree_->setMinimumHeight(56);
   connect(tree_, &QTreeWidget::currentItemChanged, this, &TensorInspector::onRowChanged);
   split_->addWidget(tree_);
 
@@ -154,7 +156,7 @@ TensorInspector::TensorInspector(QWidget* parent) : QWidget(parent) {
   heatTitle_->setObjectName(QStringLiteral("hintLabel"));
   heatTitle_->setWordWrap(false);
   heat_ = new HeatMap(heatPanel_);
-  heat_->setMinimumHeight(36);
+  heat_->setMinimumHeight(24);
   heatLayout->addWidget(why_);
   heatLayout->addWidget(heatTitle_);
   heatLayout->addWidget(heat_, 1);

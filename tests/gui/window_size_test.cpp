@@ -3,10 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <QScreen>
+#include <QLabel>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QSplitter>
 
 #include "gui/app/context.h"
 #include "gui/app/main_window.h"
 #include "gui/app/page.h"
+#include "gui/iteration/page.h"
 #include "gui/runtime/engine_controller.h"
 #include "gui_test_support.h"
 
@@ -57,6 +62,48 @@ TEST(WindowSize, NeverOpensLargerThanTheScreen) {
   // which fits 1024x640: see the test above).
   EXPECT_EQ(window.size(), QSize(1280, 800).boundedTo(available));
   EXPECT_LT(window.width(), 1280);
+}
+
+}  // namespace
+}  // namespace gui
+
+namespace gui {
+namespace {
+
+// At 1024x640 the Iteration page fits the window's height: its stepper row (Restart, Back, Play,
+// Step) must never sit below the fold, half cut, as it did when the side panels' minimum heights
+// (with a tensor in the inspector) added up to more than the window had.
+TEST(WindowSize, TheIterationStepperIsNeverBelowTheFold) {
+  AppContext context;
+  context.setSettings(settingsFor(QStringLiteral("cpu:4"), QStringLiteral("simple"), 10));
+  auto* engine = new EngineController();
+  MainWindow::Options options;
+  options.persistent = false;
+  options.theme = QStringLiteral("light");
+  MainWindow window(&context, engine, options);
+  engine->setParent(&window);
+  window.resize(1024, 640);
+  window.show();
+  window.showPage(QStringLiteral("iteration"));
+  auto* page = qobject_cast<IterationPage*>(window.page(QStringLiteral("iteration")));
+  ASSERT_NE(page, nullptr);
+  bool done = false;
+  ASSERT_TRUE(waitUntil([&] { return engine->info().plan.size() > 2; }));
+  page->seekTo(2, [&] { done = true; });
+  ASSERT_TRUE(waitUntil([&] { return done; }));
+  ASSERT_TRUE(page->inspectChip(1, dpv::TensorRole::Input));
+  QTest::qWait(50);
+  // The position beside the stepper shows a form that fits its label (never cut mid-word).
+  QLabel* position = nullptr;
+  for (QLabel* label : page->findChildren<QLabel*>())
+    if (label->objectName() == QLatin1String("hintLabel") && label->text().contains(QLatin1String("3/")) ) position = label;
+  ASSERT_NE(position, nullptr) << "the stepper's position label shows a short form at 1024x640";
+  EXPECT_LE(position->fontMetrics().horizontalAdvance(position->text()), position->width()) << position->text().toStdString();
+  EXPECT_TRUE(page->positionText().startsWith(QLatin1String("stage 3 of"))) << page->positionText().toStdString();
+  auto* scroll = qobject_cast<QScrollArea*>(page->parentWidget()->parentWidget());
+  ASSERT_NE(scroll, nullptr);
+  EXPECT_EQ(scroll->verticalScrollBar()->maximum(), 0)
+      << "side panels " << page->sidePanels()->minimumSizeHint().height()<< " the page needs " << page->minimumSizeHint().height() << " px of " << scroll->viewport()->height();
 }
 
 }  // namespace
