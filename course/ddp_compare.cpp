@@ -71,10 +71,10 @@ std::vector<BytesMoved> dp_bytes(const std::vector<StageEvent>& events) {
   for (const StageEvent& e : events) {
     switch (e.stage.kind) {
       case StageKind::Scatter: add("scatter inputs", static_cast<double>(e.bytes_moved)); break;
-      case StageKind::Replicate: add("replicate parameters (broadcast)", static_cast<double>(e.bytes_moved)); break;
-      case StageKind::Gather: add("gather outputs to device 0", static_cast<double>(e.bytes_moved)); break;
-      case StageKind::GradScatter: add("scatter output gradients", static_cast<double>(e.bytes_moved)); break;
-      case StageKind::ReduceGrads: add("reduce gradients to device 0", static_cast<double>(e.bytes_moved)); break;
+      case StageKind::Replicate: add("replicate parameters", static_cast<double>(e.bytes_moved)); break;
+      case StageKind::Gather: add("gather outputs", static_cast<double>(e.bytes_moved)); break;
+      case StageKind::GradScatter: add("scatter output grads", static_cast<double>(e.bytes_moved)); break;
+      case StageKind::ReduceGrads: add("reduce grads to GPU 0", static_cast<double>(e.bytes_moved)); break;
       default: break;
     }
   }
@@ -92,8 +92,8 @@ std::vector<BytesMoved> ddp_bytes(const std::vector<StageEvent>& events, int W) 
       for (const RingStep& st : c.ring) ring += static_cast<double>(st.bytes);
   }
   std::vector<BytesMoved> out;
-  if (broadcast > 0) out.push_back({"broadcast buffers from rank 0", broadcast});
-  out.push_back({"all-reduce gradients (ring)", ring});
+  if (broadcast > 0) out.push_back({"broadcast buffers", broadcast});
+  out.push_back({"all-reduce grads", ring});
   return out;
 }
 

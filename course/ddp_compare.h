@@ -39,7 +39,7 @@ struct StepParts {
 };
 
 struct BytesMoved {
-  std::string what;  // "scatter inputs", "reduce gradients to device 0", "all-reduce gradients (ring)"
+  std::string what;  // "scatter inputs", "reduce grads to GPU 0", "all-reduce grads" (short: chart rows)
   double bytes = 0;  // sent between devices in one iteration, all devices together
 };
 

@@ -88,10 +88,10 @@ QString memoryBarsName(bool ddp, const QString& part) {
 QString CompareCharts::title(Chart chart) {
   switch (chart) {
     case Loss: return tr("Loss per iteration");
-    case ParamDiff: return tr("Max |parameter − one device's|");
-    case StepTime: return tr("Time per step (ms), by part");
-    case Memory: return tr("Peak memory per GPU by kind (kB)");
-    case Bytes: return tr("Bytes sent per step, by transfer (kB)");
+    case ParamDiff: return tr("Max |param − one device's|");
+    case StepTime: return tr("Time per step (ms)");
+    case Memory: return tr("Peak memory per GPU (kB)");
+    case Bytes: return tr("Bytes sent per step (kB)");
     case Speedup: return tr("Speed-up against one device");
     case kChartCount: break;
   }
@@ -110,9 +110,23 @@ CompareCharts::CompareCharts(QWidget* parent) : QWidget(parent) {
     auto* heading = new QCPTextElement(plot, title(static_cast<Chart>(i)), QFont(font().family(), font().pointSize(), QFont::Bold));
     plot->plotLayout()->addElement(0, 0, heading);
     plots_[static_cast<size_t>(i)] = plot;
-    grid->addWidget(plot, i / 3, i % 3);
   }
+  arrange(3);
   applyTheme();
+}
+
+// Three charts a row while each keeps about 250 px (its bold title whole), else two.
+void CompareCharts::arrange(int columns) {
+  if (columns == columns_) return;
+  columns_ = columns;
+  auto* grid = static_cast<QGridLayout*>(layout());
+  for (QCustomPlot* plot : plots_) grid->removeWidget(plot);
+  for (int i = 0; i < kChartCount; ++i) grid->addWidget(plots_[static_cast<size_t>(i)], i / columns, i % columns);
+}
+
+void CompareCharts::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  arrange(width() >= 3 * 250 ? 3 : 2);
 }
 
 void CompareCharts::changeEvent(QEvent* event) {
@@ -188,8 +202,8 @@ void CompareCharts::showResult(const CompareResult& r) {
   {
     QCustomPlot* p = plot(StepTime);
     auto ticks = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
-    ticks->addTick(1, tr("one device"));
-    ticks->addTick(2, tr("DataParallel"));
+    ticks->addTick(1, tr("1 device"));  // short: three labels share a 250-pixel chart
+    ticks->addTick(2, tr("DP"));
     ticks->addTick(3, tr("DDP"));
     p->xAxis->setTicker(ticks);
     p->xAxis->grid()->setVisible(false);
@@ -219,7 +233,7 @@ void CompareCharts::showResult(const CompareResult& r) {
     auto ticks = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
     for (int d = 0; d < W; ++d) ticks->addTick(d, QStringLiteral("%1").arg(d));
     p->xAxis->setTicker(ticks);
-    p->xAxis->setLabel(tr("GPU (left bar DataParallel, right bar DDP)"));
+    p->xAxis->setLabel(tr("GPU: DP bar left, DDP right"));
     p->xAxis->grid()->setVisible(false);
     const SceneColors& kinds = sceneColors(c.dark ? QStringLiteral("dark") : QStringLiteral("light"));
     QCPBars* below[2] = {nullptr, nullptr};
@@ -249,11 +263,15 @@ void CompareCharts::showResult(const CompareResult& r) {
     small.setPointSizeF(small.pointSizeF() * 0.8);
     p->legend->setFont(small);
     p->legend->setRowSpacing(-2);
+    // Two columns: half the rows, so the bars below it stay clear. The wrap first: only a change
+    // of fill order re-arranges the entries already there.
+    p->legend->setWrap(2);
+    p->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
     p->legend->setVisible(true);
     p->rescaleAxes();
     p->xAxis->setRange(-0.6, W - 0.4);
     p->yAxis->setRangeLower(0);
-    p->yAxis->setRangeUpper(p->yAxis->range().upper * 2.9);  // the bars below the legend
+    p->yAxis->setRangeUpper(p->yAxis->range().upper * 2.6);  // the bars below the legend
   }
   // Bytes per step, one bar per transfer, coloured by mode.
   {

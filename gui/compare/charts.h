@@ -41,10 +41,16 @@ class CompareCharts : public QWidget {
 
  protected:
   void changeEvent(QEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
+
+ public:
+  int columns() const { return columns_; }  // 3 charts a row, or 2 when each would be narrower than its titles
 
  private:
   void style(QCustomPlot* plot);
   std::array<QCustomPlot*, kChartCount> plots_{};
+  void arrange(int columns);
+  int columns_ = 0;
   bool hasResult_ = false;
   dpv::course::CompareResult result_;
 };

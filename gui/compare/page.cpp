@@ -1,5 +1,6 @@
 #include "gui/compare/page.h"
 
+#include <QBoxLayout>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -88,17 +89,17 @@ ComparePage::ComparePage(AppContext* context, QWidget* parent) : Page(context, p
   outer->addWidget(note_);
 
   // The charts, and beside them the lesson that says what to look for in them.
-  auto* body = new QHBoxLayout();
+  auto* body = new QBoxLayout(QBoxLayout::LeftToRight);
+  body_ = body;
   charts_ = new CompareCharts(this);
   body->addWidget(charts_, 1);
   lesson_ = new LessonPanel(this);
   lesson_->setLessonsDir(context->lessonsDir());
   lesson_->showLesson(QStringLiteral("ddp/dp-vs-ddp"));
-  QWidget* lessonCard = wrapInCard(tr("The lesson"), lesson_, this);
-  lessonCard->setMinimumWidth(120);  // gives way on a small screen (the page must not scroll sideways)
-  lessonCard->setMaximumWidth(290);
-  body->addWidget(lessonCard);
+  lessonCard_ = wrapInCard(tr("The lesson"), lesson_, this);
+  body->addWidget(lessonCard_);
   outer->addLayout(body, 1);
+  placeLesson();
 
   sumMean_ = new QLabel(this);
   sumMean_->setWordWrap(true);
@@ -108,6 +109,34 @@ ComparePage::ComparePage(AppContext* context, QWidget* parent) : Page(context, p
 
   connect(runButton_, &QPushButton::clicked, this, &ComparePage::run);
   connect(context, &AppContext::themeChanged, charts_, &CompareCharts::applyTheme);
+}
+
+// Beside the charts the lesson needs about 260 px, which a 1024-pixel window cannot spare: there
+// the charts keep the whole width (three charts a row, titles whole) and the lesson reads below
+// them at full width, a few lines high, instead of one word a line.
+constexpr int kLessonBesideMinWidth = 1180;
+
+bool ComparePage::lessonBelowCharts() const { return body_->direction() == QBoxLayout::TopToBottom; }
+
+void ComparePage::placeLesson() {
+  const bool below = width() < kLessonBesideMinWidth;
+  body_->setDirection(below ? QBoxLayout::TopToBottom : QBoxLayout::LeftToRight);
+  if (below) {
+    lessonCard_->setMinimumWidth(0);
+    lessonCard_->setMaximumWidth(QWIDGETSIZE_MAX);
+    lessonCard_->setMinimumHeight(150);
+    lessonCard_->setMaximumHeight(220);
+  } else {
+    lessonCard_->setMinimumWidth(200);
+    lessonCard_->setMaximumWidth(290);
+    lessonCard_->setMinimumHeight(0);
+    lessonCard_->setMaximumHeight(QWIDGETSIZE_MAX);
+  }
+}
+
+void ComparePage::resizeEvent(QResizeEvent* event) {
+  Page::resizeEvent(event);
+  placeLesson();
 }
 
 dpv::course::CompareConfig ComparePage::config() const {

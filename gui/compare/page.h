@@ -6,9 +6,11 @@
 #include "course/ddp_compare.h"
 #include "gui/app/page.h"
 
+class QBoxLayout;
 class QComboBox;
 class QLabel;
 class QPushButton;
+class QResizeEvent;
 class QSpinBox;
 
 namespace gui {
@@ -36,13 +38,18 @@ class ComparePage : public Page {
   QString sumMeanText() const;
   QString noteText() const;
   QString errorText() const { return error_; }
+  bool lessonBelowCharts() const;  // on a narrow page the lesson goes under the charts
 
  signals:
   void resultShown();
   void failed(const QString& message);
 
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
   void showResult(const dpv::course::CompareResult& result);
+  void placeLesson();
 
   QComboBox* preset_;
   QSpinBox* devices_;
@@ -55,6 +62,8 @@ class ComparePage : public Page {
   QLabel* sumMean_;
   CompareCharts* charts_;
   LessonPanel* lesson_;
+  QWidget* lessonCard_ = nullptr;
+  QBoxLayout* body_ = nullptr;  // charts and lesson: side by side, or the lesson below on a narrow page
   dpv::course::CompareResult result_;
   bool hasResult_ = false;
   bool running_ = false;

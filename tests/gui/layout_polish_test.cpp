@@ -13,6 +13,9 @@
 #include "gui/app/main_window.h"
 #include "gui/bnlab/charts.h"
 #include "gui/bnlab/page.h"
+#include "gui/compare/charts.h"
+#include "gui/compare/page.h"
+#include "gui/iteration/lesson_panel.h"
 #include "gui/ddp/scene.h"
 #include "gui/iteration/page.h"
 #include "gui/runtime/engine_controller.h"
@@ -194,6 +197,41 @@ TEST_P(SceneLabels, ImportantLabelsAreWholeAt1024x640) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, SceneLabels, ::testing::Values(4, 8));
+
+
+// The DP vs DDP page at 1024x640: the lesson moves under the charts (beside them it was one word a
+// line and squeezed the charts until their titles were cut), the six charts stay three a row, and
+// every chart title is whole; at 1920x1080 the lesson reads beside the charts.
+class CompareLayout : public ::testing::TestWithParam<QSize> {};
+
+TEST_P(CompareLayout, ChartTitlesAreWholeAndTheLessonHasRoom) {
+  const QSize size = GetParam();
+  SizedWindow w(settingsFor(QStringLiteral("cpu:4"), QStringLiteral("simple"), 10), size);
+  w.window->showPage(QStringLiteral("compare"));
+  auto* page = qobject_cast<ComparePage*>(w.window->page(QStringLiteral("compare")));
+  ASSERT_NE(page, nullptr);
+  QTest::qWait(50);
+  const bool small = size.width() < 1100;
+  EXPECT_EQ(page->lessonBelowCharts(), small);
+  EXPECT_EQ(page->charts()->columns(), 3);
+  EXPECT_GE(page->lessonPanel()->width(), 240) << "the lesson is a column of single words";
+  auto* scroll = qobject_cast<QScrollArea*>(page->parentWidget()->parentWidget());
+  ASSERT_NE(scroll, nullptr);
+  EXPECT_EQ(scroll->horizontalScrollBar()->maximum(), 0);
+  for (int c = 0; c < CompareCharts::kChartCount; ++c) {
+    QCustomPlot* plot = page->charts()->plot(static_cast<CompareCharts::Chart>(c));
+    plot->replot();
+    auto* heading = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0));
+    ASSERT_NE(heading, nullptr);
+    const int needed = QFontMetrics(heading->font()).horizontalAdvance(heading->text());
+    EXPECT_LE(needed, plot->width()) << heading->text().toStdString() << " is cut in a chart " << plot->width() << " px wide";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(WindowSizes, CompareLayout, ::testing::Values(QSize(1024, 640), QSize(1920, 1080)),
+                         [](const ::testing::TestParamInfo<QSize>& info) {
+                           return std::to_string(info.param.width()) + "x" + std::to_string(info.param.height());
+                         });
 
 }  // namespace
 }  // namespace gui
