@@ -188,7 +188,8 @@ std::shared_ptr<DeviceSet> DeviceSet::create_simulated(std::vector<std::unique_p
 
 std::vector<std::exception_ptr> DeviceSet::run_parallel_collect(int count, const std::function<void(int)>& fn,
                                                                 int64_t bytes_moved) const {
-  check(count <= size(), "run_parallel: " + std::to_string(count) + " jobs for " + std::to_string(size()) + " devices");
+  if (count > size())  // every stage passes here: the message is built only when thrown
+    throw Error("run_parallel: " + std::to_string(count) + " jobs for " + std::to_string(size()) + " devices");
   std::vector<std::exception_ptr> errors(ix(std::max(count, 0)));
   const std::function<void(int)> job = [&](int i) {
     try {

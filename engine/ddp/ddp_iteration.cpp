@@ -100,14 +100,16 @@ DdpIteration::DdpIteration(DdpTrainer& trainer, const Tensor& input, const Tenso
     : trainer_(trainer), input_(input), target_(target), observer_(observer) {
   const int W = trainer.world_size();
   const Model& model = trainer.model();
-  check(input.ndim() >= 1, "the input must have a batch dimension; got a 0-dimensional tensor", "ValueError");
-  check(target.dtype() == DType::Int64 && target.ndim() == 1,
-        "the target must be a 1-D int64 tensor of class indices, got " + std::string(dtype_name(target.dtype())) + " " +
-            shape_str(target.shape()),
-        "ValueError");
-  check(target.dim(0) == input.dim(0), "Expected input batch_size (" + std::to_string(input.dim(0)) +
-                                           ") to match target batch_size (" + std::to_string(target.dim(0)) + ").",
-        "ValueError");
+  // One iteration per step: the messages are built only when they are thrown.
+  if (input.ndim() < 1) throw Error("the input must have a batch dimension; got a 0-dimensional tensor", "ValueError");
+  if (target.dtype() != DType::Int64 || target.ndim() != 1)
+    throw Error("the target must be a 1-D int64 tensor of class indices, got " + std::string(dtype_name(target.dtype())) +
+                    " " + shape_str(target.shape()),
+                "ValueError");
+  if (target.dim(0) != input.dim(0))
+    throw Error("Expected input batch_size (" + std::to_string(input.dim(0)) + ") to match target batch_size (" +
+                    std::to_string(target.dim(0)) + ").",
+                "ValueError");
   model.check_input(input);  // dtype, shapes, empty batch: what every rank's forward would raise
   for (int r = 0; r < W; ++r) {
     shards_.push_back(distributed_sampler_indices(input.dim(0), W, r, sampler));
