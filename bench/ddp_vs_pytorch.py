@@ -4,16 +4,19 @@ DistributedDataParallel over Gloo with the same number of processes, in the same
 figures and ratios, no pass/fail.
 
 Usage: /usr/bin/python3 bench/ddp_vs_pytorch.py --dpv build/release/cli/dpv [--ranks 2 4]
-       [--models mnist-mlp mlp-large] [--iters 20] [--rounds 2]
+       [--models simple mnist-mlp mlp-large cnn] [--iters 20] [--rounds 3]
 Both sides train the presets of bench/pytorch_step.py on the same GLOBAL batch, each rank on its
 DistributedSampler shard (x[rank::W]), SGD(lr=0.01), one thread per rank; PyTorch's step time is
-the slowest rank's mean over --iters steps after a barrier. dpv and PyTorch alternate --rounds
-times and the best of each counts (noise on a shared machine only ever adds time). dpv's
-DataParallel step on the same devices is printed too.
+the slowest rank's mean over --iters steps after a barrier (dpv's: the best of `dpv bench`'s three
+sub-rounds). dpv and PyTorch alternate --rounds times and the MEDIAN round of each is printed, so
+that one lucky or unlucky round on a shared machine does not decide the ratio; every round is in
+the --json output. dpv's DataParallel step on the same devices is printed too. The large MLP runs
+a quarter of --iters (at least 4): its step is 30-100x the others'.
 """
 import argparse
 import json
 import os
+import statistics
 import socket
 import subprocess
 import sys
@@ -93,10 +96,10 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dpv", required=True)
     p.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
-    p.add_argument("--models", nargs="+", default=["mnist-mlp", "mlp-large"])
+    p.add_argument("--models", nargs="+", default=["simple", "mnist-mlp", "mlp-large", "cnn"])
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--rounds", type=int, default=2, help="alternate dpv and PyTorch this many times; best of each")
+    p.add_argument("--rounds", type=int, default=3, help="alternate dpv and PyTorch this many times; median of each")
     p.add_argument("--json", help="write the figures here")
     args = p.parse_args()
     try:
@@ -106,20 +109,25 @@ def main():
         return 77
     import torch
     print(f"DDP step, dpv (in-process ranks) against PyTorch {torch.__version__} DDP over Gloo "
-          f"(processes on 127.0.0.1), best of {args.rounds} alternating rounds")
+          f"(processes on 127.0.0.1), median of {args.rounds} alternating rounds; load {os.getloadavg()[0]:.1f}")
     print(f"{'model':10s} {'ranks':>5s} {'dpv DDP ms':>10s} {'torch DDP':>10s} {'dpv/torch speed':>15s} "
           f"{'dpv DP ms':>10s} {'DDP vs DP':>9s}", flush=True)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for model in args.models:
             for world in args.ranks:
-                best = {"dpv_ddp": float("inf"), "dpv_dp": float("inf"), "torch_ddp": float("inf")}
+                iters = max(4, args.iters // 4) if model == "mlp-large" else args.iters
+                run_args = argparse.Namespace(**{**vars(args), "iters": iters})
+                rounds = {"dpv_ddp": [], "dpv_dp": [], "torch_ddp": []}
                 for _ in range(args.rounds):
-                    ddp, dp = run_dpv(world, model, args, os.path.join(tmp, "dpv.json"))
-                    t = run_torch(world, model, args, os.path.join(tmp, "torch.json"))
-                    best = {"dpv_ddp": min(best["dpv_ddp"], ddp), "dpv_dp": min(best["dpv_dp"], dp),
-                            "torch_ddp": min(best["torch_ddp"], t)}
-                r = {"model": model, "ranks": world, **{k + "_ms": v for k, v in best.items()}}
+                    ddp, dp = run_dpv(world, model, run_args, os.path.join(tmp, "dpv.json"))
+                    t = run_torch(world, model, run_args, os.path.join(tmp, "torch.json"))
+                    rounds["dpv_ddp"].append(ddp)
+                    rounds["dpv_dp"].append(dp)
+                    rounds["torch_ddp"].append(t)
+                r = {"model": model, "ranks": world, "iters": iters,
+                     **{k + "_ms": statistics.median(v) for k, v in rounds.items()},
+                     "rounds_ms": rounds, "load": os.getloadavg()[0]}
                 rows.append(r)
                 print(f"{r['model']:10s} {r['ranks']:5d} {r['dpv_ddp_ms']:10.3f} {r['torch_ddp_ms']:10.3f} "
                       f"{r['torch_ddp_ms'] / r['dpv_ddp_ms']:14.2f}x {r['dpv_dp_ms']:10.3f} "

@@ -97,7 +97,7 @@ struct DeviceState {
   std::vector<TensorInfo> tensors;  // what the device holds after the stage
 };
 
-// DDP: one bucket's all-reduce as one rank's communication thread ran it, with the ring's steps
+// DDP: one bucket's all-reduce as it ran for one rank on the communication thread, with the ring's steps
 // (seconds since the iteration began). It may overlap the Backward stages that followed its launch.
 struct CommSpan {
   int device = 0;

@@ -128,7 +128,7 @@ std::string TraceRecorder::to_json() const {
                                   {"dur", (d.busy_end - d.busy_start) * kMicrosecondsPerSecond},
                                   {"args", std::move(args)}});
     }
-    // Bucket all-reduces where they really ran: on the rank's communication thread, overlapping
+    // Bucket all-reduces where they really ran: on the communication thread, overlapping
     // the Backward stages that came after their launch.
     for (const CommSpan& c : e.comm) {
       Json ring = Json::array();

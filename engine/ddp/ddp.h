@@ -5,8 +5,8 @@
 // parallel (on the ranks' device threads) and reported to the Observer like DataParallel's.
 //
 //   Construct (first iteration only)  Sample  [BroadcastBuffers]  Forward 0..L-1  Loss
-//   Backward L-1..0 (bucket all-reduces launch on each rank's communication thread as buckets
-//   fill, overlapping the backward stages that follow)  Finalize  Step
+//   Backward L-1..0 (bucket all-reduces launch as buckets fill and run on the group's
+//   communication thread, overlapping the backward stages that follow)  Finalize  Step
 //
 // The per-rank work is DdpRank's (engine/ddp/ddp_rank.h), the same code launched processes run.
 #include <atomic>

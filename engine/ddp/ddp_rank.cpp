@@ -2,6 +2,7 @@
 // finalize, optimizer step; and run_rank_steps for launched processes.
 #include "engine/ddp/ddp_rank.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "engine/backend.h"
@@ -28,11 +29,54 @@ std::function<double()> default_clock() {
 
 // "[300, 4]" as c10 prints IntArrayRef.
 std::string sizes_str(const Shape& s) { return shape_str(s); }
+
+// dist._broadcast_coalesced (torch/csrc/distributed/c10d/comm.cpp, 1.13), as DDP syncs its module
+// states and buffers: the tensors are grouped by dtype (take_tensors; DDP's 250 MiB bucket is
+// never reached by these models), each group flattened into one buffer, broadcast from `root` in
+// one call, and copied back. One report per group.
+std::vector<CollectiveReport> broadcast_coalesced(ProcessGroup& group, const std::vector<Tensor*>& tensors, int root,
+                                                  const std::shared_ptr<Device>& device) {
+  std::vector<DType> dtypes;  // in order of first appearance
+  for (const Tensor* t : tensors)
+    if (std::find(dtypes.begin(), dtypes.end(), t->dtype()) == dtypes.end()) dtypes.push_back(t->dtype());
+  std::vector<CollectiveReport> reports;
+  for (DType dtype : dtypes) {
+    int64_t numel = 0;
+    for (const Tensor* t : tensors)
+      if (t->dtype() == dtype) numel += t->numel();
+    Tensor flat = Tensor::empty({numel}, dtype, device);  // [sum of the group's numels]
+    auto each = [&](const std::function<void(Tensor& part, Tensor& t)>& fn) {
+      int64_t offset = 0;
+      for (Tensor* t : tensors) {
+        if (t->dtype() != dtype) continue;
+        Tensor part = flat.slice0(offset, offset + t->numel()).reshape(t->shape());
+        fn(part, *t);
+        offset += t->numel();
+      }
+    };
+    if (group.rank() == root) each([](Tensor& part, Tensor& t) { part.copy_from(t); });
+    reports.push_back(group.broadcast(flat, root));
+    if (group.rank() != root) each([](Tensor& part, Tensor& t) { t.copy_from(part); });
+  }
+  return reports;
+}
+
+std::vector<Tensor*> tensors_of(TensorMap& map) {
+  std::vector<Tensor*> out;
+  for (auto& [name, t] : map.items()) out.push_back(&t);
+  return out;
+}
 }  // namespace
 
 DdpRank::DdpRank(ProcessGroup& group, std::shared_ptr<Device> device, const Model& model, const TensorMap& state,
                  DdpOptions options, std::function<double()> clock)
-    : group_(group), device_(std::move(device)), model_(model), options_(options), clock_(std::move(clock)) {
+    : group_(group),
+      device_(std::move(device)),
+      model_(model),
+      options_(options),
+      clock_(std::move(clock)),
+      // In-process ranks on host memory: bucket all-reduces on the group's thread, the rest inline.
+      comm_(!(group.starts_all_reduce_on_host() && device_->kind() == DeviceKind::Cpu)) {
   if (!clock_) clock_ = default_clock();
   check(options_.lr >= 0, "Invalid learning rate: " + std::to_string(options_.lr), "ValueError");
   check(options_.momentum >= 0, "Invalid momentum value: " + std::to_string(options_.momentum), "ValueError");
@@ -85,15 +129,24 @@ void DdpRank::construct(const TensorMap& state) {
   replica_.caches.resize(static_cast<size_t>(model_.num_layers()));
   for (const auto& d : decls) replica_.params.set(d.name, state.at(d.name).to(device_));
   for (const auto& d : model_.buffer_decls()) replica_.buffers.set(d.name, state.at(d.name).to(device_));
-  comm_.run([&] {
-    for (auto& [name, t] : replica_.params.items()) group_.broadcast(t, 0);
-    for (auto& [name, t] : replica_.buffers.items()) group_.broadcast(t, 0);
-  });
+  std::vector<Tensor*> states = tensors_of(replica_.params);
+  for (Tensor* t : tensors_of(replica_.buffers)) states.push_back(t);
+  comm_.run([&] { broadcast_coalesced(group_, states, 0, device_); });
 
   std::vector<BucketParam> params;
   for (const auto& d : decls) {
     param_names_.push_back(d.name);
     params.push_back({shape_numel(d.shape), d.dtype});
+  }
+  // Per layer, its parameters' indices in the order their gradients become ready.
+  for (int layer = 0; layer < model_.num_layers(); ++layer) {
+    ready_in_layer_.emplace_back();
+    for (const auto& name : ready_order_in_layer(model_.layer(layer), model_.dtype())) {
+      const std::string full = model_.layer_prefix(layer) + name;
+      size_t index = 0;
+      while (param_names_[index] != full) ++index;
+      ready_in_layer_.back().push_back(index);
+    }
   }
   reducer_ = std::make_unique<Reducer>(group_, comm_, device_, param_names_, params, options_.bucket_cap_mb, clock_,
                                        options_.first_bucket_bytes);
@@ -106,21 +159,22 @@ LayerRun DdpRank::layer_run(int layer) {
 }
 
 void DdpRank::set_batch(const Tensor& global_input, const Tensor& global_target, const std::vector<int64_t>& indices) {
-  check(global_target.dtype() == DType::Int64 && global_target.ndim() == 1,
-        "the target must be a 1-D int64 tensor of class indices, got " + std::string(dtype_name(global_target.dtype())) +
-            " " + shape_str(global_target.shape()),
-        "ValueError");
-  check(global_input.ndim() >= 1 && global_target.dim(0) == global_input.dim(0),
-        "Expected input batch_size (" + std::to_string(global_input.ndim() >= 1 ? global_input.dim(0) : 0) +
-            ") to match target batch_size (" + std::to_string(global_target.dim(0)) + ").",
-        "ValueError");
+  // Every step passes here: the messages are built only when they are thrown.
+  if (global_target.dtype() != DType::Int64 || global_target.ndim() != 1)
+    throw Error("the target must be a 1-D int64 tensor of class indices, got " +
+                    std::string(dtype_name(global_target.dtype())) + " " + shape_str(global_target.shape()),
+                "ValueError");
+  if (global_input.ndim() < 1 || global_target.dim(0) != global_input.dim(0))
+    throw Error("Expected input batch_size (" + std::to_string(global_input.ndim() >= 1 ? global_input.dim(0) : 0) +
+                    ") to match target batch_size (" + std::to_string(global_target.dim(0)) + ").",
+                "ValueError");
   Shape shape = global_input.shape();
   shape[0] = static_cast<int64_t>(indices.size());
   Tensor in = Tensor::empty(shape, global_input.dtype(), device_);  // [n_r, ...]
   Tensor tg = Tensor::empty({shape[0]}, DType::Int64, device_);     // [n_r]
   for (size_t k = 0; k < indices.size(); ++k) {
     const int64_t i = indices[k];
-    check(i >= 0 && i < global_input.dim(0), "sample index " + std::to_string(i) + " is out of range");
+    if (i < 0 || i >= global_input.dim(0)) throw Error("sample index " + std::to_string(i) + " is out of range");
     in.slice0(static_cast<int64_t>(k), static_cast<int64_t>(k) + 1).copy_from(global_input.slice0(i, i + 1));
     tg.slice0(static_cast<int64_t>(k), static_cast<int64_t>(k) + 1).copy_from(global_target.slice0(i, i + 1));
   }
@@ -136,9 +190,7 @@ std::vector<CollectiveReport> DdpRank::sync_buffers() {
   std::vector<CollectiveReport> reports;
   if (!will_sync_buffers()) return reports;
   device_->backend().synchronize();
-  comm_.run([&] {
-    for (auto& [name, t] : replica_.buffers.items()) reports.push_back(group_.broadcast(t, 0));
-  });
+  comm_.run([&] { reports = broadcast_coalesced(group_, tensors_of(replica_.buffers), 0, device_); });
   return reports;
 }
 
@@ -197,13 +249,8 @@ std::vector<CollectiveReport> DdpRank::backward_layer(int layer) {
     flow_ = l.backward(run, flow_);
   device_->backend().synchronize();
   // AccumulateGrad fires for this layer's parameters now: hand them to the Reducer.
-  const std::string prefix = model_.layer_prefix(layer);
-  for (const auto& name : ready_order_in_layer(l, model_.dtype())) {
-    const std::string full = prefix + name;
-    size_t index = 0;
-    while (param_names_[index] != full) ++index;
-    reducer_->mark_ready(index, replica_.grads.at(full, "the rank's gradients"));
-  }
+  for (size_t index : ready_in_layer_[static_cast<size_t>(layer)])
+    reducer_->mark_ready(index, replica_.grads.at(param_names_[index], "the rank's gradients"));
   return reports;
 }
 

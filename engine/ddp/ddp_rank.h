@@ -8,7 +8,7 @@
 //                 and check the shapes against rank 0's (PyTorch's messages); broadcast rank 0's
 //                 whole state dict (parameters and buffers)
 //  sync_buffers   with broadcast_buffers and a model that has buffers: rank 0's buffers are
-//                 broadcast before every forward
+//                 broadcast before every forward, one flat broadcast per dtype
 //  forward        layer by layer on this rank's shard (BatchNorm with this rank's statistics, or
 //                 SyncBatchNorm over the group when options.sync_bn)
 //  loss           mean cross-entropy over this rank's shard (the loss is NOT averaged over ranks)
@@ -121,7 +121,7 @@ class DdpRank {
   TensorMap momentum_;
   std::unique_ptr<Reducer> reducer_;
   std::vector<std::string> param_names_;
-  std::vector<size_t> param_index_of_layer_start_;
+  std::vector<std::vector<size_t>> ready_in_layer_;  // per layer: parameter indices, ready order
 
   Tensor input_, target_;   // this rank's shard on the device
   std::vector<int64_t> indices_;

@@ -30,12 +30,20 @@ Reducer::~Reducer() { wait_all(); }
 void Reducer::wait_all() noexcept {
   for (auto& f : done_)
     if (f.valid()) f.wait();
+  for (auto& w : work_) {
+    if (!w) continue;
+    try {
+      w->wait();
+    } catch (...) {  // finalize reports it; here only nothing may still be running
+    }
+  }
 }
 
 bool Reducer::prepare_for_forward() {
   if (rebuilt_ || backwards_ == 0) return false;
   buckets_ = rebuilt_buckets(params_, first_ready_order_, bucket_cap_mb_, first_bucket_bytes_);
   rebuilt_ = true;
+  flat_.clear();  // new bucket sizes: prepare_for_backward allocates them
   return true;
 }
 
@@ -43,7 +51,10 @@ void Reducer::prepare_for_backward() {
   wait_all();
   const size_t nb = buckets_.buckets.size();
   slot_.assign(params_.size(), {-1, 0});
-  flat_.clear();
+  // The bucket buffers live from one backward to the next (every slot is overwritten by mark_ready
+  // and read back by finalize; the previous all-reduces are done): new ones only after a rebuild.
+  const bool allocate = flat_.size() != nb;
+  if (allocate) flat_.clear();
   pending_.assign(nb, 0);
   for (size_t b = 0; b < nb; ++b) {
     int64_t offset = 0;
@@ -52,21 +63,24 @@ void Reducer::prepare_for_backward() {
       offset += params_[p].numel;
     }
     pending_[b] = static_cast<int>(buckets_.buckets[b].size());
-    flat_.push_back(Tensor::empty({offset}, params_[buckets_.buckets[b][0]].dtype, device_));  // [bucket numel]
+    if (allocate) flat_.push_back(Tensor::empty({offset}, params_[buckets_.buckets[b][0]].dtype, device_));  // [bucket numel]
   }
   marked_.assign(params_.size(), false);
   ready_order_.clear();
   next_launch_ = 0;
   runs_.assign(nb, {});
   done_.assign(nb, {});
+  work_.assign(nb, {});
 }
 
 void Reducer::mark_ready(size_t index, const Tensor& grad) {
-  check(index < params_.size(), "Reducer: parameter index " + std::to_string(index) + " out of range");
-  check(!marked_[index], "Expected to mark a variable ready only once. This error is caused by one of the following "
-                         "reasons: 1) Use of a module parameter outside the `forward` function.");
-  check(grad.numel() == params_[index].numel && grad.dtype() == params_[index].dtype,
-        "Reducer: the gradient of " + names_[index] + " does not match its parameter");
+  // Messages are built only on failure: this runs for every parameter of every backward.
+  if (index >= params_.size()) throw Error("Reducer: parameter index " + std::to_string(index) + " out of range");
+  if (marked_[index])
+    throw Error("Expected to mark a variable ready only once. This error is caused by one of the following "
+                "reasons: 1) Use of a module parameter outside the `forward` function.");
+  if (grad.numel() != params_[index].numel || grad.dtype() != params_[index].dtype)
+    throw Error("Reducer: the gradient of " + names_[index] + " does not match its parameter");
   marked_[index] = true;
   ready_order_.push_back(index);
   const auto [b, offset] = slot_[index];
@@ -87,6 +101,12 @@ void Reducer::launch_ready_buckets() {
     run.bytes = flat_[static_cast<size_t>(b)].nbytes();
     run.launch = clock_();
     device_->backend().synchronize();  // the copies into the bucket are done before the comm thread reads it
+    if (!comm_.threaded()) {
+      work_[static_cast<size_t>(b)] = group_.start_all_reduce_sum(flat_[static_cast<size_t>(b)]);
+      check(work_[static_cast<size_t>(b)] != nullptr,
+            "Reducer: the group (" + group_.backend() + ") cannot start an all-reduce on its own thread");
+      continue;
+    }
     done_[static_cast<size_t>(b)] = comm_.submit([this, b] {
       BucketRun& r = runs_[static_cast<size_t>(b)];
       r.start = clock_();
@@ -103,8 +123,28 @@ void Reducer::finalize(TensorMap& grads) {
                       "gradient of " + names_[p] + " never became ready)");
   std::exception_ptr first;
   for (auto& f : done_) {
+    if (!f.valid()) continue;
     try {
       f.get();
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  // The group's thread timed its all-reduces on the steady clock: move them onto the rank's clock.
+  const double clock_now = clock_();
+  const auto steady_now = std::chrono::steady_clock::now();
+  auto on_clock = [&](std::chrono::steady_clock::time_point t) {
+    return clock_now - std::chrono::duration<double>(steady_now - t).count();
+  };
+  for (size_t b = 0; b < work_.size(); ++b) {
+    if (!work_[b]) continue;
+    try {
+      work_[b]->wait();
+      BucketRun& run = runs_[b];
+      run.report = work_[b]->report();
+      run.ring = work_[b]->ring();
+      run.start = on_clock(work_[b]->started());
+      run.end = on_clock(work_[b]->finished());
     } catch (...) {
       if (!first) first = std::current_exception();
     }
@@ -129,6 +169,7 @@ std::vector<int> Reducer::ready_counts() const {
 
 bool Reducer::all_reduce_finished(int bucket) const {
   if (bucket < 0 || bucket >= static_cast<int>(done_.size())) return false;
+  if (const auto& w = work_[static_cast<size_t>(bucket)]) return w->completed();
   const auto& f = done_[static_cast<size_t>(bucket)];
   return f.valid() && f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
 }

@@ -5,9 +5,11 @@
 //    rebuilt once from the order gradients became ready, with limits [1 MiB, bucket_cap_mb];
 //  - when a parameter's gradient is ready (mark_ready, called by the backward right after the
 //    layer produced it) it is copied into its bucket slot multiplied by 1/W;
-//  - a bucket whose gradients are all in is all-reduced (SUM) on the rank's communication thread
-//    as soon as every earlier bucket has been launched: buckets go out strictly in index order, so
-//    every rank issues the same sequence, and the all-reduce overlaps the rest of the backward;
+//  - a bucket whose gradients are all in is all-reduced (SUM) as soon as every earlier bucket has
+//    been launched: buckets go out strictly in index order, so every rank issues the same sequence,
+//    and the all-reduce overlaps the rest of the backward. It runs on the group's communication
+//    thread when the group has one (ProcessGroup::start_all_reduce_sum: in-process ranks on host
+//    memory), else on the rank's (CommThread);
 //  - finalize waits for the all-reduces and copies the averaged gradients back into .grad.
 #include <functional>
 #include <future>
@@ -26,7 +28,7 @@ struct BucketRun {
   int bucket = 0;
   size_t bytes = 0;
   double ready = 0;   // the last gradient of the bucket arrived
-  double launch = 0;  // queued on the communication thread (ready, or when the bucket before it launched)
+  double launch = 0;  // handed to the communication thread (ready, or when the bucket before it launched)
   double start = 0;   // the all-reduce began
   double end = 0;     // the all-reduce finished
   CollectiveReport report;
@@ -89,12 +91,13 @@ class Reducer {
   std::vector<size_t> first_ready_order_;   // iteration 1's order, for the rebuild
   std::vector<size_t> ready_order_;
   std::vector<std::pair<int, int64_t>> slot_;  // per parameter: (bucket, offset in elements)
-  std::vector<Tensor> flat_;                   // per bucket: [numel of its parameters]
+  std::vector<Tensor> flat_;                   // per bucket: [numel of its parameters], kept until a rebuild
   std::vector<int> pending_;                   // per bucket: gradients still to come
   std::vector<bool> marked_;
   int next_launch_ = 0;
   std::vector<BucketRun> runs_;
-  std::vector<std::shared_future<void>> done_;
+  std::vector<std::shared_future<void>> done_;  // per bucket, all-reduced on the rank's CommThread
+  std::vector<std::shared_ptr<Work>> work_;       // per bucket, started on the group's thread
 };
 
 }  // namespace dpv

@@ -7,6 +7,8 @@
 
 #include "engine/backend.h"
 #include "engine/device.h"
+#include "engine/dist/ring_executor.h"
+#include "engine/dist/ring_steps.h"
 #include "engine/error.h"
 #include "engine/spin_wait.h"
 
@@ -15,40 +17,6 @@ namespace dpv {
 namespace {
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-int mod(int a, int w) { return ((a % w) + w) % w; }
-
-// dst += src for two equal-sized flat views. Host-readable memory is added in place; other devices
-// copy the neighbour's chunk over first (the peer copy) and add on the receiving device.
-void add_chunk(Tensor dst, const Tensor& src) {
-  if (dst.numel() == 0) return;
-  if (dst.on_host_memory() && src.on_host_memory()) {
-    const int64_t n = dst.numel();
-    switch (dst.dtype()) {
-      case DType::Float32: {
-        float* d = dst.data<float>();
-        const float* s = src.data<float>();
-        for (int64_t i = 0; i < n; ++i) d[i] += s[i];
-        return;
-      }
-      case DType::Float64: {
-        double* d = dst.data<double>();
-        const double* s = src.data<double>();
-        for (int64_t i = 0; i < n; ++i) d[i] += s[i];
-        return;
-      }
-      case DType::Int64: {
-        int64_t* d = dst.data<int64_t>();
-        const int64_t* s = src.data<int64_t>();
-        for (int64_t i = 0; i < n; ++i) d[i] += s[i];
-        return;
-      }
-    }
-  }
-  Tensor received = Tensor::empty(dst.shape(), dst.dtype(), dst.device_ptr());
-  received.copy_from(src);
-  dst.device()->backend().add_inplace(dst, received);
 }
 
 Tensor flat(const Tensor& t) { return t.reshape({t.numel()}); }
@@ -65,8 +33,9 @@ std::vector<int64_t> ring_chunk_offsets(int64_t numel, int world_size) {
 class InProcessHub {
  public:
   explicit InProcessHub(int world_size)
-      : world_size_(world_size), posted_(static_cast<size_t>(world_size)) {}
+      : world_size_(world_size), posted_(static_cast<size_t>(world_size)), executor_(world_size) {}
   int world_size() const { return world_size_; }
+  RingExecutor& executor() { return executor_; }
 
   // What each rank brings to the current collective.
   struct Post {
@@ -115,6 +84,7 @@ class InProcessHub {
       generation_.fetch_or(kAborted, std::memory_order_acq_rel);
     }
     generation_.notify_all();
+    executor_.abort(reason);
   }
 
  private:
@@ -130,6 +100,7 @@ class InProcessHub {
   std::mutex reason_mutex_;
   std::string reason_;
   std::vector<Post> posted_;
+  RingExecutor executor_;  // started all-reduces: independent of the barrier above
 };
 
 namespace {
@@ -148,25 +119,17 @@ class InProcessGroup final : public ProcessGroup {
     CollectiveReport r{"all_reduce", W, buf.nbytes()};
     if (steps) steps->clear();
     hub_->post_and_wait(rank_, &buf, "all_reduce");
-    const Tensor mine = flat(buf);
+    Tensor mine = flat(buf);
     const auto off = ring_chunk_offsets(buf.numel(), W);
     const size_t esize = dtype_size(buf.dtype());
-    auto chunk = [&](const Tensor& t, int c) { return t.slice0(off[static_cast<size_t>(c)], off[static_cast<size_t>(c) + 1]); };
-    const int from = mod(rank_ - 1, W), to = mod(rank_ + 1, W);
+    const int from = (rank_ + W - 1) % W, to = (rank_ + 1) % W;
     for (int phase = 0; phase < 2 && W > 1; ++phase) {
       for (int s = 0; s < W - 1; ++s) {
         std::vector<double> before;
         if (steps && record_values_ > 0) before = mine.to_doubles(record_values_);
         const auto ts = std::chrono::steady_clock::now();
-        // Reduce-scatter: send chunk r-s, receive and add chunk r-1-s. All-gather: send r+1-s, receive r-s.
-        const int send = phase == 0 ? mod(rank_ - s, W) : mod(rank_ + 1 - s, W);
-        const int recv = phase == 0 ? mod(rank_ - 1 - s, W) : mod(rank_ - s, W);
-        const Tensor src = chunk(flat(hub_->posted(from)), recv);
-        Tensor dst = chunk(mine, recv);
-        if (phase == 0)
-          add_chunk(dst, src);
-        else
-          dst.copy_from(src);
+        const auto [send, recv] = ring_move(phase, rank_, s, W);
+        ring_receive(phase, mine, flat(hub_->posted(from)), recv, off);
         hub_->wait_all();  // nobody reads a chunk of step s+1 before every rank finished step s
         if (steps) {
           const size_t bytes = static_cast<size_t>(off[static_cast<size_t>(send) + 1] - off[static_cast<size_t>(send)]) * esize;
@@ -216,6 +179,12 @@ class InProcessGroup final : public ProcessGroup {
   }
 
   void barrier() override { hub_->wait_all(); }
+
+  std::shared_ptr<Work> start_all_reduce_sum(Tensor& buf) override {
+    if (!buf.on_host_memory()) return nullptr;  // device memory: the ranks' own threads copy it
+    return hub_->executor().start(rank_, buf, record_values_);
+  }
+  bool starts_all_reduce_on_host() const override { return true; }
   void set_record_values(size_t max_values) { record_values_ = max_values; }
 
  private:

@@ -11,6 +11,7 @@
 // order (as with torch.distributed). Overlap of communication with the backward comes from the
 // caller issuing them on a communication thread of its own, never from this interface.
 // Every call returns a CollectiveReport with bytes, time, algbw and busbw (nccl-tests definitions).
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,21 @@ struct RingStep {
   std::vector<double> after;
 };
 
+// A collective started without waiting for it (c10d's Work): the caller waits when it needs the
+// result. Only the in-process group makes these (see ProcessGroup::start_all_reduce_sum).
+class Work {
+ public:
+  virtual ~Work() = default;
+  // Blocks until the collective finished; rethrows its error (an aborted group's, say).
+  virtual void wait() = 0;
+  virtual bool completed() const = 0;
+  // After wait(): this rank's report, its ring steps, and when the collective ran.
+  virtual const CollectiveReport& report() const = 0;
+  virtual const std::vector<RingStep>& ring() const = 0;
+  virtual std::chrono::steady_clock::time_point started() const = 0;
+  virtual std::chrono::steady_clock::time_point finished() const = 0;
+};
+
 class ProcessGroup {
  public:
   virtual ~ProcessGroup() = default;
@@ -53,6 +69,23 @@ class ProcessGroup {
   // out ([W * numel(in)] elements, same dtype) = every rank's `in` concatenated in rank order.
   virtual CollectiveReport all_gather(const Tensor& in, Tensor& out) = 0;
   virtual void barrier() = 0;
+
+  // Starts a SUM all-reduce of buf (contiguous, on `device`'s memory) and returns at once, when the
+  // group has a communication thread of its own for such buffers: the in-process group on host
+  // memory, where the last rank to start the n-th all-reduce hands the whole ring (every rank's
+  // steps, unchanged) to the group's one communication thread, so no rank thread waits in a
+  // barrier and the all-reduce still overlaps the ranks' work. Every rank must start the same
+  // all-reduces in the same order; buf must not be touched until the Work completed.
+  // nullptr: the group cannot (Gloo, NCCL, device memory); the caller runs all_reduce_sum on a
+  // communication thread of its own instead.
+  virtual std::shared_ptr<Work> start_all_reduce_sum(Tensor& buf) {
+    (void)buf;
+    return nullptr;
+  }
+  // True when start_all_reduce_sum takes buffers of this kind of memory: then the started
+  // all-reduces are independent of the blocking collectives, which the ranks may call straight from
+  // their own threads (all ranks at once) without a communication thread to keep them in order.
+  virtual bool starts_all_reduce_on_host() const { return false; }
 };
 
 }  // namespace dpv

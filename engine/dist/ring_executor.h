@@ -1,0 +1,59 @@
+#pragma once
+// The in-process group's communication thread for started all-reduces
+// (ProcessGroup::start_all_reduce_sum). Each rank starts its n-th all-reduce and goes on with its
+// own work; when the last of the W ranks has started it, this one thread runs that all-reduce's
+// whole ring: step by step, every rank's part of step s (ring_steps.h) before step s+1, so the
+// chunks, partial sums, bytes and the order of the additions are exactly the ring's, and the sums
+// are bit-identical to W threads meeting at 2W-1 barriers. What it saves: W threads that must all
+// be awake at once for every step (on a machine with fewer cores than ranks, each barrier could
+// wait for a scheduler tick), W communication threads, and a queue hop per bucket per rank.
+// Each step's reported time is the step's wall time over all ranks (what a barrier would have
+// released every rank at). All-reduces run in the order they were started, one at a time.
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/dist/process_group.h"
+
+namespace dpv {
+
+class RingExecutor {
+ public:
+  explicit RingExecutor(int world_size);
+  ~RingExecutor();  // pending all-reduces fail (their waiters throw); the running one finishes first
+  RingExecutor(const RingExecutor&) = delete;
+  RingExecutor& operator=(const RingExecutor&) = delete;
+
+  // Rank `rank` starts its next all-reduce of `buf` (flat view taken here). `record_values`: as
+  // record_ring_values (elements of the buffer kept before and after each step; 0 = none).
+  // Throws once aborted.
+  std::shared_ptr<Work> start(int rank, const Tensor& buf, size_t record_values);
+  // Every all-reduce not yet running fails with "the in-process group was aborted: <reason>", and
+  // so does every later start.
+  void abort(const std::string& reason);
+
+  struct Job;
+
+ private:
+  void loop();
+  void run(Job& job);
+  void fail_pending(const std::string& message);  // under mutex_
+
+  const int world_size_;
+  std::mutex mutex_;                           // guards everything below but ready_
+  std::deque<std::shared_ptr<Job>> pending_;   // started by some rank, not yet taken by the thread
+  uint64_t first_seq_ = 0;                     // the all-reduce number of pending_.front()
+  std::vector<uint64_t> next_seq_;             // per rank: the number of its next start
+  bool stopping_ = false;
+  bool aborted_ = false;
+  std::string abort_reason_;
+  std::thread thread_;                         // started with the first all-reduce
+  alignas(64) std::atomic<uint32_t> ready_{0};  // bumped whenever an all-reduce has all W ranks
+};
+
+}  // namespace dpv

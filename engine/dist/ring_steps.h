@@ -1,0 +1,31 @@
+#pragma once
+// The arithmetic of one ring all-reduce step, shared by the in-process group's two ways of running
+// it (each rank on its own thread meeting at barriers, or one communication thread doing every
+// rank's part of a step before the next step): the same chunks, the same additions in the same
+// order, so both give bit-identical sums and the same RingStep records.
+//
+// Step s of phase 0 (reduce-scatter): rank r sends chunk (r - s) mod W to rank r+1, and receives
+// chunk (r - 1 - s) mod W from rank r-1, adding it to its own copy. Phase 1 (all-gather): rank r
+// sends chunk (r + 1 - s) mod W and receives chunk (r - s) mod W, overwriting its own copy. Within
+// one step every rank writes a different chunk index of its own buffer from the one its successor
+// reads, so the ranks' parts of a step may run in any order, or at once.
+#include <cstdint>
+#include <vector>
+
+#include "engine/tensor.h"
+
+namespace dpv {
+
+struct RingMove {
+  int send_chunk = 0;  // the chunk this rank sends to rank + 1
+  int recv_chunk = 0;  // the chunk this rank receives from rank - 1 (and adds, in reduce-scatter)
+};
+
+RingMove ring_move(int phase, int rank, int step, int world_size);
+
+// Rank `rank`'s part of one step: its chunk `recv_chunk` += (phase 0) or = (phase 1) the same chunk
+// of its predecessor's buffer. `mine` and `from` are the two ranks' whole buffers; `offsets` from
+// ring_chunk_offsets (engine/dist/in_process_group.h).
+void ring_receive(int phase, Tensor& mine, const Tensor& from, int recv_chunk, const std::vector<int64_t>& offsets);
+
+}  // namespace dpv
