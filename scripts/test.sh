@@ -24,7 +24,7 @@ echo "== collectives, DataParallel, the in-process group and DDP under ThreadSan
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j "$jobs" --target dpv_engine_tests
 TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/scripts/tsan_suppressions.txt" build/tsan/tests/dpv_engine_tests --gtest_brief=1 \
-  --gtest_filter='HostCollectives*:DataParallel*:SyncBatchNorm*:InProcessGroup*:*Ddp*'
+  --gtest_filter='HostCollectives*:DataParallel*:SyncBatchNorm*:InProcessGroup*:RingExecutor*:*Ddp*'
 
 echo "== every parser under libFuzzer (ASan + UBSan), a few seconds each"
 fuzz_status=0
