@@ -42,8 +42,7 @@ void Reducer::wait_all() noexcept {
 bool Reducer::prepare_for_forward() {
   if (rebuilt_ || backwards_ == 0) return false;
   buckets_ = rebuilt_buckets(params_, first_ready_order_, bucket_cap_mb_, first_bucket_bytes_);
-  rebuilt_ = true;
-  flat_.clear();  // new bucket sizes: prepare_for_backward allocates them
+  rebuilt_ = true;  // the old bucket buffers stay until prepare_for_backward makes the new ones
   return true;
 }
 
@@ -53,8 +52,7 @@ void Reducer::prepare_for_backward() {
   slot_.assign(params_.size(), {-1, 0});
   // The bucket buffers live from one backward to the next (every slot is overwritten by mark_ready
   // and read back by finalize; the previous all-reduces are done): new ones only after a rebuild.
-  const bool allocate = flat_.size() != nb;
-  if (allocate) flat_.clear();
+  flat_.resize(nb);
   pending_.assign(nb, 0);
   for (size_t b = 0; b < nb; ++b) {
     int64_t offset = 0;
@@ -63,7 +61,9 @@ void Reducer::prepare_for_backward() {
       offset += params_[p].numel;
     }
     pending_[b] = static_cast<int>(buckets_.buckets[b].size());
-    if (allocate) flat_.push_back(Tensor::empty({offset}, params_[buckets_.buckets[b][0]].dtype, device_));  // [bucket numel]
+    const DType dtype = params_[buckets_.buckets[b][0]].dtype;
+    if (!flat_[b].defined() || flat_[b].numel() != offset || flat_[b].dtype() != dtype)
+      flat_[b] = Tensor::empty({offset}, dtype, device_);  // [bucket numel]
   }
   marked_.assign(params_.size(), false);
   ready_order_.clear();

@@ -80,6 +80,7 @@ RingExecutor::~RingExecutor() {
 void RingExecutor::fail_pending(const std::string& message) {
   for (auto& job : pending_) {
     job->error = message;
+    job->bufs.clear();
     job->settle(kFailed);
   }
   first_seq_ += pending_.size();
@@ -140,6 +141,7 @@ void RingExecutor::loop() {
       job->settle(kDone);
     } catch (const std::exception& e) {
       job->error = e.what();
+      job->bufs.clear();
       job->settle(kFailed);
     }
   }
@@ -191,6 +193,7 @@ void RingExecutor::run(Job& job) {
     report.seconds = seconds;
     finish_report(report);
   }
+  job.bufs.clear();  // the Work handles outlive the all-reduce; the ranks' buffers are theirs again
 }
 
 }  // namespace dpv
