@@ -119,6 +119,10 @@ struct BucketState {
   int ready = 0;          // gradients copied into the bucket so far (of params.size())
   bool launched = false;  // its all-reduce was queued (it was full and every earlier bucket had gone)
   bool finished = false;  // its all-reduce had completed when the stage ended (timing: may vary)
+  // The first values of its flat buffer once full: the gradients ×1/W (waiting), the mean over the
+  // ranks once the all-reduce finished; empty while filling (partly uninitialised), while the
+  // all-reduce is in flight (the communication thread is writing it) and before the backward.
+  std::vector<double> values;
 };
 
 // DDP: what a rank's .grad holds after a stage.
@@ -134,6 +138,7 @@ struct RankState {
   int rank = 0;
   std::vector<int64_t> samples;   // DistributedSampler's indices of the global batch for this rank
   std::vector<bool> padding;      // per sample: a duplicate the sampler added so every rank gets as many
+  std::vector<std::vector<double>> sample_rows;  // per sample: its input row's values (at most kSnapshotAllValues); empty before Sample
   bool constructed = false;       // DDP built on this rank (after Construct)
   bool buckets_rebuilt = false;   // the one rebuild in gradient-ready order has happened
   std::vector<BucketState> buckets;

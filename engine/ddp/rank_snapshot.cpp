@@ -25,6 +25,10 @@ RankState snapshot_rank(const DdpRank* rank, int rank_index, const Model& model,
   if (!rank) return s;  // before Construct: nothing on the device yet
 
   s.constructed = true;
+  // The shard's rows, once this iteration's batch is on the rank (the same rows, in sampler order).
+  const Tensor& input = rank->input();
+  if (input.defined() && input.ndim() >= 1 && input.dim(0) == static_cast<int64_t>(context.samples.size()))
+    for (int64_t k = 0; k < input.dim(0); ++k) s.sample_rows.push_back(input.slice0(k, k + 1).to_doubles(kSnapshotAllValues));
   const Reducer& reducer = rank->reducer();
   s.buckets_rebuilt = reducer.rebuilt();
   const auto names = reducer.bucket_names();
@@ -44,6 +48,7 @@ RankState snapshot_rank(const DdpRank* rank, int rank_index, const Model& model,
       bucket.ready = ready[b];
       bucket.launched = static_cast<int>(b) < reducer.launched_count();
       bucket.finished = bucket.launched && (context.finalized || reducer.all_reduce_finished(static_cast<int>(b)));
+      bucket.values = reducer.bucket_values(static_cast<int>(b), kSnapshotAllValues);
     }
     s.buckets.push_back(std::move(bucket));
   }

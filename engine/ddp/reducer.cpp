@@ -174,6 +174,14 @@ bool Reducer::all_reduce_finished(int bucket) const {
   return f.valid() && f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
 }
 
+std::vector<double> Reducer::bucket_values(int bucket, size_t max_count) const {
+  if (bucket < 0 || bucket >= static_cast<int>(flat_.size()) || !flat_[static_cast<size_t>(bucket)].defined()) return {};
+  // A bucket still filling is partly uninitialised memory (at::empty in PyTorch too).
+  if (static_cast<size_t>(bucket) >= pending_.size() || pending_[static_cast<size_t>(bucket)] != 0) return {};
+  if (bucket < next_launch_ && !all_reduce_finished(bucket)) return {};
+  return flat_[static_cast<size_t>(bucket)].to_doubles(max_count);
+}
+
 std::vector<std::vector<std::string>> Reducer::bucket_names() const {
   std::vector<std::vector<std::string>> out;
   for (const auto& b : buckets_.buckets) {

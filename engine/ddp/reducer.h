@@ -71,6 +71,10 @@ class Reducer {
   // all-reduce runs on (the communication thread may be writing it: read its size, not its values).
   const std::vector<Tensor>& bucket_buffers() const { return flat_; }
   bool all_reduce_finished(int bucket) const;
+  // The first `max_count` values of a bucket's flat buffer once every gradient is in (×1/W, then
+  // the mean once all-reduced); empty while it fills (the rest is uninitialised), while its
+  // all-reduce is in flight (reading would race the communication thread), or without a buffer.
+  std::vector<double> bucket_values(int bucket, size_t max_count) const;
 
  private:
   void launch_ready_buckets();

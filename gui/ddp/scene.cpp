@@ -4,6 +4,8 @@
 #include <utility>
 #include <QGraphicsPathItem>
 #include <QGraphicsRectItem>
+#include <QCursor>
+#include <QGraphicsSceneMouseEvent>
 #include <QGraphicsSimpleTextItem>
 #include <QParallelAnimationGroup>
 #include <QPen>
@@ -289,6 +291,39 @@ void DdpScene::rebuild() {
   drawRing();
 }
 
+// Item data keys of a clickable part (kDescription is 0).
+constexpr int kPartKey = 1, kRankKey = 2, kBucketKey = 3;
+
+void DdpScene::makeClickable(QGraphicsItem* item, DdpPart part, int rank, int bucket) {
+  item->setData(kPartKey, static_cast<int>(part) + 1);
+  item->setData(kRankKey, rank);
+  item->setData(kBucketKey, bucket);
+  item->setCursor(Qt::PointingHandCursor);
+}
+
+QGraphicsItem* DdpScene::partItem(DdpPart part, int rank, int bucket) const {
+  switch (part) {
+    case DdpPart::Shard: return samples_.value(rank).value(0);
+    case DdpPart::Bucket: return buckets_.value(key(rank, bucket));
+    case DdpPart::Grad: return grads_.value(rank);
+    case DdpPart::Params: return params_.value(rank);
+    case DdpPart::Buffers: return buffers_.value(rank);
+  }
+  return nullptr;
+}
+
+void DdpScene::mousePressEvent(QGraphicsSceneMouseEvent* event) {
+  for (QGraphicsItem* item : items(event->scenePos())) {
+    for (QGraphicsItem* i = item; i; i = i->parentItem()) {  // a cell's number belongs to its cell
+      if (!i->data(kPartKey).isValid()) continue;
+      emit partClicked(static_cast<DdpPart>(i->data(kPartKey).toInt() - 1), i->data(kRankKey).toInt(), i->data(kBucketKey).toInt());
+      event->accept();
+      return;
+    }
+  }
+  QGraphicsScene::mousePressEvent(event);
+}
+
 void DdpScene::drawRing() {
   const int W = static_cast<int>(state_.ranks.size());
   if (W < 2 || !state_.ranks.front().constructed) return;
@@ -382,6 +417,7 @@ void DdpScene::drawRank(const DdpRankView& rank, qreal top) {
     if (s.padding) b->setPen(QPen(kPadding, 2, Qt::DashLine));
     const QString what = s.padding ? tr("sample %1 (padding)").arg(s.index) : tr("sample %1").arg(s.index);
     b->setData(kDescription, what);
+    makeClickable(b, DdpPart::Shard, rank.rank);
     b->setToolTip(s.padding ? tr("sample %1, repeated so every rank gets %2 samples").arg(s.index).arg(count) : what);
     // The number belongs to its cell (hidden with it until the sampler's chip arrives).
     if (cell >= 16) text(QString::number(s.index), kShardX + k * cell + 3, top + 30, c.chipText, 11, true)->setParentItem(b);
@@ -410,6 +446,7 @@ void DdpScene::drawRank(const DdpRankView& rank, qreal top) {
     if (fillW > 0) box(QRectF(x, top + 22, fillW, 30), phaseColor(b.phase, c), QColor());
     const QString desc = tr("bucket %1: %2 %3/%4").arg(b.bucket).arg(bucketPhaseName(b.phase)).arg(b.ready).arg(b.total);
     outline->setData(kDescription, desc);
+    makeClickable(outline, DdpPart::Bucket, rank.rank, b.bucket);
     outline->setToolTip(tr("%1\n%2\n%3").arg(desc, b.params.join(QStringLiteral(", ")), formatBytes(static_cast<double>(b.bytes))));
     if (w >= 40) text(QStringLiteral("b%1 %2/%3").arg(b.bucket).arg(b.ready).arg(b.total), x + 4, top + 24, c.text, 10, true);
     if (w >= 60) text(formatBytes(static_cast<double>(b.bytes)), x + 4, top + 37, c.text, 9);
@@ -423,14 +460,19 @@ void DdpScene::drawRank(const DdpRankView& rank, qreal top) {
   // to rank 0's, orange where they differ.
   auto valueColor = [&](bool equal) { return rank.rank == 0 ? c.text : (equal ? kEqual : kDiffer); };
   const qreal y = top + kValuesY;
-  if (!rank.paramText.isEmpty()) params_.insert(rank.rank, text(rank.paramText, kRankX + 12, y, valueColor(rank.paramsEqualRank0), 11));
+  if (!rank.paramText.isEmpty()) {
+    params_.insert(rank.rank, text(rank.paramText, kRankX + 12, y, valueColor(rank.paramsEqualRank0), 11));
+    makeClickable(params_.value(rank.rank), DdpPart::Params, rank.rank);
+  }
   auto* g = text(rank.gradText, kRankX + 222, y, rank.grads == dpv::GradState::None ? c.subtext : valueColor(rank.gradsEqualRank0), 11,
                  rank.grads == dpv::GradState::Averaged);
   g->setData(kDescription, QString::fromLatin1(dpv::grad_state_name(rank.grads)));
+  makeClickable(g, DdpPart::Grad, rank.rank);
   grads_.insert(rank.rank, g);
   if (!rank.bufferText.isEmpty()) {
     auto* bt = text(rank.bufferText, kRankX + 498, y, valueColor(rank.buffersEqualRank0), 11);
     buffers_.insert(rank.rank, bt);
+    makeClickable(bt, DdpPart::Buffers, rank.rank);
   }
 }
 

@@ -13,6 +13,7 @@
 #include <QHash>
 #include <QPointer>
 
+#include "gui/ddp/inspect.h"
 #include "gui/ddp/scene_model.h"
 #include "gui/iteration/scene_items.h"
 
@@ -45,6 +46,9 @@ class DdpScene : public QGraphicsScene {
   // The ring drawn beside the buckets (null before construction or with one rank); its
   // data(kDescription) is "ring: all-reducing" while a bucket's all-reduce is in flight, else "ring: idle".
   QGraphicsPathItem* ringItem() const { return ring_; }
+  // The item a click on a part opens in the inspector (a shard's first cell, a bucket, the
+  // .grad, parameter or buffer values of a rank); null when not drawn.
+  QGraphicsItem* partItem(DdpPart part, int rank, int bucket = 0) const;
   const DdpSceneState& state() const { return state_; }
   const IterationInfo& info() const { return info_; }
 
@@ -62,6 +66,11 @@ class DdpScene : public QGraphicsScene {
 
  signals:
   void animationFinished();
+  // A click on a rank's shard, bucket, gradient, parameter or buffer values.
+  void partClicked(gui::DdpPart part, int rank, int bucket);
+
+ protected:
+  void mousePressEvent(QGraphicsSceneMouseEvent* event) override;
 
  private:
   static int key(int rank, int bucket) { return rank * 1000 + bucket; }
@@ -73,6 +82,7 @@ class DdpScene : public QGraphicsScene {
   void addFlights(const DdpSceneState& previous);
   ChipItem* addFlight(const QString& text, dpv::TensorRole role, const QList<QPointF>& path, QSizeF size, int order);
   void revealOnArrival(QGraphicsItem* item, int order);  // hidden until its flight arrives
+  void makeClickable(QGraphicsItem* item, DdpPart part, int rank, int bucket = 0);
   QGraphicsSimpleTextItem* text(const QString& s, qreal x, qreal y, const QColor& color, int px, bool bold = false);
   QGraphicsRectItem* box(const QRectF& r, const QColor& fill, const QColor& border, qreal radius = 0);
 

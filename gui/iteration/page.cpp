@@ -68,6 +68,7 @@ IterationPage::IterationPage(AppContext* context, QWidget* parent) : Page(contex
     DeviceBox* box = scene_->deviceBox(device);
     inspector_->showChip(chip, box ? box->view().title : tr("device %1").arg(device));
   });
+  connect(ddpScene_, &DdpScene::partClicked, this, &IterationPage::inspectDdpPart);
   connect(context, &AppContext::settingsChanged, this, [this](const AppSettings&) {
     updateCode();
     updateModeButtons();
@@ -546,6 +547,28 @@ bool IterationPage::inspectChip(int device, dpv::TensorRole role) {
   return false;
 }
 
+bool IterationPage::inspectDdpPart(DdpPart part, int rank, int bucket) {
+  EngineController* e = engine();
+  if (!e || !haveInfo_ || !info_.ddp) return false;
+  if (cursor_ < 0) {
+    inspector_->showRows(tr("Nothing has run yet: step to a stage, then click a shard, a bucket or a rank's values."), {}, 0);
+    return false;
+  }
+  const DdpInspection d = ddpInspection(info_, e->events(), cursor_, part, rank, bucket);
+  const QString after = QString::fromStdString(e->events()[cursor_].stage.title);
+  inspector_->setToolTip(tr("Values from the engine's snapshot after %1").arg(after));
+  if (d.chip.tensors.isEmpty()) {
+    inspector_->showRows(tr("<b>%1</b> on %2: the engine's snapshot after %3 has no values for it yet.")
+                             .arg(d.chip.text.toHtmlEscaped(), d.where, after.toHtmlEscaped()), {}, 0);
+    return false;
+  }
+  // Short: the panel is small; the stage's full title is in the tooltip.
+  inspector_->showRows(tr("<b>%1</b> · %2 · after %3")
+                           .arg(d.chip.text.toHtmlEscaped(), d.where, stageShortTitle(e->events()[cursor_].stage.kind)),
+                       d.chip.tensors, d.selectedRow);
+  return true;
+}
+
 void IterationPage::rebuildStageStrip() {
   qDeleteAll(stagePills_);
   stagePills_.clear();
@@ -722,21 +745,46 @@ void IterationPage::seekInIteration(int iteration, std::function<int()> pick, st
   });
 }
 
+void IterationPage::freezeNextStage(double fraction, std::function<void()> done) {
+  setSpeed(1.0);
+  connect(
+      this, &IterationPage::stageShown, this,
+      [this, fraction, done](int) {
+        if (ddpScene_->animating()) ddpScene_->pauseAnimationsAt(static_cast<int>(fraction * ddpScene_->totalAnimationMs()));
+        else if (scene_->animating()) scene_->pauseAnimationsAt(static_cast<int>(fraction * scene_->duration()));
+        done();
+      },
+      Qt::SingleShotConnection);
+  stepForward();
+}
+
 QList<Page::Shot> IterationPage::ddpScreenshots() {
   using K = dpv::StageKind;
-  // (iteration, stage kind, which of its layers: 0 first, 1 middle, 2 last)
-  struct Pick {
+  // (iteration, stage kind, which of its layers: 0 first, 1 middle, 2 last);
+  // frozen > 0: the stage's flights, stopped at that share of their animation (at 1x).
+  struct Flying {
     const char* name;
     int iteration;
     K kind;
     int which;
+    double frozen;
   };
-  const Pick picks[] = {{"construct", 1, K::Construct, 0},     {"sample", 1, K::Sample, 0},
-                        {"forward", 1, K::Forward, 1},         {"loss", 1, K::Loss, 0},
-                        {"backward-one-bucket", 1, K::Backward, 2}, {"finalize", 1, K::Finalize, 0},
-                        {"step", 1, K::Step, 0},               {"broadcast-buffers", 2, K::BroadcastBuffers, 0},
-                        {"backward-first", 2, K::Backward, 0}, {"backward-middle", 2, K::Backward, 1},
-                        {"backward-last", 2, K::Backward, 2},  {"finalize-averaged", 2, K::Finalize, 0}};
+  const Flying picks[] = {{"construct", 1, K::Construct, 0, 0},
+                          {"sample-flying", 1, K::Sample, 0, 0.45},
+                          {"sample", 1, K::Sample, 0, 0},
+                          {"forward", 1, K::Forward, 1, 0},
+                          {"loss", 1, K::Loss, 0, 0},
+                          {"backward-one-bucket", 1, K::Backward, 2, 0},
+                          {"finalize", 1, K::Finalize, 0, 0},
+                          {"step", 1, K::Step, 0, 0},
+                          {"broadcast-buffers-flying", 2, K::BroadcastBuffers, 0, 0.5},
+                          {"broadcast-buffers", 2, K::BroadcastBuffers, 0, 0},
+                          {"backward-first-ring", 2, K::Backward, 0, 0.7},
+                          {"backward-first", 2, K::Backward, 0, 0},
+                          {"backward-middle", 2, K::Backward, 1, 0},
+                          {"backward-last", 2, K::Backward, 2, 0},
+                          {"finalize-averaged-landing", 2, K::Finalize, 0, 0.55},
+                          {"finalize-averaged", 2, K::Finalize, 0, 0}};
   QList<Shot> shots;
   shots.append(Shot{QStringLiteral("ddp-00-start"), [this](std::function<void()> done) {
                       AppSettings s = context()->settings();
@@ -745,7 +793,7 @@ QList<Page::Shot> IterationPage::ddpScreenshots() {
                       applyAndWait(s, [this, done] { seekTo(-1, done); });
                     }});
   int n = 1;
-  for (const Pick& p : picks) {
+  for (const Flying& p : picks) {
     const QString name = QStringLiteral("ddp-%1-%2").arg(n++, 2, 10, QLatin1Char('0')).arg(QLatin1String(p.name));
     shots.append(Shot{name, [this, p](std::function<void()> done) {
                         auto pick = [this, p] {
@@ -755,7 +803,24 @@ QList<Page::Shot> IterationPage::ddpScreenshots() {
                           if (matches.isEmpty()) return cursor_;
                           return p.which == 0 ? matches.first() : p.which == 1 ? matches[matches.size() / 2] : matches.last();
                         };
-                        seekInIteration(p.iteration, pick, std::move(done));
+                        if (p.frozen <= 0) {
+                          // The inspector opened on what the stage is about (rank 2: it has a padding repeat).
+                          return seekInIteration(p.iteration, pick, [this, p, done] {
+                            switch (p.kind) {
+                              case K::Sample: inspectDdpPart(DdpPart::Shard, 2); break;
+                              case K::BroadcastBuffers: inspectDdpPart(DdpPart::Buffers, 2); break;
+                              case K::Backward: inspectDdpPart(DdpPart::Bucket, 2, 0); break;
+                              case K::Finalize: inspectDdpPart(DdpPart::Grad, 2); break;
+                              case K::Step:
+                              case K::Construct: inspectDdpPart(DdpPart::Params, 2); break;
+                              default: break;
+                            }
+                            done();
+                          });
+                        }
+                        // The stage before, then this one animated and frozen mid-flight.
+                        seekInIteration(p.iteration, [pick] { return std::max(0, pick() - 1); },
+                                        [this, p, done] { freezeNextStage(p.frozen, done); });
                       }});
   }
   return shots;

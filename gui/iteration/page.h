@@ -8,6 +8,7 @@
 
 #include "gui/app/context.h"
 #include "gui/app/page.h"
+#include "gui/ddp/inspect.h"
 #include "gui/iteration/scene_model.h"
 #include "gui/runtime/engine_types.h"
 
@@ -71,6 +72,9 @@ class IterationPage : public Page {
   bool eventFilter(QObject* watched, QEvent* event) override;
   // Opens a chip of a device in the inspector (as a click would); false when there is none.
   bool inspectChip(int device, dpv::TensorRole role);
+  // DDP: opens a part of a rank (its shard, a bucket, .grad, the watched parameter or buffer) in
+  // the inspector, as a click on it would; false when the stage shown has no rows for it.
+  bool inspectDdpPart(DdpPart part, int rank, int bucket = 0);
 
  signals:
   void stageShown(int index);
@@ -97,6 +101,8 @@ class IterationPage : public Page {
   // Applies `settings` and calls `done` once the engine has announced the new iteration.
   void applyAndWait(const AppSettings& settings, std::function<void()> done);
   QList<Shot> ddpScreenshots();
+  // Screenshots: animates the next stage at 1x and stops it at `fraction` of its flights.
+  void freezeNextStage(double fraction, std::function<void()> done);
   EngineController* engine() const;
 
   QSplitter* outer_ = nullptr;

@@ -212,6 +212,30 @@ void TensorInspector::onRowChanged() {
   }
 }
 
+void TensorInspector::fillRows(const QList<dpv::TensorInfo>& tensors) {
+  for (const auto& t : tensors) {
+    auto* item = new QTreeWidgetItem({QString::fromStdString(t.name), formatShape(t.shape),
+                                      t.view ? tr("view") : formatBytes(static_cast<double>(t.bytes)), valuesText(t)});
+    const QString tip = tr("%1: %2 %3, %4, role %5, device %6\n%7")
+                            .arg(QString::fromStdString(t.name), formatShape(t.shape), QString::fromLatin1(dpv::dtype_name(t.dtype)),
+                                 formatBytes(static_cast<double>(t.bytes)), QLatin1String(dpv::tensor_role_name(t.role)))
+                            .arg(t.device < 0 ? tr("host") : QString::number(t.device))
+                            .arg(QString::fromStdString(t.why));
+    for (int c = 0; c < 4; ++c) item->setToolTip(c, tip);
+    tree_->addTopLevelItem(item);
+  }
+  for (int c = 0; c < 3; ++c) tree_->resizeColumnToContents(c);
+}
+
+void TensorInspector::showRows(const QString& headline, const QList<dpv::TensorInfo>& tensors, int selected) {
+  tree_->clear();
+  tensors_ = tensors;
+  headline_->setText(headline);
+  split_->setVisible(!tensors.isEmpty());
+  fillRows(tensors);
+  selectRow(selected);
+}
+
 void TensorInspector::showChip(const ChipView& chip, const QString& deviceTitle) {
   tree_->clear();
   tensors_.clear();
@@ -231,19 +255,7 @@ void TensorInspector::showChip(const ChipView& chip, const QString& deviceTitle)
                          .arg(chip.text.toHtmlEscaped(), deviceTitle, QString::fromLatin1(dpv::dtype_name(first.dtype)),
                               formatBytes(static_cast<double>(bytes)), QLatin1String(dpv::memory_kind_name(chip.kind)))
                          .arg(chip.tensors.size()));
-  for (const auto& t : chip.tensors) {
-    auto* item = new QTreeWidgetItem({QString::fromStdString(t.name), formatShape(t.shape),
-                                      t.view ? tr("view") : formatBytes(static_cast<double>(t.bytes)), valuesText(t)});
-    const QString tip = tr("%1: %2 %3, %4, role %5, device %6\n%7")
-                            .arg(QString::fromStdString(t.name), formatShape(t.shape), QString::fromLatin1(dpv::dtype_name(t.dtype)),
-                                 formatBytes(static_cast<double>(t.bytes)), QLatin1String(dpv::tensor_role_name(t.role)))
-                            .arg(t.device < 0 ? tr("host") : QString::number(t.device))
-                            .arg(QString::fromStdString(t.why));
-    for (int c = 0; c < 4; ++c) item->setToolTip(c, tip);
-    tree_->addTopLevelItem(item);
-  }
-  for (int c = 0; c < 3; ++c) tree_->resizeColumnToContents(c);
-  split_->setVisible(true);
+  fillRows(chip.tensors);
   // The newest tensor is the one the stage just made (the last activation, the summed gradient).
   selectRow(static_cast<int>(chip.tensors.size()) - 1);
 }

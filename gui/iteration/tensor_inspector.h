@@ -44,6 +44,9 @@ class TensorInspector : public QWidget {
  public:
   explicit TensorInspector(QWidget* parent = nullptr);
   void showChip(const ChipView& chip, const QString& deviceTitle);
+  // Rows that are not one device's memory (the DDP view: a tensor on every rank, a shard's
+  // samples), under a headline of their own (rich text); row `selected` is selected.
+  void showRows(const QString& headline, const QList<dpv::TensorInfo>& tensors, int selected);
   void clear();
   int rowCount() const;
   QString rowText(int row, int column) const;
@@ -56,6 +59,7 @@ class TensorInspector : public QWidget {
 
  private:
   void onRowChanged();
+  void fillRows(const QList<dpv::TensorInfo>& tensors);
   QLabel* headline_;
   QSplitter* split_;
   QTreeWidget* tree_;

@@ -4,6 +4,8 @@
 // forward. Checked against what the engine computes independently (sampler, model layout, means).
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "dp_test_support.h"
 #include "engine/ddp/buckets.h"
 #include "engine/ddp/ddp.h"
@@ -169,6 +171,72 @@ TEST(DdpSnapshot, RanksShardsBucketsGradientsAndBuffersStageByStage) {
   const StageEvent& step2 = find(second.events, StageKind::Step);
   for (const RankState& s : step2.ranks) EXPECT_EQ(s.param_head, step2.ranks[0].param_head);
   EXPECT_NE(step2.ranks[0].param_head, construct.ranks[0].param_head);
+}
+
+// What the inspector shows: each shard row's values are the global batch's row of that sample, and
+// a bucket's values are the ranks' mean once all-reduced (none while it fills or is in flight).
+TEST(DdpSnapshot, ShardRowsAreTheBatchRowsAndDoneBucketsHoldTheMean) {
+  const auto spec = mlp_bn();
+  const TensorMap state = Model(spec).initial_state(21);
+  const Batch batch = random_batch(10, 4, 3, 22);
+  const int W = 4;
+  DdpTrainer trainer(DeviceSet::create("cpu:4"), Model(spec), state, small_buckets());
+  Recorder first, second;
+  DdpIteration it1(trainer, batch.input, batch.target, &first);
+  it1.run_to_end();
+  DdpIteration it2(trainer, batch.input, batch.target, &second);
+  it2.run_to_end();
+
+  EXPECT_TRUE(find(first.events, StageKind::Construct).ranks[0].sample_rows.empty()) << "no batch before Sample";
+  const std::vector<double> all = batch.input.to_doubles();  // [10, 4]
+  const StageEvent& sample = find(first.events, StageKind::Sample);
+  for (const RankState& s : sample.ranks) {
+    ASSERT_EQ(s.sample_rows.size(), s.samples.size());
+    for (size_t k = 0; k < s.samples.size(); ++k) {
+      const auto row = static_cast<size_t>(s.samples[k]);
+      EXPECT_EQ(s.sample_rows[k], std::vector<double>(all.begin() + static_cast<long>(row * 4), all.begin() + static_cast<long>(row * 4 + 4)))
+          << "rank " << s.rank << " sample " << s.samples[k];
+    }
+  }
+
+  // Bucket 0 of iteration 2 is {3.bias, 3.weight}: 3 + 18 values; in flight or done after
+  // Backward 3, the mean after Finalize.
+  const StageEvent& fin = find(second.events, StageKind::Finalize);
+  const StageEvent& back3 = find(second.events, StageKind::Backward, 3);
+  for (int r = 0; r < W; ++r) {
+    const BucketState& done = fin.ranks[static_cast<size_t>(r)].buckets[0];
+    ASSERT_EQ(done.values.size(), 21u);
+    // 3.weight sits after 3.bias in the bucket; the averaged .grad of 3.weight is those values.
+    for (size_t k = 0; k < kRankHeadValues; ++k)
+      EXPECT_DOUBLE_EQ(done.values[3 + k], fin.ranks[static_cast<size_t>(r)].grad_head[k]);
+    const BucketState& early = back3.ranks[static_cast<size_t>(r)].buckets[0];
+    if (early.finished) {
+      EXPECT_EQ(early.values, done.values);
+    } else {
+      EXPECT_TRUE(early.values.empty()) << "in flight: not read";
+    }
+    // Bucket 1 is still filling after Backward 3: no values (its buffer is partly uninitialised).
+    EXPECT_FALSE(back3.ranks[static_cast<size_t>(r)].buckets[1].launched);
+    EXPECT_TRUE(back3.ranks[static_cast<size_t>(r)].buckets[1].values.empty());
+  }
+  // Iteration 1's one bucket: nothing while it fills, the mean after Finalize (3.weight's slot
+  // holds the averaged .grad of 3.weight).
+  const std::map<std::string, size_t> numel{{"0.weight", 24}, {"0.bias", 6}, {"1.weight", 6},
+                                            {"1.bias", 6},    {"3.weight", 18}, {"3.bias", 3}};
+  const StageEvent& filling = find(first.events, StageKind::Backward, 3);
+  const StageEvent& fin1 = find(first.events, StageKind::Finalize);
+  for (size_t r = 0; r < static_cast<size_t>(W); ++r) {
+    EXPECT_TRUE(filling.ranks[r].buckets[0].values.empty());
+    const BucketState& b = fin1.ranks[r].buckets[0];
+    size_t offset = 0;
+    for (const auto& p : b.params) {
+      if (p == "3.weight") break;
+      offset += numel.at(p);
+    }
+    ASSERT_EQ(b.values.size(), 63u);
+    for (size_t k = 0; k < kRankHeadValues; ++k) EXPECT_DOUBLE_EQ(b.values[offset + k], fin1.ranks[r].grad_head[k]);
+    EXPECT_EQ(b.values, fin1.ranks[0].buckets[0].values) << "the same mean on every rank";
+  }
 }
 
 TEST(DdpSnapshot, NoSnapshotWithoutAnObserverThatWantsOne) {
