@@ -21,9 +21,14 @@ class Model {
   Layer& layer(int i) const { return *layers_.at(ix(i)); }
   std::string layer_prefix(int i) const { return std::to_string(i) + "."; }
   // Full names, registration order; built once with the model (every training step reads them).
-  const std::vector<TensorDecl>& parameter_decls() const { return parameter_decls_; }
-  const std::vector<TensorDecl>& buffer_decls() const { return buffer_decls_; }
-  const std::vector<TensorDecl>& state_decls() const { return state_decls_; }  // state_dict order
+  const std::vector<TensorDecl>& parameter_decls() const& { return parameter_decls_; }
+  const std::vector<TensorDecl>& buffer_decls() const& { return buffer_decls_; }
+  const std::vector<TensorDecl>& state_decls() const& { return state_decls_; }  // state_dict order
+  // The lists live in the model: on a temporary (`for (d : Model(spec).parameter_decls())`) they
+  // would be read after the model is gone, so that does not compile.
+  void parameter_decls() const&& = delete;
+  void buffer_decls() const&& = delete;
+  void state_decls() const&& = delete;
   // A fresh host state dict initialised from `seed`.
   TensorMap initial_state(uint64_t seed) const;
   // Checks a loaded state dict: every name present, shapes and dtypes right; throws naming the problem.

@@ -140,9 +140,6 @@ void EngineWorker::ensureIteration(quint64 generation) {
 
 void EngineWorker::startDdpIteration(quint64 generation) {
   const dpv::ModelSpec modelSpec = dpv::preset_model(settings_.preset.toStdString());
-  qint64 parameterBytes = 0;
-  for (const auto& d : dpv::Model(modelSpec).parameter_decls())
-    parameterBytes += dpv::shape_numel(d.shape) * static_cast<qint64>(dpv::dtype_size(d.dtype));
   const qint64 bucketBytes = ddpBucketBytesFor(modelSpec);
   if (!ddpTrainer_) {
     dpv::Model model(modelSpec);
@@ -155,6 +152,9 @@ void EngineWorker::startDdpIteration(quint64 generation) {
     ddpTrainer_ = std::make_unique<dpv::DdpTrainer>(devices_, std::move(model), state, options);
     iterationNumber_ = 0;
   }
+  qint64 parameterBytes = 0;
+  for (const auto& d : ddpTrainer_->model().parameter_decls())
+    parameterBytes += dpv::shape_numel(d.shape) * static_cast<qint64>(dpv::dtype_size(d.dtype));
   batch_ = std::make_unique<dpv::Dataset>(makeBatchFor(settings_.preset, settings_.batchSize, settings_.seed));
   ddpIteration_ = std::make_unique<dpv::DdpIteration>(*ddpTrainer_, batch_->inputs, batch_->targets);
   ddpIteration_->set_snapshots(true);  // the pages draw every rank after every stage
