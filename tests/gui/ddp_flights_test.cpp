@@ -21,17 +21,23 @@ const dpv::BucketState* sameBucket(const dpv::StageEvent* before, int rank, cons
   return nullptr;
 }
 
-// How many chips the stage sends flying, from the engine's two snapshots alone.
-int expectedFlights(const dpv::StageEvent* before, const dpv::StageEvent& ev) {
-  using K = dpv::StageKind;
-  const int W = static_cast<int>(ev.ranks.size());
-  const bool buffers = !ev.ranks.empty() && !ev.ranks[0].buffer_head.empty();
-  int launches = 0;  // buckets whose all-reduce went out in this stage (rank 0's account)
+// Buckets whose all-reduce went out in this stage (rank 0's account).
+int launchesIn(const dpv::StageEvent* before, const dpv::StageEvent& ev) {
+  int launches = 0;
   if (!ev.ranks.empty())
     for (const auto& b : ev.ranks[0].buckets) {
       const dpv::BucketState* old = sameBucket(before, 0, b);
       if (launched(b) && !(old && launched(*old))) ++launches;
     }
+  return launches;
+}
+
+// How many chips the stage sends flying, from the engine's two snapshots alone.
+int expectedFlights(const dpv::StageEvent* before, const dpv::StageEvent& ev) {
+  using K = dpv::StageKind;
+  const int W = static_cast<int>(ev.ranks.size());
+  const bool buffers = !ev.ranks.empty() && !ev.ranks[0].buffer_head.empty();
+  const int launches = launchesIn(before, ev);
   switch (ev.stage.kind) {
     case K::Construct: return (W - 1) * (1 + (buffers ? 1 : 0));
     case K::BroadcastBuffers: return buffers ? W - 1 : 0;
@@ -130,7 +136,10 @@ TEST_F(DdpFlightsTest, EveryStageFliesWhatTheEngineDidAndEndsInItsSnapshot) {
         for (const auto& b : r.buckets) allReducing = allReducing || (b.launched && !b.finished);
       ASSERT_NE(scene->ringItem(), nullptr);
       EXPECT_EQ(describe(scene->ringItem()).toStdString(), allReducing ? "ring: all-reducing" : "ring: idle");
-      if (ev.stage.kind == dpv::StageKind::Backward && want > 0 && allReducing) sawRing = true;
+      // Whether a launched all-reduce is still running when the stage's snapshot is taken depends
+      // on the communication thread's timing; that a bucket launched during the backward goes
+      // round the ring does not.
+      if (ev.stage.kind == dpv::StageKind::Backward && want > 0 && launchesIn(before, ev) > 0) sawRing = true;
       // The flights end in the engine's picture: nothing left flying, every shard cell shown.
       ASSERT_TRUE(waitUntil([&] { return !scene->animating(); }, 10000));
       EXPECT_TRUE(scene->flyingChips().isEmpty());
@@ -141,7 +150,7 @@ TEST_F(DdpFlightsTest, EveryStageFliesWhatTheEngineDidAndEndsInItsSnapshot) {
       before = &previous;
     }
   }
-  EXPECT_TRUE(sawRing) << "a bucket went round the ring while the backward ran";
+  EXPECT_TRUE(sawRing) << "a bucket launched during the backward went round the ring";
   EXPECT_TRUE(sawLanding);
 }
 

@@ -52,7 +52,7 @@ class IterationPageTest : public ::testing::Test {
     page_->resize(1200, 760);
     page_->show();
     page_->setSpeed(0);  // no animation: each step shows its state at once
-    ASSERT_TRUE(waitUntil([&] { return engine_->hasIteration() && !engine_->busy(); })) << "the engine never announced an iteration";
+    ASSERT_TRUE(waitUntil([&] { return engine_->hasIteration() && !engine_->busy(); })) << "the engine never announced an iteration (busy " << engine_->busy() << ", has iteration " << engine_->hasIteration() << ", error: " << engine_->lastError().toStdString() << ")";
   }
   // One step; waits until the page shows stage `expected` (or the engine failed).
   bool stepTo(int expected) {
