@@ -5,7 +5,6 @@
 #include <QLabel>
 #include <QRegularExpression>
 #include <QShortcut>
-#include <QSlider>
 #include <QStyle>
 #include <QSplitter>
 #include <QStackedWidget>
@@ -23,6 +22,7 @@
 #include "gui/iteration/lesson_panel.h"
 #include "gui/iteration/loss_strip.h"
 #include "gui/iteration/scene.h"
+#include "gui/iteration/stepper_bar.h"
 #include "gui/iteration/tensor_inspector.h"
 #include "gui/runtime/engine_controller.h"
 
@@ -34,7 +34,6 @@ constexpr int kBaseDurationMs = 700;
 constexpr int kShotIterations = 8;  // iterations run for the screenshot of the loss strip
 constexpr int kBaseDwellMs = 450;
 constexpr int kModeBoxTop = 6;  // the DataParallel | DDP switch's distance from the scene card's top
-const double kSpeeds[] = {0.25, 0.5, 1.0, 2.0, 4.0};
 
 // The chip worth opening in the inspector for a stage (used for screenshots).
 dpv::TensorRole roleShownFor(dpv::StageKind kind) {
@@ -198,47 +197,15 @@ void IterationPage::buildUi() {
   left->addWidget(lossCard);
 
   auto* controls = makeCard(this);
-  auto* row = new QHBoxLayout(controls);
-  row->setContentsMargins(10, 6, 10, 6);
-  auto button = [this, controls](const QString& icon, const QString& text, const QString& tip) {
-    auto* b = new QToolButton(controls);
-    b->setIcon(QIcon(icon));
-    b->setText(text);
-    b->setToolTip(tip);
-    b->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-    b->setAutoRaise(true);
-    b->setFocusPolicy(Qt::NoFocus);  // Space belongs to play/pause, not to the focused button
-    return b;
-  };
-  restartButton_ = button(QStringLiteral(":/icons/restart.svg"), tr("Restart"), tr("Back to the start of this iteration (Home)"));
-  backButton_ = button(QStringLiteral(":/icons/step-back.svg"), tr("Back"), tr("Show the previous stage again (←)"));
-  playButton_ = button(QStringLiteral(":/icons/play.svg"), tr("Play"), tr("Play the iteration (Space)"));
-  stepButton_ = button(QStringLiteral(":/icons/step.svg"), tr("Step"), tr("Run the next stage (→)"));
-  connect(restartButton_, &QToolButton::clicked, this, &IterationPage::restart);
-  connect(backButton_, &QToolButton::clicked, this, &IterationPage::stepBack);
-  connect(playButton_, &QToolButton::clicked, this, &IterationPage::togglePlay);
-  connect(stepButton_, &QToolButton::clicked, this, &IterationPage::stepForward);
-  for (auto* b : {restartButton_, backButton_, playButton_, stepButton_}) row->addWidget(b);
-  row->addSpacing(12);
-  auto* speedTitle = new QLabel(tr("Speed"), controls);
-  speed_ = new QSlider(Qt::Horizontal, controls);
-  speed_->setRange(0, 4);
-  speed_->setValue(2);
-  speed_->setPageStep(1);
-  speed_->setFixedWidth(80);
-  speed_->setFocusPolicy(Qt::NoFocus);
-  speedLabel_ = new QLabel(QStringLiteral("1×"), controls);
-  speedLabel_->setMinimumWidth(34);
-  connect(speed_, &QSlider::valueChanged, this, [this](int v) { setSpeed(kSpeeds[qBound(0, v, 4)]); });
-  row->addWidget(speedTitle);
-  row->addWidget(speed_);
-  row->addWidget(speedLabel_);
-  position_ = new QLabel(controls);
-  position_->setObjectName(QStringLiteral("hintLabel"));
-  position_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // long stage titles must not widen the window
-  position_->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
-  row->addWidget(position_, 1);
-  position_->installEventFilter(this);  // a shorter form of the position when the row is narrow
+  auto* controlsLayout = new QVBoxLayout(controls);
+  controlsLayout->setContentsMargins(0, 0, 0, 0);
+  stepper_ = new StepperBar(controls);
+  controlsLayout->addWidget(stepper_);
+  connect(stepper_, &StepperBar::restartClicked, this, &IterationPage::restart);
+  connect(stepper_, &StepperBar::backClicked, this, &IterationPage::stepBack);
+  connect(stepper_, &StepperBar::playClicked, this, &IterationPage::togglePlay);
+  connect(stepper_, &StepperBar::stepClicked, this, &IterationPage::stepForward);
+  connect(stepper_, &StepperBar::speedChosen, this, &IterationPage::setSpeed);
   left->addWidget(controls);
   outer_->addWidget(leftWidget);
 
@@ -271,7 +238,7 @@ void IterationPage::setSpeed(double factor) {
   scene_->setDuration(durationMs_);
   ddpScene_->setDuration(durationMs_);
   dwell_.setInterval(factor > 0 ? static_cast<int>(kBaseDwellMs / factor) : 0);
-  speedLabel_->setText(factor > 0 ? QStringLiteral("%1×").arg(factor) : tr("instant"));
+  stepper_->showSpeed(factor);
 }
 
 bool IterationPage::eventFilter(QObject* watched, QEvent* event) {
@@ -279,7 +246,6 @@ bool IterationPage::eventFilter(QObject* watched, QEvent* event) {
     const QWidget* card = modeBox_->parentWidget();
     modeBox_->move(card->width() - modeBox_->width() - 8, kModeBoxTop);
   }
-  if (event->type() == QEvent::Resize && watched == position_) fitPosition();
   return Page::eventFilter(watched, event);
 }
 
@@ -322,21 +288,7 @@ bool IterationPage::atEnd() const {
 
 QString IterationPage::errorText() const { return errorBanner_->isVisible() ? errorBanner_->text() : QString(); }
 
-QString IterationPage::positionText() const { return positionForms_.value(0); }
-
-// The longest form of the position that fits the label (at 1024x640 the stepper row leaves it
-// about 70 px): "stage 3 of 9 · iteration 1", then "3/9 · iteration 1", "3/9 · it. 1", "3/9".
-void IterationPage::fitPosition() {
-  const QFontMetrics metrics(position_->font());
-  QString shown = positionForms_.value(positionForms_.size() - 1);
-  for (const QString& form : positionForms_) {
-    if (metrics.horizontalAdvance(form) <= position_->width()) {
-      shown = form;
-      break;
-    }
-  }
-  position_->setText(shown);
-}
+QString IterationPage::positionText() const { return stepper_->position(); }
 
 void IterationPage::onSettingsApplied() {
   pause();
@@ -618,36 +570,30 @@ void IterationPage::updateControls() {
     stagePills_[p]->style()->unpolish(stagePills_[p]);
     stagePills_[p]->style()->polish(stagePills_[p]);
   }
-  playButton_->setIcon(QIcon(playing_ ? QStringLiteral(":/icons/pause.svg") : QStringLiteral(":/icons/play.svg")));
-  playButton_->setText(playing_ ? tr("Pause") : tr("Play"));
-  backButton_->setEnabled(cursor_ >= 0);
-  restartButton_->setEnabled(cursor_ >= 0);
-  stepButton_->setEnabled(haveInfo_ && !waiting_);
-  playButton_->setEnabled(haveInfo_);
+  stepper_->setState(playing_, cursor_ >= 0, haveInfo_ && !waiting_, haveInfo_);
   if (!haveInfo_) {
-    positionForms_ = {e && e->busy() ? tr("preparing the engine…") : tr("no iteration")};
-    fitPosition();
+    stepper_->setPosition({e && e->busy() ? tr("preparing the engine…") : tr("no iteration")});
     return;
   }
   QString where = tr("before the first stage");
   QString shortWhere = tr("start");
-  position_->setToolTip(QString());
+  QString toolTip;
   if (cursor_ >= 0) {
     const dpv::Stage& stage = info_.plan[static_cast<size_t>(cursor_)];
     QString name = stageShortTitle(stage.kind);
     if (stage.layer >= 0) name += tr(" (layer %1)").arg(stage.layer);
     where = tr("stage %1 of %2").arg(cursor_ + 1).arg(total);  // the stage's name is on the strip above
     shortWhere = tr("%1/%2").arg(cursor_ + 1).arg(total);
-    position_->setToolTip(tr("%1 — %2").arg(name, QString::fromStdString(stage.title)));
+    toolTip = tr("%1 — %2").arg(name, QString::fromStdString(stage.title));
   }
   if (waiting_) {
     where += tr(" · running…");
     shortWhere += QStringLiteral(" …");
   }
-  positionForms_ = {tr("%1 · iteration %2").arg(where).arg(info_.iteration),
-                    tr("%1 · iteration %2").arg(shortWhere).arg(info_.iteration),
-                    tr("%1 · it. %2").arg(shortWhere).arg(info_.iteration), shortWhere};
-  fitPosition();
+  stepper_->setPosition({tr("%1 · iteration %2").arg(where).arg(info_.iteration),
+                         tr("%1 · iteration %2").arg(shortWhere).arg(info_.iteration),
+                         tr("%1 · it. %2").arg(shortWhere).arg(info_.iteration), shortWhere},
+                        toolTip);
 }
 
 QList<Page::Shot> IterationPage::screenshots() {

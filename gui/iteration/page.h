@@ -14,7 +14,6 @@
 
 class QHBoxLayout;
 class QLabel;
-class QSlider;
 class QStackedWidget;
 class QSplitter;
 class QToolButton;
@@ -28,6 +27,7 @@ class IterationScene;
 class LessonPanel;
 class LossStrip;
 class SceneView;
+class StepperBar;
 class TensorInspector;
 
 class IterationPage : public Page {
@@ -92,7 +92,6 @@ class IterationPage : public Page {
   void afterShown();
   void rebuildStageStrip();
   void updateControls();
-  void fitPosition();
   void requestNext();
   void updateCode();
   void updateModeButtons();
@@ -116,18 +115,11 @@ class IterationPage : public Page {
   QToolButton* dpButton_ = nullptr;
   QToolButton* ddpButton_ = nullptr;
   CodeView* code_ = nullptr;
+  StepperBar* stepper_ = nullptr;
   LessonPanel* lesson_ = nullptr;
   TensorInspector* inspector_ = nullptr;
   LossStrip* lossStrip_ = nullptr;
   QLabel* errorBanner_ = nullptr;
-  QLabel* position_ = nullptr;
-  QStringList positionForms_;  // the position, longest form first; fitPosition shows the first that fits
-  QLabel* speedLabel_ = nullptr;
-  QSlider* speed_ = nullptr;
-  QToolButton* restartButton_ = nullptr;
-  QToolButton* backButton_ = nullptr;
-  QToolButton* playButton_ = nullptr;
-  QToolButton* stepButton_ = nullptr;
   QWidget* stageStrip_ = nullptr;
   QHBoxLayout* stageStripLayout_ = nullptr;
   QList<QToolButton*> stagePills_;

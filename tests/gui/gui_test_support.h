@@ -10,6 +10,7 @@
 #include <set>
 
 #include "gui/app/context.h"
+#include "gui/app/main_window.h"
 #include "gui/iteration/page.h"
 #include "gui/iteration/scene.h"
 #include "gui/runtime/engine_controller.h"
@@ -27,6 +28,25 @@ inline AppSettings settingsFor(const QString& devices, const QString& preset, in
   s.syncBatchNorm = sync;
   return s;
 }
+
+// A whole main window of the given size (after construction: the window may be larger than the
+// offscreen screen), light theme, nothing saved.
+struct SizedWindow {
+  AppContext context;
+  EngineController* engine = new EngineController();  // owned by the window
+  std::unique_ptr<MainWindow> window;
+  SizedWindow(const AppSettings& settings, QSize size) {
+    context.setSettings(settings);
+    MainWindow::Options options;
+    options.persistent = false;
+    options.theme = QStringLiteral("light");
+    window = std::make_unique<MainWindow>(&context, engine, options);
+    engine->setParent(window.get());
+    window->resize(size);  // after construction: the window may be larger than the offscreen screen
+    window->show();
+  }
+  IterationPage* iteration() const { return qobject_cast<IterationPage*>(window->page(QStringLiteral("iteration"))); }
+};
 
 // The chip roles a device holds in a snapshot, as the scene groups them: one per part of memory.
 inline std::set<dpv::TensorRole> snapshotRoles(const dpv::DeviceState& d) {

@@ -24,23 +24,6 @@
 namespace gui {
 namespace {
 
-struct SizedWindow {
-  AppContext context;
-  EngineController* engine = new EngineController();  // owned by the window
-  std::unique_ptr<MainWindow> window;
-  SizedWindow(const AppSettings& settings, QSize size) {
-    context.setSettings(settings);
-    MainWindow::Options options;
-    options.persistent = false;
-    options.theme = QStringLiteral("light");
-    window = std::make_unique<MainWindow>(&context, engine, options);
-    engine->setParent(window.get());
-    window->resize(size);  // after construction: the window may be larger than the offscreen screen
-    window->show();
-  }
-  IterationPage* iteration() const { return qobject_cast<IterationPage*>(window->page(QStringLiteral("iteration"))); }
-};
-
 // The window rectangle an item of `view`'s scene covers on screen (empty when not shown).
 QRect onScreen(const QGraphicsView* view, const QGraphicsItem* item) {
   const QRect inViewport = view->mapFromScene(item->sceneBoundingRect()).boundingRect();

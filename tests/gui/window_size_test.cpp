@@ -19,16 +19,8 @@ namespace gui {
 namespace {
 
 TEST(WindowSize, EveryPageFitsTheSmallestSupportedScreen) {
-  AppContext context;
-  context.setSettings(settingsFor(QStringLiteral("cpu:8"), QStringLiteral("simple"), 10));
-  auto* engine = new EngineController();
-  MainWindow::Options options;
-  options.persistent = false;
-  options.theme = QStringLiteral("light");
-  MainWindow window(&context, engine, options);
-  engine->setParent(&window);
-  window.resize(1024, 640);
-  window.show();
+  SizedWindow w(settingsFor(QStringLiteral("cpu:8"), QStringLiteral("simple"), 10), QSize(1024, 640));
+  MainWindow& window = *w.window;
   for (const QString& id : MainWindow::pageIds()) {
     window.showPage(id);
     QTest::qWait(20);
@@ -74,16 +66,9 @@ namespace {
 // Step) must never sit below the fold, half cut, as it did when the side panels' minimum heights
 // (with a tensor in the inspector) added up to more than the window had.
 TEST(WindowSize, TheIterationStepperIsNeverBelowTheFold) {
-  AppContext context;
-  context.setSettings(settingsFor(QStringLiteral("cpu:4"), QStringLiteral("simple"), 10));
-  auto* engine = new EngineController();
-  MainWindow::Options options;
-  options.persistent = false;
-  options.theme = QStringLiteral("light");
-  MainWindow window(&context, engine, options);
-  engine->setParent(&window);
-  window.resize(1024, 640);
-  window.show();
+  SizedWindow w(settingsFor(QStringLiteral("cpu:4"), QStringLiteral("simple"), 10), QSize(1024, 640));
+  MainWindow& window = *w.window;
+  EngineController* engine = w.engine;
   window.showPage(QStringLiteral("iteration"));
   auto* page = qobject_cast<IterationPage*>(window.page(QStringLiteral("iteration")));
   ASSERT_NE(page, nullptr);
