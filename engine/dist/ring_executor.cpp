@@ -45,10 +45,17 @@ namespace {
 
 class RingWork final : public Work {
  public:
-  RingWork(std::shared_ptr<RingExecutor::Job> job, int rank) : job_(std::move(job)), rank_(static_cast<size_t>(rank)) {}
+  RingWork(RingExecutor& executor, std::shared_ptr<RingExecutor::Job> job, int rank)
+      : executor_(executor), job_(std::move(job)), rank_(static_cast<size_t>(rank)) {}
   void wait() override {
     uint32_t s = job_->state.load(std::memory_order_acquire);
-    while (s == kRunning) s = wait_for_change(job_->state, kRunning);
+    while (s == kRunning) {
+      // Run it (or an earlier one) here if the communication thread has not started it. Otherwise
+      // park at once rather than spin: the all-reduce runs for a while on a thread that, with more
+      // threads than cores, needs this one's core.
+      if (!executor_.run_next_ready()) park_until_change(job_->state, kRunning);
+      s = job_->state.load(std::memory_order_acquire);
+    }
     if (s == kFailed) throw Error(job_->error);
   }
   bool completed() const override { return job_->state.load(std::memory_order_acquire) != kRunning; }
@@ -58,6 +65,7 @@ class RingWork final : public Work {
   Clock::time_point finished() const override { return job_->finished; }
 
  private:
+  RingExecutor& executor_;  // the group's; the ranks' Work handles are waited for before it goes
   std::shared_ptr<RingExecutor::Job> job_;
   size_t rank_;
 };
@@ -114,36 +122,45 @@ std::shared_ptr<Work> RingExecutor::start(int rank, const Tensor& buf, size_t re
     ready_.fetch_add(1, std::memory_order_release);
     ready_.notify_one();
   }
-  return std::make_shared<RingWork>(job, rank);
+  return std::make_shared<RingWork>(*this, job, rank);
+}
+
+bool RingExecutor::run_next_ready() {
+  std::shared_ptr<Job> job;
+  {
+    std::lock_guard lock(mutex_);
+    // In start order: the front is taken once every rank started it.
+    if (stopping_ || pending_.empty() || pending_.front()->arrived != world_size_) return false;
+    job = std::move(pending_.front());
+    pending_.pop_front();
+    ++first_seq_;
+  }
+  execute(*job);
+  return true;
+}
+
+void RingExecutor::execute(Job& job) {
+  const SpinPolicy::HelperRunning helper;  // a rank spinning at a stage's end meanwhile is not short of cores
+  try {
+    run(job);
+    job.settle(kDone);
+  } catch (const std::exception& e) {
+    job.error = e.what();
+    job.bufs.clear();
+    job.settle(kFailed);
+  }
 }
 
 void RingExecutor::loop() {
   for (;;) {
     // Read the counter before looking, so a job completed after the look still wakes this thread.
     const uint32_t seen = ready_.load(std::memory_order_acquire);
-    std::shared_ptr<Job> job;
     {
       std::lock_guard lock(mutex_);
       if (stopping_) return;
-      // In start order: the front is taken once every rank started it.
-      if (!pending_.empty() && pending_.front()->arrived == world_size_) {
-        job = std::move(pending_.front());
-        pending_.pop_front();
-        ++first_seq_;
-      }
     }
-    if (!job) {
-      wait_for_change(ready_, seen);
-      continue;
-    }
-    try {
-      run(*job);
-      job->settle(kDone);
-    } catch (const std::exception& e) {
-      job->error = e.what();
-      job->bufs.clear();
-      job->settle(kFailed);
-    }
+    // Parked, not spinning, between all-reduces: it would spin on a core the ranks' backward needs.
+    if (!run_next_ready()) park_until_change(ready_, seen);
   }
 }
 

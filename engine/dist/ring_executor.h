@@ -32,16 +32,22 @@ class RingExecutor {
   // Rank `rank` starts its next all-reduce of `buf` (flat view taken here). `record_values`: as
   // record_ring_values (elements of the buffer kept before and after each step; 0 = none).
   // Throws once aborted.
-  std::shared_ptr<Work> start(int rank, const Tensor& buf, size_t record_values);
+  std::shared_ptr<Work> start(int rank, const Tensor& buf, size_t record_values);  // the Work must not outlive this
   // Every all-reduce not yet running fails with "the in-process group was aborted: <reason>", and
   // so does every later start.
   void abort(const std::string& reason);
+  // Runs the next all-reduce on the calling thread if every rank has started it and the
+  // communication thread has not taken it yet; false when there was none. A rank that waits for
+  // its all-reduce calls this first: on a machine with fewer cores than ranks plus this thread,
+  // the waiter does the work instead of parking while the thread waits for a core.
+  bool run_next_ready();
 
   struct Job;
 
  private:
   void loop();
   void run(Job& job);
+  void execute(Job& job);  // run, then settle it done or failed
   void fail_pending(const std::string& message);  // under mutex_
 
   const int world_size_;

@@ -274,17 +274,33 @@ TEST(DeviceSetRunParallel, OnlyIndependentWorkIsRunByTheCallerWhenADeviceThreadI
   }
 }
 
-TEST(SpinPolicy, ALostCoreParksWaitersAtOnceForAWhile) {
+TEST(SpinPolicy, TwoLostCoresInAShortWhileParkWaitersAtOnceForAWhile) {
   using Clock = SpinPolicy::Clock;
   SpinPolicy::reset();
   const auto t = Clock::now();
   EXPECT_TRUE(SpinPolicy::spinning_pays(t));
   SpinPolicy::note_turn(t, kSpinBeforePark / 4);  // a normal turn: a pause or an uncontended yield
   EXPECT_TRUE(SpinPolicy::spinning_pays(t));
-  SpinPolicy::note_turn(t, 2 * kSpinBeforePark);  // another thread had this core
-  EXPECT_FALSE(SpinPolicy::spinning_pays(t));
-  EXPECT_FALSE(SpinPolicy::spinning_pays(t + kParkAtOnceFor / 2));
-  EXPECT_TRUE(SpinPolicy::spinning_pays(t + kParkAtOnceFor));
+  EXPECT_FALSE(SpinPolicy::note_turn(t, 2 * kSpinBeforePark));  // an interrupt: this waiter's budget is gone
+  EXPECT_FALSE(SpinPolicy::note_turn(t, 2 * kSpinBeforePark));  // however often
+  EXPECT_TRUE(SpinPolicy::spinning_pays(t));
+  EXPECT_FALSE(SpinPolicy::note_turn(t, 2 * kLostCoreGap));  // another thread had this core: this waiter parks
+  EXPECT_TRUE(SpinPolicy::spinning_pays(t));  // one lost core may be an interrupt: the others spin on
+  const auto later = t + kLostCoresWithin + std::chrono::milliseconds(1);
+  EXPECT_FALSE(SpinPolicy::note_turn(later, 2 * kLostCoreGap));  // a second, but not soon after
+  EXPECT_TRUE(SpinPolicy::spinning_pays(later));
+  {
+    // Our own communication thread's burst is not counted, however often it takes a core.
+    const SpinPolicy::HelperRunning helper;
+    EXPECT_FALSE(SpinPolicy::note_turn(later, 2 * kLostCoreGap));
+    EXPECT_FALSE(SpinPolicy::note_turn(later, 2 * kLostCoreGap));
+    EXPECT_TRUE(SpinPolicy::spinning_pays(later));
+  }
+  const auto soon = later + kLostCoresWithin / 2;
+  EXPECT_FALSE(SpinPolicy::note_turn(soon, 2 * kLostCoreGap));  // two within kLostCoresWithin: short of cores
+  EXPECT_FALSE(SpinPolicy::spinning_pays(soon));
+  EXPECT_FALSE(SpinPolicy::spinning_pays(soon + kParkAtOnceFor / 2));
+  EXPECT_TRUE(SpinPolicy::spinning_pays(soon + kParkAtOnceFor));
   // Parked waiters still see every change.
   HandoffPool pool(3);
   for (int run = 0; run < 200; ++run) {
