@@ -74,11 +74,29 @@ def torch_rank(rank, world, port, model_name, iters, warmup, out_path):
     dist.destroy_process_group()
 
 
-def run_torch(world, model, args, out_path):
+def run_torch(world, model, args, out_path, attempts=3, seconds=120):
+    # PyTorch 1.13's spawned Gloo ranks now and then never finish (one rank exits, the other waits in
+    # a collective for ever): stop them after `seconds` and start again, so one bad start does not
+    # hang the whole benchmark.
     import torch.multiprocessing as mp
-    mp.spawn(torch_rank, args=(world, free_port(), model, args.iters, args.warmup, out_path), nprocs=world, join=True)
-    with open(out_path) as f:
-        return json.load(f)["ms_per_step"]
+    for attempt in range(1, attempts + 1):
+        if os.path.exists(out_path):
+            os.remove(out_path)
+        context = mp.spawn(torch_rank, args=(world, free_port(), model, args.iters, args.warmup, out_path),
+                           nprocs=world, join=False)
+        deadline = time.monotonic() + seconds
+        while not context.join(timeout=1):
+            if time.monotonic() > deadline:
+                for process in context.processes:
+                    if process.is_alive():
+                        process.kill()
+                print(f"  (PyTorch DDP, {model} on {world} ranks: no result after {seconds} s, "
+                      f"attempt {attempt} of {attempts}; started again)", file=sys.stderr, flush=True)
+                break
+        if os.path.exists(out_path):
+            with open(out_path) as f:
+                return json.load(f)["ms_per_step"]
+    raise RuntimeError(f"PyTorch DDP ({model}, {world} ranks) gave no result in {attempts} attempts")
 
 
 def run_dpv(world, model, args, out_path):

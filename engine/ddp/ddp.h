@@ -43,8 +43,11 @@ class DdpTrainer {
   void construct();
   // Runs fn(r) for every rank on its device's thread; records each rank's busy span. A rank that
   // fails aborts the group so no other rank waits for it, and the lowest rank's own error is
-  // rethrown; the trainer cannot run further iterations after that.
-  void run_ranks(const std::function<void(int)>& fn, std::vector<double>& busy_start, std::vector<double>& busy_end);
+  // rethrown; the trainer cannot run further iterations after that. `independent`: no rank's job
+  // waits for another's (no collective met on the ranks' threads), so on simulated devices a rank
+  // whose thread has not started may run on another's (DeviceSet::run_parallel's stealing).
+  void run_ranks(const std::function<void(int)>& fn, std::vector<double>& busy_start, std::vector<double>& busy_end,
+                 bool independent = false);
   std::vector<DdpRankResult> results() const;
 
  private:

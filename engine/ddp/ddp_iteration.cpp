@@ -41,7 +41,7 @@ DdpRank& DdpTrainer::rank(int r) const {
 }
 
 void DdpTrainer::run_ranks(const std::function<void(int)>& fn, std::vector<double>& busy_start,
-                           std::vector<double>& busy_end) {
+                           std::vector<double>& busy_end, bool independent) {
   check(!broken_, "a DDP rank failed earlier; start a new trainer");
   const int W = world_size();
   busy_start.assign(static_cast<size_t>(W), now());
@@ -58,7 +58,7 @@ void DdpTrainer::run_ranks(const std::function<void(int)>& fn, std::vector<doubl
       throw;
     }
     busy_end[static_cast<size_t>(r)] = now();
-  });
+  }, independent ? DeviceSet::kIndependentWork : -1);
   int pick = -1;
   for (int r = 0; r < W && pick < 0; ++r) {
     if (!errors[static_cast<size_t>(r)]) continue;
@@ -148,10 +148,19 @@ StageEvent DdpIteration::step() {
   for (const auto& s : shards_) e.chunk_sizes.push_back(static_cast<int64_t>(s.size()));
   e.t_start = trainer_.now() - t0_;
   std::vector<std::vector<CollectiveReport>> reports(static_cast<size_t>(W));
-  auto on_ranks = [&](const std::function<void(DdpRank&, int)>& fn) {
-    trainer_.run_ranks([&](int r) { fn(trainer_.rank(r), r); }, busy_start_, busy_end_);
-  };
   const int layer = e.stage.layer;
+  // Whether the ranks' jobs of this stage never wait for one another: then a rank whose thread has
+  // not started yet may run on another rank's thread (DeviceSet's stealing), as DataParallel's
+  // replicas do. Not so for a collective the ranks' own threads meet in: the buffer broadcast,
+  // construction, and SyncBatchNorm's statistics. Bucket all-reduces are started, not waited for,
+  // during the backward, and at Finalize every rank has started all of them.
+  const bool sync_bn_layer = layer >= 0 && trainer_.options().sync_bn && W > 1 &&
+                             trainer_.model().layer(layer).is_batchnorm();
+  const bool independent = e.stage.kind != StageKind::Construct && e.stage.kind != StageKind::BroadcastBuffers &&
+                           !sync_bn_layer;
+  auto on_ranks = [&](const std::function<void(DdpRank&, int)>& fn) {
+    trainer_.run_ranks([&](int r) { fn(trainer_.rank(r), r); }, busy_start_, busy_end_, independent);
+  };
   try {
     switch (e.stage.kind) {
       case StageKind::Construct:
