@@ -24,9 +24,14 @@ struct Lanes {
   }
 };
 
+// The run loops below are always inlined, so that the caller's vector clones (cpu_batchnorm.cpp's
+// DPV_VECTOR_CLONES) compile them for AVX2 / AVX-512 too: out of line they ran as baseline SSE2
+// code, one or two doubles per instruction.
+#define DPV_RUN_LOOP [[gnu::always_inline]] inline
+
 // acc += sum of p[0..n)
 template <typename Acc, typename T>
-void add_run(Lanes<Acc>& acc, const T* p, int64_t n) {
+DPV_RUN_LOOP void add_run(Lanes<Acc>& acc, const T* p, int64_t n) {
   int64_t s = 0;
   for (; s + kLanes <= n; s += kLanes)
     for (int64_t j = 0; j < kLanes; ++j) acc.v[j] += static_cast<Acc>(p[s + j]);
@@ -35,7 +40,7 @@ void add_run(Lanes<Acc>& acc, const T* p, int64_t n) {
 
 // acc += sum of (p - m)^2 over p[0..n)
 template <typename T>
-void add_squared_deviations(Lanes<double>& acc, const T* p, int64_t n, double m) {
+DPV_RUN_LOOP void add_squared_deviations(Lanes<double>& acc, const T* p, int64_t n, double m) {
   int64_t s = 0;
   for (; s + kLanes <= n; s += kLanes)
     for (int64_t j = 0; j < kLanes; ++j) {
@@ -48,32 +53,81 @@ void add_squared_deviations(Lanes<double>& acc, const T* p, int64_t n, double m)
   }
 }
 
+// kLanes values as one vector (GCC/Clang vector extensions): lane j of an operation is the
+// arithmetic on element j, so a loop over these computes exactly what the scalar lane loop does,
+// in whatever vector registers the clone has (AVX-512: one register of doubles).
+// These are always inlined, never called, so GCC's -Wpsabi note (a 64-byte vector returned by
+// value is passed differently with and without AVX-512) does not apply: the file that builds
+// vector clones of these loops turns it off.
+static_assert(kLanes == 8, "the lane vectors below hold 8 values");
+template <typename T>
+struct LaneVecOf;
+template <>
+struct LaneVecOf<float> {
+  typedef float type __attribute__((vector_size(32)));
+};
+template <>
+struct LaneVecOf<double> {
+  typedef double type __attribute__((vector_size(64)));
+};
+template <>
+struct LaneVecOf<int64_t> {
+  typedef int64_t type __attribute__((vector_size(64)));
+};
+template <typename T>
+using LaneVec = typename LaneVecOf<T>::type;
+using DoubleLanes = LaneVec<double>;
+
+// p[0..kLanes) widened to double.
+template <typename T>
+DPV_RUN_LOOP DoubleLanes load_widened(const T* p) {
+  LaneVec<T> v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return __builtin_convertvector(v, DoubleLanes);
+}
+
 // The gradient BatchNorm's backward reduces over a run: dy itself, or, when a ReLU followed the
 // BatchNorm in the same pass, ReLU's backward of it (0 where the ReLU's output y <= 0), computed on
-// the fly instead of being written out and read back.
+// the fly instead of being written out and read back. In double: masking the widened values gives
+// the same double as masking in T and then widening.
 template <typename T>
 struct PlainGrad {
   const T* dy;
-  T operator()(int64_t s) const { return dy[s]; }
+  double operator()(int64_t s) const { return static_cast<double>(dy[s]); }
+  DPV_RUN_LOOP DoubleLanes lanes(int64_t s) const { return load_widened(dy + s); }
 };
 template <typename T>
 struct ReluMaskedGrad {
   const T* dy;
   const T* y;  // the ReLU's output
-  T operator()(int64_t s) const { return kernels::math::relu_backward(y[s], dy[s]); }
+  double operator()(int64_t s) const {
+    return kernels::math::relu_backward(static_cast<double>(y[s]), static_cast<double>(dy[s]));
+  }
+  // relu_backward per lane, as a bit mask (+0.0 where y <= 0, dy's bits elsewhere, NaN y included):
+  // written with ?: GCC compared and moved lane by lane.
+  DPV_RUN_LOOP DoubleLanes lanes(int64_t s) const {
+    using Bits = LaneVec<int64_t>;
+    const Bits dropped = load_widened(y + s) <= 0.0;  // all ones where y <= 0
+    return (DoubleLanes)(~dropped & (Bits)load_widened(dy + s));
+  }
 };
 
 // sum_dy += sum of g, sum_dy_xmu += sum of g * (x - m) over n values (g: one of the above).
 template <typename T, typename Grad>
-void add_backward_terms(Lanes<double>& sum_dy, Lanes<double>& sum_dy_xmu, const Grad& grad, const T* x, int64_t n,
-                        double m) {
+DPV_RUN_LOOP void add_backward_terms(Lanes<double>& sum_dy, Lanes<double>& sum_dy_xmu, const Grad& grad, const T* x,
+                                     int64_t n, double m) {
+  DoubleLanes sdy, sdxm;
+  __builtin_memcpy(&sdy, sum_dy.v, sizeof sdy);
+  __builtin_memcpy(&sdxm, sum_dy_xmu.v, sizeof sdxm);
+  const DoubleLanes mv = DoubleLanes{} + m;
   int64_t s = 0;
-  for (; s + kLanes <= n; s += kLanes)
-    for (int64_t j = 0; j < kLanes; ++j) {
-      const double g = grad(s + j);
-      sum_dy.v[j] += g;
-      sum_dy_xmu.v[j] += g * (static_cast<double>(x[s + j]) - m);
-    }
+  for (; s + kLanes <= n; s += kLanes) {
+    const DoubleLanes g = grad.lanes(s);
+    sdy += g;
+    sdxm += g * (load_widened(x + s) - mv);
+  }
+  __builtin_memcpy(sum_dy.v, &sdy, sizeof sdy);
+  __builtin_memcpy(sum_dy_xmu.v, &sdxm, sizeof sdxm);
   for (; s < n; ++s) {
     const double g = grad(s);
     sum_dy.v[s % kLanes] += g;

@@ -334,8 +334,7 @@ class CpuBackend final : public Backend {
   void bn_relu_backward(const Tensor& dy, const Tensor& y, const Tensor& x, const Tensor& mean, const Tensor& invstd,
                         const Tensor& gamma, Tensor& sum_dy, Tensor& sum_dy_xmu, double count, Tensor& dx, int64_t N,
                         int64_t C, int64_t S) override {
-    cpu::bn_backward_reduce(dy, &y, x, mean, sum_dy, sum_dy_xmu, N, C, S);
-    cpu::bn_backward_elemt(dy, &y, x, mean, invstd, gamma, sum_dy, sum_dy_xmu, count, dx, N, C, S);
+    cpu::bn_backward(dy, &y, x, mean, invstd, gamma, sum_dy, sum_dy_xmu, count, dx, N, C, S);
   }
 
   void bn_gather_stats(const Tensor& mean_all, const Tensor& invstd_all, const std::vector<double>& counts, double eps,

@@ -3,6 +3,11 @@
 // parts. The ReLU-fused forms run the very same arithmetic, so they match the unfused ops bit for bit.
 #include "engine/cpu/cpu_batchnorm.h"
 
+// channel_sums.h's lane vectors are returned by value from always-inlined helpers; GCC notes at
+// the end of this file that such returns differ between the baseline and AVX-512 clones' calling
+// conventions, which no call here ever uses.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 #include "engine/cpu/channel_sums.h"
 #include "engine/dtype_dispatch.h"
 #include "kernels/math/batchnorm.h"
@@ -47,6 +52,23 @@ DPV_VECTOR_CLONES void stats_rows(const T* __restrict px, double* __restrict sum
   }
 }
 
+// [N, C, S] (S > 1): per channel, the sum and then the squared deviations over its N runs of S
+// values, in Lanes (channel_sums.h, inlined here so that it is built for each clone's vectors).
+template <typename T>
+DPV_VECTOR_CLONES void stats_planes(const T* __restrict px, T* __restrict mean, T* __restrict var_b, int64_t N,
+                                    int64_t C, int64_t S) {
+  const double n = static_cast<double>(N * S);
+  for (int64_t c = 0; c < C; ++c) {
+    Lanes<double> sum;
+    for (int64_t r = 0; r < N; ++r) add_run(sum, px + (r * C + c) * S, S);
+    const double m = n > 0 ? sum.total() / n : 0.0;
+    Lanes<double> sq;
+    for (int64_t r = 0; r < N; ++r) add_squared_deviations(sq, px + (r * C + c) * S, S, m);
+    mean[c] = static_cast<T>(m);
+    var_b[c] = static_cast<T>(n > 0 ? sq.total() / n : 0.0);
+  }
+}
+
 }  // namespace
 
 void bn_stats(const Tensor& x, Tensor& mean, Tensor& var_b, int64_t N, int64_t C, int64_t S) {
@@ -65,15 +87,7 @@ void bn_stats(const Tensor& x, Tensor& mean, Tensor& var_b, int64_t N, int64_t C
       }
       return;
     }
-    for (int64_t c = 0; c < C; ++c) {
-      Lanes<double> sum;
-      for (int64_t r = 0; r < N; ++r) add_run(sum, px + (r * C + c) * S, S);
-      const double m = n > 0 ? sum.total() / n : 0.0;
-      Lanes<double> sq;
-      for (int64_t r = 0; r < N; ++r) add_squared_deviations(sq, px + (r * C + c) * S, S, m);
-      mean.data<T>()[c] = static_cast<T>(m);
-      var_b.data<T>()[c] = static_cast<T>(n > 0 ? sq.total() / n : 0.0);
-    }
+    stats_planes(px, mean.data<T>(), var_b.data<T>(), N, C, S);
   });
 }
 
@@ -185,6 +199,46 @@ DPV_VECTOR_CLONES void backward_elemt_loops(const T* __restrict pdy, const T* __
       }
 }
 
+// The whole backward of a [N, C, S] BatchNorm (S > 1), channel by channel: a channel's reduce and
+// then its element-wise pass while its N runs (N * S values of dy, x and, fused, y) are still in
+// the core's cache, instead of the reduce over the whole tensor and then the element-wise pass
+// over it again (the CNN's first BatchNorm holds 1 MiB per tensor: several times the L2 cache).
+// The same arithmetic as backward_reduce_loops followed by backward_elemt_loops (channel_sums.h's
+// lanes for the sums, the per-channel terms in T), so the same numbers to the bit.
+template <typename T, bool Relu>
+DPV_VECTOR_CLONES void backward_planes(const T* pdy, const T* __restrict py, const T* __restrict px,
+                                       const T* __restrict mean, const T* __restrict invstd,
+                                       const T* __restrict gamma, T* __restrict sum_dy, T* __restrict sum_dy_xmu,
+                                       T count, T* pdx, int64_t N, int64_t C, int64_t S) {
+  // dx may be dy itself: a channel's dy is read whole by its reduce before its dx is written.
+  for (int64_t c = 0; c < C; ++c) {
+    const double m = mean[c];
+    Lanes<double> sdy, sdxm;
+    for (int64_t r = 0; r < N; ++r) {
+      const int64_t run = (r * C + c) * S;
+      if constexpr (Relu)
+        add_backward_terms(sdy, sdxm, ReluMaskedGrad<T>{pdy + run, py + run}, px + run, S, m);
+      else
+        add_backward_terms(sdy, sdxm, PlainGrad<T>{pdy + run}, px + run, S, m);
+    }
+    sum_dy[c] = static_cast<T>(sdy.total());
+    sum_dy_xmu[c] = static_cast<T>(sdxm.total());
+    const T mc = mean[c];
+    const auto t = math::bn_backward_terms(sum_dy[c], sum_dy_xmu[c], count, invstd[c], gamma[c]);
+    for (int64_t r = 0; r < N; ++r) {
+      const int64_t run = (r * C + c) * S;
+      const T* dyr = pdy + run;
+      const T* __restrict yr = Relu ? py + run : nullptr;
+      const T* __restrict xr = px + run;
+      T* dxr = pdx + run;
+      for (int64_t s = 0; s < S; ++s) {
+        const T g = masked<T, Relu>(dyr[s], Relu ? yr[s] : T(0));
+        dxr[s] = math::bn_backward_elemt(g, xr[s], mc, t);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void bn_normalize(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& gamma, const Tensor& beta,
@@ -243,6 +297,27 @@ void bn_backward_elemt(const Tensor& dy, const Tensor* relu_y, const Tensor& x, 
     else
       backward_elemt_loops<T, false>(dy.data<T>(), nullptr, x.data<T>(), m, mean_dy, proj, scale, dx.data<T>(), N, C,
                                      S);
+  });
+}
+
+void bn_backward(const Tensor& dy, const Tensor* relu_y, const Tensor& x, const Tensor& mean, const Tensor& invstd,
+                 const Tensor& gamma, Tensor& sum_dy, Tensor& sum_dy_xmu, double count, Tensor& dx, int64_t N,
+                 int64_t C, int64_t S) {
+  if (S == 1) {
+    // [N, C]: all of it is a few rows; the two passes walk them in memory order.
+    bn_backward_reduce(dy, relu_y, x, mean, sum_dy, sum_dy_xmu, N, C, S);
+    bn_backward_elemt(dy, relu_y, x, mean, invstd, gamma, sum_dy, sum_dy_xmu, count, dx, N, C, S);
+    return;
+  }
+  dispatch_float(x.dtype(), "batch_norm_backward", [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    if (relu_y)
+      backward_planes<T, true>(dy.data<T>(), relu_y->data<T>(), x.data<T>(), mean.data<T>(), invstd.data<T>(),
+                               gamma.data<T>(), sum_dy.data<T>(), sum_dy_xmu.data<T>(), static_cast<T>(count),
+                               dx.data<T>(), N, C, S);
+    else
+      backward_planes<T, false>(dy.data<T>(), nullptr, x.data<T>(), mean.data<T>(), invstd.data<T>(), gamma.data<T>(),
+                                sum_dy.data<T>(), sum_dy_xmu.data<T>(), static_cast<T>(count), dx.data<T>(), N, C, S);
   });
 }
 

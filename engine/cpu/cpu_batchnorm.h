@@ -17,5 +17,11 @@ void bn_backward_reduce(const Tensor& dy, const Tensor* relu_y, const Tensor& x,
 void bn_backward_elemt(const Tensor& dy, const Tensor* relu_y, const Tensor& x, const Tensor& mean,
                        const Tensor& invstd, const Tensor& gamma, const Tensor& sum_dy, const Tensor& sum_dy_xmu,
                        double count, Tensor& dx, int64_t N, int64_t C, int64_t S);
+// bn_backward_reduce then bn_backward_elemt (same numbers), for a caller that needs nothing in
+// between (no SyncBatchNorm all-reduce): [N, C, S] inputs run channel by channel, each channel's
+// two passes back to back while its values are in cache.
+void bn_backward(const Tensor& dy, const Tensor* relu_y, const Tensor& x, const Tensor& mean, const Tensor& invstd,
+                 const Tensor& gamma, Tensor& sum_dy, Tensor& sum_dy_xmu, double count, Tensor& dx, int64_t N,
+                 int64_t C, int64_t S);
 
 }  // namespace dpv::cpu
