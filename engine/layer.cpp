@@ -9,19 +9,22 @@
 namespace dpv {
 
 Tensor& LayerRun::grad(const std::string& n) {
-  const std::string full = prefix + n;
-  if (Tensor* g = replica.grads.find(full)) return *g;
-  const Tensor& p = param(n);
-  replica.grads.set(full, Tensor::zeros(p.shape(), p.dtype(), replica.device));
-  return replica.grads.at(full);
+  bool fresh = false;
+  Tensor& g = grad(n, fresh);
+  if (fresh) backend.fill(g, 0.0);
+  return g;
 }
 
 Tensor& LayerRun::grad(const std::string& n, bool& fresh) {
   const std::string full = prefix + n;
   fresh = false;
   if (Tensor* g = replica.grads.find(full)) return *g;
-  const Tensor& p = param(n);
-  replica.grads.set(full, Tensor::empty(p.shape(), p.dtype(), replica.device));
+  if (const Tensor* home = replica.grad_homes.find(full)) {
+    replica.grads.set(full, *home);
+  } else {
+    const Tensor& p = param(n);
+    replica.grads.set(full, Tensor::empty(p.shape(), p.dtype(), replica.device));
+  }
   fresh = true;
   return replica.grads.at(full);
 }

@@ -44,6 +44,9 @@ struct Replica {
   TensorMap params;
   TensorMap buffers;
   TensorMap grads;                  // this replica's gradients, before the reduce
+  // Optional: where a parameter's gradient is made when its slot is created, instead of a new
+  // tensor (DDP's bucket views, so the backward writes straight into the bucket). Same shapes.
+  TensorMap grad_homes;
   std::vector<LayerCache> caches;   // one per layer
 };
 

@@ -90,6 +90,7 @@ class DdpIteration {
   }
 
  private:
+  void run_ranks_through();  // run_to_end without an observer: each rank's stages on its own thread
   void fill_devices(StageEvent& e) const;
   void fill_ranks(StageEvent& e) const;
 

@@ -1,4 +1,5 @@
 // The in-process DDP driver: the trainer (group + ranks) and the plan of one iteration.
+#include <algorithm>
 #include <chrono>
 
 #include "engine/backend.h"
@@ -196,7 +197,11 @@ StageEvent DdpIteration::step() {
         break;
       case StageKind::Backward:
         backward_started_ = true;
-        on_ranks([&](DdpRank& rank, int r) { reports[static_cast<size_t>(r)] = rank.backward_layer(layer); });
+        on_ranks([&](DdpRank& rank, int r) {
+          // Snapshots show .grad before the averaging: then it must be a tensor of its own.
+          if (layer == trainer_.model().num_layers() - 1) rank.set_gradients_in_buckets(!snapshots_);
+          reports[static_cast<size_t>(r)] = rank.backward_layer(layer);
+        });
         e.summary = "Every rank back-propagates through " + trainer_.model().layer(layer).describe() +
                     "; each finished gradient is copied into its bucket times 1/W, and a full bucket starts its "
                     "all-reduce on the communication thread while the backward goes on.";
@@ -271,7 +276,51 @@ void DdpIteration::fill_ranks(StageEvent& e) const {
 }
 
 void DdpIteration::run_to_end() {
+  // Nobody watches the stages: every rank runs the rest of the iteration on its own thread, the
+  // same DdpRank stage calls in the same order, meeting the others only where DDP's ranks meet (the
+  // buffer broadcast, SyncBatchNorm's statistics, the bucket all-reduces), as DDP's processes do,
+  // instead of at a barrier after every stage. Observed or snapshotted iterations go stage by stage.
+  if (observer_ == nullptr && !snapshots_ && !failed_ && next_ == 0) {
+    run_ranks_through();
+    return;
+  }
   while (!finished()) step();
+}
+
+void DdpIteration::run_ranks_through() {
+  const int W = trainer_.world_size();
+  const Model& model = trainer_.model();
+  const int L = model.num_layers();
+  const bool broadcast = std::any_of(plan_.begin(), plan_.end(),
+                                     [](const Stage& s) { return s.kind == StageKind::BroadcastBuffers; });
+  try {
+    if (!trainer_.constructed()) trainer_.construct();
+    // Not `independent`: a rank's Finalize waits for all-reduces every other rank must start.
+    trainer_.run_ranks(
+        [&](int r) {
+          DdpRank& rank = trainer_.rank(r);
+          rank.set_gradients_in_buckets(true);  // no snapshot shows .grad before the averaging
+          rank.set_batch(input_, target_, shards_[static_cast<size_t>(r)]);
+          if (broadcast) rank.sync_buffers();
+          for (int i = 0; i < L; ++i) rank.forward_layer(i);
+          rank.compute_loss();
+          for (int i = L - 1; i >= 0; --i) rank.backward_layer(i);
+          rank.finalize();
+          rank.optimizer_step();
+        },
+        busy_start_, busy_end_);
+  } catch (...) {
+    failed_ = true;
+    throw;
+  }
+  // What the Forward stages collect: per layer, every rank's own statistics and the global ones once.
+  bn_stats_.clear();
+  for (int layer = 0; layer < L; ++layer)
+    for (int r = 0; r < W; ++r)
+      for (const auto& s : trainer_.rank(r).batchnorm_stats())
+        if (s.layer == layer && (s.device >= 0 || r == 0)) bn_stats_.push_back(s);
+  backward_started_ = loss_computed_ = finalized_ = true;
+  next_ = static_cast<int>(plan_.size());
 }
 
 }  // namespace dpv

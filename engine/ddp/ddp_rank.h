@@ -89,6 +89,10 @@ class DdpRank {
   void optimizer_step();
   // One whole iteration on the batch set by set_batch.
   void run_iteration();
+  // From the next backward on: the backward writes each gradient straight into its bucket slot, so
+  // .grad ends up a view of the bucket (gradient_as_bucket_view=True's layout; the values are the
+  // same, bit for bit). Off by default, and whenever someone looks at .grad before the averaging.
+  void set_gradients_in_buckets(bool on) { gradients_in_buckets_ = on; }
 
   const Tensor& output() const { return output_; }  // after the last forward layer
   double loss() const { return loss_; }
@@ -132,6 +136,7 @@ class DdpRank {
   std::vector<BatchNormStats> bn_stats_;
   int64_t iterations_ = 0;
   int64_t steps_ = 0;
+  bool gradients_in_buckets_ = false;
 };
 
 // The launched path: construct DDP on this rank, then `steps` iterations on the same GLOBAL batch,

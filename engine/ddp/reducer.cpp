@@ -84,9 +84,10 @@ void Reducer::mark_ready(size_t index, const Tensor& grad) {
   marked_[index] = true;
   ready_order_.push_back(index);
   const auto [b, offset] = slot_[index];
-  // bucket_view = grad * (1 / world_size), in one pass (mul_out in mark_variable_ready_dense).
+  // bucket_view = grad * (1 / world_size) (mul_out in mark_variable_ready_dense). A gradient the
+  // backward wrote into its bucket view (gradient_views) is scaled where it is.
   Tensor view = flat_[static_cast<size_t>(b)].slice0(offset, offset + grad.numel());
-  view.copy_from(grad);
+  if (grad.raw() != view.raw()) view.copy_from(grad);
   device_->backend().scale_inplace(view, 1.0 / static_cast<double>(group_.size()));
   if (--pending_[static_cast<size_t>(b)] == 0) runs_[static_cast<size_t>(b)].ready = clock_();
   launch_ready_buckets();
@@ -153,10 +154,17 @@ void Reducer::finalize(TensorMap& grads) {
   for (size_t p = 0; p < params_.size(); ++p) {
     const auto [b, offset] = slot_[p];
     const Tensor view = flat_[static_cast<size_t>(b)].slice0(offset, offset + params_[p].numel);
-    grads.at(names_[p], "the gradients").copy_from(view);
+    Tensor& grad = grads.at(names_[p], "the gradients");
+    if (grad.raw() != view.raw()) grad.copy_from(view);  // a bucket view already holds the average
   }
   ++backwards_;
   if (backwards_ == 1) first_ready_order_ = ready_order_;
+}
+
+Tensor Reducer::gradient_view(size_t index) const {
+  check(index < params_.size() && index < slot_.size(), "Reducer: no gradient view before the backward");
+  const auto [b, offset] = slot_[index];
+  return flat_[static_cast<size_t>(b)].slice0(offset, offset + params_[index].numel);
 }
 
 std::vector<int> Reducer::ready_counts() const {

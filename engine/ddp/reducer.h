@@ -55,6 +55,10 @@ class Reducer {
   void mark_ready(size_t index, const Tensor& grad);
   // Waits for every bucket's all-reduce and copies the averaged gradients into grads[name]
   // (shapes of the parameters). Throws the first all-reduce error, or when a gradient never came.
+  // Parameter `index`'s slot in its bucket ([numel], flat), valid from prepare_for_backward until the
+  // next one: a backward that writes the gradient there (gradient_as_bucket_view=True's layout)
+  // saves the copy into the bucket and the copy back, with the same values.
+  Tensor gradient_view(size_t index) const;
   void finalize(TensorMap& grads);
 
   const BucketAssignment& buckets() const { return buckets_; }

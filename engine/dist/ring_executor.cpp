@@ -28,7 +28,21 @@ struct RingExecutor::Job {
   std::vector<Tensor> bufs;   // per rank: its flat buffer
   std::vector<size_t> record;
   int arrived = 0;            // ranks that started it (under the executor's mutex)
-  // Written by the communication thread before `state` leaves kRunning; read by waiters after.
+
+  // Set when it is taken from the queue (under the executor's mutex), read by every participant.
+  // Part k is rank k % W's part of ring step k / W (the 2(W-1) steps of both phases in order).
+  std::vector<int64_t> offsets;  // ring_chunk_offsets
+  size_t element_size = 0;
+  int parts = 0;                 // 2 (W - 1) W
+  std::atomic<int> next_part{0};  // the next part a participant claims
+  std::atomic<int> done_parts{0};
+  // Per part, written by whoever ran it and read by the one that runs the last part.
+  std::vector<Clock::time_point> part_begin, part_end;
+  std::vector<std::vector<double>> part_before, part_after;
+  std::mutex error_mutex;  // a failed part's message
+  std::string part_error;
+
+  // Written by the participant that finished it, before `state` leaves kRunning; read by waiters after.
   std::vector<CollectiveReport> reports;
   std::vector<std::vector<RingStep>> steps;
   Clock::time_point started{}, finished{};
@@ -129,26 +143,136 @@ bool RingExecutor::run_next_ready() {
   std::shared_ptr<Job> job;
   {
     std::lock_guard lock(mutex_);
-    // In start order: the front is taken once every rank started it.
-    if (stopping_ || pending_.empty() || pending_.front()->arrived != world_size_) return false;
-    job = std::move(pending_.front());
-    pending_.pop_front();
-    ++first_seq_;
+    if (stopping_) return false;
+    if (active_) {
+      // Join the running all-reduce while it has parts left to claim.
+      if (active_->next_part.load(std::memory_order_relaxed) >= active_->parts) return false;
+      job = active_;
+    } else {
+      // In start order: the front is taken once every rank started it.
+      if (pending_.empty() || pending_.front()->arrived != world_size_) return false;
+      job = std::move(pending_.front());
+      pending_.pop_front();
+      ++first_seq_;
+      if (!prepare(*job)) return true;  // settled as failed
+      active_ = job;
+    }
   }
-  execute(*job);
+  const SpinPolicy::HelperRunning helper;  // a rank spinning at a stage's end meanwhile is not short of cores
+  run_parts(*job);
   return true;
 }
 
-void RingExecutor::execute(Job& job) {
-  const SpinPolicy::HelperRunning helper;  // a rank spinning at a stage's end meanwhile is not short of cores
-  try {
-    run(job);
-    job.settle(kDone);
-  } catch (const std::exception& e) {
-    job.error = e.what();
+bool RingExecutor::prepare(Job& job) {
+  const int W = world_size_;
+  const Tensor& first = job.bufs[0];
+  for (int r = 1; r < W; ++r) {
+    const Tensor& b = job.bufs[static_cast<size_t>(r)];
+    if (b.numel() != first.numel() || b.dtype() != first.dtype()) {
+      job.error = "all_reduce: rank " + std::to_string(r) + " brought " + std::to_string(b.numel()) + " " +
+                  dtype_name(b.dtype()) + " elements but rank 0 brought " + std::to_string(first.numel()) + " " +
+                  dtype_name(first.dtype()) + "; every rank must call the same collectives with the same sizes";
+      job.bufs.clear();
+      job.settle(kFailed);
+      return false;
+    }
+  }
+  job.offsets = ring_chunk_offsets(first.numel(), W);
+  job.element_size = dtype_size(first.dtype());
+  job.parts = 2 * (W - 1) * W;
+  const size_t parts = static_cast<size_t>(job.parts);
+  job.part_begin.assign(parts, {});
+  job.part_end.assign(parts, {});
+  job.part_before.assign(parts, {});
+  job.part_after.assign(parts, {});
+  job.started = Clock::now();
+  if (job.parts == 0) {  // one rank: nothing moves
+    active_ = nullptr;
+    finish(job);
+    return false;
+  }
+  return true;
+}
+
+void RingExecutor::run_parts(Job& job) {
+  const int W = world_size_;
+  for (;;) {
+    const int part = job.next_part.fetch_add(1, std::memory_order_relaxed);
+    if (part >= job.parts) return;
+    const int step = part / W, rank = part % W;
+    // Step s reads chunks that step s-1 wrote: wait until every part of the earlier steps is done.
+    for (int done = job.done_parts.load(std::memory_order_acquire); done < step * W;)
+      done = wait_for_change(job.done_parts, done);
+    const size_t k = static_cast<size_t>(part);
+    try {
+      const int phase = step < W - 1 ? 0 : 1;
+      const int phase_step = phase == 0 ? step : step - (W - 1);
+      Tensor& mine = job.bufs[static_cast<size_t>(rank)];
+      const size_t keep = job.record[static_cast<size_t>(rank)];
+      if (keep > 0) job.part_before[k] = mine.to_doubles(keep);
+      job.part_begin[k] = Clock::now();
+      ring_receive(phase, mine, job.bufs[static_cast<size_t>((rank + W - 1) % W)],
+                   ring_move(phase, rank, phase_step, W).recv_chunk, job.offsets);
+      job.part_end[k] = Clock::now();
+      if (keep > 0) job.part_after[k] = mine.to_doubles(keep);
+    } catch (const std::exception& e) {
+      std::lock_guard lock(job.error_mutex);
+      if (job.part_error.empty()) job.part_error = e.what();
+    }
+    const int done = job.done_parts.fetch_add(1, std::memory_order_acq_rel) + 1;
+    if (done % W == 0) job.done_parts.notify_all();  // a step is complete: release its successors
+    if (done == job.parts) {
+      {
+        std::lock_guard lock(mutex_);
+        active_ = nullptr;
+      }
+      finish(job);
+      ready_.fetch_add(1, std::memory_order_release);  // the next all-reduce may be waiting for this one
+      ready_.notify_one();
+      return;
+    }
+  }
+}
+
+void RingExecutor::finish(Job& job) {
+  const int W = world_size_;
+  job.finished = Clock::now();
+  if (!job.part_error.empty()) {
+    job.error = job.part_error;
     job.bufs.clear();
     job.settle(kFailed);
+    return;
   }
+  for (auto& s : job.steps) s.clear();
+  // Each step's time is its wall time over all ranks' parts (what a barrier would have released every rank at).
+  for (int step = 0; step < 2 * (W - 1); ++step) {
+    const size_t first = static_cast<size_t>(step * W);
+    Clock::time_point begin = job.part_begin[first], end = job.part_end[first];
+    for (size_t k = first; k < first + static_cast<size_t>(W); ++k) {
+      begin = std::min(begin, job.part_begin[k]);
+      end = std::max(end, job.part_end[k]);
+    }
+    const double seconds = std::chrono::duration<double>(end - begin).count();
+    const int phase = step < W - 1 ? 0 : 1;
+    const int phase_step = phase == 0 ? step : step - (W - 1);
+    for (int r = 0; r < W; ++r) {
+      const auto [send, recv] = ring_move(phase, r, phase_step, W);
+      const size_t k = first + static_cast<size_t>(r);
+      const size_t bytes = static_cast<size_t>(job.offsets[static_cast<size_t>(send) + 1] -
+                                               job.offsets[static_cast<size_t>(send)]) * job.element_size;
+      job.steps[static_cast<size_t>(r)].push_back({phase == 0 ? "reduce-scatter" : "all-gather", phase_step,
+                                                   (r + 1) % W, (r + W - 1) % W, send, recv, bytes, seconds,
+                                                   std::move(job.part_before[k]), std::move(job.part_after[k])});
+    }
+  }
+  const double seconds = std::chrono::duration<double>(job.finished - job.started).count();
+  for (auto& report : job.reports) {
+    report = {"all_reduce", W, job.bufs[0].nbytes()};
+    report.seconds = seconds;
+    finish_report(report);
+  }
+  job.bufs.clear();  // the Work handles outlive the all-reduce; the ranks' buffers are theirs again
+  job.settle(kDone);
 }
 
 void RingExecutor::loop() {
@@ -162,55 +286,6 @@ void RingExecutor::loop() {
     // Parked, not spinning, between all-reduces: it would spin on a core the ranks' backward needs.
     if (!run_next_ready()) park_until_change(ready_, seen);
   }
-}
-
-void RingExecutor::run(Job& job) {
-  const int W = world_size_;
-  const Tensor& first = job.bufs[0];
-  for (int r = 1; r < W; ++r) {
-    const Tensor& b = job.bufs[static_cast<size_t>(r)];
-    check(b.numel() == first.numel() && b.dtype() == first.dtype(),
-          "all_reduce: rank " + std::to_string(r) + " brought " + std::to_string(b.numel()) + " " +
-              dtype_name(b.dtype()) + " elements but rank 0 brought " + std::to_string(first.numel()) + " " +
-              dtype_name(first.dtype()) + "; every rank must call the same collectives with the same sizes");
-  }
-  job.started = Clock::now();
-  const auto offsets = ring_chunk_offsets(first.numel(), W);
-  const size_t esize = dtype_size(first.dtype());
-  for (auto& s : job.steps) s.clear();
-  std::vector<std::vector<double>> before(static_cast<size_t>(W));
-  for (int phase = 0; phase < 2 && W > 1; ++phase) {
-    for (int s = 0; s < W - 1; ++s) {
-      for (int r = 0; r < W; ++r) {
-        const size_t keep = job.record[static_cast<size_t>(r)];
-        before[static_cast<size_t>(r)] = keep > 0 ? job.bufs[static_cast<size_t>(r)].to_doubles(keep) : std::vector<double>{};
-      }
-      const auto ts = Clock::now();
-      for (int r = 0; r < W; ++r) {
-        const int from = (r + W - 1) % W;
-        ring_receive(phase, job.bufs[static_cast<size_t>(r)], job.bufs[static_cast<size_t>(from)],
-                     ring_move(phase, r, s, W).recv_chunk, offsets);
-      }
-      const double seconds = std::chrono::duration<double>(Clock::now() - ts).count();
-      for (int r = 0; r < W; ++r) {
-        const auto [send, recv] = ring_move(phase, r, s, W);
-        const size_t keep = job.record[static_cast<size_t>(r)];
-        const size_t bytes = static_cast<size_t>(offsets[static_cast<size_t>(send) + 1] - offsets[static_cast<size_t>(send)]) * esize;
-        std::vector<double> after = keep > 0 ? job.bufs[static_cast<size_t>(r)].to_doubles(keep) : std::vector<double>{};
-        job.steps[static_cast<size_t>(r)].push_back({phase == 0 ? "reduce-scatter" : "all-gather", s, (r + 1) % W,
-                                                     (r + W - 1) % W, send, recv, bytes, seconds,
-                                                     std::move(before[static_cast<size_t>(r)]), std::move(after)});
-      }
-    }
-  }
-  job.finished = Clock::now();
-  const double seconds = std::chrono::duration<double>(job.finished - job.started).count();
-  for (auto& report : job.reports) {
-    report = {"all_reduce", W, first.nbytes()};
-    report.seconds = seconds;
-    finish_report(report);
-  }
-  job.bufs.clear();  // the Work handles outlive the all-reduce; the ranks' buffers are theirs again
 }
 
 }  // namespace dpv

@@ -1,14 +1,16 @@
 #pragma once
 // The in-process group's communication thread for started all-reduces
 // (ProcessGroup::start_all_reduce_sum). Each rank starts its n-th all-reduce and goes on with its
-// own work; when the last of the W ranks has started it, this one thread runs that all-reduce's
-// whole ring: step by step, every rank's part of step s (ring_steps.h) before step s+1, so the
-// chunks, partial sums, bytes and the order of the additions are exactly the ring's, and the sums
-// are bit-identical to W threads meeting at 2W-1 barriers. What it saves: W threads that must all
-// be awake at once for every step (on a machine with fewer cores than ranks, each barrier could
-// wait for a scheduler tick), W communication threads, and a queue hop per bucket per rank.
-// Each step's reported time is the step's wall time over all ranks (what a barrier would have
-// released every rank at). All-reduces run in the order they were started, one at a time.
+// own work; when the last of the W ranks has started it, the thread runs that all-reduce's whole
+// ring: step by step, every rank's part of step s (ring_steps.h) before step s+1, so the chunks,
+// partial sums, bytes and the order of the additions are exactly the ring's, and the sums are
+// bit-identical to W threads meeting at 2W-1 barriers. Ranks that wait for an all-reduce join in:
+// the thread and the waiters claim the ranks' parts of each step, which touch different memory, and
+// run them at once. What it saves: W threads that must all be awake at once for every step (on a
+// machine with fewer cores than ranks, each barrier could wait for a scheduler tick), W
+// communication threads, and a queue hop per bucket per rank. Each step's reported time is the
+// step's wall time over all ranks' parts (what a barrier would have released every rank at).
+// All-reduces run in the order they were started, one at a time.
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -36,23 +38,26 @@ class RingExecutor {
   // Every all-reduce not yet running fails with "the in-process group was aborted: <reason>", and
   // so does every later start.
   void abort(const std::string& reason);
-  // Runs the next all-reduce on the calling thread if every rank has started it and the
-  // communication thread has not taken it yet; false when there was none. A rank that waits for
-  // its all-reduce calls this first: on a machine with fewer cores than ranks plus this thread,
-  // the waiter does the work instead of parking while the thread waits for a core.
+  // Works on the running all-reduce (claiming its ranks' parts of each step, as the communication
+  // thread does), or takes the next one once every rank has started it; false when there was
+  // nothing to do. A rank that waits for its all-reduce calls this first: the ranks' parts of one
+  // step touch different memory, so the waiting ranks and the thread run them at once, and on a
+  // machine with fewer cores than ranks plus the thread, the ring does not wait for a core.
   bool run_next_ready();
 
   struct Job;
 
  private:
   void loop();
-  void run(Job& job);
-  void execute(Job& job);  // run, then settle it done or failed
+  bool prepare(Job& job);  // under mutex_; false when it failed (or had nothing to move) and is settled
+  void run_parts(Job& job);
+  void finish(Job& job);   // once every part is done: steps, reports, settle
   void fail_pending(const std::string& message);  // under mutex_
 
   const int world_size_;
   std::mutex mutex_;                           // guards everything below but ready_
-  std::deque<std::shared_ptr<Job>> pending_;   // started by some rank, not yet taken by the thread
+  std::deque<std::shared_ptr<Job>> pending_;   // started by some rank, not yet taken
+  std::shared_ptr<Job> active_;                // taken and running (participants may join it)
   uint64_t first_seq_ = 0;                     // the all-reduce number of pending_.front()
   std::vector<uint64_t> next_seq_;             // per rank: the number of its next start
   bool stopping_ = false;

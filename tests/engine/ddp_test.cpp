@@ -235,6 +235,48 @@ TEST(Ddp, LaunchedPathRunRankStepsEqualsTheDriver) {
   EXPECT_EQ(a.metadata, b.metadata);
 }
 
+// run_to_end without an observer runs each rank's stages on its own thread without a barrier after
+// every stage, and lets the backward write gradients straight into the buckets; stepping with
+// snapshots keeps .grad a tensor of its own. Both must give the same numbers, bit for bit.
+TEST(Ddp, RunToEndUnobservedEqualsSteppingWithSnapshotsBitForBit) {
+  struct Case {
+    const char* devices;
+    bool sync_bn, broadcast_buffers;
+  };
+  for (const Case c : {Case{"cpu:2", false, true}, Case{"cpu:3", false, false}, Case{"cpu:3", true, true}}) {
+    const auto spec = mlp_bn(DType::Float32);
+    const TensorMap state = Model(spec).initial_state(11);
+    const Batch batch = random_batch(11, 4, 3, 21, DType::Float32);  // 11 on 2 or 3 ranks: padded shards
+    DdpOptions o;
+    o.momentum = 0.9;
+    o.weight_decay = 0.01;
+    o.lr = 0.05;
+    o.sync_bn = c.sync_bn;
+    o.broadcast_buffers = c.broadcast_buffers;
+    const DdpRun through = run_ddp(c.devices, spec, state, batch, o, 3);
+    DdpTrainer stepped(DeviceSet::create(c.devices), Model(spec), state, o);
+    for (int s = 0; s < 3; ++s) {
+      DdpIteration it(stepped, batch.input, batch.target);
+      it.set_snapshots(true);
+      while (!it.finished()) it.step();
+    }
+    const auto a = ddp_step_output(through.results, DType::Float32);
+    const auto b = ddp_step_output(stepped.results(), DType::Float32);
+    ASSERT_EQ(a.tensors.names(), b.tensors.names()) << c.devices;
+    for (const auto& [name, t] : a.tensors.items())
+      EXPECT_EQ(t.to_doubles(), b.tensors.at(name).to_doubles()) << c.devices << " sync_bn " << c.sync_bn << " " << name;
+    EXPECT_EQ(a.metadata, b.metadata);
+    // Stepped, .grad is its own tensor; run through, it lies in a bucket.
+    auto in_a_bucket = [](const DdpRank& rank) {
+      for (const Tensor& bucket : rank.reducer().bucket_buffers())
+        if (rank.grads().at("0.weight").shares_storage_with(bucket)) return true;
+      return false;
+    };
+    EXPECT_FALSE(in_a_bucket(stepped.rank(0)));
+    EXPECT_TRUE(in_a_bucket(through.trainer->rank(0)));
+  }
+}
+
 TEST(Ddp, ErrorsInPyTorchsWords) {
   ModelSpec no_params;
   no_params.layers = {relu()};
