@@ -4,7 +4,7 @@
 //  - job 0 runs on the calling thread, so K devices need only K-1 pool threads;
 //  - every needed worker is woken before the caller starts job 0 (one store + one futex wake each,
 //    no mutex, no queue);
-//  - a worker spins about 20 us for its next job before parking in std::atomic::wait, and the
+//  - a worker spins about 100 us for its next job before parking in std::atomic::wait, and the
 //    caller spins as long for the workers' shared completion counter before parking
 //    (engine/spin_wait.h): back-to-back stages never reach the scheduler, and an idle pool burns
 //    no core;

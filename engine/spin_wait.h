@@ -1,5 +1,5 @@
 #pragma once
-// Waiting for another thread in microseconds without burning an idle core: spin about 20 us
+// Waiting for another thread in microseconds without burning an idle core: spin about 100 us
 // (pausing, and yielding every 8th turn so a waiter that shares its core with the thread it waits
 // for hands the core over), then park in std::atomic::wait (a futex) until notified.
 // Used by the device threads' hand-off (HandoffPool) and the in-process ring's barrier.
@@ -9,9 +9,9 @@
 // takes a core from the thread it waits for, and a spinner that the scheduler preempts stays
 // runnable instead of sleeping, so when its wake-up comes it queues behind the other processes for
 // a whole scheduling period (milliseconds) instead of being woken at once as a sleeper is. So the
-// spin watches for lost cores: a turn of the loop that took longer than the whole spin budget
-// means another thread ran on this core. Then every waiter of the process parks at once for the
-// next kParkAtOnceFor, after which one spin probes again.
+// spin watches for lost cores: a turn of the loop much longer than any interrupt (kLostCoreGap)
+// means another thread ran on this core. Two of those close together and every waiter of the
+// process parks at once for the next kParkAtOnceFor, after which one spin probes again.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -20,9 +20,12 @@
 
 namespace dpv {
 
-// How long a waiter spins before parking: a few times a futex wake-up on an idle core, so that
-// back-to-back stages find their threads awake, while an idle thread costs nothing measurable.
-inline constexpr auto kSpinBeforePark = std::chrono::microseconds(20);
+// How long a waiter spins before parking: longer than a futex wake-up of a parked thread takes on a
+// cloud VM, where the woken virtual CPU was halted and the host must schedule it again (measured
+// here: a DDP rank woken from a park joined the buffer broadcast 450 us late; at 20 us of spin
+// that happened every step), so that back-to-back stages and a rank a little ahead of another
+// find each other awake, while an idle thread costs nothing measurable.
+inline constexpr auto kSpinBeforePark = std::chrono::microseconds(100);
 // A turn of a spin this long means the spinner's core ran another thread: a preempted spinner
 // waits for its next time slice, a millisecond or more. Shorter gaps (40-60 us, several times a
 // second even on a quiet cloud VM) are interrupts or the hypervisor taking the virtual CPU for a

@@ -62,15 +62,8 @@ class RingWork final : public Work {
   RingWork(RingExecutor& executor, std::shared_ptr<RingExecutor::Job> job, int rank)
       : executor_(executor), job_(std::move(job)), rank_(static_cast<size_t>(rank)) {}
   void wait() override {
-    uint32_t s = job_->state.load(std::memory_order_acquire);
-    while (s == kRunning) {
-      // Run it (or an earlier one) here if the communication thread has not started it. Otherwise
-      // park at once rather than spin: the all-reduce runs for a while on a thread that, with more
-      // threads than cores, needs this one's core.
-      if (!executor_.run_next_ready()) park_until_change(job_->state, kRunning);
-      s = job_->state.load(std::memory_order_acquire);
-    }
-    if (s == kFailed) throw Error(job_->error);
+    if (job_->state.load(std::memory_order_acquire) == kRunning) executor_.wait_for(*job_);
+    if (job_->state.load(std::memory_order_acquire) == kFailed) throw Error(job_->error);
   }
   bool completed() const override { return job_->state.load(std::memory_order_acquire) != kRunning; }
   const CollectiveReport& report() const override { return job_->reports[rank_]; }
@@ -94,9 +87,33 @@ RingExecutor::~RingExecutor() {
     stopping_ = true;
     fail_pending(aborted_message("the group is being destroyed"));
   }
-  ready_.fetch_add(1, std::memory_order_release);
-  ready_.notify_one();
+  wake_thread();
   if (thread_.joinable()) thread_.join();
+}
+
+void RingExecutor::wake_thread() {
+  ready_.fetch_add(1, std::memory_order_seq_cst);
+  ready_.notify_one();
+}
+
+void RingExecutor::wake_waiters() {
+  progress_.fetch_add(1, std::memory_order_seq_cst);
+  progress_.notify_all();
+}
+
+void RingExecutor::wait_for(const Job& job) {
+  // Registered before looking, so that an all-reduce completed meanwhile wakes this rank (start()
+  // reads the count after the job is complete; seq_cst on both sides).
+  waiting_ranks_.fetch_add(1, std::memory_order_seq_cst);
+  for (;;) {
+    const uint32_t seen = progress_.load(std::memory_order_seq_cst);
+    if (job.state.load(std::memory_order_acquire) != kRunning) break;
+    // Run its parts (or an earlier all-reduce's) here. Otherwise park at once rather than spin: the
+    // parts left run on threads that, with more threads than cores, need this one's core.
+    if (run_next_ready(false)) continue;
+    park_until_change(progress_, seen);
+  }
+  waiting_ranks_.fetch_sub(1, std::memory_order_seq_cst);
 }
 
 void RingExecutor::fail_pending(const std::string& message) {
@@ -107,6 +124,7 @@ void RingExecutor::fail_pending(const std::string& message) {
   }
   first_seq_ += pending_.size();
   pending_.clear();
+  wake_waiters();
 }
 
 void RingExecutor::abort(const std::string& reason) {
@@ -132,18 +150,24 @@ std::shared_ptr<Work> RingExecutor::start(int rank, const Tensor& buf, size_t re
     complete = ++job->arrived == world_size_;
     if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
   }
+  // Ranks already waiting run it themselves (and the thread leaves it to them); otherwise the
+  // thread runs it while the ranks go on with their backward.
   if (complete) {
-    ready_.fetch_add(1, std::memory_order_release);
-    ready_.notify_one();
+    if (waiting_ranks_.load(std::memory_order_seq_cst) > 0)
+      wake_waiters();
+    else
+      wake_thread();
   }
   return std::make_shared<RingWork>(*this, job, rank);
 }
 
-bool RingExecutor::run_next_ready() {
+bool RingExecutor::run_next_ready(bool communication_thread) {
   std::shared_ptr<Job> job;
   {
     std::lock_guard lock(mutex_);
     if (stopping_) return false;
+    // With ranks waiting, they run the ring; the thread would only take a core from one of them.
+    if (communication_thread && waiting_ranks_.load(std::memory_order_seq_cst) > 0) return false;
     if (active_) {
       // Join the running all-reduce while it has parts left to claim.
       if (active_->next_part.load(std::memory_order_relaxed) >= active_->parts) return false;
@@ -154,7 +178,10 @@ bool RingExecutor::run_next_ready() {
       job = std::move(pending_.front());
       pending_.pop_front();
       ++first_seq_;
-      if (!prepare(*job)) return true;  // settled as failed
+      if (!prepare(*job)) {  // settled as failed (or had nothing to move)
+        wake_waiters();
+        return true;
+      }
       active_ = job;
     }
   }
@@ -227,8 +254,14 @@ void RingExecutor::run_parts(Job& job) {
         active_ = nullptr;
       }
       finish(job);
-      ready_.fetch_add(1, std::memory_order_release);  // the next all-reduce may be waiting for this one
-      ready_.notify_one();
+      wake_waiters();
+      // The next all-reduce may have been complete for a while, waiting for this one to end.
+      bool next_ready = false;
+      {
+        std::lock_guard lock(mutex_);
+        next_ready = !pending_.empty() && pending_.front()->arrived == world_size_;
+      }
+      if (next_ready && waiting_ranks_.load(std::memory_order_seq_cst) == 0) wake_thread();
       return;
     }
   }
@@ -284,7 +317,7 @@ void RingExecutor::loop() {
       if (stopping_) return;
     }
     // Parked, not spinning, between all-reduces: it would spin on a core the ranks' backward needs.
-    if (!run_next_ready()) park_until_change(ready_, seen);
+    if (!run_next_ready(true)) park_until_change(ready_, seen);
   }
 }
 

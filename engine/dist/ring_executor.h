@@ -26,6 +26,7 @@ namespace dpv {
 
 class RingExecutor {
  public:
+  struct Job;
   explicit RingExecutor(int world_size);
   ~RingExecutor();  // pending all-reduces fail (their waiters throw); the running one finishes first
   RingExecutor(const RingExecutor&) = delete;
@@ -38,20 +39,23 @@ class RingExecutor {
   // Every all-reduce not yet running fails with "the in-process group was aborted: <reason>", and
   // so does every later start.
   void abort(const std::string& reason);
-  // Works on the running all-reduce (claiming its ranks' parts of each step, as the communication
-  // thread does), or takes the next one once every rank has started it; false when there was
-  // nothing to do. A rank that waits for its all-reduce calls this first: the ranks' parts of one
-  // step touch different memory, so the waiting ranks and the thread run them at once, and on a
-  // machine with fewer cores than ranks plus the thread, the ring does not wait for a core.
-  bool run_next_ready();
+  // Works on the running all-reduce (claiming its ranks' parts of each step), or takes the next one
+  // once every rank has started it; false when there was nothing to do. The ranks' parts of one
+  // step touch different memory, so waiting ranks and the thread run them at once. The thread
+  // (communication_thread) leaves the work to the ranks while any is waiting: on a machine with no
+  // more cores than ranks it would only take a core from one of them.
+  bool run_next_ready(bool communication_thread);
+  // A rank waits until `job` is settled, running parts of it (and of earlier all-reduces) meanwhile.
+  void wait_for(const Job& job);
 
-  struct Job;
 
  private:
   void loop();
   bool prepare(Job& job);  // under mutex_; false when it failed (or had nothing to move) and is settled
   void run_parts(Job& job);
   void finish(Job& job);   // once every part is done: steps, reports, settle
+  void wake_thread();      // the communication thread looks for work
+  void wake_waiters();     // waiting ranks look again (an all-reduce completed, started or failed)
   void fail_pending(const std::string& message);  // under mutex_
 
   const int world_size_;
@@ -64,7 +68,9 @@ class RingExecutor {
   bool aborted_ = false;
   std::string abort_reason_;
   std::thread thread_;                         // started with the first all-reduce
-  alignas(64) std::atomic<uint32_t> ready_{0};  // bumped whenever an all-reduce has all W ranks
+  alignas(64) std::atomic<uint32_t> ready_{0};  // the thread's wake-ups: an all-reduce has all W ranks
+  alignas(64) std::atomic<uint32_t> progress_{0};  // the waiting ranks' wake-ups
+  std::atomic<int> waiting_ranks_{0};              // ranks inside wait_for
 };
 
 }  // namespace dpv
