@@ -109,13 +109,14 @@ TEST_P(GlooGroupTest, BroadcastAllGatherAndBarrier) {
   }));
 }
 
-// All-reduces run Gloo's chunked ring on synchronous pairs in pieces of 256 KiB, reusing one
-// algorithm object per (dtype, piece numel): every size around the chunking (fewer elements than
-// ranks, one chunk, one piece and one element past it), every dtype, sums with fractions so that
-// a different summation order would show, and every rank must hold the same bits.
+// All-reduces run Gloo's chunked ring on synchronous pairs: up to 256 KiB on an algorithm object
+// kept per (dtype, numel) over a staging buffer, larger ones in place in pieces of 256 KiB, a ring
+// made per piece: every size around the chunking (fewer elements than ranks, one chunk, one piece,
+// one element past it, many pieces and a partial last one), every dtype, sums with fractions so
+// that a different summation order would show, and every rank must hold the same bits.
 TEST_P(GlooGroupTest, SmallAllReducesSumAndEveryRankHoldsTheSameBits) {
   const int world = GetParam();
-  const std::vector<int64_t> sizes{1, 3, 255, 256, 1000, 1025, 65536, 65537};  // float32 elements
+  const std::vector<int64_t> sizes{1, 3, 255, 256, 1000, 1025, 65536, 65537, 300001};  // elements
   std::mutex mu;
   std::vector<std::vector<std::vector<double>>> got(world);  // [rank][call][element]
   expect_no_errors(with_ranks(world, [&](int rank, ProcessGroup& g) {
