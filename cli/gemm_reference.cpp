@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <chrono>
 
+#include "engine/backend.h"
+#include "engine/backend_registry.h"
+
 namespace dpv::cli {
 
 std::vector<GemmShape> mlp_step_gemms(const ModelSpec& spec, int64_t batch) {
@@ -23,13 +26,16 @@ std::vector<GemmShape> mlp_step_gemms(const ModelSpec& spec, int64_t batch) {
 }
 
 struct GemmReference::Buffers {
-  // One set of operands per shape: a [M*K], b [K*N], c [M*N], in the precision of the run.
+  // One set of operands per shape: a [M*K], b [K*N], c [M*N], in the precision of the run; the
+  // engine's backend reads the same values through host tensors.
   std::vector<std::vector<float>> f32;
   std::vector<std::vector<double>> f64;
+  std::unique_ptr<Backend> backend;  // EngineCpu: the CPU backend whose gemm is timed
+  std::vector<Tensor> tensors;       // EngineCpu: a, b, c per shape
 };
 
-GemmReference::GemmReference(std::vector<GemmShape> shapes, bool float64)
-    : shapes_(std::move(shapes)), float64_(float64), buffers_(std::make_unique<Buffers>()) {
+GemmReference::GemmReference(std::vector<GemmShape> shapes, bool float64, GemmLibrary library)
+    : shapes_(std::move(shapes)), float64_(float64), library_(library), buffers_(std::make_unique<Buffers>()) {
   // Values in [-1, 1) from a cheap generator: GEMM time does not depend on them, and setting up
   // the large MLP's operands with std::normal_distribution took longer than the measurement.
   uint64_t state = 0x9e3779b97f4a7c15ull;
@@ -46,6 +52,21 @@ GemmReference::GemmReference(std::vector<GemmShape> shapes, bool float64)
     }
     flops_ += s.flops();
   }
+  if (library_ == GemmLibrary::EngineCpu) {
+    buffers_->backend = make_cpu_backend();
+    const DType dt = float64_ ? DType::Float64 : DType::Float32;
+    for (size_t i = 0; i < shapes_.size(); ++i) {
+      const GemmShape& s = shapes_[i];
+      const Shape a = s.trans_a ? Shape{s.K, s.M} : Shape{s.M, s.K}, b = s.trans_b ? Shape{s.N, s.K} : Shape{s.K, s.N};
+      for (const Shape& shape : {a, b, Shape{s.M, s.N}}) {
+        Tensor t = Tensor::empty(shape, dt);
+        const size_t k = buffers_->tensors.size();
+        if (float64_) std::copy_n(buffers_->f64[k].data(), t.numel(), t.data<double>());
+        else std::copy_n(buffers_->f32[k].data(), t.numel(), t.data<float>());
+        buffers_->tensors.push_back(std::move(t));
+      }
+    }
+  }
 }
 
 GemmReference::~GemmReference() = default;
@@ -56,6 +77,11 @@ double GemmReference::time_one_pass() {
   const auto t0 = std::chrono::steady_clock::now();
   for (size_t i = 0; i < shapes_.size(); ++i) {
     const GemmShape& s = shapes_[i];
+    if (library_ == GemmLibrary::EngineCpu) {
+      auto& t = buffers_->tensors;
+      buffers_->backend->gemm(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0, t[3 * i], t[3 * i + 1], 0.0, t[3 * i + 2]);
+      continue;
+    }
     // Row-major; the leading dimension is the row length of the matrix as stored.
     const int64_t lda = s.trans_a ? s.M : s.K, ldb = s.trans_b ? s.K : s.N;
     const auto ta = s.trans_a ? CblasTrans : CblasNoTrans, tb = s.trans_b ? CblasTrans : CblasNoTrans;
@@ -74,21 +100,16 @@ double GemmReference::time_one_pass() {
   return seconds;
 }
 
-GemmRate measure_openblas(const std::vector<GemmShape>& shapes, bool float64, double min_seconds) {
-  GemmReference ref(shapes, float64);
-  GemmRate rate;
-  rate.flops_per_step = ref.flops_per_pass();
-  ref.time_one_pass();  // warm-up
-  rate.seconds = 1e30;
-  double spent = 0;
-  int passes = 0;
-  while (spent < min_seconds || passes < 3) {
-    const double s = ref.time_one_pass();
-    rate.seconds = std::min(rate.seconds, s);
-    spent += s;
-    ++passes;
+std::string engine_gemm_library(const std::vector<GemmShape>& shapes, bool float64) {
+  std::vector<std::string> names;
+  for (const GemmShape& s : shapes) {
+    const std::string name = cpu_gemm_library(
+        float64, static_cast<double>(s.M) * static_cast<double>(s.N) * static_cast<double>(s.K));
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
   }
-  return rate;
+  std::string joined;
+  for (const std::string& n : names) joined += (joined.empty() ? "" : " + ") + n;
+  return joined;
 }
 
 }  // namespace dpv::cli

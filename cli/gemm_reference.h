@@ -1,6 +1,8 @@
 #pragma once
-// The GEMMs of one training step of an MLP, and OpenBLAS's own single-threaded sgemm/dgemm rate
-// on exactly those shapes: the yardstick for "how close does the engine get to its BLAS".
+// The GEMMs of one training step of an MLP, and the rate of the GEMM library alone on exactly those
+// shapes, single-threaded: the yardstick for "how close does the engine get to its BLAS". The floor
+// is the library the engine's CPU backend itself calls for each product (oneDNN's sgemm for the
+// large float32 ones when built with oneDNN, OpenBLAS otherwise); OpenBLAS alone is timed beside it.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -29,12 +31,16 @@ struct GemmRate {
   double gflops() const { return seconds > 0 ? flops_per_step / seconds / 1e9 : 0; }
 };
 
-// cblas_sgemm (float32) or cblas_dgemm (float64) with one OpenBLAS thread, as inside each engine
-// device worker, over fixed random operands of `shapes`. Timing one pass at a time lets a caller
-// interleave it with the engine's steps, so both see the same load on a shared machine.
+// Which GEMM a reference times: the engine CPU backend's own `gemm` (the library it picks per
+// product, called with beta = 0 as a fresh gradient is), or cblas_sgemm / cblas_dgemm directly.
+enum class GemmLibrary { EngineCpu, OpenBlas };
+
+// The named GEMMs with one thread, as inside each engine device worker, over fixed random operands
+// of `shapes`. Timing one pass at a time lets a caller interleave it with the engine's steps, so
+// both see the same load on a shared machine.
 class GemmReference {
  public:
-  GemmReference(std::vector<GemmShape> shapes, bool float64);
+  GemmReference(std::vector<GemmShape> shapes, bool float64, GemmLibrary library);
   ~GemmReference();
   GemmReference(const GemmReference&) = delete;
   GemmReference& operator=(const GemmReference&) = delete;
@@ -45,11 +51,13 @@ class GemmReference {
   struct Buffers;
   std::vector<GemmShape> shapes_;
   bool float64_;
+  GemmLibrary library_;
   double flops_ = 0;
   std::unique_ptr<Buffers> buffers_;
 };
 
-// Best of several passes, repeated for at least `min_seconds`.
-GemmRate measure_openblas(const std::vector<GemmShape>& shapes, bool float64, double min_seconds = 0.3);
+// What the engine's CPU backend runs the step's products with: "oneDNN sgemm", "OpenBLAS sgemm",
+// "oneDNN sgemm + OpenBLAS sgemm" (when the small ones stay on OpenBLAS), "OpenBLAS dgemm".
+std::string engine_gemm_library(const std::vector<GemmShape>& shapes, bool float64);
 
 }  // namespace dpv::cli

@@ -23,6 +23,9 @@ std::string cuda_device_name(int ordinal);  // "NVIDIA H200"; throws without a C
 std::string cuda_build_info();           // "CUDA 13.0 ..., NCCL 2.27.3" or "no CUDA backend (...)"
 
 std::unique_ptr<Backend> make_cpu_backend();
+// The library the CPU backend multiplies a float32 or float64 product of `multiply_adds`
+// (rows * cols * inner) with: "oneDNN sgemm", "OpenBLAS sgemm" or "OpenBLAS dgemm".
+std::string cpu_gemm_library(bool float64, double multiply_adds);
 // Throws dpv::Error naming the fix (use --devices cpu:K) when the build has no CUDA backend.
 std::unique_ptr<Backend> make_cuda_backend(int ordinal, int virtual_slot);
 

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -37,6 +38,18 @@ namespace {
 namespace math = kernels::math;
 using cpu::add_run;
 using cpu::Lanes;
+
+// float32: oneDNN's sgemm, faster than OpenBLAS's on a step's shapes, except tiny products
+// (SimpleModel's, a classifier's last layer), where its fixed cost per call outweighs the math.
+[[maybe_unused]] bool runs_onednn_sgemm(double multiply_adds) {
+#if DPV_HAVE_ONEDNN
+  constexpr double kTinyProduct = 1 << 18;
+  return multiply_adds >= kTinyProduct;
+#else
+  (void)multiply_adds;
+  return false;
+#endif
+}
 
 void openblas_single_thread() {
   // Each simulated device is one worker thread; OpenBLAS must not spawn its own threads inside it.
@@ -104,12 +117,9 @@ class CpuBackend final : public Backend {
       scale_inplace(c, beta);
       return;
     }
-    // float32: oneDNN's sgemm, faster than OpenBLAS's on a step's shapes, except tiny products
-    // (SimpleModel's, a classifier's last layer), where its fixed cost per call outweighs the math.
 #if DPV_HAVE_ONEDNN
-    constexpr double kTinyProduct = 1 << 18;  // multiply-adds
-    const bool tiny = static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(inner) < kTinyProduct;
-    if (c.dtype() == DType::Float32 && !tiny) {
+    const double multiply_adds = static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(inner);
+    if (c.dtype() == DType::Float32 && runs_onednn_sgemm(multiply_adds)) {
       cpu::onednn_sgemm(ta, tb, rows, cols, inner, static_cast<float>(alpha), a.data<float>(), lda, b.data<float>(),
                         ldb, static_cast<float>(beta), c.data<float>(), ldc);
       return;
@@ -457,5 +467,10 @@ class CpuBackend final : public Backend {
 }  // namespace
 
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+std::string cpu_gemm_library(bool float64, double multiply_adds) {
+  if (float64) return "OpenBLAS dgemm";
+  return runs_onednn_sgemm(multiply_adds) ? "oneDNN sgemm" : "OpenBLAS sgemm";
+}
 
 }  // namespace dpv

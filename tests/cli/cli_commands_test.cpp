@@ -229,6 +229,8 @@ TEST_F(CliCommands, BenchWritesJsonPerModelAndDeviceCount) {
   EXPECT_GT(j["ddp"][0].at("ddp_speed_vs_dp").get<double>(), 0);
   ASSERT_TRUE(j.contains("gemm"));
   EXPECT_GT(j["gemm"].at("openblas_gflops").get<double>(), 0.1);
+  EXPECT_GT(j["gemm"].at("floor_gflops").get<double>(), 0.1);
+  EXPECT_FALSE(j["gemm"].at("gemm_library").get<std::string>().empty());
   // 784-1024-1024-10 at batch 256: forward 2*256*(784*1024 + 1024*1024 + 1024*10) FLOPs, times ~3 for backward.
   const double fwd = 2.0 * 256 * (784 * 1024 + 1024 * 1024 + 1024 * 10);
   EXPECT_NEAR(j["gemm"].at("flops_per_step").get<double>(), 3 * fwd - 2.0 * 256 * 784 * 1024, 1.0);
