@@ -88,12 +88,11 @@ Measurement measure(const std::string& preset, const std::string& device_spec, c
   Dataset data = make_data_for_model(spec, m.batch, o.seed + 1);
   auto devices = DeviceSet::create(device_spec);
   m.device_count = devices->size();
-  // On a GPU the batch starts on device 0, where PyTorch's benchmark keeps it: the timed steps
-  // measure training, not a host-to-device copy of the batch that the PyTorch side never makes.
-  if ((*devices)[0].kind() == DeviceKind::Cuda) {
-    data.inputs = data.inputs.to(devices->shared(0));
-    data.targets = data.targets.to(devices->shared(0));
-  }
+  // The batch starts on device 0, where PyTorch's benchmark keeps it: the timed steps measure
+  // training, not a copy of the batch to the device (a GPU's, or a simulated device's memory)
+  // that the PyTorch side never makes.
+  data.inputs = data.inputs.to(devices->shared(0));
+  data.targets = data.targets.to(devices->shared(0));
   Model model(spec);
   TensorMap state = model.initial_state(o.seed);
   Trainer trainer(devices, std::move(model), state, TrainOptions{0.01, 0.0, 0.0, false});
