@@ -13,6 +13,7 @@
 //  - One device: no replicate, no gather, no reduce (the module is called directly). Several
 //    devices but a batch that yields one chunk still take DataParallel's path with one replica.
 //  - sync_bn: the didactic extension: BatchNorm layers compute what DDP + SyncBatchNorm computes.
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -54,6 +55,11 @@ class Trainer {
   int64_t steps_taken() const { return steps_; }
   void count_step() { ++steps_; }
   TensorMap state_to_host() const;             // a host copy of the state dict
+  // The stages of an iteration over `replicas` chunks, with their titles: built on first use and
+  // kept, so a training loop does not rebuild the same texts every step.
+  const std::vector<Stage>& plan(int replicas);
+  // Model::check_input, skipped for an input of the shape and dtype the last step passed with.
+  void check_input(const Tensor& input);
 
  private:
   std::shared_ptr<DeviceSet> devices_;
@@ -64,6 +70,9 @@ class Trainer {
   TensorMap grads_;
   TensorMap momentum_;
   int64_t steps_ = 0;
+  std::map<int, std::vector<Stage>> plans_;  // by number of replicas
+  Shape checked_input_shape_;                // the last input that passed check_input
+  DType checked_input_dtype_ = DType::Float32;
 };
 
 class Iteration {
@@ -72,12 +81,14 @@ class Iteration {
   // and builds the plan; throws dpv::Error with PyTorch's wording on bad input.
   Iteration(Trainer& trainer, const Tensor& input, const Tensor& target, Observer* observer = nullptr);
   ~Iteration();
-  const std::vector<Stage>& plan() const { return plan_; }
+  const std::vector<Stage>& plan() const { return *plan_; }
   int next_index() const { return next_; }
-  bool finished() const { return next_ >= static_cast<int>(plan_.size()); }
+  bool finished() const { return next_ >= static_cast<int>(plan_->size()); }
   // Runs the next stage and returns its event (also passed to the observer). Errors inside a
   // replica are re-raised like parallel_apply does: "Caught ValueError in replica 3 on device 3. ..."
   StageEvent step();
+  // Runs the remaining stages. Without an observer nobody sees their events, so they carry no
+  // texts (title, summary) and no chunk sizes: a training loop builds no strings per step.
   void run_to_end();
   // Whether stages build value snapshots (StageEvent::devices, batchnorm, loss). On when the
   // observer wants them; a caller that draws the events step() returns turns it on itself.
@@ -102,6 +113,8 @@ class Iteration {
  private:
   struct Impl;
   friend struct Impl;
+  // step(); `describe`: fill the event's title, chunk sizes and summary (someone will read them).
+  StageEvent run_stage(bool describe);
   // One entry of batchnorm_stats() as the devices hold it. The global statistics of SyncBatchNorm
   // keep invstd (what the merge produces); the variance is rebuilt from it when read.
   struct DeviceStats {
@@ -116,7 +129,7 @@ class Iteration {
   Trainer& trainer_;
   Observer* observer_;
   bool snapshots_ = false;  // the observer wants value snapshots
-  std::vector<Stage> plan_;
+  const std::vector<Stage>* plan_ = nullptr;  // the trainer's, for this number of replicas
   std::vector<int64_t> chunks_;
   int next_ = 0;
   Tensor output_;

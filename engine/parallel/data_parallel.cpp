@@ -32,6 +32,36 @@ Trainer::Trainer(std::shared_ptr<DeviceSet> devices, Model model, const TensorMa
 
 Trainer::~Trainer() = default;
 
+const std::vector<Stage>& Trainer::plan(int replicas) {
+  auto found = plans_.find(replicas);
+  if (found != plans_.end()) return found->second;
+  std::vector<Stage> plan;
+  const bool multi = devices_->size() > 1;
+  const int L = model_.num_layers();
+  plan.push_back({StageKind::Scatter, -1,
+                  multi ? "Scatter: split the batch into " + std::to_string(replicas) + " chunks"
+                        : "Scatter: move the batch to device 0"});
+  if (multi) plan.push_back({StageKind::Replicate, -1, "Replicate: broadcast parameters and buffers"});
+  for (int i = 0; i < L; ++i)
+    plan.push_back({StageKind::Forward, i, "Forward " + std::to_string(i) + ": " + model_.layer(i).describe()});
+  if (multi) plan.push_back({StageKind::Gather, -1, "Gather: concatenate outputs on device 0"});
+  plan.push_back({StageKind::Loss, -1, "Loss: cross-entropy on device 0"});
+  if (multi) plan.push_back({StageKind::GradScatter, -1, "Backward: scatter the output gradient (Gather's backward)"});
+  for (int i = L - 1; i >= 0; --i)
+    plan.push_back({StageKind::Backward, i, "Backward " + std::to_string(i) + ": " + model_.layer(i).describe()});
+  if (multi) plan.push_back({StageKind::ReduceGrads, -1, "Reduce: sum gradients onto device 0"});
+  plan.push_back({StageKind::Step, -1, "Step: SGD update on device 0"});
+  return plans_.emplace(replicas, std::move(plan)).first->second;
+}
+
+void Trainer::check_input(const Tensor& input) {
+  if (!checked_input_shape_.empty() && input.shape() == checked_input_shape_ && input.dtype() == checked_input_dtype_)
+    return;
+  model_.check_input(input);
+  checked_input_shape_ = input.shape();
+  checked_input_dtype_ = input.dtype();
+}
+
 TensorMap Trainer::state_to_host() const {
   TensorMap out;
   for (const auto& [name, t] : state_.items()) out.set(name, t.to(nullptr));
@@ -40,10 +70,9 @@ TensorMap Trainer::state_to_host() const {
 
 Iteration::Iteration(Trainer& trainer, const Tensor& input, const Tensor& target, Observer* observer)
     : trainer_(trainer), observer_(observer), snapshots_(observer && observer->wants_snapshots()) {
-  const Model& model = trainer.model();
   const int k = trainer.devices().size();
   try {
-    model.check_input(input);
+    trainer.check_input(input);
   } catch (const Error& e) {
     // Inside DataParallel the first op fails in replica 0's thread and comes back wrapped.
     if (k > 1 && input.ndim() >= 1 && input.dim(0) > 0)
@@ -61,33 +90,28 @@ Iteration::Iteration(Trainer& trainer, const Tensor& input, const Tensor& target
   impl_ = std::make_unique<Impl>(*this, trainer);
   impl_->input_dev0 = input.device() == &trainer.devices()[0] ? input : input.to(trainer.devices().shared(0));
   impl_->target_dev0 = target.device() == &trainer.devices()[0] ? target : target.to(trainer.devices().shared(0));
-
-  const bool multi = k > 1;
-  const int L = model.num_layers();
-  plan_.push_back({StageKind::Scatter, -1,
-                   multi ? "Scatter: split the batch into " + std::to_string(chunks_.size()) + " chunks"
-                         : "Scatter: move the batch to device 0"});
-  if (multi) plan_.push_back({StageKind::Replicate, -1, "Replicate: broadcast parameters and buffers"});
-  for (int i = 0; i < L; ++i)
-    plan_.push_back({StageKind::Forward, i, "Forward " + std::to_string(i) + ": " + model.layer(i).describe()});
-  if (multi) plan_.push_back({StageKind::Gather, -1, "Gather: concatenate outputs on device 0"});
-  plan_.push_back({StageKind::Loss, -1, "Loss: cross-entropy on device 0"});
-  if (multi) plan_.push_back({StageKind::GradScatter, -1, "Backward: scatter the output gradient (Gather's backward)"});
-  for (int i = L - 1; i >= 0; --i)
-    plan_.push_back({StageKind::Backward, i, "Backward " + std::to_string(i) + ": " + model.layer(i).describe()});
-  if (multi) plan_.push_back({StageKind::ReduceGrads, -1, "Reduce: sum gradients onto device 0"});
-  plan_.push_back({StageKind::Step, -1, "Step: SGD update on device 0"});
+  plan_ = &trainer.plan(static_cast<int>(chunks_.size()));
 }
 
 Iteration::~Iteration() = default;
 
-StageEvent Iteration::step() {
-  check(!impl_->failed, "this iteration stopped at an error; start a new one");
-  check(!finished(), "the iteration is complete; start a new one");
+StageEvent Iteration::step() { return run_stage(true); }
+
+StageEvent Iteration::run_stage(bool describe) {
+  // Every stage passes here: the messages are built only when thrown.
+  if (impl_->failed) throw Error("this iteration stopped at an error; start a new one");
+  if (finished()) throw Error("the iteration is complete; start a new one");
   StageEvent e;
   e.index = next_;
-  e.stage = plan_[static_cast<size_t>(next_)];
-  e.chunk_sizes = chunks_;
+  const Stage& stage = (*plan_)[static_cast<size_t>(next_)];
+  if (describe) {
+    e.stage = stage;
+    e.chunk_sizes = chunks_;
+  } else {
+    e.stage.kind = stage.kind;
+    e.stage.layer = stage.layer;
+  }
+  impl_->describe = describe;
   impl_->reset_busy();
   if (e.stage.kind == StageKind::Forward && e.stage.layer == 0) {
     bn_device_stats_.clear();
@@ -158,7 +182,7 @@ const std::vector<BatchNormStats>& Iteration::batchnorm_stats() const {
 }
 
 void Iteration::run_to_end() {
-  while (!finished()) step();
+  while (!finished()) run_stage(observer_ != nullptr || snapshots_);
 }
 
 }  // namespace dpv

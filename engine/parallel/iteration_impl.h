@@ -2,12 +2,23 @@
 // Internal state of one DataParallel iteration, shared by the stage runners
 // (parallel/stages_*.cpp) and the snapshot builder (parallel/snapshot.cpp).
 #include <chrono>
+#include <exception>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "engine/data_parallel.h"
 
 namespace dpv {
+
+// What a replica's `flow` tensor is, for snapshots: "input chunk", "activation 2", "grad of
+// activation 1". Kept as its parts and written out only when a snapshot lists the tensor.
+struct FlowLabel {
+  const char* what = "";
+  int layer = 0;
+  bool numbered = false;
+  std::string text() const { return numbered ? what + (" " + std::to_string(layer)) : std::string(what); }
+};
 
 struct Iteration::Impl {
   Iteration& it;
@@ -17,13 +28,14 @@ struct Iteration::Impl {
   std::vector<int64_t> chunk_begin;  // [R] first row of each chunk in the batch
   bool multi = false;  // DataParallel's multi-device path (more than one device in the set)
   bool failed = false;
+  bool describe = true;  // the current stage's event gets its texts (someone will read them)
 
   Tensor input_dev0;   // [N, ...] the batch on device 0 (inputs.cuda())
   Tensor target_dev0;  // [N] int64 on device 0
   std::vector<Replica> replicas;       // [R]
   std::vector<Tensor> chunk_inputs;    // [R] each [n_j, ...]
   std::vector<Tensor> flow;            // [R] current activation (forward) or its gradient (backward)
-  std::vector<std::string> flow_name;  // [R] what `flow` is, for snapshots
+  std::vector<FlowLabel> flow_name;    // [R] what `flow` is, for snapshots
   Tensor dlogits;                      // [N, K] on device 0
   Tensor loss_tensor;                  // [] on device 0
   bool grads_reduced = false;
@@ -43,6 +55,8 @@ struct Iteration::Impl {
   // unknown size; bytes_moved: independent copies moving that many bytes in all, which run inline
   // when smaller than a hand-off (DeviceSet::run_parallel).
   void run_replicas(const std::function<void(int)>& fn, int64_t bytes_moved = DeviceSet::kIndependentWork);
+  // Re-raises replica j's error, wrapped as parallel_apply wraps it when there are several devices.
+  [[noreturn]] void rethrow_replica_error(const std::exception_ptr& error, int j) const;
   LayerRun layer_run(int j, int layer);
   // Rows of chunk j of a batch-major tensor (a view).
   Tensor chunk_of(const Tensor& t, int j) const;

@@ -104,7 +104,7 @@ void Iteration::Impl::fill_snapshot(StageEvent& e) const {
       }
       const Tensor f = flow_as_seen(d, e.stage);
       if (f.defined() && kind != StageKind::Scatter)
-        list.add(f, flow_name[ix(d)], backward_started ? TensorRole::Grad : TensorRole::Activation, Kind::Activations,
+        list.add(f, flow_name[ix(d)].text(), backward_started ? TensorRole::Grad : TensorRole::Activation, Kind::Activations,
                  backward_started ? "The gradient flowing back through this replica's layers."
                                   : "What this replica's next layer takes as input.");
       for (const auto& [name, g] : rep.grads.items())
@@ -154,7 +154,7 @@ Tensor Iteration::Impl::flow_as_seen(int d, const Stage& stage) const {
 
 std::vector<DeviceState> Iteration::devices_now() const {
   StageEvent e;
-  e.stage = next_ > 0 ? plan_[ix(next_ - 1)] : Stage{StageKind::Scatter, -1, {}};
+  e.stage = next_ > 0 ? (*plan_)[ix(next_ - 1)] : Stage{StageKind::Scatter, -1, {}};
   impl_->fill_snapshot(e);
   return e.devices;
 }

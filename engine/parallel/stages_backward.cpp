@@ -15,11 +15,12 @@ void Iteration::Impl::grad_scatter(StageEvent& e) {
     flow[ix(j)] = j == 0 ? view : view.to(devs.shared(j));
   }, static_cast<int64_t>(dlogits.nbytes()));
   for (int j = 0; j < R; ++j) {
-    flow_name[ix(j)] = "grad of output";
+    flow_name[ix(j)] = {"grad of output"};
     if (j > 0) e.bytes_moved += flow[ix(j)].nbytes();
   }
-  e.summary = "Gather's backward: the gradient of the loss with respect to the gathered output is split with the "
-              "forward's chunk sizes and sent back to the replicas' devices.";
+  if (describe)
+    e.summary = "Gather's backward: the gradient of the loss with respect to the gathered output is split with the "
+                "forward's chunk sizes and sent back to the replicas' devices.";
 }
 
 void Iteration::Impl::backward(StageEvent& e, int layer) {
@@ -32,12 +33,13 @@ void Iteration::Impl::backward(StageEvent& e, int layer) {
     flow[ix(j)] = l.backward(run, flow[ix(j)]);
     replicas[ix(j)].caches[ix(layer)] = LayerCache{};  // what the layer saved for backward is freed once used
   });
-  for (int j = 0; j < R; ++j) flow_name[ix(j)] = "grad of activation " + std::to_string(layer - 1);
+  for (int j = 0; j < R; ++j) flow_name[ix(j)] = {"grad of activation", layer - 1, true};
   if (layer == 0 && !multi) free_graph();
-  e.summary = l.parameters(tr.model().dtype()).empty()
-                  ? "Every replica passes the gradient back through " + l.describe() + "."
-                  : "Every replica computes the gradients of " + l.describe() +
-                        "'s parameters from its own chunk, and the gradient for the layer below.";
+  if (describe)
+    e.summary = l.parameters(tr.model().dtype()).empty()
+                    ? "Every replica passes the gradient back through " + l.describe() + "."
+                    : "Every replica computes the gradients of " + l.describe() +
+                          "'s parameters from its own chunk, and the gradient for the layer below.";
 }
 
 void Iteration::Impl::backward_sync_bn(StageEvent& e, int layer) {
@@ -61,10 +63,11 @@ void Iteration::Impl::backward_sync_bn(StageEvent& e, int layer) {
     flow[ix(j)] = bn.backward_elemt(run, flow[ix(j)], p.slice0(0, C), p.slice0(C, 2 * C), total);
     replicas[ix(j)].caches[ix(layer)] = LayerCache{};
   });
-  for (int j = 0; j < R; ++j) flow_name[ix(j)] = "grad of activation " + std::to_string(layer - 1);
-  e.summary = "SyncBatchNorm backward: each replica reduces sum(dy) and sum(dy*(x-mean)) over its chunk, the sums "
-              "are all-reduced, and every replica forms its input gradient with the whole batch's count. The "
-              "weight and bias gradients stay local and are summed by the reduce stage.";
+  for (int j = 0; j < R; ++j) flow_name[ix(j)] = {"grad of activation", layer - 1, true};
+  if (describe)
+    e.summary = "SyncBatchNorm backward: each replica reduces sum(dy) and sum(dy*(x-mean)) over its chunk, the sums "
+                "are all-reduced, and every replica forms its input gradient with the whole batch's count. The "
+                "weight and bias gradients stay local and are summed by the reduce stage.";
 }
 
 void Iteration::Impl::reduce_grads(StageEvent& e) {
@@ -86,10 +89,11 @@ void Iteration::Impl::reduce_grads(StageEvent& e) {
   finish_collective_stage(e, total, start);
   grads_reduced = true;
   free_graph();
-  e.summary = R > 1 ? "Broadcast's backward (ReduceAddCoalesced): every parameter's gradients from the " +
-                          std::to_string(R) + " replicas are SUMMED onto device 0, not averaged. The loss's 1/N "
-                          "already makes the sum equal the single-device gradient."
-                    : "One replica: its gradients already are the module's gradients on device 0.";
+  if (describe)
+    e.summary = R > 1 ? "Broadcast's backward (ReduceAddCoalesced): every parameter's gradients from the " +
+                            std::to_string(R) + " replicas are SUMMED onto device 0, not averaged. The loss's 1/N "
+                            "already makes the sum equal the single-device gradient."
+                      : "One replica: its gradients already are the module's gradients on device 0.";
 }
 
 void Iteration::Impl::free_graph() {
@@ -136,10 +140,11 @@ void Iteration::Impl::step_optimizer(StageEvent& e) {
   busy_start[0] = start;
   busy_end[0] = now();
   tr.count_step();
-  e.summary = "optimizer.step() runs once, on device 0, on the original parameters (lr " + std::to_string(o.lr) +
-              (o.momentum != 0 ? ", momentum " + std::to_string(o.momentum) : std::string()) +
-              (o.weight_decay != 0 ? ", weight decay " + std::to_string(o.weight_decay) : std::string()) +
-              "). The next forward broadcasts the new weights again.";
+  if (describe)
+    e.summary = "optimizer.step() runs once, on device 0, on the original parameters (lr " + std::to_string(o.lr) +
+                (o.momentum != 0 ? ", momentum " + std::to_string(o.momentum) : std::string()) +
+                (o.weight_decay != 0 ? ", weight decay " + std::to_string(o.weight_decay) : std::string()) +
+                "). The next forward broadcasts the new weights again.";
 }
 
 }  // namespace dpv

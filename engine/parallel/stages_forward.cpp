@@ -27,6 +27,9 @@ Iteration::Impl::Impl(Iteration& iteration, Trainer& trainer)
   // Replica 0 is the original module: its parameters alias the original storage and its buffers
   // are the original buffers (replicate.py gives device_ids[0] the very same tensors).
   Replica& r0 = replicas[0];
+  r0.params.items().reserve(tr.model().parameter_decls().size());
+  r0.buffers.items().reserve(tr.model().buffer_decls().size());
+  r0.grads.items().reserve(tr.model().parameter_decls().size());
   for (const auto& d : tr.model().parameter_decls()) r0.params.set(d.name, tr.state().at(d.name));
   for (const auto& d : tr.model().buffer_decls()) r0.buffers.set(d.name, tr.state().at(d.name));
   flow.resize(ix(R));
@@ -44,22 +47,33 @@ void Iteration::Impl::reset_busy() {
 }
 
 void Iteration::Impl::run_replicas(const std::function<void(int)>& fn, int64_t bytes_moved) {
-  auto errors = devs.run_parallel_collect(R, [&](int j) {
+  auto body = [&](int j) {
     busy_start[ix(j)] = now();
     fn(j);
     devs[j].backend().synchronize();
     busy_end[ix(j)] = now();
-  }, bytes_moved);
-  for (int j = 0; j < R; ++j) {
-    if (!errors[ix(j)]) continue;
+  };
+  if (R == 1) {  // one replica runs on this thread, as the device set would run it, without a list of errors
     try {
-      std::rethrow_exception(errors[ix(j)]);
-    } catch (const Error& e) {
-      if (!multi) throw;  // one device: the module is called directly, nothing is wrapped
-      throw Error("Caught " + e.kind() + " in replica " + std::to_string(j) + " on device " + std::to_string(j) + ". " +
-                      e.what(),
-                  e.kind());
+      body(0);
+    } catch (...) {
+      rethrow_replica_error(std::current_exception(), 0);
     }
+    return;
+  }
+  auto errors = devs.run_parallel_collect(R, body, bytes_moved);
+  for (int j = 0; j < R; ++j)
+    if (errors[ix(j)]) rethrow_replica_error(errors[ix(j)], j);
+}
+
+void Iteration::Impl::rethrow_replica_error(const std::exception_ptr& error, int j) const {
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    if (!multi) throw;  // one device: the module is called directly, nothing is wrapped
+    throw Error("Caught " + e.kind() + " in replica " + std::to_string(j) + " on device " + std::to_string(j) + ". " +
+                    e.what(),
+                e.kind());
   }
 }
 
@@ -103,9 +117,10 @@ void Iteration::Impl::scatter(StageEvent& e) {
   }, static_cast<int64_t>(input_dev0.nbytes()));
   for (int j = 0; j < R; ++j) {
     flow[ix(j)] = chunk_inputs[ix(j)];
-    flow_name[ix(j)] = "input chunk";
+    flow_name[ix(j)] = {"input chunk"};
     if (j > 0) e.bytes_moved += chunk_inputs[ix(j)].nbytes();
   }
+  if (!describe) return;
   std::string sizes;
   for (size_t j = 0; j < chunks.size(); ++j) sizes += (j ? ", " : "") + std::to_string(chunks[j]);
   const int idle = devs.size() - R;
@@ -143,10 +158,11 @@ void Iteration::Impl::replicate(StageEvent& e) {
   broadcast_all(tr.model().parameter_decls(), true);
   broadcast_all(tr.model().buffer_decls(), false);
   finish_collective_stage(e, total, start);
-  e.summary = R > 1 ? "Parameters and buffers broadcast from device 0 to " + std::to_string(R - 1) +
-                          " device" + (R == 2 ? "" : "s") + ". Replica 0 is the original module itself: same parameter "
-                          "storage, same BatchNorm buffers."
-                    : "Only one chunk, so one replica: the original module on device 0; nothing to broadcast.";
+  if (describe)
+    e.summary = R > 1 ? "Parameters and buffers broadcast from device 0 to " + std::to_string(R - 1) +
+                            " device" + (R == 2 ? "" : "s") + ". Replica 0 is the original module itself: same parameter "
+                            "storage, same BatchNorm buffers."
+                      : "Only one chunk, so one replica: the original module on device 0; nothing to broadcast.";
 }
 
 
@@ -156,7 +172,7 @@ void Iteration::Impl::forward(StageEvent& e, int layer) {
     LayerRun run = layer_run(j, layer);
     flow[ix(j)] = l.forward(run, flow[ix(j)]);
   });
-  for (int j = 0; j < R; ++j) flow_name[ix(j)] = "activation " + std::to_string(layer);
+  for (int j = 0; j < R; ++j) flow_name[ix(j)] = {"activation", layer, true};
   if (l.is_batchnorm()) {
     for (int j = 0; j < R; ++j) {
       const LayerCache& c = replicas[ix(j)].caches[ix(layer)];
@@ -169,9 +185,10 @@ void Iteration::Impl::forward(StageEvent& e, int layer) {
       const LayerCache& c = replicas[0].caches[ix(layer)];
       it.bn_device_stats_.push_back({layer, -1, c.aux, c.var_b, Tensor(), 0.0, c.count});
     }
-    e.summary = "Each replica normalises its chunk with its own chunk's mean and variance. Only replica 0's "
-                "running statistics update lands in the model; the other replicas' updates are discarded.";
-  } else {
+    if (describe)
+      e.summary = "Each replica normalises its chunk with its own chunk's mean and variance. Only replica 0's "
+                  "running statistics update lands in the model; the other replicas' updates are discarded.";
+  } else if (describe) {
     e.summary = "Every replica runs " + l.describe() + " on its own chunk, in parallel.";
   }
 }
@@ -234,14 +251,15 @@ void Iteration::Impl::forward_sync_bn(StageEvent& e, int layer) {
     }
   });
   for (int j = 0; j < R; ++j) {
-    flow_name[ix(j)] = "activation " + std::to_string(layer);
+    flow_name[ix(j)] = {"activation", layer, true};
     it.bn_device_stats_.push_back({layer, j, mean[ix(j)], var_b[ix(j)], Tensor(), 0.0,
                                    counts[ix(j)]});
   }
   it.bn_device_stats_.push_back({layer, -1, global_mean0, Tensor(), global_invstd0, bn.eps(), total});
-  e.summary = "SyncBatchNorm (what DDP + SyncBatchNorm computes; nn.DataParallel itself does not sync): each replica "
-              "computes its chunk's mean and invstd, all-gathers them with the counts, merges them into the "
-              "statistics of the whole batch, and normalises with those.";
+  if (describe)
+    e.summary = "SyncBatchNorm (what DDP + SyncBatchNorm computes; nn.DataParallel itself does not sync): each replica "
+                "computes its chunk's mean and invstd, all-gathers them with the counts, merges them into the "
+                "statistics of the whole batch, and normalises with those.";
 }
 
 void Iteration::Impl::gather(StageEvent& e) {
@@ -254,8 +272,9 @@ void Iteration::Impl::gather(StageEvent& e) {
     dst.copy_from(flow[ix(j)]);
   }, static_cast<int64_t>(it.output_.nbytes()));
   for (int j = 1; j < R; ++j) e.bytes_moved += flow[ix(j)].nbytes();
-  e.summary = "The replicas' outputs are concatenated along dim 0 on device 0 (the output_device): " +
-              torch_size_str(it.output_.shape()) + ".";
+  if (describe)
+    e.summary = "The replicas' outputs are concatenated along dim 0 on device 0 (the output_device): " +
+                torch_size_str(it.output_.shape()) + ".";
 }
 
 void Iteration::Impl::loss(StageEvent& e) {
@@ -264,15 +283,17 @@ void Iteration::Impl::loss(StageEvent& e) {
   const double start = now();
   loss_tensor = Tensor::empty({}, it.output_.dtype(), devs.shared(0));
   dlogits = Tensor::empty(it.output_.shape(), it.output_.dtype(), devs.shared(0));
-  check(it.output_.ndim() == 2, "CrossEntropyLoss expects logits [N, classes], got " + shape_str(it.output_.shape()));
+  if (it.output_.ndim() != 2)  // every step passes here: the message is built only when thrown
+    throw Error("CrossEntropyLoss expects logits [N, classes], got " + shape_str(it.output_.shape()));
   d0.backend().cross_entropy(it.output_, target_dev0, loss_tensor, dlogits, 1.0);
   d0.backend().synchronize();
   busy_start[0] = start;
   busy_end[0] = now();
   it.loss_.reset();  // read from loss_tensor when asked for (Iteration::loss)
-  e.summary = "CrossEntropyLoss (mean over the " + std::to_string(it.output_.dim(0)) +
-              " samples, leaving out any whose target is -100, the ignore_index) is computed once, on device 0, "
-              "from the gathered output: a 0-dim tensor.";
+  if (describe)
+    e.summary = "CrossEntropyLoss (mean over the " + std::to_string(it.output_.dim(0)) +
+                " samples, leaving out any whose target is -100, the ignore_index) is computed once, on device 0, "
+                "from the gathered output: a 0-dim tensor.";
 }
 
 }  // namespace dpv
