@@ -4,7 +4,10 @@
 // makes the others fail within the timeout instead of hanging, for one piece and for several.
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 
 #include "engine/dist/multiprocess/gloo_group.h"
 #include "engine/dist/multiprocess/tcp_store.h"
@@ -188,6 +192,51 @@ TEST_P(GlooGroupTest, ManyDistinctSmallSizesStayCorrect) {
       }
     }
   }));
+}
+
+// The socket send buffers of this process's TCP connections, as getsockopt(SO_SNDBUF) reports them.
+std::vector<int> tcp_send_buffer_sizes() {
+  std::vector<int> sizes;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    const int fd = std::atoi(entry.path().filename().c_str());
+    int type = 0, sndbuf = 0;
+    socklen_t len = sizeof(type);
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) continue;
+    sockaddr_storage peer{};
+    socklen_t peer_len = sizeof(peer);
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) continue;  // listening
+    len = sizeof(sndbuf);
+    if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, &len) == 0) sizes.push_back(sndbuf);
+  }
+  return sizes;
+}
+
+// A synchronous ring keeps two chunks in flight on a socket. Gloo sets a socket's send buffer to
+// the largest message sent on it so far (fixing it there: Linux stops tuning it), so after a first
+// all-reduce of 4 KiB the two 4 KiB chunks of a 16 KiB one did not fit and a send waited for the
+// peer's acknowledgement, which TCP may delay: 16 KiB all-reduces took 2-19 ms instead of 60 us,
+// now and then. make_gloo_group sends one 256 KiB message each way on every synchronous pair
+// first, so after small all-reduces each of those W(W-1) sockets still has a send buffer for
+// 256 KiB (Linux reports twice what was asked, capped at net.core.wmem_max; Gloo's header adds
+// a few bytes).
+TEST_P(GlooGroupTest, SynchronousPairsKeepSendBuffersForAWholePiece) {
+  const int world = GetParam();
+  std::ifstream wmem_max_file("/proc/sys/net/core/wmem_max");
+  int wmem_max = 0;
+  wmem_max_file >> wmem_max;
+  ASSERT_GT(wmem_max, 0);
+  const int at_least = 2 * std::min(256 * 1024, wmem_max), at_most = 2 * std::min(256 * 1024 + 4096, wmem_max);
+  std::vector<int> sizes;
+  expect_no_errors(with_ranks(world, [&](int rank, ProcessGroup& g) {
+    Tensor t = Tensor::full({1024}, DType::Float32, 1.0);  // 4 KiB
+    g.all_reduce_sum(t);
+    g.barrier();
+    if (rank == 0) sizes = tcp_send_buffer_sizes();
+    g.barrier();  // every rank's group kept until rank 0 has looked
+  }));
+  const auto sized = std::count_if(sizes.begin(), sizes.end(), [&](int s) { return s >= at_least && s <= at_most; });
+  EXPECT_EQ(sized, world * (world - 1)) << "sockets with a send buffer of " << at_least << "-" << at_most
+                                        << " bytes, out of " << sizes.size();
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, GlooGroupTest, ::testing::Values(2, 4));
