@@ -170,7 +170,12 @@ StageEvent DdpIteration::step() {
                     "rank 0's shapes), and rank 0's whole state dict is broadcast, so every rank starts equal.";
         break;
       case StageKind::Sample:
-        on_ranks([&](DdpRank& rank, int r) { rank.set_batch(input_, target_, shards_[static_cast<size_t>(r)]); });
+        on_ranks([&](DdpRank& rank, int r) {
+          // Stage by stage, .grad is a tensor of its own (PyTorch's default layout): snapshots show
+          // it before the averaging, and memory listings the buckets beside it.
+          rank.set_gradients_in_buckets(false);
+          rank.set_batch(input_, target_, shards_[static_cast<size_t>(r)]);
+        });
         e.summary = "DistributedSampler: rank r takes indices r, r+W, r+2W, ... of the padded global batch (" +
                     std::to_string(input_.dim(0)) + " samples, " + std::to_string(shards_[0].size()) + " per rank).";
         break;
@@ -198,8 +203,6 @@ StageEvent DdpIteration::step() {
       case StageKind::Backward:
         backward_started_ = true;
         on_ranks([&](DdpRank& rank, int r) {
-          // Snapshots show .grad before the averaging: then it must be a tensor of its own.
-          if (layer == trainer_.model().num_layers() - 1) rank.set_gradients_in_buckets(!snapshots_);
           reports[static_cast<size_t>(r)] = rank.backward_layer(layer);
         });
         e.summary = "Every rank back-propagates through " + trainer_.model().layer(layer).describe() +
@@ -299,7 +302,7 @@ void DdpIteration::run_ranks_through() {
     trainer_.run_ranks(
         [&](int r) {
           DdpRank& rank = trainer_.rank(r);
-          rank.set_gradients_in_buckets(true);  // no snapshot shows .grad before the averaging
+          rank.set_gradients_in_buckets(true);  // nobody looks at .grad before the averaging
           rank.set_batch(input_, target_, shards_[static_cast<size_t>(r)]);
           if (broadcast) rank.sync_buffers();
           for (int i = 0; i < L; ++i) rank.forward_layer(i);

@@ -238,6 +238,7 @@ std::vector<CollectiveReport> DdpRank::backward_layer(int layer) {
   if (layer == L - 1) {
     check(dlogits_.defined(), "DDP: compute the loss before the backward");
     replica_.grads = TensorMap{};  // optimizer.zero_grad(set_to_none=True)
+    reducer_->set_gradients_in_buckets(gradients_in_buckets_);
     reducer_->prepare_for_backward();
     replica_.grad_homes = TensorMap{};
     if (gradients_in_buckets_) {
@@ -258,6 +259,12 @@ std::vector<CollectiveReport> DdpRank::backward_layer(int layer) {
   for (size_t index : ready_in_layer_[static_cast<size_t>(layer)])
     reducer_->mark_ready(index, replica_.grads.at(param_names_[index], "the rank's gradients"));
   return reports;
+}
+
+void DdpRank::set_gradients_in_buckets(bool on) {
+  if (gradients_in_buckets_ && !on)
+    for (auto& [name, g] : replica_.grads.items()) g = g.clone();
+  gradients_in_buckets_ = on;
 }
 
 void DdpRank::finalize() {

@@ -92,7 +92,8 @@ class DdpRank {
   // From the next backward on: the backward writes each gradient straight into its bucket slot, so
   // .grad ends up a view of the bucket (gradient_as_bucket_view=True's layout; the values are the
   // same, bit for bit). Off by default, and whenever someone looks at .grad before the averaging.
-  void set_gradients_in_buckets(bool on) { gradients_in_buckets_ = on; }
+  // Switching it off gives the current .grad tensors storage of their own again.
+  void set_gradients_in_buckets(bool on);
 
   const Tensor& output() const { return output_; }  // after the last forward layer
   double loss() const { return loss_; }

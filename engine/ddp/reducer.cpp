@@ -66,6 +66,9 @@ void Reducer::prepare_for_backward() {
       flat_[b] = Tensor::empty({offset}, dtype, device_);  // [bucket numel]
   }
   marked_.assign(params_.size(), false);
+  // Nobody looks at a bucket before its all-reduce when the gradients live in it: the started ring
+  // can apply the 1/W (premultiplied sum) instead of a pass of its own over every bucket.
+  premultiply_ = gradients_in_buckets_ && !comm_.threaded() && group_.size() > 1;
   ready_order_.clear();
   next_launch_ = 0;
   runs_.assign(nb, {});
@@ -88,7 +91,8 @@ void Reducer::mark_ready(size_t index, const Tensor& grad) {
   // backward wrote into its bucket view (gradient_views) is scaled where it is.
   Tensor view = flat_[static_cast<size_t>(b)].slice0(offset, offset + grad.numel());
   if (grad.raw() != view.raw()) view.copy_from(grad);
-  device_->backend().scale_inplace(view, 1.0 / static_cast<double>(group_.size()));
+  // With premultiply_, the ring multiplies it by 1/W as it first touches it, with the same bits.
+  if (!premultiply_) device_->backend().scale_inplace(view, 1.0 / static_cast<double>(group_.size()));
   if (--pending_[static_cast<size_t>(b)] == 0) runs_[static_cast<size_t>(b)].ready = clock_();
   launch_ready_buckets();
 }
@@ -103,7 +107,8 @@ void Reducer::launch_ready_buckets() {
     run.launch = clock_();
     device_->backend().synchronize();  // the copies into the bucket are done before the comm thread reads it
     if (!comm_.threaded()) {
-      work_[static_cast<size_t>(b)] = group_.start_all_reduce_sum(flat_[static_cast<size_t>(b)]);
+      work_[static_cast<size_t>(b)] = group_.start_all_reduce_sum(
+          flat_[static_cast<size_t>(b)], premultiply_ ? 1.0 / static_cast<double>(group_.size()) : 1.0);
       check(work_[static_cast<size_t>(b)] != nullptr,
             "Reducer: the group (" + group_.backend() + ") cannot start an all-reduce on its own thread");
       continue;

@@ -59,6 +59,8 @@ class Reducer {
   // next one: a backward that writes the gradient there (gradient_as_bucket_view=True's layout)
   // saves the copy into the bucket and the copy back, with the same values.
   Tensor gradient_view(size_t index) const;
+  // The rank's backward writes gradients into gradient_view (from the next prepare_for_backward).
+  void set_gradients_in_buckets(bool on) { gradients_in_buckets_ = on; }
   void finalize(TensorMap& grads);
 
   const BucketAssignment& buckets() const { return buckets_; }
@@ -99,6 +101,8 @@ class Reducer {
   std::vector<size_t> first_ready_order_;   // iteration 1's order, for the rebuild
   std::vector<size_t> ready_order_;
   std::vector<std::pair<int, int64_t>> slot_;  // per parameter: (bucket, offset in elements)
+  bool gradients_in_buckets_ = false;
+  bool premultiply_ = false;  // this backward's buckets get their 1/W in the ring (see prepare_for_backward)
   std::vector<Tensor> flat_;                   // per bucket: [numel of its parameters], kept until a rebuild
   std::vector<int> pending_;                   // per bucket: gradients still to come
   std::vector<bool> marked_;

@@ -180,9 +180,9 @@ class InProcessGroup final : public ProcessGroup {
 
   void barrier() override { hub_->wait_all(); }
 
-  std::shared_ptr<Work> start_all_reduce_sum(Tensor& buf) override {
+  std::shared_ptr<Work> start_all_reduce_sum(Tensor& buf, double premultiply = 1.0) override {
     if (!buf.on_host_memory()) return nullptr;  // device memory: the ranks' own threads copy it
-    return hub_->executor().start(rank_, buf, record_values_);
+    return hub_->executor().start(rank_, buf, record_values_, premultiply);
   }
   bool starts_all_reduce_on_host() const override { return true; }
   void set_record_values(size_t max_values) { record_values_ = max_values; }

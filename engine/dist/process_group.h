@@ -77,9 +77,12 @@ class ProcessGroup {
   // barrier and the all-reduce still overlaps the ranks' work. Every rank must start the same
   // all-reduces in the same order; buf must not be touched until the Work completed.
   // nullptr: the group cannot (Gloo, NCCL, device memory); the caller runs all_reduce_sum on a
-  // communication thread of its own instead.
-  virtual std::shared_ptr<Work> start_all_reduce_sum(Tensor& buf) {
+  // communication thread of its own instead. `premultiply` (NCCL's PreMulSum): every rank's values
+  // are multiplied by it before they are summed, in the same pass as the ring's first touch of them,
+  // with the bits of a separate multiplication first (DDP's 1/W without its own pass over the bucket).
+  virtual std::shared_ptr<Work> start_all_reduce_sum(Tensor& buf, double premultiply = 1.0) {
     (void)buf;
+    (void)premultiply;
     return nullptr;
   }
   // True when start_all_reduce_sum takes buffers of this kind of memory: then the started

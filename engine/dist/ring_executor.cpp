@@ -27,6 +27,7 @@ struct RingExecutor::Job {
         steps(static_cast<size_t>(world_size)) {}
   std::vector<Tensor> bufs;   // per rank: its flat buffer
   std::vector<size_t> record;
+  double premultiply = 1.0;   // the same on every rank
   int arrived = 0;            // ranks that started it (under the executor's mutex)
 
   // Set when it is taken from the queue (under the executor's mutex), read by every participant.
@@ -134,7 +135,7 @@ void RingExecutor::abort(const std::string& reason) {
   fail_pending(aborted_message(abort_reason_));
 }
 
-std::shared_ptr<Work> RingExecutor::start(int rank, const Tensor& buf, size_t record_values) {
+std::shared_ptr<Work> RingExecutor::start(int rank, const Tensor& buf, size_t record_values, double premultiply) {
   check(rank >= 0 && rank < world_size_, "RingExecutor: no rank " + std::to_string(rank));
   std::shared_ptr<Job> job;
   bool complete = false;
@@ -147,6 +148,7 @@ std::shared_ptr<Work> RingExecutor::start(int rank, const Tensor& buf, size_t re
     job = pending_[index];
     job->bufs[static_cast<size_t>(rank)] = buf.reshape({buf.numel()});
     job->record[static_cast<size_t>(rank)] = record_values;
+    if (premultiply != 1.0) job->premultiply = premultiply;
     complete = ++job->arrived == world_size_;
     if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
   }
@@ -204,6 +206,14 @@ bool RingExecutor::prepare(Job& job) {
       return false;
     }
   }
+  // Recorded steps show the premultiplied values from the first step on, as after a separate pass:
+  // then (and on one rank, where nothing moves) make that pass here.
+  bool recorded = false;
+  for (size_t keep : job.record) recorded = recorded || keep > 0;
+  if (job.premultiply != 1.0 && (recorded || W == 1)) {
+    for (Tensor& b : job.bufs) premultiply_in_place(b, job.premultiply);
+    job.premultiply = 1.0;
+  }
   job.offsets = ring_chunk_offsets(first.numel(), W);
   job.element_size = dtype_size(first.dtype());
   job.parts = 2 * (W - 1) * W;
@@ -238,8 +248,12 @@ void RingExecutor::run_parts(Job& job) {
       const size_t keep = job.record[static_cast<size_t>(rank)];
       if (keep > 0) job.part_before[k] = mine.to_doubles(keep);
       job.part_begin[k] = Clock::now();
-      ring_receive(phase, mine, job.bufs[static_cast<size_t>((rank + W - 1) % W)],
-                   ring_move(phase, rank, phase_step, W).recv_chunk, job.offsets);
+      const Tensor& from = job.bufs[static_cast<size_t>((rank + W - 1) % W)];
+      const int recv_chunk = ring_move(phase, rank, phase_step, W).recv_chunk;
+      if (phase == 0 && job.premultiply != 1.0)
+        ring_receive_premultiplied(phase_step, mine, from, recv_chunk, job.offsets, job.premultiply);
+      else
+        ring_receive(phase, mine, from, recv_chunk, job.offsets);
       job.part_end[k] = Clock::now();
       if (keep > 0) job.part_after[k] = mine.to_doubles(keep);
     } catch (const std::exception& e) {

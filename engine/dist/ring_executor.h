@@ -35,7 +35,8 @@ class RingExecutor {
   // Rank `rank` starts its next all-reduce of `buf` (flat view taken here). `record_values`: as
   // record_ring_values (elements of the buffer kept before and after each step; 0 = none).
   // Throws once aborted.
-  std::shared_ptr<Work> start(int rank, const Tensor& buf, size_t record_values);  // the Work must not outlive this
+  // `premultiply`: as ProcessGroup::start_all_reduce_sum (the same for every rank).
+  std::shared_ptr<Work> start(int rank, const Tensor& buf, size_t record_values, double premultiply = 1.0);  // the Work must not outlive this
   // Every all-reduce not yet running fails with "the in-process group was aborted: <reason>", and
   // so does every later start.
   void abort(const std::string& reason);

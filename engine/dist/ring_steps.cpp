@@ -1,8 +1,12 @@
 // One ring all-reduce step's chunks and its receive (see ring_steps.h).
 #include "engine/dist/ring_steps.h"
 
+#include <type_traits>
+
 #include "engine/backend.h"
 #include "engine/device.h"
+#include "engine/error.h"
+#include "kernels/math/elementwise.h"
 
 namespace dpv {
 
@@ -40,7 +44,50 @@ void add_chunk(Tensor dst, const Tensor& src) {
   received.copy_from(src);
   dst.device()->backend().add_inplace(dst, received);
 }
+// dst = p*dst + p*src (first step) or p*dst + src, with p*x as the backend's scale_inplace rounds it
+// (kernels/math/elementwise.h: in T, with p converted to T once).
+template <typename T>
+void add_premultiplied(T* dst, const T* src, int64_t n, double premultiply, bool first_step) {
+  const T p = static_cast<T>(premultiply);
+  namespace math = kernels::math;
+  if (first_step)
+    for (int64_t i = 0; i < n; ++i) dst[i] = math::scale(dst[i], p) + math::scale(src[i], p);
+  else
+    for (int64_t i = 0; i < n; ++i) dst[i] = math::scale(dst[i], p) + src[i];
+}
 }  // namespace
+
+void ring_receive_premultiplied(int step, Tensor& mine, const Tensor& from, int recv_chunk,
+                                const std::vector<int64_t>& offsets, double premultiply) {
+  const int64_t begin = offsets[static_cast<size_t>(recv_chunk)], end = offsets[static_cast<size_t>(recv_chunk) + 1];
+  Tensor dst = mine.slice0(begin, end);
+  const Tensor src = from.slice0(begin, end);
+  check(dst.on_host_memory() && src.on_host_memory(), "a premultiplied ring sum runs on host memory only");
+  switch (dst.dtype()) {
+    case DType::Float32:
+      add_premultiplied(dst.data<float>(), src.data<float>(), dst.numel(), premultiply, step == 0);
+      return;
+    case DType::Float64:
+      add_premultiplied(dst.data<double>(), src.data<double>(), dst.numel(), premultiply, step == 0);
+      return;
+    case DType::Int64: throw Error("a premultiplied ring sum needs floating-point values, got int64");
+  }
+}
+
+void premultiply_in_place(Tensor& buf, double premultiply) {
+  check(buf.on_host_memory(), "a premultiplied ring sum runs on host memory only");
+  namespace math = kernels::math;
+  auto scale_all = [&](auto* data) {
+    using T = std::remove_pointer_t<decltype(data)>;
+    const T p = static_cast<T>(premultiply);
+    for (int64_t i = 0, n = buf.numel(); i < n; ++i) data[i] = math::scale(data[i], p);
+  };
+  switch (buf.dtype()) {
+    case DType::Float32: scale_all(buf.data<float>()); return;
+    case DType::Float64: scale_all(buf.data<double>()); return;
+    case DType::Int64: throw Error("a premultiplied ring sum needs floating-point values, got int64");
+  }
+}
 
 RingMove ring_move(int phase, int rank, int step, int world_size) {
   if (phase == 0) return {mod(rank - step, world_size), mod(rank - 1 - step, world_size)};

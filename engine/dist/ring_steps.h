@@ -27,5 +27,14 @@ RingMove ring_move(int phase, int rank, int step, int world_size);
 // of its predecessor's buffer. `mine` and `from` are the two ranks' whole buffers; `offsets` from
 // ring_chunk_offsets (engine/dist/in_process_group.h).
 void ring_receive(int phase, Tensor& mine, const Tensor& from, int recv_chunk, const std::vector<int64_t>& offsets);
+// The same reduce-scatter receive for a premultiplied sum (host memory): mine = p*mine + p*from at
+// the first step (both chunks are touched for the first time) and mine = p*mine + from later (the
+// predecessor's partial sum is premultiplied already), with p*x rounded as a separate
+// multiplication pass would round it. Every chunk of every rank is touched first in exactly one of
+// these (ring_steps.cpp), so the sums are bit-identical to multiplying every buffer first.
+void ring_receive_premultiplied(int step, Tensor& mine, const Tensor& from, int recv_chunk,
+                                const std::vector<int64_t>& offsets, double premultiply);
+// buf *= premultiply in one pass (host memory), rounded as ring_receive_premultiplied rounds it.
+void premultiply_in_place(Tensor& buf, double premultiply);
 
 }  // namespace dpv

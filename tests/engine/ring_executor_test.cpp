@@ -9,6 +9,8 @@
 #include <functional>
 #include <thread>
 
+#include "engine/backend.h"
+#include "engine/device.h"
 #include "engine/dist/in_process_group.h"
 #include "engine/error.h"
 
@@ -167,4 +169,48 @@ TEST(RingExecutor, MismatchedSizesFailEveryRanksWait) {
     }
   });
   for (const auto& e : errors) EXPECT_NE(e.find("rank 1 brought 11 float32 elements but rank 0 brought 10"), std::string::npos) << e;
+}
+
+TEST(RingExecutor, PremultipliedSumEqualsScalingEveryBufferFirstBitForBit) {
+  // DDP's 1/W applied by the ring as it first touches each chunk must give exactly the bits of a
+  // separate scale pass over every rank's buffer followed by the plain ring (PyTorch's mul_out into
+  // the bucket, then the all-reduce), in both dtypes, with and without recorded steps.
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    for (int W : {1, 2, 3, 4}) {
+      for (size_t record : {size_t{0}, size_t{3}}) {
+        const int64_t n = 1003;
+        const double factor = 1.0 / W;
+        auto plain = make_in_process_group(W);
+        auto premultiplied = make_in_process_group(W);
+        std::vector<Tensor> a(static_cast<size_t>(W)), b(static_cast<size_t>(W));
+        std::vector<std::shared_ptr<Work>> wa(static_cast<size_t>(W)), wb(static_cast<size_t>(W));
+        for (int r = 0; r < W; ++r) {
+          record_ring_values(*plain[static_cast<size_t>(r)], record);
+          record_ring_values(*premultiplied[static_cast<size_t>(r)], record);
+        }
+        on_threads(W, [&](int r) {
+          const auto i = static_cast<size_t>(r);
+          a[i] = Tensor::from_doubles({n}, dtype, rank_tensor(r, n).to_doubles());
+          b[i] = Tensor::from_doubles({n}, dtype, rank_tensor(r, n).to_doubles());
+          auto dev = DeviceSet::create("cpu:1");
+          dev->shared(0)->backend().scale_inplace(a[i], factor);
+          wa[i] = plain[i]->start_all_reduce_sum(a[i]);
+          wb[i] = premultiplied[i]->start_all_reduce_sum(b[i], factor);
+          wa[i]->wait();
+          wb[i]->wait();
+        });
+        for (int r = 0; r < W; ++r) {
+          const auto i = static_cast<size_t>(r);
+          EXPECT_TRUE(same_bits(a[i], b[i])) << dtype_name(dtype) << " W " << W << " rank " << r;
+          ASSERT_EQ(wa[i]->ring().size(), wb[i]->ring().size());
+          for (size_t k = 0; k < wa[i]->ring().size(); ++k) {
+            EXPECT_EQ(wa[i]->ring()[k].before, wb[i]->ring()[k].before) << "step " << k;
+            EXPECT_EQ(wa[i]->ring()[k].after, wb[i]->ring()[k].after) << "step " << k;
+          }
+        }
+        // And the premultiplied sum is the mean, not the sum.
+        if (W > 1) EXPECT_NEAR(b[0].to_doubles(1)[0], (0.1 * W * (W + 1) / 2) / W, 1e-5);
+      }
+    }
+  }
 }
