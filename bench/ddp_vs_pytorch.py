@@ -74,7 +74,7 @@ def torch_rank(rank, world, port, model_name, iters, warmup, out_path):
     dist.destroy_process_group()
 
 
-def run_torch(world, model, args, out_path, attempts=3, seconds=120):
+def run_torch(world, model, args, out_path, attempts=3, seconds=60):
     # PyTorch 1.13's spawned Gloo ranks now and then never finish (one rank exits, the other waits in
     # a collective for ever): stop them after `seconds` and start again, so one bad start does not
     # hang the whole benchmark.
