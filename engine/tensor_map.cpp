@@ -26,7 +26,14 @@ Tensor& TensorMap::at(const std::string& name, std::string_view what) {
   throw Error("missing tensor '" + name + "' in " + std::string(what), "KeyError");
 }
 
-void TensorMap::set(const std::string& name, Tensor t) {
+void TensorMap::set(const std::string& name, const Tensor& t) {
+  if (Tensor* existing = find(name))
+    *existing = t;
+  else
+    items_.emplace_back(name, t);
+}
+
+void TensorMap::set(const std::string& name, Tensor&& t) {
   if (Tensor* existing = find(name))
     *existing = std::move(t);
   else

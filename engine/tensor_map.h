@@ -19,7 +19,10 @@ class TensorMap {
   // lookup that succeeds, as every lookup in a training step does, builds nothing).
   const Tensor& at(const std::string& name, std::string_view what = "the state dict") const;
   Tensor& at(const std::string& name, std::string_view what = "the state dict");
-  void set(const std::string& name, Tensor t);  // replaces or appends
+  // Replaces or appends. Replacing copies the handle into the existing entry, which reuses its
+  // shape's memory: a training step re-pointing every gradient allocates nothing here.
+  void set(const std::string& name, const Tensor& t);
+  void set(const std::string& name, Tensor&& t);
   bool contains(const std::string& name) const { return find(name) != nullptr; }
   size_t size() const { return items_.size(); }
   bool empty() const { return items_.empty(); }
