@@ -1,5 +1,4 @@
 // The in-process DDP driver: the trainer (group + ranks) and the plan of one iteration.
-#include <algorithm>
 #include <chrono>
 
 #include "engine/backend.h"
@@ -294,8 +293,6 @@ void DdpIteration::run_ranks_through() {
   const int W = trainer_.world_size();
   const Model& model = trainer_.model();
   const int L = model.num_layers();
-  const bool broadcast = std::any_of(plan_.begin(), plan_.end(),
-                                     [](const Stage& s) { return s.kind == StageKind::BroadcastBuffers; });
   try {
     if (!trainer_.constructed()) trainer_.construct();
     // Not `independent`: a rank's Finalize waits for all-reduces every other rank must start.
@@ -304,12 +301,7 @@ void DdpIteration::run_ranks_through() {
           DdpRank& rank = trainer_.rank(r);
           rank.set_gradients_in_buckets(true);  // nobody looks at .grad before the averaging
           rank.set_batch(input_, target_, shards_[static_cast<size_t>(r)]);
-          if (broadcast) rank.sync_buffers();
-          for (int i = 0; i < L; ++i) rank.forward_layer(i);
-          rank.compute_loss();
-          for (int i = L - 1; i >= 0; --i) rank.backward_layer(i);
-          rank.finalize();
-          rank.optimizer_step();
+          rank.run_iteration();  // the plan's stages from BroadcastBuffers to Step, in order
         },
         busy_start_, busy_end_);
   } catch (...) {
