@@ -128,6 +128,25 @@ inline T masked(T dy, T y) {
   return dy;
 }
 
+// One channel's sums over its N runs of S values ([N, C, S], S > 1): sum dy and sum dy * (x - mean)
+// in channel_sums.h's lanes, in double, rounded to T once. Shared by the reduce pass and the
+// channel-by-channel backward, so both add in the same order.
+template <typename T, bool Relu>
+inline void reduce_channel(const T* pdy, const T* py, const T* px, const T* mean, T* sum_dy, T* sum_dy_xmu,
+                           int64_t c, int64_t N, int64_t C, int64_t S) {
+  const double m = mean[c];
+  Lanes<double> sdy, sdxm;
+  for (int64_t r = 0; r < N; ++r) {
+    const int64_t run = (r * C + c) * S;
+    if constexpr (Relu)
+      add_backward_terms(sdy, sdxm, ReluMaskedGrad<T>{pdy + run, py + run}, px + run, S, m);
+    else
+      add_backward_terms(sdy, sdxm, PlainGrad<T>{pdy + run}, px + run, S, m);
+  }
+  sum_dy[c] = static_cast<T>(sdy.total());
+  sum_dy_xmu[c] = static_cast<T>(sdxm.total());
+}
+
 template <typename T, bool Relu>
 DPV_VECTOR_CLONES void backward_reduce_loops(const T* __restrict pdy, const T* __restrict py, const T* __restrict px, const T* mean,
                            T* sum_dy, T* sum_dy_xmu, int64_t N, int64_t C, int64_t S) {
@@ -157,19 +176,7 @@ DPV_VECTOR_CLONES void backward_reduce_loops(const T* __restrict pdy, const T* _
     }
     return;
   }
-  for (int64_t c = 0; c < C; ++c) {
-    const double m = mean[c];
-    Lanes<double> sdy, sdxm;
-    for (int64_t r = 0; r < N; ++r) {
-      const int64_t run = (r * C + c) * S;
-      if constexpr (Relu)
-        add_backward_terms(sdy, sdxm, ReluMaskedGrad<T>{pdy + run, py + run}, px + run, S, m);
-      else
-        add_backward_terms(sdy, sdxm, PlainGrad<T>{pdy + run}, px + run, S, m);
-    }
-    sum_dy[c] = static_cast<T>(sdy.total());
-    sum_dy_xmu[c] = static_cast<T>(sdxm.total());
-  }
+  for (int64_t c = 0; c < C; ++c) reduce_channel<T, Relu>(pdy, py, px, mean, sum_dy, sum_dy_xmu, c, N, C, S);
 }
 
 template <typename T, bool Relu>
@@ -212,17 +219,7 @@ DPV_VECTOR_CLONES void backward_planes(const T* pdy, const T* __restrict py, con
                                        T count, T* pdx, int64_t N, int64_t C, int64_t S) {
   // dx may be dy itself: a channel's dy is read whole by its reduce before its dx is written.
   for (int64_t c = 0; c < C; ++c) {
-    const double m = mean[c];
-    Lanes<double> sdy, sdxm;
-    for (int64_t r = 0; r < N; ++r) {
-      const int64_t run = (r * C + c) * S;
-      if constexpr (Relu)
-        add_backward_terms(sdy, sdxm, ReluMaskedGrad<T>{pdy + run, py + run}, px + run, S, m);
-      else
-        add_backward_terms(sdy, sdxm, PlainGrad<T>{pdy + run}, px + run, S, m);
-    }
-    sum_dy[c] = static_cast<T>(sdy.total());
-    sum_dy_xmu[c] = static_cast<T>(sdxm.total());
+    reduce_channel<T, Relu>(pdy, py, px, mean, sum_dy, sum_dy_xmu, c, N, C, S);
     const T mc = mean[c];
     const auto t = math::bn_backward_terms(sum_dy[c], sum_dy_xmu[c], count, invstd[c], gamma[c]);
     for (int64_t r = 0; r < N; ++r) {
