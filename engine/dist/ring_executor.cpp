@@ -224,7 +224,6 @@ bool RingExecutor::prepare(Job& job) {
   job.part_after.assign(parts, {});
   job.started = Clock::now();
   if (job.parts == 0) {  // one rank: nothing moves
-    active_ = nullptr;
     finish(job);
     return false;
   }

@@ -24,20 +24,9 @@ namespace gui {
 
 namespace {
 
-struct Window {
-  AppContext context;
-  EngineController* engine = new EngineController();  // owned by `window` below (deleted after it stops)
-  std::unique_ptr<MainWindow> window;
-  explicit Window(const AppSettings& settings) {
-    context.setSettings(settings);
-    MainWindow::Options options;
-    options.persistent = false;
-    options.theme = QStringLiteral("light");
-    window = std::make_unique<MainWindow>(&context, engine, options);
-    engine->setParent(window.get());
-    window->resize(1280, 800);
-    window->show();
-  }
+// A 1280x800 main window (gui_test_support.h).
+struct Window : SizedWindow {
+  explicit Window(const AppSettings& settings) : SizedWindow(settings, QSize(1280, 800)) {}
 };
 
 }  // namespace
