@@ -1,5 +1,6 @@
 // The Gloo process group with its ranks as threads of this process, meeting through the TCP store
-// on 127.0.0.1: all-reduce (Gloo's chunked ring on synchronous pairs, in pieces of 256 KiB),
+// on 127.0.0.1: all-reduce (Gloo's chunked ring on synchronous pairs, in pieces of 256 KiB, or
+// from 8 MiB among three ranks or more Gloo's asynchronous ring),
 // broadcast, all-gather and barrier give the right values and reports, and a rank that never calls
 // makes the others fail within the timeout instead of hanging, for one piece and for several.
 #include <algorithm>
@@ -240,6 +241,89 @@ TEST_P(GlooGroupTest, SynchronousPairsKeepSendBuffersForAWholePiece) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, GlooGroupTest, ::testing::Values(2, 4));
+
+// From 8 MiB on, with three ranks or more, an all-reduce runs Gloo's asynchronous ring over the
+// tensor itself instead of synchronous pieces (two ranks keep the pieces at every size). Either
+// way: sums right, every rank the same bits, for just under, at and just over the switch, every
+// dtype, with small all-reduces and broadcasts on the other pairs in between, twice over.
+class GlooLargeAllReduceTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(GlooLargeAllReduceTest, SumsAndEveryRankHoldsTheSameBitsAroundTheSwitch) {
+  const int world = GetParam();
+  constexpr int64_t kSwitchBytes = 8 << 20;
+  struct Case {
+    DType dtype;
+    int64_t numel;
+  };
+  const std::vector<Case> cases{{DType::Float32, kSwitchBytes / 4 - 1},
+                                {DType::Float32, kSwitchBytes / 4},
+                                {DType::Float64, kSwitchBytes / 8 + 1},
+                                {DType::Int64, kSwitchBytes / 8 + 3}};
+  std::mutex mu;
+  std::vector<std::vector<std::vector<double>>> got(world);  // [rank][call][sampled element]
+  expect_no_errors(with_ranks(world, [&](int rank, ProcessGroup& g) {
+    for (int round = 0; round < 2; ++round) {
+      for (const Case& c : cases) {
+        const bool integer = c.dtype == DType::Int64;
+        auto value = [&](int64_t i, int r) {
+          return integer ? static_cast<double>((i % 1009) * (r + 1)) : 0.1 * (i % 13) + 1.0 / (r + 3);
+        };
+        std::vector<double> v(static_cast<size_t>(c.numel));
+        for (int64_t i = 0; i < c.numel; ++i) v[i] = value(i, rank);
+        Tensor t = Tensor::from_doubles({c.numel}, c.dtype, v);
+        CollectiveReport r = g.all_reduce_sum(t);
+        EXPECT_EQ(r.bytes, t.nbytes());
+        EXPECT_EQ(r.ranks, world);
+        std::vector<double> out = t.to_doubles(), sampled;
+        for (int64_t i = 0; i < c.numel; i += 4099) {
+          double want = 0;
+          for (int q = 0; q < world; ++q) want += value(i, q);
+          ASSERT_NEAR(out[i], want, c.dtype == DType::Float32 ? 1e-5 * world : 1e-12) << "numel " << c.numel << " i " << i;
+          sampled.push_back(out[i]);
+        }
+        sampled.push_back(out.back());
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          got[rank].push_back(std::move(sampled));
+        }
+        Tensor small = Tensor::full({1000}, DType::Float32, rank + 1.0);
+        g.all_reduce_sum(small);
+        ASSERT_EQ(small.to_doubles().back(), world * (world + 1) / 2.0);
+        Tensor b = Tensor::full({10}, DType::Float64, rank);
+        g.broadcast(b, world - 1);
+        ASSERT_EQ(b.to_doubles().front(), world - 1.0);
+      }
+    }
+  }));
+  for (int r = 1; r < world; ++r) EXPECT_EQ(got[r], got[0]) << "rank " << r << " differs from rank 0";
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, GlooLargeAllReduceTest, ::testing::Values(2, 3, 4));
+
+// The asynchronous ring times out too: among three ranks, one that never joins a 9 MB all-reduce
+// makes the other two fail within the timeout, with the collective named.
+TEST(GlooGroup, ALargeAllReduceARankNeverJoinsTimesOut) {
+  const int64_t n = (8 << 20) / 4 + 1000;
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> errors = with_ranks(
+      3,
+      [&](int rank, ProcessGroup& g) {
+        g.barrier();
+        if (rank == 2) {
+          std::this_thread::sleep_for(milliseconds(2500));
+          return;
+        }
+        Tensor t = Tensor::zeros({n}, DType::Float32);
+        g.all_reduce_sum(t);
+      },
+      milliseconds(1000));
+  for (int r = 0; r < 2; ++r)
+    EXPECT_NE(errors[r].find("gloo all_reduce of " + std::to_string(n * 4) + " bytes failed on rank " +
+                             std::to_string(r) + " of 3 (timeout 1 s"),
+              std::string::npos)
+        << errors[r];
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 15.0);
+}
 
 TEST(GlooGroup, WrongShapesAndDevicesAreErrors) {
   std::vector<std::string> errors = with_ranks(2, [&](int, ProcessGroup& g) {

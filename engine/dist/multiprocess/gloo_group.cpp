@@ -1,6 +1,8 @@
 #include "engine/dist/multiprocess/gloo_group.h"
 
 #include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/math.h>
 #include <gloo/allreduce_ring_chunked.h>
 #include <gloo/broadcast_one_to_all.h>
 #include <gloo/barrier.h>
@@ -26,7 +28,7 @@
 namespace dpv::dist {
 namespace {
 
-// All-reduces run on a second Gloo context whose pairs are in Gloo's synchronous mode: the thread
+// All-reduces (but large ones among three ranks or more, see kAsyncAllreduceMinBytes) run on a second Gloo context whose pairs are in Gloo's synchronous mode: the thread
 // that makes the collective reads its own socket (a blocking recv) instead of waiting for Gloo's
 // event-loop thread to read it and wake it. Gloo's asynchronous path (gloo::allreduce, the one
 // PyTorch uses) costs two thread hand-offs per received segment, and its loop thread spins on
@@ -45,6 +47,16 @@ namespace {
 // over the tensor's own memory: two staging copies of 64 MiB cost 20-35 ms on this machine, a
 // third of the all-reduce at W=2.
 constexpr size_t kSyncAllreducePieceBytes = 256 * 1024;
+// From this size on, with three ranks or more, an all-reduce runs Gloo's asynchronous ring
+// (gloo::allreduce on the other context, as PyTorch does) instead of synchronous pieces. A large
+// message pays the async path's hand-offs once per big segment, while pieces pay a blocking
+// exchange per 256 KiB / (2W) chunk; with more processes than cores, each such exchange often waits
+// for a peer to get a core. Measured on 2 cores (busbw GB/s, 3 A/B runs): W=4 sync 0.63-0.72 at
+// 8-64 MiB, async 0.78-0.93; W=3 from 8 MiB async 1.01-1.24, sync 0.84-0.95; at 4 MiB they were
+// even at W=3 and W=4 (async worse in one run of three), and at W=2 sync was as fast or faster
+// at every size, so W=2 keeps the pieces.
+constexpr size_t kAsyncAllreduceMinBytes = 8u << 20;
+constexpr int kAsyncAllreduceMinRanks = 3;
 // Broadcasts up to this size go over the synchronous pairs too (BatchNorm buffers every step under
 // broadcast_buffers=True); larger ones (the model's state, once) use Gloo's asynchronous
 // broadcast, so no large staging buffer stays allocated. Only the root sends, so no size can deadlock.
@@ -107,6 +119,14 @@ class GlooGroup final : public ProcessGroup {
     check_host(buf, "all_reduce");
     return run("all_reduce", buf.nbytes(), [&] {
       if (size() == 1 || buf.numel() == 0) return;
+      if (size() >= kAsyncAllreduceMinRanks && buf.nbytes() >= kAsyncAllreduceMinBytes) {
+        switch (buf.dtype()) {
+          case DType::Float32: all_reduce_async(buf.data<float>(), buf.numel()); break;
+          case DType::Float64: all_reduce_async(buf.data<double>(), buf.numel()); break;
+          case DType::Int64: all_reduce_async(buf.data<int64_t>(), buf.numel()); break;
+        }
+        return;
+      }
       std::lock_guard<std::mutex> lock(sync_mutex_);  // a synchronous pair serves one thread at a time
       if (buf.nbytes() <= kSyncAllreducePieceBytes) {
         sync_collective_for(SyncKind::AllReduce, buf.dtype(), buf.numel(), 0).run(buf.raw());
@@ -195,6 +215,18 @@ class GlooGroup final : public ProcessGroup {
       gloo::AllreduceRingChunked<T> ring(sync_context_, {data + first}, n);
       ring.run();
     }
+  }
+
+  // Gloo's asynchronous ring over data itself, with its own reduce-scatter and all-gather
+  // segments; every rank ends with the same bits.
+  template <typename T>
+  void all_reduce_async(T* data, int64_t numel) {  // data: [numel]
+    gloo::AllreduceOptions opts(context_);
+    opts.setOutput(data, static_cast<size_t>(numel));
+    opts.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<T>));
+    opts.setTag(next_tag());
+    opts.setTimeout(timeout_);
+    gloo::allreduce(opts);
   }
 
   SyncCollective& sync_collective_for(SyncKind kind, DType dtype, int64_t numel, int root) {
