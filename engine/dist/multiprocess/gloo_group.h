@@ -1,7 +1,8 @@
 #pragma once
 // The Gloo process group: ProcessGroup over a gloo::rendezvous::Context whose ranks meet through
 // the TCP store and then talk over Gloo's TCP transport, as torch.distributed's "gloo" backend.
-// All-reduce uses Gloo's chunked ring on pairs in synchronous mode (gloo_group.cpp says why);
+// All-reduce uses Gloo's chunked ring on pairs in synchronous mode, and from 8 MiB among three
+// ranks or more Gloo's asynchronous ring (gloo_group.cpp says why);
 // broadcast, all-gather and barrier Gloo's own collectives.
 // Only this target (dpv_dist) sees Gloo's headers.
 #include <chrono>
