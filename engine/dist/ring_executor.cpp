@@ -35,6 +35,9 @@ struct RingExecutor::Job {
   std::vector<int64_t> offsets;  // ring_chunk_offsets
   size_t element_size = 0;
   int parts = 0;                 // 2 (W - 1) W
+  // Unrecorded, on host memory: the last reduce-scatter step also writes each finished chunk into
+  // the successor's buffer (ring_receive_and_forward), and the first all-gather step moves nothing.
+  bool forward_in_last_reduce = false;
   std::atomic<int> next_part{0};  // the next part a participant claims
   std::atomic<int> done_parts{0};
   // Per part, written by whoever ran it and read by the one that runs the last part.
@@ -214,6 +217,9 @@ bool RingExecutor::prepare(Job& job) {
     for (Tensor& b : job.bufs) premultiply_in_place(b, job.premultiply);
     job.premultiply = 1.0;
   }
+  bool on_host = true;
+  for (const Tensor& b : job.bufs) on_host = on_host && b.on_host_memory();
+  job.forward_in_last_reduce = !recorded && on_host && W >= 2;
   job.offsets = ring_chunk_offsets(first.numel(), W);
   job.element_size = dtype_size(first.dtype());
   job.parts = 2 * (W - 1) * W;
@@ -249,7 +255,12 @@ void RingExecutor::run_parts(Job& job) {
       job.part_begin[k] = Clock::now();
       const Tensor& from = job.bufs[static_cast<size_t>((rank + W - 1) % W)];
       const int recv_chunk = ring_move(phase, rank, phase_step, W).recv_chunk;
-      if (phase == 0 && job.premultiply != 1.0)
+      if (job.forward_in_last_reduce && step == W - 1) {
+        // The first all-gather step: its chunk arrived with the step before.
+      } else if (job.forward_in_last_reduce && step == W - 2)
+        ring_receive_and_forward(phase_step, mine, from, job.bufs[static_cast<size_t>((rank + 1) % W)], recv_chunk,
+                                 job.offsets, job.premultiply);
+      else if (phase == 0 && job.premultiply != 1.0)
         ring_receive_premultiplied(phase_step, mine, from, recv_chunk, job.offsets, job.premultiply);
       else
         ring_receive(phase, mine, from, recv_chunk, job.offsets);

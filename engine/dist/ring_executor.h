@@ -10,6 +10,9 @@
 // machine with fewer cores than ranks, each barrier could wait for a scheduler tick), W
 // communication threads, and a queue hop per bucket per rank. Each step's reported time is the
 // step's wall time over all ranks' parts (what a barrier would have released every rank at).
+// Unless values are recorded, the last reduce-scatter step also hands each finished chunk to the
+// successor (ring_receive_and_forward: the first all-gather step fused into it, as NCCL pipelines
+// its steps); the first all-gather step still reports its bytes, with no time of its own.
 // All-reduces run in the order they were started, one at a time.
 #include <atomic>
 #include <cstdint>

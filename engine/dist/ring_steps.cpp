@@ -55,7 +55,45 @@ void add_premultiplied(T* dst, const T* src, int64_t n, double premultiply, bool
   else
     for (int64_t i = 0; i < n; ++i) dst[i] = math::scale(dst[i], p) + src[i];
 }
+// The receive of ring_receive / ring_receive_premultiplied, each result also stored in `forward`.
+// `src` and `forward` are the same memory when W = 2: each element is read before it is written.
+template <typename T>
+void add_and_forward(T* dst, const T* src, T* forward, int64_t n, double premultiply, bool first_step) {
+  namespace math = kernels::math;
+  if (premultiply == 1.0) {
+    for (int64_t i = 0; i < n; ++i) forward[i] = dst[i] = dst[i] + src[i];
+    return;
+  }
+  const T p = static_cast<T>(premultiply);
+  if (first_step)
+    for (int64_t i = 0; i < n; ++i) forward[i] = dst[i] = math::scale(dst[i], p) + math::scale(src[i], p);
+  else
+    for (int64_t i = 0; i < n; ++i) forward[i] = dst[i] = math::scale(dst[i], p) + src[i];
+}
 }  // namespace
+
+void ring_receive_and_forward(int step, Tensor& mine, const Tensor& from, Tensor& successor, int recv_chunk,
+                              const std::vector<int64_t>& offsets, double premultiply) {
+  const int64_t begin = offsets[static_cast<size_t>(recv_chunk)], end = offsets[static_cast<size_t>(recv_chunk) + 1];
+  Tensor dst = mine.slice0(begin, end);
+  const Tensor src = from.slice0(begin, end);
+  Tensor forward = successor.slice0(begin, end);
+  check(dst.on_host_memory() && src.on_host_memory() && forward.on_host_memory(),
+        "a reduce-scatter step fused with the first all-gather step runs on host memory only");
+  const int64_t n = dst.numel();
+  switch (dst.dtype()) {
+    case DType::Float32:
+      add_and_forward(dst.data<float>(), src.data<float>(), forward.data<float>(), n, premultiply, step == 0);
+      return;
+    case DType::Float64:
+      add_and_forward(dst.data<double>(), src.data<double>(), forward.data<double>(), n, premultiply, step == 0);
+      return;
+    case DType::Int64:
+      check(premultiply == 1.0, "a premultiplied ring sum needs floating-point values, got int64");
+      add_and_forward(dst.data<int64_t>(), src.data<int64_t>(), forward.data<int64_t>(), n, 1.0, step == 0);
+      return;
+  }
+}
 
 void ring_receive_premultiplied(int step, Tensor& mine, const Tensor& from, int recv_chunk,
                                 const std::vector<int64_t>& offsets, double premultiply) {

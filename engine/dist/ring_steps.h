@@ -34,6 +34,16 @@ void ring_receive(int phase, Tensor& mine, const Tensor& from, int recv_chunk, c
 // these (ring_steps.cpp), so the sums are bit-identical to multiplying every buffer first.
 void ring_receive_premultiplied(int step, Tensor& mine, const Tensor& from, int recv_chunk,
                                 const std::vector<int64_t>& offsets, double premultiply);
+// The last reduce-scatter step and the first all-gather step in one pass (host memory), as NCCL
+// pipelines a ring's steps: rank `rank`'s receive of the last reduce-scatter step (as ring_receive,
+// or ring_receive_premultiplied when premultiply != 1), with each finished element also written
+// into `successor`'s buffer, which is exactly what the successor receives from this rank in the
+// first all-gather step. Within that step no other part reads or writes those elements of the
+// successor (with W = 2 the successor is `from`, read here element by element before the write),
+// so the parts still run in any order, and the sums are bit-identical to the two steps one after
+// the other. The first all-gather step then has nothing left to move.
+void ring_receive_and_forward(int step, Tensor& mine, const Tensor& from, Tensor& successor, int recv_chunk,
+                              const std::vector<int64_t>& offsets, double premultiply);
 // buf *= premultiply in one pass (host memory), rounded as ring_receive_premultiplied rounds it.
 void premultiply_in_place(Tensor& buf, double premultiply);
 

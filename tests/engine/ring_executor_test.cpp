@@ -209,7 +209,49 @@ TEST(RingExecutor, PremultipliedSumEqualsScalingEveryBufferFirstBitForBit) {
           }
         }
         // And the premultiplied sum is the mean, not the sum.
-        if (W > 1) EXPECT_NEAR(b[0].to_doubles(1)[0], (0.1 * W * (W + 1) / 2) / W, 1e-5);
+        if (W > 1) {
+          EXPECT_NEAR(b[0].to_doubles(1)[0], (0.1 * W * (W + 1) / 2) / W, 1e-5);
+        }
+      }
+    }
+  }
+}
+
+TEST(RingExecutor, UnrecordedAllReduceForwardingInTheLastReduceStepEqualsTheBarrierRingBitForBit) {
+  // Unrecorded, the last reduce-scatter step writes each finished chunk into the successor's buffer
+  // too and the first all-gather step moves nothing: the sums must still be the barrier ring's bit
+  // for bit, for every dtype, plain and premultiplied, with chunks of every size (empty ones too).
+  for (DType dtype : {DType::Float32, DType::Float64, DType::Int64}) {
+    for (double factor : {1.0, 0.0}) {  // 0: premultiply by 1/W
+      if (dtype == DType::Int64 && factor != 1.0) continue;
+      for (int W : {2, 3, 4}) {
+        for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{7}, int64_t{1001}, int64_t{65537}}) {
+          const double premultiply = factor == 1.0 ? 1.0 : 1.0 / W;
+          auto blocking = make_in_process_group(W);
+          auto started = make_in_process_group(W);
+          std::vector<Tensor> a(static_cast<size_t>(W)), b(static_cast<size_t>(W));
+          std::vector<std::shared_ptr<Work>> work(static_cast<size_t>(W));
+          on_threads(W, [&](int r) {
+            const auto i = static_cast<size_t>(r);
+            std::vector<double> values = rank_tensor(r, n).to_doubles();
+            if (dtype == DType::Int64)
+              for (size_t k = 0; k < values.size(); ++k) values[k] = static_cast<double>((k * 7919 + r * 104729) % 100003);
+            a[i] = Tensor::from_doubles({n}, dtype, values);
+            b[i] = Tensor::from_doubles({n}, dtype, values);
+            if (premultiply != 1.0) DeviceSet::create("cpu:1")->shared(0)->backend().scale_inplace(a[i], premultiply);
+            blocking[i]->all_reduce_sum(a[i]);
+            work[i] = started[i]->start_all_reduce_sum(b[i], premultiply);
+            work[i]->wait();
+          });
+          for (int r = 0; r < W; ++r) {
+            const auto i = static_cast<size_t>(r);
+            EXPECT_TRUE(same_bits(a[i], b[i])) << dtype_name(dtype) << " premultiply " << premultiply << " W " << W
+                                               << " n " << n << " rank " << r;
+            ASSERT_EQ(work[i]->ring().size(), static_cast<size_t>(2 * (W - 1)));
+            EXPECT_EQ(work[i]->ring()[static_cast<size_t>(W - 1)].phase, "all-gather");
+            EXPECT_EQ(work[i]->report().bytes, b[i].nbytes());
+          }
+        }
       }
     }
   }
