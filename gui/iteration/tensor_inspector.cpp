@@ -4,6 +4,7 @@
 #include <QLabel>
 #include <QMouseEvent>
 #include <QPainter>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QToolTip>
 #include <QTreeWidget>
@@ -122,6 +123,10 @@ TensorInspector::TensorInspector(QWidget* parent) : QWidget(parent) {
   headline_->setObjectName(QStringLiteral("hintLabel"));
   headline_->setWordWrap(true);
   headline_->setTextFormat(Qt::RichText);
+  headline_->setAlignment(Qt::AlignLeft | Qt::AlignTop);  // at the top while the list below is hidden
+  // Two lines (a DDP headline wraps in the side column): the splitter above keeps the panel at
+  // least its minimum size hint, which a wrapped label's one-line minimum would leave too short.
+  headline_->setMinimumHeight(headline_->fontMetrics().lineSpacing() * 2);
   layout->addWidget(headline_);
 
   // The list and the selected tensor's details share the panel through a splitter.
@@ -149,16 +154,32 @@ TensorInspector::TensorInspector(QWidget* parent) : QWidget(parent) {
   heatPanel_ = new QWidget(split_);
   auto* heatLayout = new QVBoxLayout(heatPanel_);
   heatLayout->setContentsMargins(0, 4, 0, 0);
-  why_ = new QLabel(heatPanel_);
+  // Why the device holds the tensor and the heat map's title: lines that scroll when the panel is
+  // short (in a small window bare wrapped labels got less height than their text and overlapped).
+  auto* whyScroll = new QScrollArea(heatPanel_);
+  whyScroll->setFrameShape(QFrame::NoFrame);
+  whyScroll->setWidgetResizable(true);
+  whyScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  whyScroll->viewport()->setAutoFillBackground(false);
+  auto* whyBox = new QWidget(whyScroll);
+  whyBox->setAutoFillBackground(false);
+  auto* whyLayout = new QVBoxLayout(whyBox);
+  whyLayout->setContentsMargins(0, 0, 0, 0);
+  whyLayout->setSpacing(2);
+  why_ = new QLabel(whyBox);
   why_->setWordWrap(true);
-  why_->setMinimumHeight(why_->fontMetrics().height() * 2);
-  heatTitle_ = new QLabel(heatPanel_);
+  why_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+  heatTitle_ = new QLabel(whyBox);
   heatTitle_->setObjectName(QStringLiteral("hintLabel"));
-  heatTitle_->setWordWrap(false);
+  heatTitle_->setWordWrap(true);
+  whyLayout->addWidget(why_);
+  whyLayout->addWidget(heatTitle_);
+  whyLayout->addStretch(1);
+  whyScroll->setWidget(whyBox);
+  whyScroll->setMinimumHeight(why_->fontMetrics().lineSpacing() * 2 + 4);
   heat_ = new HeatMap(heatPanel_);
   heat_->setMinimumHeight(24);
-  heatLayout->addWidget(why_);
-  heatLayout->addWidget(heatTitle_);
+  heatLayout->addWidget(whyScroll, 1);
   heatLayout->addWidget(heat_, 1);
   split_->addWidget(heatPanel_);
   split_->setStretchFactor(0, 1);
