@@ -381,12 +381,16 @@ void DdpScene::drawBatchStrips(qreal top) {
   // DataParallel: contiguous torch.chunk pieces of the same batch.
   const qreal y2 = top + 30;
   text(tr("DataParallel (contrast)"), kMargin, y2 + 3, c.subtext, 12);
+  // Muted device colours, so the contrast row reads as secondary: paler on the light theme, darker
+  // on the dark one, where the chips' light text stays readable (pale cells made it vanish).
+  const bool dark = theme_ == QLatin1String("dark");
   qint64 start = 0;
   for (int k = 0; k < state_.dpChunks.size(); ++k) {
+    const QColor fill = dark ? rankColor(k).darker(170) : rankColor(k).lighter(150);
     for (qint64 i = start; i < start + state_.dpChunks[k]; ++i) {
-      auto* b = box(QRectF(kMargin + labelW + i * cell, y2, cell - 1, 22), rankColor(k).lighter(150), QColor());
+      auto* b = box(QRectF(kMargin + labelW + i * cell, y2, cell - 1, 22), fill, QColor());
       b->setToolTip(tr("DataParallel would scatter sample %1 to device %2").arg(i).arg(k));
-      if (numbers) text(QString::number(i), kMargin + labelW + i * cell + 2, y2 + 4, c.subtext, 10);
+      if (numbers) text(QString::number(i), kMargin + labelW + i * cell + 2, y2 + 4, c.chipText, 10);
     }
     start += state_.dpChunks[k];
   }

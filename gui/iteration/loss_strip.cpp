@@ -4,6 +4,7 @@
 #include <QVBoxLayout>
 #include <QLabel>
 #include <algorithm>
+#include <cmath>
 #include <qcustomplot.h>
 
 #include "gui/bnlab/chart_style.h"
@@ -28,12 +29,27 @@ LossStrip::LossStrip(QWidget* parent) : QWidget(parent) {
   ticker->setTickStep(1);
   ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);  // whole iterations only
   plot_->xAxis->setTicker(ticker);
-  plot_->yAxis->ticker()->setTickCount(3);
+  // A strip this short has room for two or three labels (the default ticker put four or five on
+  // 0..1, on top of one another): the step is set with the range, at least half of it.
+  QSharedPointer<QCPAxisTickerFixed> yTicker(new QCPAxisTickerFixed);
+  yTicker->setScaleStrategy(QCPAxisTickerFixed::ssNone);
+  plot_->yAxis->setTicker(yTicker);
   column->addWidget(caption_);
   column->addWidget(plot_);
   applyPalette();
   setLosses({});
 }
+
+namespace {
+// The smallest of 1, 2 and 5 times a power of ten that is at least `x` (> 0).
+double niceStepAtLeast(double x) {
+  if (!(x > 0)) return 1.0;
+  const double power = std::pow(10.0, std::floor(std::log10(x)));
+  for (double m : {1.0, 2.0, 5.0})
+    if (m * power >= x * (1 - 1e-9)) return m * power;
+  return 10 * power;
+}
+}  // namespace
 
 void LossStrip::setLosses(const QVector<double>& losses) {
   QVector<double> x, y;
@@ -43,12 +59,15 @@ void LossStrip::setLosses(const QVector<double>& losses) {
   }
   graph_->setData(x, y, true);
   plot_->xAxis->setRange(0.5, std::max(5.0, losses.size() + 0.5));
+  const double top = losses.isEmpty() ? 1.0 : 1.15 * *std::max_element(losses.begin(), losses.end());
+  if (auto yTicker = qSharedPointerDynamicCast<QCPAxisTickerFixed>(plot_->yAxis->ticker()))
+    yTicker->setTickStep(niceStepAtLeast(top / 2));
   if (losses.isEmpty()) {
     plot_->yAxis->setRange(0, 1);
     caption_->setText(tr("Loss per iteration: step through an iteration to its Loss stage to see the first point."));
   } else {
     // From zero, so the fall reads as a share of the first loss.
-    plot_->yAxis->setRange(0, 1.15 * *std::max_element(losses.begin(), losses.end()));
+    plot_->yAxis->setRange(0, top);
     caption_->setText(losses.size() == 1 ? tr("Loss per iteration · iteration 1: %1. The next iterations train on the same batch.")
                                                .arg(losses.front(), 0, 'f', 4)
                                          : tr("Loss per iteration · iteration %1: %2 (iteration 1: %3), the same batch each time.")
