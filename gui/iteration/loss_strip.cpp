@@ -70,7 +70,7 @@ void LossStrip::setLosses(const QVector<double>& losses) {
     plot_->yAxis->setRange(0, top);
     caption_->setText(losses.size() == 1 ? tr("Loss per iteration · iteration 1: %1. The next iterations train on the same batch.")
                                                .arg(losses.front(), 0, 'f', 4)
-                                         : tr("Loss per iteration · iteration %1: %2 (iteration 1: %3), the same batch each time.")
+                                         : tr("Loss per iteration · iteration %1: %2 (first: %3), same batch each time.")
                                                .arg(losses.size())
                                                .arg(losses.back(), 0, 'f', 4)
                                                .arg(losses.front(), 0, 'f', 4));
