@@ -253,7 +253,7 @@ void BnLabCharts::buildPlots() {
     plot->yAxis->setNumberFormat(QStringLiteral("eb"));
     plot->yAxis->setNumberPrecision(0);
     plot->xAxis->setLabel(tr("training step"));
-    plot->yAxis->setLabel(tr("max |Δ|: params, grads dashed"));
+    plot->yAxis->setLabel(tr("max |Δ| (dashed: grads)"));
     plot->yAxis->setRange(1e-9, 1);
   }
 }

@@ -552,27 +552,29 @@ void BatchNormLabPage::updateButtons() {
 
 void BatchNormLabPage::updateStatus() {
   const BnLabStep* last = charts_->latestStep();
-  QString text;
+  QString text, losses;
   if (!configured_ && !hasFailed()) text = tr("Preparing the devices…");
   else if (!last) text = tr("Ready: %1 device(s), batch %2. Press Start.").arg(deviceCountFromSpec()).arg(batchSpin_->value());
   else {
     QStringList sizes, shards;
     for (int64_t c : last->chunks) sizes << QString::number(c);
     for (int64_t c : last->shards) shards << QString::number(c);
-    text = tr("Step %1 of %2 · chunks %3 · loss: per-device %4, SyncBN %5, ref. %6 · DDP shards %7: per-rank %8, SyncBN %9")
-               .arg(last->step)
-               .arg(stepLimit_)
-               .arg(sizes.join(QStringLiteral(", ")))
-               .arg(last->models[BnLabPerDevice].loss, 0, 'f', 3)
-               .arg(last->models[BnLabSync].loss, 0, 'f', 3)
-               .arg(last->models[BnLabReference].loss, 0, 'f', 3)
-               .arg(shards.join(QStringLiteral(", ")))
-               .arg(last->models[BnLabDdpPerRank].loss, 0, 'f', 3)
-               .arg(last->models[BnLabDdpSync].loss, 0, 'f', 3);
+    // The line beside the layer controls holds the step and DataParallel's chunks; DDP's shards
+    // and the five models' losses (also in the loss chart) are in its tooltip: on the line they
+    // were cut off at any window width.
+    text = tr("Step %1 of %2 · chunks %3").arg(last->step).arg(stepLimit_).arg(sizes.join(QStringLiteral(", ")));
+    losses = tr("DDP shards %1. Loss at step %2: per-device %3, SyncBN %4, reference %5; DDP per-rank %6, DDP SyncBN %7")
+                 .arg(shards.join(QStringLiteral(", ")))
+                 .arg(last->step)
+                 .arg(last->models[BnLabPerDevice].loss, 0, 'f', 3)
+                 .arg(last->models[BnLabSync].loss, 0, 'f', 3)
+                 .arg(last->models[BnLabReference].loss, 0, 'f', 3)
+                 .arg(last->models[BnLabDdpPerRank].loss, 0, 'f', 3)
+                 .arg(last->models[BnLabDdpSync].loss, 0, 'f', 3);
   }
   if (running_) text = tr("Training · ") + text;
   statusLabel_->setText(text);
-  statusLabel_->setToolTip(text);
+  statusLabel_->setToolTip(losses.isEmpty() ? text : text + QStringLiteral("\n") + losses);
 }
 
 void BatchNormLabPage::styleCallout() {
