@@ -1,10 +1,12 @@
 // The Ring and DP-vs-DDP pages against fresh engine runs: every cell of the ring view at every step
 // holds the engine's partial sum, and the comparison page charts the numbers a fresh
-// course::run_comparison produces (the runs are deterministic: same model, seed, batches, order).
+// course::run_comparison produces (the runs are deterministic: same model, seed, batches, order),
+// and its stacked-bar charts keep their legends above the bars.
 #include <gtest/gtest.h>
 
 #include <QKeyEvent>
 #include <QTest>
+#include <map>
 #include <memory>
 #include <qcustomplot.h>
 
@@ -85,23 +87,28 @@ std::vector<double> graphValues(QCustomPlot* plot, int graph) {
   return out;
 }
 
-TEST(ComparePage, ShowsTheNumbersOfAFreshEngineRun) {
-  Engine e;
-  ComparePage page(&e.context);
-  page.resize(1100, 760);
-  page.show();
+// Runs a short mlp-bn comparison (3 iterations, speed-up up to 2 devices) on `page` and waits for it.
+void runComparison(ComparePage& page, int worldSize, int batch) {
   dpv::course::CompareConfig config;
   config.preset = "mlp-bn";
-  config.world_size = 2;
-  config.batch = 16;
+  config.world_size = worldSize;
+  config.batch = batch;
   config.iterations = 3;
   config.max_speedup_devices = 2;
   page.setConfig(config);
   page.run();
   ASSERT_TRUE(waitUntil([&] { return page.hasResult() || !page.errorText().isEmpty(); }, 60000));
   ASSERT_TRUE(page.errorText().isEmpty()) << page.errorText().toStdString();
+}
 
-  config = page.config();
+TEST(ComparePage, ShowsTheNumbersOfAFreshEngineRun) {
+  Engine e;
+  ComparePage page(&e.context);
+  page.resize(1100, 760);
+  page.show();
+  ASSERT_NO_FATAL_FAILURE(runComparison(page, 2, 16));
+
+  const dpv::course::CompareConfig config = page.config();
   const dpv::course::CompareResult fresh = dpv::course::run_comparison(config);
   CompareCharts* charts = page.charts();
   QCustomPlot* loss = charts->plot(CompareCharts::Loss);
@@ -161,6 +168,48 @@ TEST(ComparePage, ShowsTheNumbersOfAFreshEngineRun) {
     EXPECT_DOUBLE_EQ(ddpBytes->data()->at(i)->value, fresh.ddp.bytes[static_cast<size_t>(i)].bytes / 1e3);
   EXPECT_EQ(charts->plot(CompareCharts::Speedup)->graph(1)->data()->size(), 2);
 }
+
+// The pixel row of the highest stacked bar top in `plot` (bars with the same key stack).
+double highestBarTopPixel(QCustomPlot* plot) {
+  std::map<double, double> stackTop;  // key -> sum of the values stacked there
+  for (int i = 0; i < plot->plottableCount(); ++i) {
+    auto* bars = qobject_cast<QCPBars*>(plot->plottable(i));
+    if (!bars) continue;
+    for (auto it = bars->data()->constBegin(); it != bars->data()->constEnd(); ++it) stackTop[it->key] += it->value;
+  }
+  double top = 0;
+  for (const auto& [key, value] : stackTop) top = std::max(top, value);
+  return plot->yAxis->coordToPixel(top);
+}
+
+// The two stacked-bar charts (time per step, memory per GPU) carry their legend inset at the top:
+// at a small and a large page size the legend ends above the highest bar instead of covering it
+// (a fixed 1.15x or 2.6x headroom left it over the bars in short charts).
+class CompareLegend : public ::testing::TestWithParam<QSize> {};
+
+TEST_P(CompareLegend, StackedBarChartsKeepTheirLegendAboveTheBars) {
+  Engine e;
+  ComparePage page(&e.context);
+  page.resize(GetParam());
+  page.show();
+  ASSERT_NO_FATAL_FAILURE(runComparison(page, 4, 32));
+  QTest::qWait(20);
+  for (CompareCharts::Chart chart : {CompareCharts::StepTime, CompareCharts::Memory}) {
+    QCustomPlot* plot = page.charts()->plot(chart);
+    plot->replot();
+    ASSERT_TRUE(plot->legend->visible());
+    const double legendBottom = plot->legend->outerRect().bottom();
+    const double barTop = highestBarTopPixel(plot);
+    EXPECT_LE(legendBottom, barTop) << "chart " << chart << " " << plot->width() << "x" << plot->height()
+                                    << ": the legend ends at y " << legendBottom << ", the highest bar starts at " << barTop;
+    EXPECT_GT(barTop, plot->axisRect()->top() + 0.0) << "the bars are drawn inside the axis";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(PageSizes, CompareLegend, ::testing::Values(QSize(820, 520), QSize(1600, 1000)),
+                         [](const ::testing::TestParamInfo<QSize>& info) {
+                           return std::to_string(info.param.width()) + "x" + std::to_string(info.param.height());
+                         });
 
 TEST(ComparePage, AnEngineErrorIsShownNotThrown) {
   Engine e;
