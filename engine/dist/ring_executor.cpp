@@ -16,6 +16,16 @@ using Clock = std::chrono::steady_clock;
 constexpr uint32_t kRunning = 0, kDone = 1, kFailed = 2;
 
 std::string aborted_message(const std::string& reason) { return "the in-process group was aborted: " + reason; }
+
+// Ring step `step` of an all-reduce's 2(W-1): its phase (0 reduce-scatter, 1 all-gather) and its
+// step within that phase.
+struct PhaseStep {
+  int phase;
+  int step;
+};
+PhaseStep phase_step_of(int step, int world_size) {
+  return step < world_size - 1 ? PhaseStep{0, step} : PhaseStep{1, step - (world_size - 1)};
+}
 }  // namespace
 
 // One all-reduce, shared by the W ranks' Work handles.
@@ -247,22 +257,21 @@ void RingExecutor::run_parts(Job& job) {
       done = wait_for_change(job.done_parts, done);
     const size_t k = static_cast<size_t>(part);
     try {
-      const int phase = step < W - 1 ? 0 : 1;
-      const int phase_step = phase == 0 ? step : step - (W - 1);
+      const auto [phase, phase_step] = phase_step_of(step, W);
       Tensor& mine = job.bufs[static_cast<size_t>(rank)];
       const size_t keep = job.record[static_cast<size_t>(rank)];
       if (keep > 0) job.part_before[k] = mine.to_doubles(keep);
       job.part_begin[k] = Clock::now();
       const Tensor& from = job.bufs[static_cast<size_t>((rank + W - 1) % W)];
       const int recv_chunk = ring_move(phase, rank, phase_step, W).recv_chunk;
-      if (job.forward_in_last_reduce && step == W - 1) {
-        // The first all-gather step: its chunk arrived with the step before.
-      } else if (job.forward_in_last_reduce && step == W - 2)
+      // With forward_in_last_reduce the first all-gather step's chunk arrived with the step before.
+      const bool already_moved = job.forward_in_last_reduce && step == W - 1;
+      if (job.forward_in_last_reduce && step == W - 2)
         ring_receive_and_forward(phase_step, mine, from, job.bufs[static_cast<size_t>((rank + 1) % W)], recv_chunk,
                                  job.offsets, job.premultiply);
       else if (phase == 0 && job.premultiply != 1.0)
         ring_receive_premultiplied(phase_step, mine, from, recv_chunk, job.offsets, job.premultiply);
-      else
+      else if (!already_moved)
         ring_receive(phase, mine, from, recv_chunk, job.offsets);
       job.part_end[k] = Clock::now();
       if (keep > 0) job.part_after[k] = mine.to_doubles(keep);
@@ -310,8 +319,7 @@ void RingExecutor::finish(Job& job) {
       end = std::max(end, job.part_end[k]);
     }
     const double seconds = std::chrono::duration<double>(end - begin).count();
-    const int phase = step < W - 1 ? 0 : 1;
-    const int phase_step = phase == 0 ? step : step - (W - 1);
+    const auto [phase, phase_step] = phase_step_of(step, W);
     for (int r = 0; r < W; ++r) {
       const auto [send, recv] = ring_move(phase, r, phase_step, W);
       const size_t k = first + static_cast<size_t>(r);

@@ -44,72 +44,64 @@ void add_chunk(Tensor dst, const Tensor& src) {
   received.copy_from(src);
   dst.device()->backend().add_inplace(dst, received);
 }
-// dst = p*dst + p*src (first step) or p*dst + src, with p*x as the backend's scale_inplace rounds it
-// (kernels/math/elementwise.h: in T, with p converted to T once).
-template <typename T>
-void add_premultiplied(T* dst, const T* src, int64_t n, double premultiply, bool first_step) {
-  const T p = static_cast<T>(premultiply);
+// dst = dst + src, or with a premultiply p: dst = p*dst + p*src (first step) or p*dst + src, with
+// p*x as the backend's scale_inplace rounds it (kernels/math/elementwise.h: in T, with p converted
+// to T once). kForward: each result is also stored in `forward`, which is `src` itself when W = 2
+// (each element is read before it is written).
+template <typename T, bool kForward>
+void add_received(T* dst, const T* src, T* forward, int64_t n, double premultiply, bool first_step) {
   namespace math = kernels::math;
-  if (first_step)
-    for (int64_t i = 0; i < n; ++i) dst[i] = math::scale(dst[i], p) + math::scale(src[i], p);
-  else
-    for (int64_t i = 0; i < n; ++i) dst[i] = math::scale(dst[i], p) + src[i];
-}
-// The receive of ring_receive / ring_receive_premultiplied, each result also stored in `forward`.
-// `src` and `forward` are the same memory when W = 2: each element is read before it is written.
-template <typename T>
-void add_and_forward(T* dst, const T* src, T* forward, int64_t n, double premultiply, bool first_step) {
-  namespace math = kernels::math;
+  auto put = [&](int64_t i, T value) {
+    dst[i] = value;
+    if constexpr (kForward) forward[i] = value;
+  };
   if (premultiply == 1.0) {
-    for (int64_t i = 0; i < n; ++i) forward[i] = dst[i] = dst[i] + src[i];
+    for (int64_t i = 0; i < n; ++i) put(i, dst[i] + src[i]);
     return;
   }
   const T p = static_cast<T>(premultiply);
   if (first_step)
-    for (int64_t i = 0; i < n; ++i) forward[i] = dst[i] = math::scale(dst[i], p) + math::scale(src[i], p);
+    for (int64_t i = 0; i < n; ++i) put(i, math::scale(dst[i], p) + math::scale(src[i], p));
   else
-    for (int64_t i = 0; i < n; ++i) forward[i] = dst[i] = math::scale(dst[i], p) + src[i];
+    for (int64_t i = 0; i < n; ++i) put(i, math::scale(dst[i], p) + src[i]);
+}
+
+// The reduce-scatter receive on host memory, of ring_receive_premultiplied (successor null) and
+// ring_receive_and_forward.
+void receive_on_host(int step, Tensor& mine, const Tensor& from, Tensor* successor, int recv_chunk,
+                     const std::vector<int64_t>& offsets, double premultiply) {
+  const int64_t begin = offsets[static_cast<size_t>(recv_chunk)], end = offsets[static_cast<size_t>(recv_chunk) + 1];
+  Tensor dst = mine.slice0(begin, end);
+  const Tensor src = from.slice0(begin, end);
+  Tensor forward = successor ? successor->slice0(begin, end) : Tensor();
+  check(dst.on_host_memory() && src.on_host_memory() && (!successor || forward.on_host_memory()),
+        "a premultiplied or forwarding ring step runs on host memory only");
+  auto add = [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    if (successor)
+      add_received<T, true>(dst.data<T>(), src.data<T>(), forward.data<T>(), dst.numel(), premultiply, step == 0);
+    else
+      add_received<T, false>(dst.data<T>(), src.data<T>(), nullptr, dst.numel(), premultiply, step == 0);
+  };
+  switch (dst.dtype()) {
+    case DType::Float32: add(static_cast<float*>(nullptr)); return;
+    case DType::Float64: add(static_cast<double*>(nullptr)); return;
+    case DType::Int64:
+      check(premultiply == 1.0, "a premultiplied ring sum needs floating-point values, got int64");
+      add(static_cast<int64_t*>(nullptr));
+      return;
+  }
 }
 }  // namespace
 
 void ring_receive_and_forward(int step, Tensor& mine, const Tensor& from, Tensor& successor, int recv_chunk,
                               const std::vector<int64_t>& offsets, double premultiply) {
-  const int64_t begin = offsets[static_cast<size_t>(recv_chunk)], end = offsets[static_cast<size_t>(recv_chunk) + 1];
-  Tensor dst = mine.slice0(begin, end);
-  const Tensor src = from.slice0(begin, end);
-  Tensor forward = successor.slice0(begin, end);
-  check(dst.on_host_memory() && src.on_host_memory() && forward.on_host_memory(),
-        "a reduce-scatter step fused with the first all-gather step runs on host memory only");
-  const int64_t n = dst.numel();
-  switch (dst.dtype()) {
-    case DType::Float32:
-      add_and_forward(dst.data<float>(), src.data<float>(), forward.data<float>(), n, premultiply, step == 0);
-      return;
-    case DType::Float64:
-      add_and_forward(dst.data<double>(), src.data<double>(), forward.data<double>(), n, premultiply, step == 0);
-      return;
-    case DType::Int64:
-      check(premultiply == 1.0, "a premultiplied ring sum needs floating-point values, got int64");
-      add_and_forward(dst.data<int64_t>(), src.data<int64_t>(), forward.data<int64_t>(), n, 1.0, step == 0);
-      return;
-  }
+  receive_on_host(step, mine, from, &successor, recv_chunk, offsets, premultiply);
 }
 
 void ring_receive_premultiplied(int step, Tensor& mine, const Tensor& from, int recv_chunk,
                                 const std::vector<int64_t>& offsets, double premultiply) {
-  const int64_t begin = offsets[static_cast<size_t>(recv_chunk)], end = offsets[static_cast<size_t>(recv_chunk) + 1];
-  Tensor dst = mine.slice0(begin, end);
-  const Tensor src = from.slice0(begin, end);
-  check(dst.on_host_memory() && src.on_host_memory(), "a premultiplied ring sum runs on host memory only");
-  switch (dst.dtype()) {
-    case DType::Float32:
-      add_premultiplied(dst.data<float>(), src.data<float>(), dst.numel(), premultiply, step == 0);
-      return;
-    case DType::Float64:
-      add_premultiplied(dst.data<double>(), src.data<double>(), dst.numel(), premultiply, step == 0);
-      return;
-    case DType::Int64: throw Error("a premultiplied ring sum needs floating-point values, got int64");
-  }
+  receive_on_host(step, mine, from, nullptr, recv_chunk, offsets, premultiply);
 }
 
 void premultiply_in_place(Tensor& buf, double premultiply) {

@@ -35,7 +35,7 @@ void ring_receive(int phase, Tensor& mine, const Tensor& from, int recv_chunk, c
 void ring_receive_premultiplied(int step, Tensor& mine, const Tensor& from, int recv_chunk,
                                 const std::vector<int64_t>& offsets, double premultiply);
 // The last reduce-scatter step and the first all-gather step in one pass (host memory), as NCCL
-// pipelines a ring's steps: rank `rank`'s receive of the last reduce-scatter step (as ring_receive,
+// pipelines a ring's steps: this rank's receive of the last reduce-scatter step (as ring_receive,
 // or ring_receive_premultiplied when premultiply != 1), with each finished element also written
 // into `successor`'s buffer, which is exactly what the successor receives from this rank in the
 // first all-gather step. Within that step no other part reads or writes those elements of the

@@ -65,26 +65,20 @@ QCPBars* bars(const QString& name, const QColor& colour, QCPAxis* key, QCPAxis* 
   return b;
 }
 
-// Keeps the value axis of a bar chart tall enough that the legend, inset at the top, sits above
-// the highest bar (`dataTop`, in axis units) at whatever size the chart has: after every layout,
-// where the legend's height in pixels is known, the axis top is raised so the bars end below it.
-// (A fixed headroom factor left the legend over the bars in a short chart, or wasted a tall one.)
-void keepLegendAboveBars(QCustomPlot* plot, double dataTop) {
-  plot->setProperty("dpvDataTop", dataTop);
-  if (plot->property("dpvLegendAboveBars").toBool()) return;
-  plot->setProperty("dpvLegendAboveBars", true);
-  QObject::connect(plot, &QCustomPlot::afterLayout, plot, [plot] {
-    const double top = plot->property("dpvDataTop").toDouble();
-    const double axisHeight = plot->axisRect()->rect().height();
-    if (!plot->legend->visible() || top <= 0 || axisHeight <= 0) return;
-    // The legend's bottom edge (it is inset with a margin below the axis top), and a gap of 6 px.
-    const double legendShare = (plot->legend->outerRect().bottom() - plot->axisRect()->top() + 6) / axisHeight;
-    const double upper = top / std::max(0.2, 1.0 - legendShare);
-    if (std::abs(upper - plot->yAxis->range().upper) <= 1e-9 * upper) return;
-    plot->yAxis->setRangeUpper(upper);
-    // The layout already placed the ticks for the old range: place them again for this one.
-    plot->axisRect()->update(QCPLayoutElement::upPreparation);
-  });
+// Raises a stacked-bar chart's value axis so the legend, inset at the top, ends above the highest
+// bar (`barTop`, in axis units; 0: nothing to keep clear). Called after every layout, where the
+// legend's height in pixels is known, so it holds at any chart size (a fixed headroom factor left
+// the legend over the bars in a short chart, or wasted a tall one).
+void raiseValueAxisAboveLegend(QCustomPlot* plot, double barTop) {
+  const double axisHeight = plot->axisRect()->rect().height();
+  if (!plot->legend->visible() || barTop <= 0 || axisHeight <= 0) return;
+  // The legend's bottom edge (it is inset with a margin below the axis top), and a gap of 6 px.
+  const double legendShare = (plot->legend->outerRect().bottom() - plot->axisRect()->top() + 6) / axisHeight;
+  const double upper = barTop / std::max(0.2, 1.0 - legendShare);
+  if (std::abs(upper - plot->yAxis->range().upper) <= 1e-9 * upper) return;
+  plot->yAxis->setRangeUpper(upper);
+  // The layout already placed the ticks for the old range: place them again for this one.
+  plot->axisRect()->update(QCPLayoutElement::upPreparation);
 }
 
 }  // namespace
@@ -135,6 +129,8 @@ CompareCharts::CompareCharts(QWidget* parent) : QWidget(parent) {
     auto* heading = new QCPTextElement(plot, title(static_cast<Chart>(i)), QFont(font().family(), font().pointSize(), QFont::Bold));
     plot->plotLayout()->addElement(0, 0, heading);
     plots_[static_cast<size_t>(i)] = plot;
+    connect(plot, &QCustomPlot::afterLayout, this,
+            [this, plot, i] { raiseValueAxisAboveLegend(plot, barTop_[static_cast<size_t>(i)]); });
   }
   arrange(3);
   applyTheme();
@@ -178,6 +174,7 @@ void CompareCharts::applyTheme() {
 
 void CompareCharts::clear() {
   hasResult_ = false;
+  barTop_.fill(0);
   for (QCustomPlot* p : plots_) {
     p->clearPlottables();
     p->legend->setVisible(false);
@@ -248,7 +245,7 @@ void CompareCharts::showResult(const CompareResult& r) {
     p->rescaleAxes();
     p->xAxis->setRange(0.4, 3.6);
     p->yAxis->setRangeLower(0);
-    keepLegendAboveBars(p, p->yAxis->range().upper);
+    barTop_[StepTime] = p->yAxis->range().upper;
   }
   // Memory per device by kind, stacked: DataParallel's bar left of each device, DDP's right, the
   // parts the engine's snapshots report at the device's fullest stage boundary, and on top what
@@ -296,7 +293,7 @@ void CompareCharts::showResult(const CompareResult& r) {
     p->rescaleAxes();
     p->xAxis->setRange(-0.6, W - 0.4);
     p->yAxis->setRangeLower(0);
-    keepLegendAboveBars(p, p->yAxis->range().upper);
+    barTop_[Memory] = p->yAxis->range().upper;
   }
   // Bytes per step, one bar per transfer, coloured by mode.
   {

@@ -49,6 +49,8 @@ class CompareCharts : public QWidget {
  private:
   void style(QCustomPlot* plot);
   std::array<QCustomPlot*, kChartCount> plots_{};
+  // Per chart: its highest stacked bar, kept below the legend (0: none).
+  std::array<double, kChartCount> barTop_{};
   void arrange(int columns);
   int columns_ = 0;
   bool hasResult_ = false;

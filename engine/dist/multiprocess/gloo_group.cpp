@@ -2,11 +2,11 @@
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
-#include <gloo/math.h>
 #include <gloo/allreduce_ring_chunked.h>
-#include <gloo/broadcast_one_to_all.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
+#include <gloo/broadcast_one_to_all.h>
+#include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
@@ -28,8 +28,9 @@
 namespace dpv::dist {
 namespace {
 
-// All-reduces (but large ones among three ranks or more, see kAsyncAllreduceMinBytes) run on a second Gloo context whose pairs are in Gloo's synchronous mode: the thread
-// that makes the collective reads its own socket (a blocking recv) instead of waiting for Gloo's
+// All-reduces (but large ones among three ranks or more, see kAsyncAllreduceMinBytes) run on a
+// second Gloo context whose pairs are in Gloo's synchronous mode: the thread that makes the
+// collective reads its own socket (a blocking recv) instead of waiting for Gloo's
 // event-loop thread to read it and wake it. Gloo's asynchronous path (gloo::allreduce, the one
 // PyTorch uses) costs two thread hand-offs per received segment, and its loop thread spins on
 // epoll while the caller holds the pair's lock; on a busy 2-core machine a 4 KiB all-reduce took
@@ -66,8 +67,9 @@ constexpr size_t kSyncBroadcastMaxBytes = 256 * 1024;
 constexpr size_t kSyncCollectiveCacheSize = 16;
 
 // A Gloo algorithm object (Gloo's older API, the one that runs on synchronous pairs) over a
-// staging buffer owned here, for messages of at most one piece. It registers its buffers with the peers once and is reused; it works
-// on its own staging buffer, not the caller's tensor, so whether a call finds one ready depends
+// staging buffer owned here, for messages of at most one piece. It registers its buffers with the
+// peers once and is reused; it works on its own staging buffer, not the caller's tensor, so
+// whether a call finds one ready depends
 // only on what every rank passes alike (the collective, dtype, numel, root), and every rank
 // creates the same objects in the same order (Gloo pairs them by creation order).
 class SyncCollective {
@@ -119,23 +121,15 @@ class GlooGroup final : public ProcessGroup {
     check_host(buf, "all_reduce");
     return run("all_reduce", buf.nbytes(), [&] {
       if (size() == 1 || buf.numel() == 0) return;
-      if (size() >= kAsyncAllreduceMinRanks && buf.nbytes() >= kAsyncAllreduceMinBytes) {
-        switch (buf.dtype()) {
-          case DType::Float32: all_reduce_async(buf.data<float>(), buf.numel()); break;
-          case DType::Float64: all_reduce_async(buf.data<double>(), buf.numel()); break;
-          case DType::Int64: all_reduce_async(buf.data<int64_t>(), buf.numel()); break;
-        }
-        return;
-      }
-      std::lock_guard<std::mutex> lock(sync_mutex_);  // a synchronous pair serves one thread at a time
       if (buf.nbytes() <= kSyncAllreducePieceBytes) {
+        std::lock_guard<std::mutex> lock(sync_mutex_);  // a synchronous pair serves one thread at a time
         sync_collective_for(SyncKind::AllReduce, buf.dtype(), buf.numel(), 0).run(buf.raw());
         return;
       }
       switch (buf.dtype()) {
-        case DType::Float32: all_reduce_in_place(buf.data<float>(), buf.numel()); break;
-        case DType::Float64: all_reduce_in_place(buf.data<double>(), buf.numel()); break;
-        case DType::Int64: all_reduce_in_place(buf.data<int64_t>(), buf.numel()); break;
+        case DType::Float32: all_reduce_large(buf.data<float>(), buf.numel()); break;
+        case DType::Float64: all_reduce_large(buf.data<double>(), buf.numel()); break;
+        case DType::Int64: all_reduce_large(buf.data<int64_t>(), buf.numel()); break;
       }
     });
   }
@@ -203,12 +197,19 @@ class GlooGroup final : public ProcessGroup {
 
   uint32_t next_tag() { return tag_++; }
 
-  // Gloo's chunked ring on the synchronous pairs, piece by piece over data itself. Every rank makes
-  // the same rings in the same order, so their slots match; a ring's buffers are registered before
-  // it runs, and this thread reads its sockets only inside run(), which reads exactly the messages
-  // the peers' same ring sends, so a message never arrives for a ring not yet made.
+  // An all-reduce of more than one piece, in place over data: Gloo's asynchronous ring from
+  // kAsyncAllreduceMinBytes among kAsyncAllreduceMinRanks or more, else Gloo's chunked ring on the
+  // synchronous pairs, piece by piece. Every rank makes the same rings in the same order, so their
+  // slots match; a ring's buffers are registered before it runs, and this thread reads its sockets
+  // only inside run(), which reads exactly the messages the peers' same ring sends, so a message
+  // never arrives for a ring not yet made.
   template <typename T>
-  void all_reduce_in_place(T* data, int64_t numel) {  // data: [numel]
+  void all_reduce_large(T* data, int64_t numel) {  // data: [numel]
+    if (size() >= kAsyncAllreduceMinRanks && static_cast<size_t>(numel) * sizeof(T) >= kAsyncAllreduceMinBytes) {
+      all_reduce_async(data, numel);
+      return;
+    }
+    std::lock_guard<std::mutex> lock(sync_mutex_);  // a synchronous pair serves one thread at a time
     const int64_t piece = static_cast<int64_t>(kSyncAllreducePieceBytes / sizeof(T));
     for (int64_t first = 0; first < numel; first += piece) {
       const int n = static_cast<int>(std::min(piece, numel - first));
