@@ -6,7 +6,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config ccache clang libclang-rt-14-dev
-  libopenblas-dev libgloo-dev libdnnl-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
+  libopenblas-dev libgloo-dev libdnnl-dev ocl-icd-opencl-dev libomp-14-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
   qt6-base-dev qt6-base-dev-tools libqt6svg6-dev libqcustomplot-dev
   xvfb xauth fonts-dejavu-core desktop-file-utils appstream iproute2
   python3-torch python3-numpy
