@@ -34,7 +34,7 @@ namespace {
 // event-loop thread to read it and wake it. Gloo's asynchronous path (gloo::allreduce, the one
 // PyTorch uses) costs two thread hand-offs per received segment, and its loop thread spins on
 // epoll while the caller holds the pair's lock; on a busy 2-core machine a 4 KiB all-reduce took
-// 0.5-10 ms that way, against 50-300 us synchronously (README, Speed).
+// 0.5-10 ms that way, against 50-300 us synchronously (docs/performance.md).
 // A synchronous send blocks until the data fits in the sockets' buffers, and every rank sends
 // before it receives, so a message is cut into pieces of at most kSyncAllreducePieceBytes: one
 // piece's ring keeps at most two chunks of bytes/(2W) in flight per socket, which fits in the
