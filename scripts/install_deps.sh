@@ -1,16 +1,35 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages dpviz needs, only those missing. Run as root (or with sudo).
-# The CUDA toolkit is not a Debian package here: when it is installed under /usr/local/cuda the
-# build picks it up; without it the CPU engine and the app still build.
+#   install_deps.sh run    what building and running dpv and the app needs (scripts/run.sh)
+#   install_deps.sh test   that and what the tests need (scripts/test.sh; the default)
+# Each package is here because a find_package, a test or a script needs it, checked on a bare
+# Debian 12 root (debootstrap minbase), with --no-install-recommends: a package that is only a
+# Recommends of another must be named. The CUDA toolkit is not a Debian package: when it is
+# installed under /usr/local/cuda the build picks it up; without it the CPU engine and the app
+# still build.
 set -euo pipefail
+purpose="${1:-test}"
 
-PACKAGES=(
-  build-essential cmake ninja-build pkg-config ccache clang libclang-rt-14-dev
-  libopenblas-dev libgloo-dev libdnnl-dev ocl-icd-opencl-dev libomp-14-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
+RUN_PACKAGES=(
+  build-essential cmake ninja-build pkg-config ccache
+  libopenblas-dev nlohmann-json3-dev libcli11-dev
+  libgloo-dev                     # the CPU process group of `dpv launch`
+  libdnnl-dev ocl-icd-opencl-dev  # oneDNN; its CMake config asks for OpenCL (only a Recommends)
+  libgtest-dev libgmock-dev       # the release preset configures the tests too
   qt6-base-dev qt6-base-dev-tools libqt6svg6-dev libqcustomplot-dev
-  xvfb xauth fonts-dejavu-core desktop-file-utils appstream iproute2
-  python3-torch python3-numpy
+  qt6-qpa-plugins fonts-dejavu-core  # the app's window plugins (xcb, wayland) and a font
 )
+TEST_PACKAGES=(
+  clang libclang-rt-14-dev libomp-14-dev  # libFuzzer harnesses; clang's omp.h for oneDNN's users
+  python3-torch python3-numpy             # the live comparisons with PyTorch 1.13
+  iproute2                                # `ip netns`: the launch test across two network namespaces
+  desktop-file-utils appstream            # the install test validates the desktop entry and metadata
+)
+case "$purpose" in
+  run) PACKAGES=("${RUN_PACKAGES[@]}") ;;
+  test) PACKAGES=("${RUN_PACKAGES[@]}" "${TEST_PACKAGES[@]}") ;;
+  *) echo "install_deps.sh: unknown purpose '$purpose' (use run or test)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -18,7 +37,7 @@ for p in "${PACKAGES[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "dpviz: all ${#PACKAGES[@]} Debian packages are installed"
+  echo "dpviz: all ${#PACKAGES[@]} Debian packages for '$purpose' are installed"
   exit 0
 fi
 

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/stage.sh
 stage "installing the Debian packages dpviz needs (only those missing)"
-bash scripts/install_deps.sh
+bash scripts/install_deps.sh run
 stage "building dpv and the app (build/release)"
 cmake --preset release >/dev/null
 targets=(dpv)

@@ -10,7 +10,7 @@ source scripts/stage.sh
 export QT_QPA_PLATFORM=offscreen
 jobs="${DPV_JOBS:-$(nproc)}"
 stage "installing the Debian packages dpviz needs (only those missing)"
-bash scripts/install_deps.sh
+bash scripts/install_deps.sh test
 stage "building everything (build/release)"
 bash scripts/build.sh
 
