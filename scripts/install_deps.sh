@@ -16,7 +16,7 @@ RUN_PACKAGES=(
   libgloo-dev                     # the CPU process group of `dpv launch`
   libdnnl-dev ocl-icd-opencl-dev  # oneDNN; its CMake config asks for OpenCL (only a Recommends)
   libgtest-dev libgmock-dev       # the release preset configures the tests too
-  qt6-base-dev qt6-base-dev-tools libqt6svg6-dev libqcustomplot-dev
+  qt6-base-dev qt6-base-dev-tools qt6-svg-dev libqcustomplot-dev
   qt6-qpa-plugins fonts-dejavu-core  # the app's window plugins (xcb, wayland) and a font
 )
 TEST_PACKAGES=(
