@@ -1,6 +1,8 @@
 // `dpv step --ddp`: the output contract (names, shapes, dtypes, the ddp.buckets metadata), options
 // that only DDP has refused without --ddp, and PyTorch's errors.
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -74,4 +76,17 @@ TEST_F(DdpStepCli, OneSampleBatchNormShardFailsAsInPyTorch) {
   RunResult r = run_dpv({"step", "--ddp", "--model", model, "--batch", batch, "--devices", "cpu:4", "--out", out});
   expect_error(r, {"ValueError: Expected more than 1 value per channel when training, got input size torch.Size([1, 16])"},
                out);
+}
+
+TEST_F(DdpStepCli, DevicesIsRequiredOutsideALaunchedJob) {
+  const std::string model = write_text("model.json", bn_mlp_json());
+  const std::string batch = write_batch("batch.safetensors", {8, 2}, DType::Float32, 3);
+  for (const bool ddp : {false, true}) {
+    std::vector<std::string> args{"step", "--model", model, "--batch", batch, "--out", path("o.safetensors")};
+    if (ddp) args.push_back("--ddp");
+    RunResult r = run_dpv(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("--devices is required"), std::string::npos) << r.err;
+    EXPECT_FALSE(exists(path("o.safetensors")));
+  }
 }
