@@ -174,6 +174,39 @@ TEST_F(LaunchDdp, WithoutDevicesWritesWhatTheMatchingDevicesWrites) {
   EXPECT_EQ(metadata_of(without), metadata_of(with));
 }
 
+// One launched rank with --sync-bn writes the global statistics too (the rank's own), as the
+// in-process rank does; with --devices cpu:1 or without it.
+TEST_F(LaunchDdp, SyncBnOnOneLaunchedRankWritesTheRanksStatisticsAsGlobal) {
+  const std::string model = write_text("model.json", bn_mlp_json());
+  const std::string batch = write_batch("batch.safetensors", {10, 2}, DType::Float32, 3);
+  const std::vector<std::string> step{"step", "--ddp", "--sync-bn", "--model", model, "--batch", batch, "--steps", "2"};
+  auto with = [&step](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = step;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  const std::string threads = path("threads.safetensors");
+  RunResult r = run_dpv(with({"--devices", "cpu:1", "--out", threads}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const bool devices : {true, false}) {
+    SCOPED_TRACE(devices ? "--devices cpu:1" : "no --devices");
+    const std::string procs = path(devices ? "procs.safetensors" : "procs-nodevices.safetensors");
+    std::vector<std::string> worker = with({"--out", procs});
+    if (devices) worker.insert(worker.end(), {"--devices", "cpu:1"});
+    r = run_dpv(launched(1, worker));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const TensorMap t = load_safetensors(procs);
+    for (const std::string stat : {"stats/1/global/mean", "stats/1/global/var", "stats/4/global/mean",
+                                   "stats/4/global/var"}) {
+      ASSERT_TRUE(t.contains(stat)) << stat;
+      std::string dev0 = stat;
+      dev0.replace(dev0.find("global"), 6, "dev0");
+      EXPECT_EQ(t.at(stat).to_doubles(), t.at(dev0).to_doubles()) << stat;
+    }
+    expect_close(procs, threads, 1e-6, 1e-7, "one launched rank vs one in-process rank");
+  }
+}
+
 TEST_F(LaunchDdp, AModelThatDiffersAcrossRanksIsPyTorchsError) {
   // Two "nodes" of one rank each, started with different model files: as two machines whose
   // copies of the model spec differ.
