@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/ddp_launched.h"
 #include "cli/int_options.h"
 #include "cli/step_inputs.h"
 #include "cli/validators.h"
@@ -82,7 +83,9 @@ void add_step_command(CLI::App& app, Action& run) {
   sub->add_option("--model", o->model, "Model spec (JSON)")->required();
   sub->add_option("--state", o->state, "Initial state dict (safetensors); default: initialised from --seed");
   sub->add_option("--batch", o->batch, "Batch (safetensors with 'input' and int64 'target')")->required();
-  sub->add_option("--devices", o->devices, "Device spec: cpu:K, cuda, cuda:0,1, cuda:0xK")->required();
+  auto* devices = sub->add_option("--devices", o->devices,
+                                  "Device spec: cpu:K, cuda, cuda:0,1, cuda:0xK (required, except for --ddp under "
+                                  "`dpv launch`: each rank's own device)");
   sub->add_flag("--sync-bn", o->sync_bn, "BatchNorm layers use the statistics of the whole batch (DDP + SyncBatchNorm)");
   sub->add_option("--lr", o->lr, "SGD learning rate")->capture_default_str()->check(at_least(0));
   sub->add_option("--momentum", o->momentum, "SGD momentum")->capture_default_str()->check(at_least(0));
@@ -100,7 +103,13 @@ void add_step_command(CLI::App& app, Action& run) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber)
       ->needs(ddp);
-  sub->callback([o, &run] { run = [o] { o->ddp ? run_step_ddp(*o) : run_step(*o); }; });
+  sub->callback([o, devices, &run] {
+    o->devices_given = devices->count() > 0;
+    // A launched DDP rank's device is fixed by the launcher (cli/ddp_launched.h); elsewhere
+    // --devices is required, a command-line error like any missing option.
+    if (!o->devices_given && !(o->ddp && launched_rank())) throw CLI::RequiredError("--devices");
+    run = [o] { o->ddp ? run_step_ddp(*o) : run_step(*o); };
+  });
 }
 
 }  // namespace dpv::cli

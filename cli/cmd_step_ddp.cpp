@@ -39,7 +39,7 @@ void run_step_ddp(const StepOptions& o) {
   }
   const auto results = trainer.results();
   DdpStepOutput out = ddp_step_output(results, dtype);
-  add_step_ddp_metadata(out, o);
+  add_step_ddp_metadata(out, o, o.devices);
   save_safetensors(o.out, out.tensors, out.metadata);
   std::cout << "dpv step --ddp: " << o.steps << " iteration" << (o.steps == 1 ? "" : "s") << " on " << o.devices
             << " (" << trainer.world_size() << " ranks, shards " << list_str(shard_sizes) << ", "

@@ -27,6 +27,7 @@ namespace {
 
 struct TrainCliOptions {
   std::string preset = "mlp-bn", model_file, devices = "cpu:1", data = "auto";
+  bool devices_given = false;  // without --devices, a launched DDP rank takes the launcher's device
   std::string trace, idx_images, idx_labels;
   int64_t steps = 200, batch = 0, samples = 0;
   int trace_steps = 5;
@@ -86,6 +87,7 @@ void run_train(const TrainCliOptions& o) {
     in.batch = batch;
     in.steps = o.steps;
     in.devices = o.devices;
+    in.devices_given = o.devices_given;
     in.options.lr = o.lr;
     in.options.momentum = o.momentum;
     in.options.weight_decay = o.weight_decay;
@@ -155,7 +157,10 @@ void add_train_command(CLI::App& app, Action& run) {
   for (const auto& p : preset_names()) presets += (presets.empty() ? "" : ", ") + p;
   auto* preset = sub->add_option("--preset", o->preset, "Model preset: " + presets)->capture_default_str();
   sub->add_option("--model", o->model_file, "Model spec (JSON) instead of a preset")->excludes(preset);
-  sub->add_option("--devices", o->devices, "Device spec: cpu:K, cuda, cuda:0,1, cuda:0xK")->capture_default_str();
+  auto* devices = sub->add_option("--devices", o->devices,
+                                  "Device spec: cpu:K, cuda, cuda:0,1, cuda:0xK (for --ddp under `dpv launch`, "
+                                  "default: each rank's own device)")
+                      ->capture_default_str();
   sub->add_option("--steps", o->steps, "Training iterations")->capture_default_str()->transform(integer_in<int64_t>(1));
   sub->add_option("--batch", o->batch, "Batch size (default: the preset's)")->transform(integer_in<int64_t>(1));
   sub->add_flag("--ddp", o->ddp, "DistributedDataParallel: one rank per device, or per process under `dpv launch`");
@@ -170,7 +175,10 @@ void add_train_command(CLI::App& app, Action& run) {
   sub->add_option("--idx-labels", o->idx_labels, "MNIST IDX label file (e.g. train-labels-idx1-ubyte)");
   sub->add_option("--trace", o->trace, "Write a Chrome trace (JSON) of the first --trace-steps iterations");
   sub->add_option("--trace-steps", o->trace_steps, "Iterations recorded in the trace")->capture_default_str()->transform(integer_in<int>(1));
-  sub->callback([o, &run] { run = [o] { run_train(*o); }; });
+  sub->callback([o, devices, &run] {
+    o->devices_given = devices->count() > 0;
+    run = [o] { run_train(*o); };
+  });
 }
 
 }  // namespace dpv::cli

@@ -1,6 +1,8 @@
 #include "cli/ddp_launched.h"
 
 #include <iostream>
+#include <numeric>
+#include <vector>
 
 #include "cli/format.h"
 #include "cli/step_inputs.h"
@@ -28,30 +30,60 @@ DdpOptions step_ddp_options(const StepOptions& o) {
   return options;
 }
 
-void add_step_ddp_metadata(DdpStepOutput& out, const StepOptions& o) {
+void add_step_ddp_metadata(DdpStepOutput& out, const StepOptions& o, const std::string& devices) {
   out.metadata["producer"] = "dpv step --ddp";
-  out.metadata["devices"] = o.devices;
+  out.metadata["devices"] = devices;
   out.metadata["steps"] = std::to_string(o.steps);
   out.metadata["sync_bn"] = o.sync_bn ? "true" : "false";
   out.metadata["broadcast_buffers"] = o.no_broadcast_buffers ? "false" : "true";
 }
 
-LaunchedRank join_launched_job(const std::string& devices_spec) {
+namespace {
+
+// The --devices a launched job stands for, as the in-process run would name it: cpu:W with Gloo,
+// cuda (a GPU per rank) with NCCL.
+std::string job_devices(const dist::RankEnv& env, const std::string& backend) {
+  return backend == "nccl" ? "cuda" : "cpu:" + std::to_string(env.world_size);
+}
+
+// A --devices given to a launched rank must name what the launcher already fixed: the world size,
+// and each rank's device (cpu, or cuda:LOCAL_RANK with NCCL).
+void check_devices_match_job(const std::string& given, const dist::RankEnv& env, const std::string& backend) {
+  const DeviceSpec spec = parse_device_spec(given);  // a malformed spec is its own ValueError
+  const std::string or_leave_out = ", or leave --devices out: under a launcher each rank takes its own device";
+  if (backend == "nccl") {
+    check(spec.kind == DeviceKind::Cuda,
+          "--devices " + given + " names CPU devices, but the job runs with --backend nccl (one GPU per rank): "
+          "use --devices cuda, or --backend gloo for CPU ranks" + or_leave_out, "ValueError");
+    std::vector<int> local(static_cast<size_t>(env.local_world_size));
+    std::iota(local.begin(), local.end(), 0);
+    std::string listed = "cuda:";
+    for (int g : local) listed.append(g ? "," : "").append(std::to_string(g));
+    check(!spec.is_virtual && (spec.gpus.empty() || spec.gpus == local),
+          "--devices " + given + " does not match the launched job: with --backend nccl each rank owns one whole GPU, "
+          "cuda:LOCAL_RANK, so the " + std::to_string(env.local_world_size) + " ranks on this node use " + listed +
+              ": give --devices cuda or " + listed + or_leave_out, "ValueError");
+    return;
+  }
+  const std::string world = std::to_string(env.world_size);
+  check(spec.kind == DeviceKind::Cpu && spec.count == env.world_size,
+        "--devices " + given + " does not match the launched job: with --backend gloo each of the " + world +
+            " ranks owns one CPU device, so give --devices cpu:" + world +
+            " (the same command then runs in-process with the same result)" + or_leave_out, "ValueError");
+}
+
+}  // namespace
+
+LaunchedRank join_launched_job(const std::optional<std::string>& devices_spec) {
   LaunchedRank lr;
   const dist::EnvLookup lookup = dist::environment_lookup();
   const dist::RankEnv env = dist::read_rank_env(lookup);
   const dist::DistOptions options = dist::read_dist_options(lookup);
-  const std::string world = std::to_string(env.world_size);
-  if (options.backend == "nccl") {
-    check(devices_spec.rfind("cuda", 0) == 0,
-          "--devices " + devices_spec + " names CPU devices, but the job runs with --backend nccl (one GPU per rank): "
-          "use --devices cuda, or --backend gloo for CPU ranks", "ValueError");
+  if (devices_spec) {
+    check_devices_match_job(*devices_spec, env, options.backend);
+    lr.devices_spec = *devices_spec;
   } else {
-    check(devices_spec == "cpu:" + world,
-          "--devices " + devices_spec + " does not match the launched job: with --backend gloo each of the " + world +
-              " ranks owns one CPU device, so give --devices cpu:" + world +
-              " (the same command then runs in-process with the same result)",
-          "ValueError");
+    lr.devices_spec = job_devices(env, options.backend);
   }
   lr.session = dist::init_process_group(env, options);
   if (options.backend == "nccl") {
@@ -66,7 +98,7 @@ LaunchedRank join_launched_job(const std::string& devices_spec) {
 }
 
 void run_step_ddp_launched(const StepOptions& o) {
-  LaunchedRank lr = join_launched_job(o.devices);
+  LaunchedRank lr = join_launched_job(o.devices_given ? std::optional(o.devices) : std::nullopt);
   ProcessGroup& group = lr.session->group();
   Model model(load_model_spec(o.model));
   const DType dtype = model.dtype();
@@ -82,12 +114,12 @@ void run_step_ddp_launched(const StepOptions& o) {
     for (size_t r = 0; r < all.size(); ++r)
       results.push_back(decode_rank_result(all[r], "rank " + std::to_string(r) + "'s result"));
     DdpStepOutput out = ddp_step_output(results, dtype);
-    add_step_ddp_metadata(out, o);
+    add_step_ddp_metadata(out, o, lr.devices_spec);
     out.metadata["launched"] = std::to_string(lr.world_size()) + " processes, " + group.backend();
     save_safetensors(o.out, out.tensors, out.metadata);
     std::vector<int64_t> shard_sizes;
     for (const DdpRankResult& r : results) shard_sizes.push_back(r.output.defined() ? r.output.dim(0) : 0);
-    std::cout << "dpv step --ddp: " << o.steps << " iteration" << (o.steps == 1 ? "" : "s") << " on " << o.devices
+    std::cout << "dpv step --ddp: " << o.steps << " iteration" << (o.steps == 1 ? "" : "s") << " on " << lr.devices_spec
               << " (" << lr.world_size() << " launched processes over " << group.backend() << ", shards "
               << list_str(shard_sizes) << ", " << results[0].buckets.size() << " bucket"
               << (results[0].buckets.size() == 1 ? "" : "s") << "), loss "

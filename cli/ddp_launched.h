@@ -5,6 +5,7 @@
 // device (cpu, or cuda:LOCAL_RANK), runs the same per-rank DDP code the in-process ranks run
 // (engine/ddp/ddp_rank.h), and rank 0 gathers what the output names through the group.
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/ddp/ddp_output.h"
@@ -20,21 +21,24 @@ struct StepOptions;
 bool launched_rank();
 
 // This rank's membership and device. `devices_spec` is the job's --devices as the in-process run
-// would name it (cpu:W, or a CUDA spec with --backend nccl); it must agree with the job.
+// would name it (cpu:W, or a CUDA spec with --backend nccl), or nullopt when --devices was not
+// given: the launcher already fixed the world size and each rank's device. A given spec that disagrees
+// with the job (cpu:3 for 2 ranks, virtual GPUs) is a ValueError that says what to give instead.
 struct LaunchedRank {
   std::unique_ptr<dist::DistSession> session;
+  std::string devices_spec;             // the given --devices, else the job's own: cpu:W (Gloo), cuda (NCCL)
   std::shared_ptr<DeviceSet> devices;   // this rank's one device
   std::shared_ptr<Device> device;
   std::shared_ptr<Device> comm_device;  // where the group's tensors live: null (host) for Gloo
   int rank() const { return session->env().rank; }
   int world_size() const { return session->env().world_size; }
 };
-LaunchedRank join_launched_job(const std::string& devices_spec);
+LaunchedRank join_launched_job(const std::optional<std::string>& devices_spec);
 
 // What `dpv step --ddp`'s options ask of DDP, and the metadata its output records: the same for
 // in-process ranks (cmd_step_ddp.cpp) and launched ones.
 DdpOptions step_ddp_options(const StepOptions& o);
-void add_step_ddp_metadata(DdpStepOutput& out, const StepOptions& o);
+void add_step_ddp_metadata(DdpStepOutput& out, const StepOptions& o, const std::string& devices);
 
 // `dpv step --ddp` as one launched rank; rank 0 writes --out (atomically) and prints the summary.
 void run_step_ddp_launched(const StepOptions& o);

@@ -11,6 +11,7 @@ namespace dpv::cli {
 
 struct StepOptions {
   std::string model, state, batch, devices, out;
+  bool devices_given = false;  // --devices was on the command line (a launched DDP rank may go without)
   bool sync_bn = false;
   double lr = 0.01, momentum = 0.0, weight_decay = 0.0;
   int steps = 1;

@@ -125,7 +125,7 @@ void run_traced_iteration(DdpRank& ddp, const std::function<double()>& clock, Tr
 }
 
 void run_launched(const TrainDdpInputs& in) {
-  LaunchedRank lr = join_launched_job(in.devices);
+  LaunchedRank lr = join_launched_job(in.devices_given ? std::optional(in.devices) : std::nullopt);
   ProcessGroup& group = lr.session->group();
   const int rank = lr.rank(), world = lr.world_size();
   const bool rank0 = rank == 0;

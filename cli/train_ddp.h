@@ -19,6 +19,7 @@ struct TrainDdpInputs {
   Dataset data;
   int64_t batch = 0, steps = 0;
   std::string devices;
+  bool devices_given = true;  // false: a launched rank takes the launcher's device (cli/ddp_launched.h)
   DdpOptions options;
   uint64_t seed = 0;
   std::string trace;

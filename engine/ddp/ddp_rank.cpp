@@ -204,6 +204,8 @@ std::vector<CollectiveReport> DdpRank::forward_layer(int layer) {
   std::vector<CollectiveReport> reports;
   Layer& l = model_.layer(layer);
   LayerRun run = layer_run(layer);
+  // SyncBatchNorm synchronises only across two or more ranks (PyTorch's need_sync): on one rank it
+  // runs as BatchNorm.
   if (l.is_batchnorm() && options_.sync_bn && world_size() > 1) {
     BatchNormStats local, global;
     flow_ = sync_bn_forward(static_cast<const BatchNorm&>(l), run, flow_, group_, comm_, reports, local, global);
@@ -217,6 +219,13 @@ std::vector<CollectiveReport> DdpRank::forward_layer(int layer) {
     if (l.is_batchnorm()) {
       const LayerCache& c = run.cache;
       bn_stats_.push_back({layer, rank(), c.aux.to_doubles(), c.var_b.to_doubles(), c.count});
+      // With nothing to merge, the whole batch's statistics are this rank's own; they are reported
+      // as global like any synchronised run reports them (as DataParallel does on one replica).
+      if (options_.sync_bn) {
+        BatchNormStats global = bn_stats_.back();
+        global.device = -1;
+        bn_stats_.push_back(std::move(global));
+      }
     }
   }
   if (layer == model_.num_layers() - 1) output_ = flow_;

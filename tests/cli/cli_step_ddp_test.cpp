@@ -1,6 +1,8 @@
 // `dpv step --ddp`: the output contract (names, shapes, dtypes, the ddp.buckets metadata), options
 // that only DDP has refused without --ddp, and PyTorch's errors.
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -74,4 +76,45 @@ TEST_F(DdpStepCli, OneSampleBatchNormShardFailsAsInPyTorch) {
   RunResult r = run_dpv({"step", "--ddp", "--model", model, "--batch", batch, "--devices", "cpu:4", "--out", out});
   expect_error(r, {"ValueError: Expected more than 1 value per channel when training, got input size torch.Size([1, 16])"},
                out);
+}
+
+// SyncBatchNorm on one rank has nothing to merge (PyTorch normalises as BatchNorm there), yet the
+// output promises the global statistics with --sync-bn: the rank's own, the whole batch's, as
+// DataParallel on one device writes them.
+TEST_F(DdpStepCli, SyncBnOnOneRankWritesTheRanksStatisticsAsGlobal) {
+  const std::string model = write_text("model.json", bn_mlp_json());
+  const std::string batch = write_batch("batch.safetensors", {10, 2}, DType::Float32, 3);
+  const std::string ddp = path("ddp.safetensors"), dp = path("dp.safetensors");
+  RunResult r = run_dpv({"step", "--ddp", "--sync-bn", "--model", model, "--batch", batch, "--devices", "cpu:1",
+                         "--steps", "2", "--out", ddp});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_dpv({"step", "--sync-bn", "--model", model, "--batch", batch, "--devices", "cpu:1", "--steps", "2",
+               "--out", dp});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const TensorMap t = load_safetensors(ddp), single = load_safetensors(dp);
+  for (const std::string layer : {"1", "4"}) {
+    for (const std::string what : {"mean", "var"}) {
+      const std::string global = "stats/" + layer + "/global/" + what, dev0 = "stats/" + layer + "/dev0/" + what;
+      ASSERT_TRUE(t.contains(global)) << global;
+      EXPECT_EQ(t.at(global).shape(), Shape{16});
+      EXPECT_EQ(t.at(global).dtype(), DType::Float32);
+      EXPECT_EQ(t.at(global).to_doubles(), t.at(dev0).to_doubles()) << global;
+      // The whole batch's statistics: what DataParallel on one device reports.
+      EXPECT_EQ(t.at(global).to_doubles(), single.at(global).to_doubles()) << global;
+    }
+  }
+  EXPECT_FALSE(t.contains("stats/1/dev1/mean"));
+}
+
+TEST_F(DdpStepCli, DevicesIsRequiredOutsideALaunchedJob) {
+  const std::string model = write_text("model.json", bn_mlp_json());
+  const std::string batch = write_batch("batch.safetensors", {8, 2}, DType::Float32, 3);
+  for (const bool ddp : {false, true}) {
+    std::vector<std::string> args{"step", "--model", model, "--batch", batch, "--out", path("o.safetensors")};
+    if (ddp) args.push_back("--ddp");
+    RunResult r = run_dpv(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("--devices is required"), std::string::npos) << r.err;
+    EXPECT_FALSE(exists(path("o.safetensors")));
+  }
 }

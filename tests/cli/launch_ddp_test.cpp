@@ -2,6 +2,7 @@
 // same file as the in-process `dpv step --ddp --devices cpu:W` (within float tolerance: Gloo's ring
 // adds the ranks' gradients in another order) and as real PyTorch DDP over Gloo (the fixtures in
 // tests/fixtures/ddp); a model that differs across ranks fails with PyTorch's message.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -106,16 +107,104 @@ TEST_F(LaunchDdp, ProcessesMatchInProcessRanksAndPyTorch) {
   EXPECT_GE(cases, 3) << "the DDP fixtures with 2 or more ranks";
 }
 
+// `dpv launch --nproc-per-node K [launch options] -- worker...` on a free port.
+std::vector<std::string> launched(int nproc, const std::vector<std::string>& worker,
+                                  const std::vector<std::string>& launch_options = {}) {
+  std::vector<std::string> args{"launch", "--nproc-per-node", std::to_string(nproc), "--master-port",
+                                std::to_string(free_port()), "--timeout", "60"};
+  args.insert(args.end(), launch_options.begin(), launch_options.end());
+  args.push_back("--");
+  args.insert(args.end(), worker.begin(), worker.end());
+  return args;
+}
+
+// `args` less the option `name` and its value.
+std::vector<std::string> without_option(std::vector<std::string> args, const std::string& name) {
+  const auto at = std::find(args.begin(), args.end(), name);
+  if (at != args.end()) args.erase(at, at + 2);
+  return args;
+}
+
 TEST_F(LaunchDdp, DevicesMustMatchTheJob) {
   const std::string folder = fixtures_dir() + "/ddp/simple_cpu2";
-  Json c = read_json(folder + "/case.json");
-  c["devices"] = "cpu:3";
-  std::vector<std::string> args{"launch", "--nproc-per-node", "2", "--master-port", std::to_string(free_port()), "--"};
-  for (const std::string& a : step_args(folder, c, path("out.safetensors"))) args.push_back(a);
-  RunResult r = run_dpv(args);
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("--devices cpu:3 does not match the launched job"), std::string::npos) << r.err;
-  EXPECT_FALSE(exists(path("out.safetensors")));
+  const Json c = read_json(folder + "/case.json");
+  const std::string out = path("out.safetensors");
+  auto step_with = [&](const std::string& devices) {
+    Json with = c;
+    with["devices"] = devices;
+    return step_args(folder, with, out);
+  };
+  struct Case {
+    std::vector<std::string> worker, launch_options, needles;
+  };
+  // The NCCL cases are checked before the NCCL group is made, so a build without CUDA says the same.
+  const std::vector<Case> cases{
+      {step_with("cpu:3"), {},
+       {"ValueError: --devices cpu:3 does not match the launched job", "give --devices cpu:2", "leave --devices out"}},
+      {step_with(""), {}, {"ValueError: invalid device spec ''"}},  // given empty is not left out
+      {{"train", "--ddp", "--devices", "cpu:3", "--steps", "2", "--batch", "8"}, {},
+       {"ValueError: --devices cpu:3 does not match the launched job", "give --devices cpu:2"}},
+      {step_with("cuda:0x2"), {"--backend", "nccl"},
+       {"--devices cuda:0x2 does not match the launched job: with --backend nccl each rank owns one whole GPU, "
+        "cuda:LOCAL_RANK, so the 2 ranks on this node use cuda:0,1"}},
+      {{"train", "--ddp", "--devices", "cpu:2", "--steps", "2", "--batch", "8"}, {"--backend", "nccl"},
+       {"--devices cpu:2 names CPU devices, but the job runs with --backend nccl", "use --devices cuda"}},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(i);
+    RunResult r = run_dpv(launched(2, cases[i].worker, cases[i].launch_options));
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    for (const std::string& needle : cases[i].needles) EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+    EXPECT_FALSE(exists(out));
+  }
+}
+
+// The launcher fixes the world size and each rank's device, so --devices may be left out, as with
+// torchrun: the file is the one the matching --devices writes, metadata included.
+TEST_F(LaunchDdp, WithoutDevicesWritesWhatTheMatchingDevicesWrites) {
+  const std::string folder = fixtures_dir() + "/ddp/mlp_bn_no_broadcast_cpu2";
+  const Json c = read_json(folder + "/case.json");
+  const std::string with = path("with.safetensors"), without = path("without.safetensors");
+  RunResult r = run_dpv(launched(2, step_args(folder, c, with)));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_dpv(launched(2, without_option(step_args(folder, c, without), "--devices")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("on cpu:2 (2 launched processes over gloo"), std::string::npos) << r.out;
+  expect_close(without, with, 0, 0, "without --devices vs --devices cpu:2");
+  EXPECT_EQ(metadata_of(without), metadata_of(with));
+}
+
+// One launched rank with --sync-bn writes the global statistics too (the rank's own), as the
+// in-process rank does; with --devices cpu:1 or without it.
+TEST_F(LaunchDdp, SyncBnOnOneLaunchedRankWritesTheRanksStatisticsAsGlobal) {
+  const std::string model = write_text("model.json", bn_mlp_json());
+  const std::string batch = write_batch("batch.safetensors", {10, 2}, DType::Float32, 3);
+  const std::vector<std::string> step{"step", "--ddp", "--sync-bn", "--model", model, "--batch", batch, "--steps", "2"};
+  auto with = [&step](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = step;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  const std::string threads = path("threads.safetensors");
+  RunResult r = run_dpv(with({"--devices", "cpu:1", "--out", threads}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const bool devices : {true, false}) {
+    SCOPED_TRACE(devices ? "--devices cpu:1" : "no --devices");
+    const std::string procs = path(devices ? "procs.safetensors" : "procs-nodevices.safetensors");
+    std::vector<std::string> worker = with({"--out", procs});
+    if (devices) worker.insert(worker.end(), {"--devices", "cpu:1"});
+    r = run_dpv(launched(1, worker));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const TensorMap t = load_safetensors(procs);
+    for (const std::string stat : {"stats/1/global/mean", "stats/1/global/var", "stats/4/global/mean",
+                                   "stats/4/global/var"}) {
+      ASSERT_TRUE(t.contains(stat)) << stat;
+      std::string dev0 = stat;
+      dev0.replace(dev0.find("global"), 6, "dev0");
+      EXPECT_EQ(t.at(stat).to_doubles(), t.at(dev0).to_doubles()) << stat;
+    }
+    expect_close(procs, threads, 1e-6, 1e-7, "one launched rank vs one in-process rank");
+  }
 }
 
 TEST_F(LaunchDdp, AModelThatDiffersAcrossRanksIsPyTorchsError) {
@@ -198,6 +287,20 @@ TEST_F(LaunchDdp, TrainAsProcessesTracesEveryRankAndMatchesInProcessRanks) {
   for (const std::string& c : categories) EXPECT_TRUE(in_process_categories.count(c)) << c << " is not a DDP stage of the in-process trace";
   for (const char* c : {"broadcast_buffers", "forward", "loss", "backward", "finalize", "allreduce", "step"})
     EXPECT_TRUE(categories.count(c)) << "the launched trace has no " << c;
+}
+
+TEST_F(LaunchDdp, TrainWithoutDevicesRunsARankPerProcess) {
+  const std::vector<std::string> train{"train", "--ddp", "--preset", "mlp-bn", "--steps", "12", "--batch", "32"};
+  std::vector<std::string> in_process = train;
+  in_process.insert(in_process.end(), {"--devices", "cpu:2"});
+  RunResult r = run_dpv(in_process);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const double want = last_loss(r.out);
+  r = run_dpv(launched(2, train));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("(2 ranks, DistributedSampler shards 16 samples each)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 launched processes over gloo"), std::string::npos) << r.out;
+  EXPECT_NEAR(last_loss(r.out), want, 1e-3) << r.out;
 }
 
 }  // namespace

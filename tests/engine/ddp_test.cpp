@@ -183,6 +183,35 @@ TEST(Ddp, SyncBatchNormEqualsBatchNormOverTheUnionOfTheShards) {
     }
 }
 
+// SyncBatchNorm on one rank has nothing to merge (PyTorch's need_sync is false: it runs as
+// BatchNorm), but a synchronised run still reports global statistics: the rank's own, the whole
+// batch's, run through and stage by stage, as DataParallel on one device reports them.
+TEST(Ddp, SyncBatchNormOnOneRankReportsItsStatisticsAsGlobal) {
+  const auto spec = mlp_bn();
+  const TensorMap state = Model(spec).initial_state(8);
+  const Batch batch = random_batch(10, 4, 3, 19);
+  DdpOptions sync;
+  sync.sync_bn = true;
+  const DdpRun one = run_ddp("cpu:1", spec, state, batch, sync, 2);
+  const DdpRun plain = run_ddp("cpu:1", spec, state, batch, {}, 2);
+  expect_maps_near(one.results[0].state, plain.results[0].state, 1e-15, "one synchronised rank computes BatchNorm");
+  DdpTrainer stepped(DeviceSet::create("cpu:1"), Model(spec), state, sync);
+  DdpIteration it(stepped, batch.input, batch.target);
+  while (!it.finished()) it.step();
+  for (const auto* stats : {&one.results[0].batchnorm, &it.batchnorm_stats()}) {
+    ASSERT_EQ(stats->size(), 2u);
+    const BatchNormStats& dev0 = (*stats)[0];
+    const BatchNormStats& global = (*stats)[1];
+    EXPECT_EQ(dev0.device, 0);
+    EXPECT_EQ(global.device, -1);
+    EXPECT_EQ(global.layer, 1);
+    EXPECT_EQ(global.mean, dev0.mean);
+    EXPECT_EQ(global.var, dev0.var);
+    EXPECT_EQ(global.count, 10.0);
+  }
+  EXPECT_EQ(plain.results[0].batchnorm.size(), 1u) << "no global statistics without sync_bn";
+}
+
 TEST(Ddp, BucketsAreRebuiltInReadyOrderBeforeTheSecondForward) {
   ModelSpec spec;
   spec.layers = {linear(4, 300), bn1d(300), relu(), linear(300, 1000), relu(), linear(1000, 2)};
