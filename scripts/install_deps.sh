@@ -46,7 +46,12 @@ if [ "$(id -u)" -ne 0 ]; then
   command -v sudo >/dev/null || { echo "dpviz: need root to install: ${missing[*]}" >&2; exit 1; }
   SUDO="sudo"
 fi
-echo "dpviz: installing ${missing[*]}"
+echo "dpviz: installing ${#missing[@]} Debian packages and what they depend on: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+log=$(mktemp /tmp/dpviz-apt.XXXXXX.log)
+if ! { $SUDO apt-get update -q && $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+  tail -n 40 "$log" >&2
+  echo "dpviz: apt-get failed (whole log: $log); check the network and /etc/apt/sources.list, then run this again" >&2
+  exit 1
+fi
+echo "dpviz: $(grep -c '^Setting up ' "$log") packages installed (log: $log)"
