@@ -43,7 +43,7 @@ std::unique_ptr<DistSession> init_process_group(const RankEnv& env, const DistOp
                 " (check --node-rank on every node: each node needs its own)");
   }
   if (options.backend == "nccl") {
-    TcpStore* store = s->store_.get();
+    Store* store = s->store_.get();
     s->group_ = make_nccl_process_group(
         env.rank, env.world_size, env.local_rank, options.timeout.count(),
         [store](const std::string& key, const std::vector<char>& value) { store->set(key, value); },

@@ -29,7 +29,7 @@ class DistSession {
  public:
   const RankEnv& env() const { return env_; }
   ProcessGroup& group() { return *group_; }
-  TcpStore& store() { return *store_; }
+  Store& store() { return *store_; }
   const DistOptions& options() const { return options_; }
   // Every rank says it is done; rank 0 keeps the store up until all have (bounded by the timeout).
   void shutdown();
@@ -40,7 +40,7 @@ class DistSession {
   RankEnv env_;
   DistOptions options_;
   std::unique_ptr<TcpStoreServer> server_;  // rank 0 only
-  std::unique_ptr<TcpStore> store_;
+  std::unique_ptr<Store> store_;
   std::unique_ptr<ProcessGroup> group_;
 };
 
