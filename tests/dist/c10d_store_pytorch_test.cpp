@@ -53,8 +53,9 @@ TEST(C10dStorePyTorch, ReadsWhatPyTorchWroteAndWritesWhatItReads) {
       store.wait({"nobody/set/this"}, milliseconds(200));
       ADD_FAILURE() << "waiting for a key nobody sets returned";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("timed out after 0.2 s waiting for key 'nobody/set/this' in PyTorch's "
-                                           "TCPStore at 127.0.0.1:" + first),
+      EXPECT_NE(std::string(e.what()).find("timed out after 0.2 s waiting for key 'nobody/set/this' (stored as "
+                                           "'//worker/attempt_0/nobody/set/this') in PyTorch's TCPStore at "
+                                           "127.0.0.1:" + first),
                 std::string::npos)
           << e.what();
     }

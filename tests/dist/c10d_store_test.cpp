@@ -216,10 +216,10 @@ TEST(C10dStore, AMissingKeyTimesOutNamingItAndTheNextCallReconnects) {
   const auto start = Clock::now();
   std::string e = error_of([&] { store.get("never/set"); });
   const double waited = std::chrono::duration<double>(Clock::now() - start).count();
-  EXPECT_EQ(e, "timed out after 0.3 s waiting for key 'never/set' in torchrun's agent store at 127.0.0.1:" +
+  EXPECT_EQ(e, "timed out after 0.3 s waiting for key 'never/set' (stored as '//worker/attempt_0/never/set') in "
+               "torchrun's agent store at 127.0.0.1:" +
                    std::to_string(fake.port()) +
-                   " (keys under /worker/attempt_0/) (a rank did not arrive: did it fail or start late? raise "
-                   "DPV_TIMEOUT if the job is just slow)");
+                   " (a rank did not arrive: did it fail or start late? raise DPV_TIMEOUT if the job is just slow)");
   EXPECT_GE(waited, 0.25);
   EXPECT_LT(waited, 5.0);
   EXPECT_EQ(store.add("n", 1), 7);

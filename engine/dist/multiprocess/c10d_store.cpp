@@ -55,7 +55,6 @@ C10dStoreClient::C10dStoreClient(const std::string& host, int port, std::chrono:
                                  std::string prefix, const std::string& name)
     : host_(host), port_(port), timeout_(timeout), prefix_(std::move(prefix)) {
   where_ = name + " at " + endpoint_text(host, port);
-  if (!prefix_.empty()) where_ += " (keys under " + prefix_ + "/)";
   ensure_connected();
   // The first round trip also proves that a TCPStore answers there.
   add_wire_key(kJoinCounterKey, 1, "joining (adding 1 to '" + std::string(kJoinCounterKey) + "')");
@@ -160,9 +159,9 @@ void C10dStoreClient::wait(const std::vector<std::string>& keys, std::chrono::mi
   // The store answers only once every key exists: no answer by the deadline is the timeout. Its
   // answer may still come later, so the connection cannot be reused (broken() closes it).
   if (!socket_.readable_before(deadline)) {
-    throw broken("timed out after " + describe_seconds(timeout) + " waiting for " + describe_keys(keys) + " in " +
-                 where_ + " (a rank did not arrive: did it fail or start late? raise DPV_TIMEOUT if the job is "
-                 "just slow)");
+    throw broken("timed out after " + describe_seconds(timeout) + " waiting for " + describe_keys(keys) +
+                 " (stored as " + quoted_keys(wire) + ") in " + where_ +
+                 " (a rank did not arrive: did it fail or start late? raise DPV_TIMEOUT if the job is just slow)");
   }
   const uint8_t answer = receive<uint8_t>(deadline + std::chrono::seconds(1), action);
   if (answer != kStopWaiting) {

@@ -34,7 +34,8 @@ class Store {
 
 Bytes to_bytes(const std::string& text);
 std::string to_string(const Bytes& bytes);
-// "key 'a'" or "keys 'a', 'b'", for messages.
+// "'a', 'b'" and "key 'a'" or "keys 'a', 'b'", for messages.
+std::string quoted_keys(const std::vector<std::string>& keys);
 std::string describe_keys(const std::vector<std::string>& keys);
 
 }  // namespace dpv::dist
