@@ -111,8 +111,11 @@ std::vector<std::string> worker_environment(const LaunchPlan& plan, int rank, in
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
     std::string name = kv.substr(0, kv.find('='));
-    // A launcher inside another launcher's job must not pass on the outer job's rank variables.
-    if (set.count(name) || name.rfind("OMPI_COMM_WORLD_", 0) == 0 || name.rfind("SLURM_", 0) == 0) continue;
+    // A launcher inside another launcher's job must not pass on the outer job's rank variables, nor
+    // torchrun's TORCHELASTIC_* (its agent's store is not this job's: rank 0 hosts this one).
+    if (set.count(name) || name.rfind("OMPI_COMM_WORLD_", 0) == 0 || name.rfind("SLURM_", 0) == 0 ||
+        name.rfind("TORCHELASTIC_", 0) == 0)
+      continue;
     env.push_back(kv);
   }
   for (const auto& [k, v] : set) env.push_back(k + "=" + v);

@@ -50,6 +50,17 @@ TEST(Launch, MasterPortZeroPicksAFreePort) {
   EXPECT_NE(r.err.find("--master-port 0 (pick a free port) works on one node only"), std::string::npos) << r.err;
 }
 
+// `dpv launch` started inside a torchrun job: its workers must not take the outer job's agent store
+// for theirs (TORCHELASTIC_USE_AGENT_STORE=True is not passed on), so rank 0 hosts the store.
+TEST(Launch, TorchrunsAgentStoreVariablesAreNotPassedOn) {
+  Background launch({"launch", "--nproc-per-node", "2", "--master-port", "0", "--timeout", "20", "--", "bench",
+                     "allreduce", "--max-bytes", "4096", "--iters", "2"},
+                    {"env", "TORCHELASTIC_USE_AGENT_STORE=True", "TORCHELASTIC_RESTART_COUNT=0"});
+  RunResult r = launch.finish(seconds(60));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("over gloo, 2 ranks"), std::string::npos) << r.out;
+}
+
 TEST(Launch, AWorkerWithoutALauncherIsToldHowToStartIt) {
   RunResult r = run_dpv({"bench", "allreduce"});
   EXPECT_EQ(r.exit_code, 1);

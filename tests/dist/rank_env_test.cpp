@@ -47,6 +47,34 @@ TEST(RankEnv, TorchrunVariables) {
   EXPECT_EQ(e.master_port, 29500);
 }
 
+// Real torchrun's agent hosts the store when it says TORCHELASTIC_USE_AGENT_STORE=True, exactly as
+// PyTorch compares it; the attempt number comes from TORCHELASTIC_RESTART_COUNT.
+TEST(RankEnv, TorchrunAgentStoreVariables) {
+  const std::map<std::string, std::string> torchrun = with_master(
+      {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"}});
+  RankEnv plain = read_rank_env(env_of(torchrun));
+  EXPECT_FALSE(plain.agent_store);
+
+  auto with = [&](std::map<std::string, std::string> extra) {
+    extra.insert(torchrun.begin(), torchrun.end());
+    return extra;
+  };
+  RankEnv agent = read_rank_env(
+      env_of(with({{"TORCHELASTIC_USE_AGENT_STORE", "True"}, {"TORCHELASTIC_RESTART_COUNT", "2"}})));
+  EXPECT_TRUE(agent.agent_store);
+  EXPECT_EQ(agent.restart_count, 2);
+  for (const char* other : {"False", "true", "1", ""}) {
+    RankEnv e = read_rank_env(env_of(with({{"TORCHELASTIC_USE_AGENT_STORE", other}})));
+    EXPECT_FALSE(e.agent_store) << other;
+  }
+  EXPECT_EQ(error_of(with({{"TORCHELASTIC_USE_AGENT_STORE", "True"}})),
+            "ValueError: environment variable TORCHELASTIC_RESTART_COUNT expected, but not set "
+            "(TORCHELASTIC_USE_AGENT_STORE=True says torchrun's agent hosts the store; torchrun sets both)");
+  EXPECT_NE(error_of(with({{"TORCHELASTIC_USE_AGENT_STORE", "True"}, {"TORCHELASTIC_RESTART_COUNT", "x"}}))
+                .find("TORCHELASTIC_RESTART_COUNT='x' is not a valid count"),
+            std::string::npos);
+}
+
 TEST(RankEnv, MpirunVariables) {
   RankEnv e = read_rank_env(env_of(with_master({{"OMPI_COMM_WORLD_RANK", "3"},
                                                 {"OMPI_COMM_WORLD_SIZE", "4"},

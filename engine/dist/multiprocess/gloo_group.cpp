@@ -22,7 +22,7 @@
 
 #include "engine/dist/multiprocess/gloo_store.h"
 #include "engine/dist/multiprocess/socket.h"
-#include "engine/dist/multiprocess/tcp_store.h"
+#include "engine/dist/multiprocess/store.h"
 #include "engine/error.h"
 
 namespace dpv::dist {
@@ -318,7 +318,7 @@ void size_send_buffers(gloo::Context& context) {
 }
 
 // One full mesh of Gloo pairs over `device`, its ranks meeting under `prefix` in the store.
-std::shared_ptr<gloo::rendezvous::Context> connect_mesh(TcpStore& store, const std::string& prefix, int rank,
+std::shared_ptr<gloo::rendezvous::Context> connect_mesh(Store& store, const std::string& prefix, int rank,
                                                         int world_size, std::shared_ptr<gloo::transport::Device>& device,
                                                         std::chrono::milliseconds timeout) {
   auto context = std::make_shared<gloo::rendezvous::Context>(rank, world_size);
@@ -338,7 +338,7 @@ std::shared_ptr<gloo::rendezvous::Context> connect_mesh(TcpStore& store, const s
 
 }  // namespace
 
-std::unique_ptr<ProcessGroup> make_gloo_group(TcpStore& store, int rank, int world_size, const GlooOptions& options) {
+std::unique_ptr<ProcessGroup> make_gloo_group(Store& store, int rank, int world_size, const GlooOptions& options) {
   // Gloo writes to its peers' sockets without MSG_NOSIGNAL: a peer that died would kill this
   // process with SIGPIPE instead of letting the collective throw a clear error.
   std::signal(SIGPIPE, SIG_IGN);

@@ -1,6 +1,7 @@
 #pragma once
 // The Gloo process group: ProcessGroup over a gloo::rendezvous::Context whose ranks meet through
-// the TCP store and then talk over Gloo's TCP transport, as torch.distributed's "gloo" backend.
+// the rendezvous store (store.h) and then talk over Gloo's TCP transport, as torch.distributed's
+// "gloo" backend.
 // All-reduce uses Gloo's chunked ring on pairs in synchronous mode, and from 8 MiB among three
 // ranks or more Gloo's asynchronous ring (gloo_group.cpp says why);
 // broadcast, all-gather and barrier Gloo's own collectives.
@@ -13,7 +14,7 @@
 
 namespace dpv::dist {
 
-class TcpStore;
+class Store;
 
 struct GlooOptions {
   // The network interface to use ("eth0"); GLOO_SOCKET_IFNAME's role. Empty: the address this
@@ -26,6 +27,6 @@ struct GlooOptions {
 
 // Joins the group (collective: every rank calls it with the same prefix). Throws dpv::Error when
 // a peer does not arrive within the timeout or the interface does not exist.
-std::unique_ptr<ProcessGroup> make_gloo_group(TcpStore& store, int rank, int world_size, const GlooOptions& options);
+std::unique_ptr<ProcessGroup> make_gloo_group(Store& store, int rank, int world_size, const GlooOptions& options);
 
 }  // namespace dpv::dist

@@ -1,6 +1,6 @@
 #include "engine/dist/multiprocess/gloo_store.h"
 
-#include "engine/dist/multiprocess/tcp_store.h"
+#include "engine/dist/multiprocess/store.h"
 
 namespace dpv::dist {
 

@@ -1,5 +1,5 @@
 #pragma once
-// The TCP store seen as a gloo::rendezvous::Store, so Gloo's rendezvous (each rank publishing its
+// The rendezvous store (store.h) seen as a gloo::rendezvous::Store, so Gloo's rendezvous (each rank publishing its
 // transport address, then reading everyone's) runs over our store. Waits keep their deadlines.
 #include <chrono>
 #include <string>
@@ -9,18 +9,18 @@
 
 namespace dpv::dist {
 
-class TcpStore;
+class Store;
 
 class GlooStore : public gloo::rendezvous::Store {
  public:
-  explicit GlooStore(TcpStore& store) : store_(store) {}
+  explicit GlooStore(dist::Store& store) : store_(store) {}
   void set(const std::string& key, const std::vector<char>& data) override;
   std::vector<char> get(const std::string& key) override;
   void wait(const std::vector<std::string>& keys) override;
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
 
  private:
-  TcpStore& store_;
+  dist::Store& store_;  // qualified: inside this class, Store names Gloo's base
 };
 
 }  // namespace dpv::dist

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "engine/backend_registry.h"
+#include "engine/dist/multiprocess/c10d_store.h"
 #include "engine/dist/multiprocess/gloo_group.h"
 #include "engine/error.h"
 
@@ -31,19 +32,34 @@ DistOptions read_dist_options(const EnvLookup& lookup) {
   return o;
 }
 
+namespace {
+
+// As torch.distributed's _create_c10d_store: under torchrun's agent store every rank joins the
+// agent's TCPStore, with its keys under this attempt's prefix; otherwise rank 0 hosts dpv's store.
+std::unique_ptr<Store> join_store(const RankEnv& env, const DistOptions& options,
+                                  std::unique_ptr<TcpStoreServer>& server) {
+  if (env.agent_store) {
+    return std::make_unique<C10dStoreClient>(env.master_addr, env.master_port, options.timeout,
+                                             torchelastic_worker_prefix(env.restart_count));
+  }
+  if (env.rank == 0) server = std::make_unique<TcpStoreServer>(env.master_addr, env.master_port, env.world_size);
+  return std::make_unique<TcpStore>(env.master_addr, env.master_port, env.world_size, options.timeout);
+}
+
+}  // namespace
+
 std::unique_ptr<DistSession> init_process_group(const RankEnv& env, const DistOptions& options) {
   auto s = std::unique_ptr<DistSession>(new DistSession());
   s->env_ = env;
   s->options_ = options;
-  if (env.rank == 0) s->server_ = std::make_unique<TcpStoreServer>(env.master_addr, env.master_port, env.world_size);
-  s->store_ = std::make_unique<TcpStore>(env.master_addr, env.master_port, env.world_size, options.timeout);
+  s->store_ = join_store(env, options, s->server_);
   // Two processes claiming one rank would deadlock Gloo's rendezvous; the store counts claims.
   if (s->store_->add("dpv/rank/" + std::to_string(env.rank), 1) != 1) {
     throw Error("two processes were started as rank " + std::to_string(env.rank) +
                 " (check --node-rank on every node: each node needs its own)");
   }
   if (options.backend == "nccl") {
-    TcpStore* store = s->store_.get();
+    Store* store = s->store_.get();
     s->group_ = make_nccl_process_group(
         env.rank, env.world_size, env.local_rank, options.timeout.count(),
         [store](const std::string& key, const std::vector<char>& value) { store->set(key, value); },
@@ -66,7 +82,7 @@ std::unique_ptr<DistSession> init_process_group_from_environment() {
 
 void DistSession::shutdown() {
   const int64_t done = store_->add("dpv/done", 1);
-  if (env_.rank != 0 || done >= env_.world_size) return;
+  if (!server_ || done >= env_.world_size) return;  // only the rank hosting the store waits
   const Clock::time_point deadline = Clock::now() + options_.timeout;
   while (store_->add("dpv/done", 0) < env_.world_size) {
     if (Clock::now() >= deadline) {

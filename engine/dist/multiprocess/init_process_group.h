@@ -1,7 +1,8 @@
 #pragma once
 // torch.distributed.init_process_group("gloo" | "nccl", init_method="env://") for dpv workers:
-// reads the rank variables (rank_env.h), hosts the store on rank 0 and joins it on every rank,
-// then builds the process group of the chosen backend over it.
+// reads the rank variables (rank_env.h), hosts the store on rank 0 and joins it on every rank (or,
+// under real torchrun, joins its agent's PyTorch TCPStore: c10d_store.h), then builds the process
+// group of the chosen backend over it.
 //
 // `dpv launch` passes its options to the workers in the environment: DPV_BACKEND (gloo | nccl),
 // DPV_TIMEOUT (seconds) and GLOO_SOCKET_IFNAME. Workers started by mpirun or srun read the same.
@@ -29,9 +30,10 @@ class DistSession {
  public:
   const RankEnv& env() const { return env_; }
   ProcessGroup& group() { return *group_; }
-  TcpStore& store() { return *store_; }
+  Store& store() { return *store_; }
   const DistOptions& options() const { return options_; }
-  // Every rank says it is done; rank 0 keeps the store up until all have (bounded by the timeout).
+  // Every rank says it is done; the rank hosting the store keeps it up until all have (bounded by
+  // the timeout). Under torchrun's agent store nobody waits: the agent outlives its workers.
   void shutdown();
   ~DistSession();
 
@@ -39,8 +41,8 @@ class DistSession {
   friend std::unique_ptr<DistSession> init_process_group(const RankEnv&, const DistOptions&);
   RankEnv env_;
   DistOptions options_;
-  std::unique_ptr<TcpStoreServer> server_;  // rank 0 only
-  std::unique_ptr<TcpStore> store_;
+  std::unique_ptr<TcpStoreServer> server_;  // rank 0 only, and not under torchrun's agent store
+  std::unique_ptr<Store> store_;
   std::unique_ptr<ProcessGroup> group_;
 };
 

@@ -52,6 +52,19 @@ int required_int(const EnvLookup& lookup, const std::string& name, const char* l
   return parse_int(name, *v, leading_only);
 }
 
+// torch.distributed's _torchelastic_use_agent_store(): the value must be exactly "True".
+void read_agent_store(const EnvLookup& lookup, RankEnv& env) {
+  env.agent_store = lookup("TORCHELASTIC_USE_AGENT_STORE") == std::optional<std::string>("True");
+  if (!env.agent_store) return;
+  std::optional<std::string> attempt = lookup("TORCHELASTIC_RESTART_COUNT");
+  if (!attempt) {
+    throw Error("environment variable TORCHELASTIC_RESTART_COUNT expected, but not set (TORCHELASTIC_USE_AGENT_STORE="
+                "True says torchrun's agent hosts the store; torchrun sets both)",
+                "ValueError");
+  }
+  env.restart_count = parse_int("TORCHELASTIC_RESTART_COUNT", *attempt);
+}
+
 }  // namespace
 
 EnvLookup environment_lookup() {
@@ -129,6 +142,7 @@ RankEnv read_rank_env(const EnvLookup& lookup) {
   chosen->master_port = parse_int("MASTER_PORT", *port);
   if (chosen->master_port < 1 || chosen->master_port > 65535)
     throw Error("MASTER_PORT=" + *port + " is not a TCP port (1 .. 65535)", "ValueError");
+  read_agent_store(lookup, *chosen);
   return *chosen;
 }
 

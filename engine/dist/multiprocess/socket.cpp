@@ -128,6 +128,8 @@ bool Socket::recv_all_or_eof(void* data, size_t size, Clock::time_point deadline
   return true;
 }
 
+bool Socket::readable_before(Clock::time_point deadline) const { return wait_ready(fd_, POLLIN, deadline); }
+
 void Socket::recv_all(void* data, size_t size, Clock::time_point deadline, const std::string& what) {
   if (!recv_all_or_eof(data, size, deadline, what))
     throw Error("lost the connection to " + what + ": it closed the connection (did that process stop?)");
@@ -187,7 +189,8 @@ Socket accept_tcp(const Socket& listener, std::chrono::milliseconds timeout) {
   return Socket(fd);
 }
 
-Socket connect_tcp(const std::string& host, int port, std::chrono::milliseconds timeout) {
+Socket connect_tcp(const std::string& host, int port, std::chrono::milliseconds timeout, const std::string& peer,
+                   const std::string& advice) {
   const Clock::time_point deadline = Clock::now() + timeout;
   AddrInfoPtr addrs = resolve(host, port, false);
   std::string last_error = "no address";
@@ -225,9 +228,10 @@ Socket connect_tcp(const std::string& host, int port, std::chrono::milliseconds 
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(500));
   }
-  throw Error("could not connect to the store at " + endpoint_text(host, port) + " within " +
-              describe_seconds(timeout) + " (last attempt: " + last_error +
-              "); is rank 0 running there, and are MASTER_ADDR / MASTER_PORT the same on every node?");
+  throw Error("could not connect to " + (peer.empty() ? "the store at " + endpoint_text(host, port) : peer) +
+              " within " + describe_seconds(timeout) + " (last attempt: " + last_error + "); " +
+              (advice.empty() ? "is rank 0 running there, and are MASTER_ADDR / MASTER_PORT the same on every node?"
+                              : advice));
 }
 
 std::string local_address_towards(const std::string& host) {

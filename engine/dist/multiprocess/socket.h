@@ -43,6 +43,9 @@ class Socket {
   // As recv_all, but returns false (instead of throwing) when the peer closed the connection
   // before the first byte: how a server sees a client leave.
   bool recv_all_or_eof(void* data, size_t size, Clock::time_point deadline, const std::string& what);
+  // True once there is something to read (or the peer closed), false when the deadline passed first:
+  // how a client tells "no answer yet" from a broken connection.
+  bool readable_before(Clock::time_point deadline) const;
 
  private:
   int fd_ = -1;
@@ -60,7 +63,10 @@ Socket accept_tcp(const Socket& listener, std::chrono::milliseconds timeout);
 
 // Connects to host:port, retrying refused connections (the server may not be up yet) until
 // `timeout` has passed; throws dpv::Error naming the address, the time waited and the last reason.
-Socket connect_tcp(const std::string& host, int port, std::chrono::milliseconds timeout);
+// `peer` is what the message calls the server ("the store at host:port" when empty) and `advice`
+// what it suggests (by default: is rank 0 running there, are MASTER_ADDR / MASTER_PORT the same).
+Socket connect_tcp(const std::string& host, int port, std::chrono::milliseconds timeout, const std::string& peer = "",
+                   const std::string& advice = "");
 
 // The local address this machine would use to reach `host` (no packet is sent): the address a
 // rank advertises to its peers when no network interface is named.

@@ -52,16 +52,7 @@ void reply(Socket& s, Status status, const Bytes& payload, int64_t number) {
   s.send_all(out.data(), out.size(), Clock::now() + std::chrono::seconds(30), "a store client");
 }
 
-std::string key_list(const std::vector<std::string>& keys) {
-  std::string text;
-  for (const std::string& k : keys) text += (text.empty() ? "'" : ", '") + k + "'";
-  return text;
-}
-
 }  // namespace
-
-Bytes to_bytes(const std::string& text) { return Bytes(text.begin(), text.end()); }
-std::string to_string(const Bytes& bytes) { return std::string(bytes.begin(), bytes.end()); }
 
 // ---- server
 
@@ -231,10 +222,8 @@ bool TcpStore::check(const std::string& key) {
   return to_string(request(kCheck, {key}, {}, 0, std::chrono::milliseconds(0), "")) == "1";
 }
 
-void TcpStore::wait(const std::vector<std::string>& keys) { wait(keys, timeout_); }
-
 void TcpStore::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
-  request(kWait, keys, {}, timeout.count(), timeout, (keys.size() == 1 ? "key " : "keys ") + key_list(keys));
+  request(kWait, keys, {}, timeout.count(), timeout, describe_keys(keys));
 }
 
 }  // namespace dpv::dist

@@ -17,10 +17,9 @@
 #include <vector>
 
 #include "engine/dist/multiprocess/socket.h"
+#include "engine/dist/multiprocess/store.h"
 
 namespace dpv::dist {
-
-using Bytes = std::vector<char>;
 
 // The server: one thread accepting, one thread per client. Stops (and drops its clients) on destruction.
 class TcpStoreServer {
@@ -51,21 +50,18 @@ class TcpStoreServer {
 };
 
 // A client connection. Not thread-safe: one per thread, or guarded by the caller.
-class TcpStore {
+class TcpStore : public Store {
  public:
   // Connects (retrying until `timeout`) and checks that the server's world size is world_size.
   TcpStore(const std::string& host, int port, int world_size, std::chrono::milliseconds timeout);
-  void set(const std::string& key, const Bytes& value);
-  // Waits for the key (up to the timeout) and returns its value.
-  Bytes get(const std::string& key);
-  // Adds delta to the integer stored at key (0 when absent) and returns the new value.
-  int64_t add(const std::string& key, int64_t delta);
-  // True when the key exists, without waiting.
-  bool check(const std::string& key);
-  void wait(const std::vector<std::string>& keys);
-  void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout);
-  std::chrono::milliseconds timeout() const { return timeout_; }
-  const std::string& where() const { return where_; }
+  void set(const std::string& key, const Bytes& value) override;
+  Bytes get(const std::string& key) override;
+  int64_t add(const std::string& key, int64_t delta) override;
+  bool check(const std::string& key) override;
+  using Store::wait;
+  void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override;
+  std::chrono::milliseconds timeout() const override { return timeout_; }
+  const std::string& where() const override { return where_; }
 
  private:
   Bytes request(uint8_t command, const std::vector<std::string>& args, const Bytes& value, int64_t number,
@@ -75,8 +71,5 @@ class TcpStore {
   std::string where_;  // "the store at 127.0.0.1:29500"
   std::chrono::milliseconds timeout_;
 };
-
-Bytes to_bytes(const std::string& text);
-std::string to_string(const Bytes& bytes);
 
 }  // namespace dpv::dist
