@@ -70,9 +70,9 @@ int main(int argc, char** argv) {
                        coll->transport() + "\", \"mib\": " + std::to_string(mib) +
                        ", \"copy_gbps\": " + std::to_string(bytes / copy_s / 1e9) + ", \"ops\": [";
     auto report = [&](const CollectiveReport& r, bool first) {
-      std::printf("%-11s %10.3f %10.1f %10.1f %13.0f%%\n", r.op.c_str(), 1e3 * r.seconds, r.algbw, r.busbw,
+      std::printf("%-11s %10.3f %10.1f %10.1f %13.0f%%\n", dpv::collective_op_name(r.op), 1e3 * r.seconds, r.algbw, r.busbw,
                   100.0 * r.busbw / (bytes / copy_s / 1e9));
-      json += std::string(first ? "" : ", ") + "{\"op\": \"" + r.op + "\", \"ms\": " + std::to_string(1e3 * r.seconds) +
+      json += std::string(first ? "" : ", ") + "{\"op\": \"" + dpv::collective_op_name(r.op) + "\", \"ms\": " + std::to_string(1e3 * r.seconds) +
               ", \"algbw\": " + std::to_string(r.algbw) + ", \"busbw\": " + std::to_string(r.busbw) + "}";
     };
     auto best = [&](const std::function<CollectiveReport()>& once) {

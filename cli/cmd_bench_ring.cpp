@@ -68,7 +68,7 @@ double ring_seconds(int W, size_t bytes, int iters) {
 
 void run_ring_bench(const RingBenchOptions& o) {
   if (!o.json.empty()) check_output_path(o.json, "--json");
-  for (int W : o.ranks) check(W >= 1 && W <= 64, "--ranks: each world size must be 1 to 64, got " + std::to_string(W), "ValueError");
+  for (int W : o.ranks) check(W >= 1 && W <= 64, "--ranks: each world size must be 1 to 64, got " + std::to_string(W), ErrorClass::ValueError);
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   std::printf("%6s %12s %12s %12s %12s %14s %10s\n", "ranks", "bytes", "time (us)", "algbw GB/s", "busbw GB/s",
               "memcpy GB/s", "busbw/cpy");

@@ -45,7 +45,7 @@ const char* batchnorm_mode(const ModelSpec& spec, bool sync_bn) {
 }
 
 void run_train(const TrainCliOptions& o) {
-  check(o.idx_images.empty() == o.idx_labels.empty(), "--idx-images and --idx-labels go together", "ValueError");
+  check(o.idx_images.empty() == o.idx_labels.empty(), "--idx-images and --idx-labels go together", ErrorClass::ValueError);
   // Everything that can be checked is checked before the work: the trace's folder, that it is no
   // input, and the memory the data set and one step will ask for.
   if (!o.trace.empty()) {
@@ -62,7 +62,7 @@ void run_train(const TrainCliOptions& o) {
                    o.model_file.empty() ? "--preset " + o.preset : "--model " + o.model_file, batch_asked_by);
   auto too_few = [batch](int64_t n) {
     check(n >= batch, "the data set has " + std::to_string(n) + " samples, fewer than one batch of " +
-                          std::to_string(batch), "ValueError");
+                          std::to_string(batch), ErrorClass::ValueError);
   };
   Dataset data;
   if (!o.idx_images.empty()) {

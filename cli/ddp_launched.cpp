@@ -54,7 +54,7 @@ void check_devices_match_job(const std::string& given, const dist::RankEnv& env,
   if (backend == "nccl") {
     check(spec.kind == DeviceKind::Cuda,
           "--devices " + given + " names CPU devices, but the job runs with --backend nccl (one GPU per rank): "
-          "use --devices cuda, or --backend gloo for CPU ranks" + or_leave_out, "ValueError");
+          "use --devices cuda, or --backend gloo for CPU ranks" + or_leave_out, ErrorClass::ValueError);
     std::vector<int> local(static_cast<size_t>(env.local_world_size));
     std::iota(local.begin(), local.end(), 0);
     std::string listed = "cuda:";
@@ -62,14 +62,14 @@ void check_devices_match_job(const std::string& given, const dist::RankEnv& env,
     check(!spec.is_virtual && (spec.gpus.empty() || spec.gpus == local),
           "--devices " + given + " does not match the launched job: with --backend nccl each rank owns one whole GPU, "
           "cuda:LOCAL_RANK, so the " + std::to_string(env.local_world_size) + " ranks on this node use " + listed +
-              ": give --devices cuda or " + listed + or_leave_out, "ValueError");
+              ": give --devices cuda or " + listed + or_leave_out, ErrorClass::ValueError);
     return;
   }
   const std::string world = std::to_string(env.world_size);
   check(spec.kind == DeviceKind::Cpu && spec.count == env.world_size,
         "--devices " + given + " does not match the launched job: with --backend gloo each of the " + world +
             " ranks owns one CPU device, so give --devices cpu:" + world +
-            " (the same command then runs in-process with the same result)" + or_leave_out, "ValueError");
+            " (the same command then runs in-process with the same result)" + or_leave_out, ErrorClass::ValueError);
 }
 
 }  // namespace

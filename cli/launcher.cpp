@@ -179,16 +179,16 @@ void signal_all(std::vector<Worker>& workers, int sig) {
 void run_launch(const LaunchPlan& plan) {
   if (plan.command.empty())
     throw Error("nothing to launch: give the dpv subcommand after --, e.g. `dpv launch --nproc-per-node 2 -- bench allreduce`",
-                "ValueError");
+                ErrorClass::ValueError);
   if (plan.node_rank >= plan.nnodes) {
     throw Error("--node-rank " + std::to_string(plan.node_rank) + " is out of range for --nnodes " +
                     std::to_string(plan.nnodes) + " (node ranks are 0 .. nnodes - 1)",
-                "ValueError");
+                ErrorClass::ValueError);
   }
-  if (plan.command[0] == "launch") throw Error("`dpv launch -- launch ...` would launch launchers; give a worker command", "ValueError");
+  if (plan.command[0] == "launch") throw Error("`dpv launch -- launch ...` would launch launchers; give a worker command", ErrorClass::ValueError);
   if (plan.master_port == 0 && plan.nnodes > 1)
     throw Error("--master-port 0 (pick a free port) works on one node only: the other nodes must be told the port, "
-                "so give --master-port P on every node", "ValueError");
+                "so give --master-port P on every node", ErrorClass::ValueError);
   // The node that hosts the store checks its port first: a port in use is an error before any worker
   // starts. Port 0 asks the system for a free one, which the workers are then given.
   int master_port = plan.master_port;

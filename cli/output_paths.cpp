@@ -20,18 +20,18 @@ std::string folder_of(const std::string& path) {
 
 [[noreturn]] void fail(const std::string& option, int err, const std::string& path, const std::string& context = "") {
   const Error e = file_error(err, path, context);
-  throw Error(option + ": " + e.what(), e.kind());
+  throw e.reworded(option + ": " + e.what());
 }
 
 }  // namespace
 
 void check_output_path(const std::string& path, const std::string& option) {
-  if (path.empty()) throw Error(option + ": the file name is empty", "FileNotFoundError");
+  if (path.empty()) throw Error(option + ": the file name is empty", ErrorClass::FileNotFoundError);
   std::string target;
   try {
     target = write_target(path);
   } catch (const Error& e) {
-    throw Error(option + ": " + e.what(), e.kind());
+    throw e.reworded(option + ": " + e.what());
   }
   struct stat info {};
   if (::stat(target.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) fail(option, EISDIR, path);
@@ -53,7 +53,7 @@ void check_not_an_input(const std::string& path, const std::string& option,
     if (in.st_dev == out.st_dev && in.st_ino == out.st_ino) {
       throw Error(option + " '" + path + "' is the same file as " + input_option + " '" + input +
                       "'; writing it would replace that input. Choose another output file",
-                  "ValueError");
+                  ErrorClass::ValueError);
     }
   }
 }

@@ -23,7 +23,7 @@ void check_bytes(std::optional<int64_t> bytes, const std::string& asked_by, cons
                                    : std::string("more than 2^63 bytes");
   throw Error(asked_by + " asks for " + amount + " for " + what + ", more than this machine's memory (" +
                   strf("%.1f", memory / 1073741824.0) + " GiB); use a smaller size",
-              "RuntimeError");
+              ErrorClass::RuntimeError);
 }
 
 namespace {

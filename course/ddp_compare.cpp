@@ -267,13 +267,13 @@ double max_abs_difference(const TensorMap& a, const TensorMap& b, const std::vec
 
 CompareResult run_comparison(const CompareConfig& c, const std::function<void(const std::string&, double)>& progress,
                              const std::function<bool()>& keep_going) {
-  check(c.world_size >= 2 && c.world_size <= 8, "compare on 2 to 8 devices, got " + std::to_string(c.world_size), "ValueError");
+  check(c.world_size >= 2 && c.world_size <= 8, "compare on 2 to 8 devices, got " + std::to_string(c.world_size), ErrorClass::ValueError);
   check(c.batch >= c.world_size, "the global batch (" + std::to_string(c.batch) + ") needs at least one sample per device (" +
-                                     std::to_string(c.world_size) + ")", "ValueError");
-  check(c.iterations >= 1, "compare at least one iteration", "ValueError");
-  check(c.max_speedup_devices >= 0 && c.max_speedup_devices <= 8, "the speed-up sweep covers at most 8 devices", "ValueError");
+                                     std::to_string(c.world_size) + ")", ErrorClass::ValueError);
+  check(c.iterations >= 1, "compare at least one iteration", ErrorClass::ValueError);
+  check(c.max_speedup_devices >= 0 && c.max_speedup_devices <= 8, "the speed-up sweep covers at most 8 devices", ErrorClass::ValueError);
   check(c.max_speedup_devices == 0 || c.speedup_iters >= 1, "the speed-up sweep times at least one step per point",
-        "ValueError");
+        ErrorClass::ValueError);
   auto say = [&](const std::string& what, double done) {
     if (progress) progress(what, done);
   };

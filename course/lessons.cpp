@@ -60,22 +60,22 @@ std::string utf8_problem(const std::string& bytes) {
 }
 
 std::string load_lesson(const std::string& lessons_dir, const std::string& id) {
-  if (!is_plain_id(id)) throw Error("lesson id '" + id + "' is not a plain relative name like 'stages/scatter'", "ValueError");
+  if (!is_plain_id(id)) throw Error("lesson id '" + id + "' is not a plain relative name like 'stages/scatter'", ErrorClass::ValueError);
   const fs::path path = fs::path(lessons_dir) / (id + ".md");
   const std::string where = path.string();
   std::error_code ec;
-  if (!fs::exists(path, ec)) throw Error("lesson file '" + where + "' is missing", "FileNotFoundError");
-  if (fs::is_directory(path, ec)) throw Error("lesson file '" + where + "' is a folder, not a file", "IsADirectoryError");
+  if (!fs::exists(path, ec)) throw Error("lesson file '" + where + "' is missing", ErrorClass::FileNotFoundError);
+  if (fs::is_directory(path, ec)) throw Error("lesson file '" + where + "' is a folder, not a file", ErrorClass::IsADirectoryError);
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("lesson file '" + where + "' cannot be read", "PermissionError");
+  if (!in) throw Error("lesson file '" + where + "' cannot be read", ErrorClass::PermissionError);
   std::ostringstream text;
   text << in.rdbuf();
-  if (in.bad()) throw Error("lesson file '" + where + "' could not be read completely", "OSError");
+  if (in.bad()) throw Error("lesson file '" + where + "' could not be read completely", ErrorClass::OSError);
   std::string bytes = text.str();
   if (bytes.find_first_not_of(" \t\r\n") == std::string::npos)
-    throw Error("lesson file '" + where + "' is empty", "ValueError");
+    throw Error("lesson file '" + where + "' is empty", ErrorClass::ValueError);
   if (const std::string problem = utf8_problem(bytes); !problem.empty())
-    throw Error("lesson file '" + where + "' is not valid UTF-8: " + problem, "UnicodeDecodeError");
+    throw Error("lesson file '" + where + "' is not valid UTF-8: " + problem, ErrorClass::UnicodeDecodeError);
   // A UTF-8 byte-order mark is legal but would show up as a stray character in the page.
   if (bytes.rfind("\xEF\xBB\xBF", 0) == 0) bytes.erase(0, 3);
   return bytes;

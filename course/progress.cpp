@@ -53,20 +53,20 @@ Progress Progress::from_json(const std::string& text, const std::string& source)
   try {
     doc = json::parse(text);
   } catch (const json::exception& e) {  // the whole family: parse_error, and out_of_range for 1e999
-    throw Error(source + ": not valid JSON: " + e.what(), "ValueError");
+    throw Error(source + ": not valid JSON: " + e.what(), ErrorClass::ValueError);
   }
   // Types are checked before any value is read: json's typed reads throw on a mismatch.
   const auto format = doc.is_object() ? doc.find("format") : doc.end();
   if (!doc.is_object() || format == doc.end() || !format->is_string() ||
       format->get<std::string>() != "dpviz-quiz-progress")
-    throw Error(source + ": not a dpviz quiz progress file (no \"format\": \"dpviz-quiz-progress\")", "ValueError");
+    throw Error(source + ": not a dpviz quiz progress file (no \"format\": \"dpviz-quiz-progress\")", ErrorClass::ValueError);
   if (!doc.contains("answers") || !doc.at("answers").is_object())
-    throw Error(source + ": 'answers' must be an object", "ValueError");
+    throw Error(source + ": 'answers' must be an object", ErrorClass::ValueError);
   Progress p;
   for (const auto& [id, a] : doc.at("answers").items()) {
     if (!a.is_object() || !a.contains("chosen") || !a.at("chosen").is_string() || !a.contains("correct") ||
         !a.at("correct").is_boolean())
-      throw Error(source + ": answer for '" + id + "' needs \"chosen\" (a label) and \"correct\" (true/false)", "ValueError");
+      throw Error(source + ": answer for '" + id + "' needs \"chosen\" (a label) and \"correct\" (true/false)", ErrorClass::ValueError);
     p.record(id, a.at("chosen").get<std::string>(), a.at("correct").get<bool>());
   }
   return p;
@@ -142,7 +142,7 @@ void save_progress(const std::string& path, const Progress& progress) {
   const fs::path parent = fs::path(path).parent_path();
   std::error_code ec;
   if (!parent.empty()) fs::create_directories(parent, ec);
-  if (ec) throw Error("cannot create the folder '" + parent.string() + "' for quiz progress: " + ec.message(), "OSError");
+  if (ec) throw Error("cannot create the folder '" + parent.string() + "' for quiz progress: " + ec.message(), ErrorClass::OSError);
   write_file_atomic(path, progress.to_json());
 }
 

@@ -102,9 +102,9 @@ DpReduceDemo dp_reduce(const RingDemoConfig& config, const Model& model, const T
 
 RingDemo run_ring_demo(const RingDemoConfig& config) {
   const int W = config.world_size;
-  check(W >= 2 && W <= 8, "the ring needs 2 to 8 ranks, got " + std::to_string(W), "ValueError");
+  check(W >= 2 && W <= 8, "the ring needs 2 to 8 ranks, got " + std::to_string(W), ErrorClass::ValueError);
   check(config.batch >= W, "the global batch (" + std::to_string(config.batch) + ") must hold at least one sample per rank (" +
-                               std::to_string(W) + " ranks)", "ValueError");
+                               std::to_string(W) + " ranks)", ErrorClass::ValueError);
   const ModelSpec spec = preset_model(config.preset);
   Model model(spec);
   const TensorMap state = model.initial_state(config.seed);

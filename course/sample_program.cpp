@@ -18,7 +18,7 @@ namespace {
 // torch.randn(shape) then torch.randint(0, classes, (rows,)) from one generator seeded with seed + 1.
 Dataset randn_randint(Shape shape, int classes, uint64_t seed, DType dtype) {
   const int64_t rows = shape.front();
-  check(rows > 0, "the batch size must be at least 1", "ValueError");
+  check(rows > 0, "the batch size must be at least 1", ErrorClass::ValueError);
   Rng rng(seed + 1);
   std::vector<double> inputs(static_cast<size_t>(shape_numel(shape)));
   for (double& v : inputs) v = rng.normal();

@@ -28,7 +28,7 @@ struct Batch {
 };
 Batch ddp_batch(const ModelSpec& spec, int batch, uint64_t seed) {
   check(!spec.layers.empty() && spec.layers.front().kind == LayerKind::Linear,
-        "this scenario needs a model whose first layer is linear (it feeds rows of features)", "ValueError");
+        "this scenario needs a model whose first layer is linear (it feeds rows of features)", ErrorClass::ValueError);
   const Shape shape = {batch, spec.layers.front().in_features};
   return {make_input(shape, spec.dtype, seed), make_targets(batch, model_classes(spec, shape), seed)};
 }
@@ -132,7 +132,7 @@ ScenarioResult run_sampler(const Params& p) {
   r.facts = {{"per rank", std::to_string(per_rank)}, {"counted", std::to_string(counted)}, {"padding", index_list(twice)}};
   if (ask == "rank_indices") {
     const int rank = p.integer("rank");
-    check(rank >= 0 && rank < W, "'rank' must be between 0 and devices - 1", "ValueError");
+    check(rank >= 0 && rank < W, "'rank' must be between 0 and devices - 1", ErrorClass::ValueError);
     r.answer_value = join_ints(shards[static_cast<size_t>(rank)]);
   } else if (ask == "counted") {
     r.answer_value = std::to_string(counted);

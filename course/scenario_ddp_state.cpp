@@ -108,7 +108,7 @@ ScenarioResult run_ddp_memory(const Params& p) {
   const int W = p.integer("devices"), batch = p.integer("batch");
   const ModelSpec spec = scenario_model(p, "mnist-mlp");
   check(!spec.layers.empty() && spec.layers.front().kind == LayerKind::Linear,
-        "this scenario needs a model whose first layer is linear (it feeds rows of features)", "ValueError");
+        "this scenario needs a model whose first layer is linear (it feeds rows of features)", ErrorClass::ValueError);
   const Shape shape = {batch, spec.layers.front().in_features};
   const Tensor x = make_input(shape, spec.dtype, 41);
   const Tensor t = make_targets(batch, model_classes(spec, shape), 41);
@@ -158,7 +158,7 @@ ScenarioResult run_ddp_buckets(const Params& p) {
   const std::string ask = p.text("ask");
   const ModelSpec spec = p.j.contains("model") || p.j.contains("preset") ? scenario_model(p, "simple") : bucket_model();
   check(!spec.layers.empty() && spec.layers.front().kind == LayerKind::Linear,
-        "this scenario needs a model whose first layer is linear (it feeds rows of features)", "ValueError");
+        "this scenario needs a model whose first layer is linear (it feeds rows of features)", ErrorClass::ValueError);
   const Shape shape = {batch, spec.layers.front().in_features};
   const Tensor x = make_input(shape, spec.dtype, 43);
   const Tensor t = make_targets(batch, model_classes(spec, shape), 43);

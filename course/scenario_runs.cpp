@@ -20,7 +20,7 @@ Shape resolve_view(const Shape& input, const std::vector<int64_t>& view) {
   int infer = -1;
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i] == -1) {
-      check(infer < 0, "view_as: only one dimension can be inferred", "ValueError");
+      check(infer < 0, "view_as: only one dimension can be inferred", ErrorClass::ValueError);
       infer = static_cast<int>(i);
     } else {
       known *= out[i];
@@ -79,7 +79,7 @@ std::string stage_names(const std::vector<StageKind>& plan) {
 // These scenarios feed rows of features: the model must start with a Linear layer.
 int64_t first_linear_inputs(const ModelSpec& spec) {
   check(!spec.layers.empty() && spec.layers.front().kind == LayerKind::Linear,
-        "this scenario needs a model whose first layer is linear (it feeds rows of features)", "ValueError");
+        "this scenario needs a model whose first layer is linear (it feeds rows of features)", ErrorClass::ValueError);
   return spec.layers.front().in_features;
 }
 
@@ -228,7 +228,7 @@ ScenarioResult run_gradients(const Params& p) {
                     std::to_string(batch) + ", so each replica's gradient already carries 1/" + std::to_string(batch) + ".");
   const StageEvent* reduce = find_event(dp->recorder, StageKind::ReduceGrads);
   if (reduce && !reduce->collectives.empty())
-    r.lines.push_back("ReduceGrads ran '" + reduce->collectives.front().op + "' over " +
+    r.lines.push_back("ReduceGrads ran '" + std::string(collective_op_name(reduce->collectives.front().op)) + "' over " +
                       std::to_string(reduce->collectives.front().ranks) + " devices.");
   r.lines.push_back("Reduced gradient / single-device gradient = " + std::to_string(ratio) + " (1 means summed; 1/" +
                     std::to_string(k) + " would mean averaged).");

@@ -77,7 +77,7 @@ unsigned host_cpu_count() {
 }
 
 TimelineSeries measure_timeline(const TimelineConfig& c, const Dataset& batch, const std::function<bool()>& keep_going) {
-  check(c.iterations >= 1 && c.iterations <= 101, "time 1 to 101 iterations, got " + std::to_string(c.iterations), "ValueError");
+  check(c.iterations >= 1 && c.iterations <= 101, "time 1 to 101 iterations, got " + std::to_string(c.iterations), ErrorClass::ValueError);
   const DeviceSpec devices = parse_device_spec(c.devices);
   const ModelSpec spec = preset_model(c.preset);
   const TensorMap state = Model(spec).initial_state(c.seed);

@@ -31,7 +31,7 @@ inline std::optional<int64_t> checked_add(std::optional<int64_t> a, std::optiona
 
 // The value, or dpv::Error (ValueError) "<what> is too large (it does not fit in 64 bits)".
 inline int64_t size_or_throw(std::optional<int64_t> value, const std::string& what) {
-  check(value.has_value(), what + " is too large (it does not fit in 64 bits)", "ValueError");
+  check(value.has_value(), what + " is too large (it does not fit in 64 bits)", ErrorClass::ValueError);
   return *value;
 }
 

@@ -4,6 +4,7 @@
 // Each call reports bytes, time, algbw and busbw with the nccl-tests definitions:
 //   algbw = bytes / time;  busbw = algbw * factor, factor = 1 (broadcast, reduce),
 //   2(n-1)/n (all-reduce), (n-1)/n (all-gather; bytes = the whole gathered size).
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,8 +15,29 @@ namespace dpv {
 
 class DeviceSet;
 
+// The collective operations the engine runs and reports.
+enum class CollectiveOp : uint8_t {
+  Broadcast,  // parameters and buffers from one rank to all (Replicate, DDP's buffer broadcast)
+  ReduceAdd,  // gradients summed onto one device (DataParallel's ReduceGrads)
+  AllReduce,  // every rank gets the sum (DDP's buckets, SyncBatchNorm)
+  AllGather,  // every rank gets every rank's piece
+  Barrier,    // no data: every rank waits for all (process groups)
+};
+
+// The name PyTorch and nccl-tests use ("all_reduce"), as reports, traces and tables print it.
+inline const char* collective_op_name(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::Broadcast: return "broadcast";
+    case CollectiveOp::ReduceAdd: return "reduce_add";
+    case CollectiveOp::AllReduce: return "all_reduce";
+    case CollectiveOp::AllGather: return "all_gather";
+    case CollectiveOp::Barrier: return "barrier";
+  }
+  return "collective";
+}
+
 struct CollectiveReport {
-  std::string op;      // "broadcast", "reduce_add", "all_reduce", "all_gather"
+  CollectiveOp op = CollectiveOp::Broadcast;
   int ranks = 0;
   size_t bytes = 0;    // the nccl-tests "size" of the operation
   double seconds = 0;

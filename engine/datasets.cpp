@@ -56,7 +56,7 @@ double Rng::normal() {
 }
 
 int64_t Rng::randint(int64_t n) {
-  check(n > 0, "randint needs a positive range, got " + std::to_string(n), "ValueError");
+  check(n > 0, "randint needs a positive range, got " + std::to_string(n), ErrorClass::ValueError);
   // Rejection sampling keeps every value equally likely.
   const uint64_t range = static_cast<uint64_t>(n);
   const uint64_t limit = UINT64_MAX - UINT64_MAX % range;
@@ -70,9 +70,9 @@ int64_t Rng::randint(int64_t n) {
 namespace {
 
 void check_counts(const char* what, int64_t n, int classes) {
-  check(classes >= 1, std::string(what) + ": classes must be at least 1, got " + std::to_string(classes), "ValueError");
+  check(classes >= 1, std::string(what) + ": classes must be at least 1, got " + std::to_string(classes), ErrorClass::ValueError);
   check(n >= classes, std::string(what) + ": " + std::to_string(n) + " samples cannot cover " +
-                          std::to_string(classes) + " classes", "ValueError");
+                          std::to_string(classes) + " classes", ErrorClass::ValueError);
 }
 
 // Samples of each class: n spread as evenly as possible, the first n % classes classes get one more.
@@ -105,7 +105,7 @@ double linspace(double lo, double hi, int64_t count, int64_t i) {
 
 void check_float(const char* what, DType dtype) {
   check(dtype == DType::Float32 || dtype == DType::Float64,
-        std::string(what) + ": inputs must be float32 or float64, not " + dtype_name(dtype), "TypeError");
+        std::string(what) + ": inputs must be float32 or float64, not " + dtype_name(dtype), ErrorClass::TypeError);
 }
 
 // Host copies of a data set's tensors (data sets may have been moved to a device).
@@ -137,7 +137,7 @@ Dataset make_spiral(int64_t n, int classes, uint64_t seed, DType dtype) {
 Dataset make_blobs(int64_t n, int classes, int64_t features, uint64_t seed, DType dtype) {
   check_counts("make_blobs", n, classes);
   check_float("make_blobs", dtype);
-  check(features >= 1, "make_blobs: features must be at least 1, got " + std::to_string(features), "ValueError");
+  check(features >= 1, "make_blobs: features must be at least 1, got " + std::to_string(features), ErrorClass::ValueError);
   Rng rng(seed);
   // Centres drawn from a box, as scikit-learn's make_blobs does; unit spread around each.
   std::vector<double> centres(ix(classes * features));  // [classes, features]
@@ -160,7 +160,7 @@ Dataset make_images(int64_t n, int classes, int64_t c, int64_t h, int64_t w, uin
   check_float("make_images", dtype);
   check(c >= 1 && h >= 1 && w >= 1, "make_images: channels, height and width must be positive, got [" +
                                         std::to_string(c) + ", " + std::to_string(h) + ", " + std::to_string(w) + "]",
-        "ValueError");
+        ErrorClass::ValueError);
   Rng rng(seed);
   // Each class: a per-channel mean and stripes at its own angle, so both a linear model (means)
   // and convolutions (orientation) find something to learn.
@@ -194,12 +194,12 @@ Dataset make_images(int64_t n, int classes, int64_t c, int64_t h, int64_t w, uin
 }
 
 Dataset take_batch(const Dataset& data, int64_t begin, int64_t count) {
-  check(data.inputs.defined() && data.targets.defined(), "take_batch: the data set is empty", "ValueError");
+  check(data.inputs.defined() && data.targets.defined(), "take_batch: the data set is empty", ErrorClass::ValueError);
   const int64_t n = data.inputs.dim(0);
   check(begin >= 0 && count >= 0 && begin <= n && count <= n - begin,
         "take_batch: rows [" + std::to_string(begin) + ", " + std::to_string(begin + count) + ") are outside the " +
             std::to_string(n) + " rows of " + (data.name.empty() ? std::string("the data set") : data.name),
-        "IndexError");
+        ErrorClass::IndexError);
   Dataset out;
   out.inputs = host_copy(data.inputs.slice0(begin, begin + count));
   out.targets = host_copy(data.targets.slice0(begin, begin + count));
@@ -209,13 +209,13 @@ Dataset take_batch(const Dataset& data, int64_t begin, int64_t count) {
 }
 
 Dataset sort_by_class(const Dataset& data) {
-  check(data.inputs.defined() && data.targets.defined(), "sort_by_class: the data set is empty", "ValueError");
+  check(data.inputs.defined() && data.targets.defined(), "sort_by_class: the data set is empty", ErrorClass::ValueError);
   const std::vector<int64_t> labels = data.targets.to_int64();
   const int64_t n = static_cast<int64_t>(labels.size());
   check(data.inputs.ndim() >= 1 && data.inputs.dim(0) == n,
         "sort_by_class: " + std::to_string(data.inputs.ndim() >= 1 ? data.inputs.dim(0) : 0) + " inputs but " +
             std::to_string(n) + " targets",
-        "ValueError");
+        ErrorClass::ValueError);
   std::vector<int64_t> order(ix(n));
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return labels[a] < labels[b]; });

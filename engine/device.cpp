@@ -20,7 +20,7 @@ const char* kSpecForms =
     "(K virtual devices on GPU 0)";
 
 [[noreturn]] void bad_spec(const std::string& text, const std::string& why) {
-  throw Error("invalid device spec '" + text + "': " + why + "; " + kSpecForms, "ValueError");
+  throw Error("invalid device spec '" + text + "': " + why + "; " + kSpecForms, ErrorClass::ValueError);
 }
 
 int parse_int(const std::string& text, const std::string& part) {
@@ -162,7 +162,7 @@ std::shared_ptr<DeviceSet> DeviceSet::create(const std::string& text) {
       throw Error("device spec '" + text + "' names GPU " + std::to_string(g) + " but this machine has " +
                       std::to_string(available) + " GPU" + (available == 1 ? "" : "s") + " (0.." +
                       std::to_string(available - 1) + ")",
-                  "ValueError");
+                  ErrorClass::ValueError);
   for (int i = 0; i < spec.count; ++i) {
     int gpu = spec.gpus[ix(i)];
     auto dev = std::make_shared<Device>(i, DeviceKind::Cuda, gpu, spec.is_virtual, make_cuda_backend(gpu, i));

@@ -44,7 +44,7 @@ DType parse_dtype(const std::string& name) {
   if (name == "float32" || name == "float") return DType::Float32;
   if (name == "float64" || name == "double") return DType::Float64;
   if (name == "int64" || name == "long") return DType::Int64;
-  throw Error("unknown dtype '" + name + "': use float32, float64 or int64", "ValueError");
+  throw Error("unknown dtype '" + name + "': use float32, float64 or int64", ErrorClass::ValueError);
 }
 
 DType parse_safetensors_dtype(const std::string& code) {
@@ -52,7 +52,7 @@ DType parse_safetensors_dtype(const std::string& code) {
   if (code == "F64") return DType::Float64;
   if (code == "I64") return DType::Int64;
   throw Error("safetensors dtype '" + code + "' is not supported: save float32, float64 or int64 tensors",
-              "ValueError");
+              ErrorClass::ValueError);
 }
 
 }  // namespace dpv

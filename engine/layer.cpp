@@ -40,7 +40,7 @@ std::unique_ptr<Layer> make_layer(const LayerSpec& spec) {
     case LayerKind::BatchNorm1d:
     case LayerKind::BatchNorm2d: return std::make_unique<BatchNorm>(spec);
   }
-  throw Error("unknown layer kind " + std::to_string(static_cast<int>(spec.kind)), "ValueError");
+  throw Error("unknown layer kind " + std::to_string(static_cast<int>(spec.kind)), ErrorClass::ValueError);
 }
 
 }  // namespace dpv

@@ -9,8 +9,8 @@
 namespace dpv {
 
 Model::Model(ModelSpec spec) : spec_(std::move(spec)) {
-  check(!spec_.layers.empty(), "the model has no layers", "ValueError");
-  check(spec_.dtype != DType::Int64, "a model's dtype must be float32 or float64", "ValueError");
+  check(!spec_.layers.empty(), "the model has no layers", ErrorClass::ValueError);
+  check(spec_.dtype != DType::Int64, "a model's dtype must be float32 or float64", ErrorClass::ValueError);
   for (const auto& l : spec_.layers) layers_.push_back(make_layer(l));
   for (int i = 0; i < num_layers(); ++i) {
     for (auto d : layer(i).parameters(spec_.dtype)) {
@@ -38,7 +38,7 @@ void Model::check_state(const TensorMap& state) const {
     if (!t)
       throw Error("Missing key(s) in state_dict: \"" + d.name + "\" (the model " + describe_short() +
                       " expects it; check the parameter names, e.g. a 'module.' prefix from a DataParallel checkpoint)",
-                  "KeyError");
+                  ErrorClass::KeyError);
     check(t->shape() == d.shape, "size mismatch for " + d.name + ": copying a param with shape " +
                                      torch_size_str(t->shape()) + " from checkpoint, the shape in current model is " +
                                      torch_size_str(d.shape) + ".");
@@ -48,7 +48,7 @@ void Model::check_state(const TensorMap& state) const {
   for (const auto& [name, t] : state.items()) {
     bool known = false;
     for (const auto& d : state_decls()) known = known || d.name == name;
-    if (!known) throw Error("Unexpected key(s) in state_dict: \"" + name + "\"", "KeyError");
+    if (!known) throw Error("Unexpected key(s) in state_dict: \"" + name + "\"", ErrorClass::KeyError);
   }
 }
 
@@ -65,9 +65,8 @@ std::vector<Shape> Model::activation_shapes(const Shape& input) const {
     try {
       s = layer(i).output_shape(s);
     } catch (const Error& e) {
-      throw Error(std::string(e.what()) + " (layer " + std::to_string(i) + ": " + layer(i).describe() + ", input " +
-                      shape_str(shapes.empty() ? input : shapes.back()) + ")",
-                  e.kind());
+      throw e.reworded(std::string(e.what()) + " (layer " + std::to_string(i) + ": " + layer(i).describe() +
+                       ", input " + shape_str(shapes.empty() ? input : shapes.back()) + ")");
     }
     shapes.push_back(s);
   }
@@ -75,10 +74,10 @@ std::vector<Shape> Model::activation_shapes(const Shape& input) const {
 }
 
 void Model::check_input(const Tensor& input) const {
-  check(input.ndim() >= 1, "the input must have a batch dimension; got a 0-dimensional tensor", "ValueError");
+  check(input.ndim() >= 1, "the input must have a batch dimension; got a 0-dimensional tensor", ErrorClass::ValueError);
   check(input.dim(0) > 0, "empty batch: the input " + shape_str(input.shape()) +
                               " has no samples; a training step needs at least one sample",
-        "ValueError");
+        ErrorClass::ValueError);
   check(input.dtype() != DType::Int64, "the input is int64; convert it to " + std::string(dtype_name(spec_.dtype)) +
                                            " (e.g. x.float()) before the forward pass");
   if (input.dtype() != spec_.dtype) {

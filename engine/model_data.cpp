@@ -6,7 +6,7 @@
 namespace dpv {
 
 ModelInputShape input_shape_of(const ModelSpec& spec) {
-  check(!spec.layers.empty(), "the model has no layers", "ValueError");
+  check(!spec.layers.empty(), "the model has no layers", ErrorClass::ValueError);
   ModelInputShape s;
   const LayerSpec& first = spec.layers.front();
   if (first.kind == LayerKind::Conv2d) {
@@ -19,7 +19,7 @@ ModelInputShape input_shape_of(const ModelSpec& spec) {
   } else {
     throw Error("cannot make data for a model whose first layer is '" + std::string(layer_kind_name(first.kind)) +
                     "': it must start with linear or conv2d",
-                "ValueError");
+                ErrorClass::ValueError);
   }
   for (auto it = spec.layers.rbegin(); it != spec.layers.rend(); ++it) {
     if (it->kind == LayerKind::Linear) {
@@ -27,22 +27,22 @@ ModelInputShape input_shape_of(const ModelSpec& spec) {
       break;
     }
   }
-  check(s.classes >= 2, "the model's last linear layer must have at least 2 outputs (classes)", "ValueError");
+  check(s.classes >= 2, "the model's last linear layer must have at least 2 outputs (classes)", ErrorClass::ValueError);
   return s;
 }
 
 Dataset make_data_for_model(const ModelSpec& spec, int64_t n, uint64_t seed, const std::string& kind) {
   const ModelInputShape s = input_shape_of(spec);
   if (s.image) {
-    check(kind == "auto" || kind == "images", "--data " + kind + " does not fit a CNN (it takes images)", "ValueError");
+    check(kind == "auto" || kind == "images", "--data " + kind + " does not fit a CNN (it takes images)", ErrorClass::ValueError);
     return make_images(n, s.classes, s.channels, s.height, s.width, seed, spec.dtype);
   }
   if (kind == "spiral" || (kind == "auto" && s.features == 2)) {
     check(s.features == 2,
-          "--data spiral has 2 features but the model takes " + std::to_string(s.features), "ValueError");
+          "--data spiral has 2 features but the model takes " + std::to_string(s.features), ErrorClass::ValueError);
     return make_spiral(n, s.classes, seed, spec.dtype);
   }
-  check(kind == "auto" || kind == "blobs", "unknown --data '" + kind + "' (auto, spiral, blobs)", "ValueError");
+  check(kind == "auto" || kind == "blobs", "unknown --data '" + kind + "' (auto, spiral, blobs)", ErrorClass::ValueError);
   return make_blobs(n, s.classes, s.features, seed, spec.dtype);
 }
 
@@ -52,7 +52,7 @@ Dataset load_idx_for_model(const ModelSpec& spec, const std::string& images, con
   check(!s.image && idx.images.dim(1) == s.features,
         images + ": the IDX images have " + std::to_string(idx.images.dim(1)) + " pixels per sample but the model takes " +
             (s.image ? std::string("images") : std::to_string(s.features) + " features"),
-        "ValueError");
+        ErrorClass::ValueError);
   Dataset d;
   d.inputs = idx.images;
   d.targets = idx.labels;
@@ -62,7 +62,7 @@ Dataset load_idx_for_model(const ModelSpec& spec, const std::string& images, con
     check(label >= 0 && label < s.classes,
           "label " + std::to_string(label) + " in '" + labels + "' is outside the model's " +
               std::to_string(s.classes) + " classes",
-          "ValueError");
+          ErrorClass::ValueError);
   }
   if (spec.dtype != DType::Float32) {
     Tensor converted = Tensor::from_doubles(d.inputs.shape(), spec.dtype, d.inputs.to_doubles());

@@ -119,7 +119,7 @@ class LayerReader {
     }
   }
 
-  [[noreturn]] void fail(const std::string& problem) const { throw Error(where_ + ": " + problem, "ValueError"); }
+  [[noreturn]] void fail(const std::string& problem) const { throw Error(where_ + ": " + problem, ErrorClass::ValueError); }
 
  private:
   const Json* take(const char* key, bool required) {
@@ -140,10 +140,10 @@ class LayerReader {
 LayerSpec parse_layer(const Json& layer, size_t index, const std::string& source) {
   const std::string at = source + ": layer " + std::to_string(index);
   check(layer.is_object(), at + ": expected an object such as {\"type\": \"linear\", ...}, got " + layer.dump(),
-        "ValueError");
+        ErrorClass::ValueError);
   const auto type_it = layer.find("type");
-  check(type_it != layer.end(), at + ": missing 'type' (one of " + join(known_layer_types()) + ")", "ValueError");
-  check(type_it->is_string(), at + ": 'type' must be a string, got " + type_it->dump(), "ValueError");
+  check(type_it != layer.end(), at + ": missing 'type' (one of " + join(known_layer_types()) + ")", ErrorClass::ValueError);
+  check(type_it->is_string(), at + ": 'type' must be a string, got " + type_it->dump(), ErrorClass::ValueError);
   LayerSpec spec;
   // PyTorch's class names ("Linear", "BatchNorm1d") are accepted as well as the lower-case ones.
   const std::string type = lower(type_it->get<std::string>());
@@ -151,7 +151,7 @@ LayerSpec parse_layer(const Json& layer, size_t index, const std::string& source
   const auto found = std::find(known.begin(), known.end(), type);
   if (found == known.end()) {
     throw Error(at + ": unknown layer type '" + type_it->get<std::string>() + "' (known types: " + join(known) + ")",
-                "ValueError");
+                ErrorClass::ValueError);
   }
   spec.kind = kLayerKinds[found - known.begin()];
 
@@ -248,7 +248,7 @@ ModelSpec mlp_with_batchnorm(int64_t in, int64_t hidden, int64_t out) {
 
 ModelSpec parse_model_spec(const std::string& json_text, const std::string& source) {
   const bool blank = std::all_of(json_text.begin(), json_text.end(), [](unsigned char ch) { return std::isspace(ch); });
-  check(!blank, source + ": the model spec is empty (expected {\"layers\": [...]})", "ValueError");
+  check(!blank, source + ": the model spec is empty (expected {\"layers\": [...]})", ErrorClass::ValueError);
   Json root;
   try {
     root = Json::parse(json_text);
@@ -257,43 +257,43 @@ ModelSpec parse_model_spec(const std::string& json_text, const std::string& sour
     std::string why = err.what();
     for (auto& ch : why)
       if (!std::isprint(static_cast<unsigned char>(ch))) ch = '?';
-    throw Error(source + ": not valid JSON (at byte " + std::to_string(err.byte) + "): " + why, "ValueError");
+    throw Error(source + ": not valid JSON (at byte " + std::to_string(err.byte) + "): " + why, ErrorClass::ValueError);
   } catch (const Json::exception& err) {  // e.g. a number too large for a double
-    throw Error(source + ": not valid JSON: " + err.what(), "ValueError");
+    throw Error(source + ": not valid JSON: " + err.what(), ErrorClass::ValueError);
   }
   check(root.is_object(), source + ": expected a JSON object {\"layers\": [...]}, got " + std::string(root.type_name()),
-        "ValueError");
+        ErrorClass::ValueError);
   for (const auto& [key, value] : root.items()) {
     const auto& keys = top_level_keys();
     check(std::find(keys.begin(), keys.end(), key) != keys.end(),
-          source + ": unknown key '" + key + "' (accepted: " + join(keys) + ")", "ValueError");
+          source + ": unknown key '" + key + "' (accepted: " + join(keys) + ")", ErrorClass::ValueError);
   }
 
   ModelSpec spec;
   const auto layers = root.find("layers");
   check(layers != root.end(), source + ": missing \"layers\" (a list such as [{\"type\": \"linear\", ...}])",
-        "ValueError");
+        ErrorClass::ValueError);
   check(layers->is_array(), source + ": \"layers\" must be a list, got " + std::string(layers->type_name()),
-        "ValueError");
-  check(!layers->empty(), source + ": \"layers\" is empty; a model needs at least one layer", "ValueError");
+        ErrorClass::ValueError);
+  check(!layers->empty(), source + ": \"layers\" is empty; a model needs at least one layer", ErrorClass::ValueError);
   for (size_t i = 0; i < layers->size(); ++i) spec.layers.push_back(parse_layer((*layers)[i], i, source));
 
   if (const auto loss = root.find("loss"); loss != root.end()) {
-    check(loss->is_string(), source + ": \"loss\" must be a string, got " + loss->dump(), "ValueError");
+    check(loss->is_string(), source + ": \"loss\" must be a string, got " + loss->dump(), ErrorClass::ValueError);
     spec.loss = loss->get<std::string>();
     check(spec.loss == "cross_entropy",
           source + ": unknown loss '" + spec.loss + "' (supported: cross_entropy, i.e. nn.CrossEntropyLoss)",
-          "ValueError");
+          ErrorClass::ValueError);
   }
   if (const auto dtype = root.find("dtype"); dtype != root.end()) {
-    check(dtype->is_string(), source + ": \"dtype\" must be a string, got " + dtype->dump(), "ValueError");
+    check(dtype->is_string(), source + ": \"dtype\" must be a string, got " + dtype->dump(), ErrorClass::ValueError);
     const std::string name = dtype->get<std::string>();
     if (name == "float32" || name == "float")
       spec.dtype = DType::Float32;
     else if (name == "float64" || name == "double")
       spec.dtype = DType::Float64;
     else
-      throw Error(source + ": \"dtype\" must be float32 or float64, got '" + name + "'", "ValueError");
+      throw Error(source + ": \"dtype\" must be float32 or float64, got '" + name + "'", ErrorClass::ValueError);
   }
   return spec;
 }
@@ -326,7 +326,7 @@ ModelSpec preset_model(const std::string& name) {
                    plain(LayerKind::Flatten),       linear(16 * 16 * 16, 10)};
     return spec;
   }
-  throw Error("unknown model preset '" + name + "' (presets: " + join(preset_names()) + ")", "ValueError");
+  throw Error("unknown model preset '" + name + "' (presets: " + join(preset_names()) + ")", ErrorClass::ValueError);
 }
 
 }  // namespace dpv

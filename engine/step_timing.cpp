@@ -10,7 +10,7 @@ namespace dpv {
 
 double best_seconds_per_step(const std::function<void()>& step, const StepTiming& timing) {
   check(timing.rounds >= 1 && timing.per_round >= 1 && timing.warmup >= 0,
-        "step timing needs at least one round of at least one step", "ValueError");
+        "step timing needs at least one round of at least one step", ErrorClass::ValueError);
   for (int i = 0; i < timing.warmup; ++i) step();
   double best = 1e30;
   for (int round = 0; round < timing.rounds; ++round) {

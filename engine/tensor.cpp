@@ -15,9 +15,9 @@ int64_t shape_numel(const Shape& s) {
   int64_t n = 1;
   // Called for every numel() and nbytes(): the messages are built only when a check fails.
   for (int64_t d : s) {
-    if (d < 0) throw Error("negative dimension in shape " + shape_str(s), "ValueError");
+    if (d < 0) throw Error("negative dimension in shape " + shape_str(s), ErrorClass::ValueError);
     if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
-      throw Error("shape " + shape_str(s) + " is too large", "ValueError");
+      throw Error("shape " + shape_str(s) + " is too large", ErrorClass::ValueError);
     n *= d;
   }
   return n;

@@ -18,12 +18,12 @@ Tensor* TensorMap::find(const std::string& name) {
 
 const Tensor& TensorMap::at(const std::string& name, std::string_view what) const {
   if (const Tensor* t = find(name)) return *t;
-  throw Error("missing tensor '" + name + "' in " + std::string(what), "KeyError");
+  throw Error("missing tensor '" + name + "' in " + std::string(what), ErrorClass::KeyError);
 }
 
 Tensor& TensorMap::at(const std::string& name, std::string_view what) {
   if (Tensor* t = find(name)) return *t;
-  throw Error("missing tensor '" + name + "' in " + std::string(what), "KeyError");
+  throw Error("missing tensor '" + name + "' in " + std::string(what), ErrorClass::KeyError);
 }
 
 void TensorMap::set(const std::string& name, const Tensor& t) {

@@ -27,7 +27,7 @@ Json metadata_event(const char* name, int tid, Json args) {
 Json collectives_json(const std::vector<CollectiveReport>& reports) {
   Json list = Json::array();
   for (const CollectiveReport& r : reports) {
-    list.push_back(Json{{"op", r.op},
+    list.push_back(Json{{"op", collective_op_name(r.op)},
                         {"ranks", r.ranks},
                         {"bytes", r.bytes},
                         {"seconds", r.seconds},

@@ -414,7 +414,7 @@ class CpuBackend final : public Backend {
       for (int64_t i = 0; i < N; ++i) {
         const math::TargetKind kind = math::classify_target(pt[i], K);
         if (kind == math::TargetKind::OutOfRange)
-          throw Error("Target " + std::to_string(pt[i]) + " is out of bounds.", "IndexError");
+          throw Error("Target " + std::to_string(pt[i]) + " is out of bounds.", ErrorClass::IndexError);
         counted += kind == math::TargetKind::Counted;
       }
       const double scale = grad_scale / static_cast<double>(counted);

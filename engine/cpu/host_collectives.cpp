@@ -18,8 +18,8 @@ void finish_report(CollectiveReport& r) {
   r.algbw = static_cast<double>(r.bytes) / r.seconds / 1e9;
   const double n = r.ranks;
   double factor = 1.0;
-  if (r.op == "all_reduce") factor = n > 0 ? 2.0 * (n - 1) / n : 0.0;
-  if (r.op == "all_gather") factor = n > 0 ? (n - 1) / n : 0.0;
+  if (r.op == CollectiveOp::AllReduce) factor = n > 0 ? 2.0 * (n - 1) / n : 0.0;
+  if (r.op == CollectiveOp::AllGather) factor = n > 0 ? (n - 1) / n : 0.0;
   r.busbw = r.algbw * factor;
 }
 
@@ -49,7 +49,7 @@ class HostCollectives final : public Collectives {
 
   CollectiveReport broadcast(std::vector<Tensor>& bufs, int root) override {
     check_buffers(bufs, "broadcast");
-    CollectiveReport r = start("broadcast", bufs.size(), bufs[0].nbytes());
+    CollectiveReport r = start(CollectiveOp::Broadcast, bufs.size(), bufs[0].nbytes());
     devices_->run_parallel(static_cast<int>(bufs.size()), [&](int i) {
       if (i != root) bufs[ix(i)].copy_from(bufs[ix(root)]);
     }, moved(bufs[0].nbytes(), bufs.size() - 1));
@@ -58,7 +58,7 @@ class HostCollectives final : public Collectives {
 
   CollectiveReport reduce_add(std::vector<Tensor>& bufs, int root) override {
     check_buffers(bufs, "reduce_add");
-    CollectiveReport r = start("reduce_add", bufs.size(), bufs[0].nbytes());
+    CollectiveReport r = start(CollectiveOp::ReduceAdd, bufs.size(), bufs[0].nbytes());
     Tensor& dst = bufs[ix(root)];
     // The fold runs on the root device's thread.
     devices_->run_parallel(root + 1, [&](int i) {
@@ -71,7 +71,7 @@ class HostCollectives final : public Collectives {
 
   CollectiveReport all_reduce(std::vector<Tensor>& bufs) override {
     check_buffers(bufs, "all_reduce");
-    CollectiveReport r = start("all_reduce", bufs.size(), bufs[0].nbytes());
+    CollectiveReport r = start(CollectiveOp::AllReduce, bufs.size(), bufs[0].nbytes());
     Tensor sum = bufs[0].clone();
     devices_->run_parallel(1, [&](int) {
       for (size_t j = 1; j < bufs.size(); ++j) sum.device()->backend().add_inplace(sum, bufs[j]);
@@ -90,7 +90,7 @@ class HostCollectives final : public Collectives {
       check(o.numel() == piece * static_cast<int64_t>(in.size()), "all_gather: output of " + shape_str(o.shape()) +
                                                                       " cannot hold " + std::to_string(in.size()) +
                                                                       " pieces of " + std::to_string(piece));
-    CollectiveReport r = start("all_gather", in.size(), in[0].nbytes() * in.size());
+    CollectiveReport r = start(CollectiveOp::AllGather, in.size(), in[0].nbytes() * in.size());
     devices_->run_parallel(static_cast<int>(in.size()), [&](int i) {
       Tensor flat = out[ix(i)].reshape({out[ix(i)].numel()});
       for (size_t j = 0; j < in.size(); ++j)
@@ -100,7 +100,7 @@ class HostCollectives final : public Collectives {
   }
 
  private:
-  CollectiveReport start(const char* op, size_t ranks, size_t bytes) {
+  CollectiveReport start(CollectiveOp op, size_t ranks, size_t bytes) {
     CollectiveReport r;
     r.op = op;
     r.ranks = static_cast<int>(ranks);

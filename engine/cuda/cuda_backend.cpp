@@ -134,7 +134,7 @@ void* CudaBackend::allocate(size_t bytes) {
     throw Error("CUDA out of memory on " + where() + ": tried to allocate " + gib(bytes) + "; the GPU has " +
                     gib(free_bytes) + " free of " + gib(total_bytes) +
                     " (use a smaller batch or model, or fewer virtual devices)",
-                "OutOfMemoryError");
+                ErrorClass::OutOfMemoryError, ErrorReason::OutOfMemory);
   }
   DPV_CUDA_CHECK(status);
   return ptr;

@@ -179,7 +179,7 @@ void CudaBackend::cross_entropy(const Tensor& logits, const Tensor& target, Tens
   DPV_CUDA_CHECK(cudaMemcpyAsync(host_info_, kernels::cross_entropy_info(workspace.ptr, N), 2 * sizeof(int64_t),
                                  cudaMemcpyDeviceToHost, stream_));
   DPV_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  if (host_info_[0] >= 0) throw Error("Target " + std::to_string(host_info_[1]) + " is out of bounds.", "IndexError");
+  if (host_info_[0] >= 0) throw Error("Target " + std::to_string(host_info_[1]) + " is out of bounds.", ErrorClass::IndexError);
 }
 
 void CudaBackend::sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buf, double lr, double momentum,

@@ -4,11 +4,12 @@
 
 namespace dpv::cuda_detail {
 
-void throw_cuda_error(const char* call, const std::string& what, const char* file, int line, const char* kind) {
+void throw_cuda_error(const char* call, const std::string& what, const char* file, int line, ErrorClass kind,
+                      ErrorReason reason) {
   // Only the file's name: the build machine's folders mean nothing to the reader.
   std::string where = file;
   if (const auto slash = where.find_last_of('/'); slash != std::string::npos) where = where.substr(slash + 1);
-  throw Error(std::string(call) + " failed: " + what + " at " + where + ":" + std::to_string(line), kind);
+  throw Error(std::string(call) + " failed: " + what + " at " + where + ":" + std::to_string(line), kind, reason);
 }
 
 const char* cublas_status_string(cublasStatus_t status) {

@@ -9,10 +9,13 @@
 
 #include <string>
 
+#include "engine/error.h"
+
 namespace dpv::cuda_detail {
 
 [[noreturn]] void throw_cuda_error(const char* call, const std::string& what, const char* file, int line,
-                                   const char* kind = "RuntimeError");
+                                   ErrorClass kind = ErrorClass::RuntimeError,
+                                   ErrorReason reason = ErrorReason::Unspecified);
 
 const char* cublas_status_string(cublasStatus_t status);
 
@@ -21,7 +24,7 @@ inline void check(cudaError_t status, const char* call, const char* file, int li
   cudaGetLastError();  // clears a non-sticky error so the next call does not report it again
   if (status == cudaErrorMemoryAllocation)
     throw_cuda_error(call, std::string("CUDA out of memory (") + cudaGetErrorString(status) + ")", file, line,
-                     "OutOfMemoryError");
+                     ErrorClass::OutOfMemoryError, ErrorReason::OutOfMemory);
   throw_cuda_error(call, std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status), file, line);
 }
 inline void check(cublasStatus_t status, const char* call, const char* file, int line) {

@@ -144,7 +144,7 @@ class CudaCollectives final : public Collectives {
       for (int i = 0; i < n; ++i)
         if (i != root) copy(bufs[i].raw(), i, bufs[root].raw(), root, bytes, driver->stream());
     });
-    return report("broadcast", n, bytes, seconds);
+    return report(CollectiveOp::Broadcast, n, bytes, seconds);
   }
 
   CollectiveReport reduce_add(std::vector<Tensor>& bufs, int root) override {
@@ -165,7 +165,7 @@ class CudaCollectives final : public Collectives {
       }
       fold_into(bufs, root);
     });
-    return report("reduce_add", n, bytes, seconds);
+    return report(CollectiveOp::ReduceAdd, n, bytes, seconds);
   }
 
   CollectiveReport all_reduce(std::vector<Tensor>& bufs) override {
@@ -188,7 +188,7 @@ class CudaCollectives final : public Collectives {
       fold_into(bufs, 0);
       for (int i = 1; i < n; ++i) copy(bufs[i].raw(), i, bufs[0].raw(), 0, bytes, backends_[0]->stream());
     });
-    return report("all_reduce", n, bytes, seconds);
+    return report(CollectiveOp::AllReduce, n, bytes, seconds);
   }
 
   CollectiveReport all_gather(const std::vector<Tensor>& in, std::vector<Tensor>& out) override {
@@ -223,7 +223,7 @@ class CudaCollectives final : public Collectives {
           copy(static_cast<char*>(out[i].raw()) + ix(j) * piece, i, in[j].raw(), j, piece,
                driver->stream());
     });
-    return report("all_gather", n, piece * ix(n), seconds);
+    return report(CollectiveOp::AllGather, n, piece * ix(n), seconds);
   }
 
  private:
@@ -343,7 +343,7 @@ class CudaCollectives final : public Collectives {
     return seconds;
   }
 
-  static CollectiveReport report(const char* op, int ranks, size_t bytes, double seconds) {
+  static CollectiveReport report(CollectiveOp op, int ranks, size_t bytes, double seconds) {
     CollectiveReport r;
     r.op = op;
     r.ranks = ranks;

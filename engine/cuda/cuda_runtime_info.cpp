@@ -78,7 +78,7 @@ void check_ordinal(int ordinal) {
     for (int g = 0; g < count; ++g) have += (g ? ", " : "") + std::string("cuda:") + std::to_string(g);
     throw Error("cuda:" + std::to_string(ordinal) + " is not a GPU of this machine, which has " + std::to_string(count) +
                     " (" + have + ")",
-                "ValueError");
+                ErrorClass::ValueError);
   }
 }
 

@@ -72,7 +72,7 @@ class NcclProcessGroup final : public ProcessGroup {
   CollectiveReport all_reduce_sum(Tensor& buf, std::vector<RingStep>* steps) override {
     if (steps) steps->clear();  // NCCL does not expose its ring steps
     cudaStream_t s = stream_of(buf, "all_reduce");
-    return run("all_reduce", buf.nbytes(), s, [&] {
+    return run(CollectiveOp::AllReduce, buf.nbytes(), s, [&] {
       DPV_CUDA_CHECK(ncclAllReduce(buf.raw(), buf.raw(), static_cast<size_t>(buf.numel()), nccl_dtype(buf.dtype()),
                                    ncclSum, comm_, s));
     });
@@ -81,7 +81,7 @@ class NcclProcessGroup final : public ProcessGroup {
   CollectiveReport broadcast(Tensor& buf, int root) override {
     check(root >= 0 && root < size_, "broadcast: root " + std::to_string(root) + " is not a rank of this group");
     cudaStream_t s = stream_of(buf, "broadcast");
-    return run("broadcast", buf.nbytes(), s, [&] {
+    return run(CollectiveOp::Broadcast, buf.nbytes(), s, [&] {
       DPV_CUDA_CHECK(ncclBroadcast(buf.raw(), buf.raw(), static_cast<size_t>(buf.numel()), nccl_dtype(buf.dtype()),
                                    root, comm_, s));
     });
@@ -92,14 +92,14 @@ class NcclProcessGroup final : public ProcessGroup {
           "all_gather: the output must hold world size x the input's elements of the same dtype");
     cudaStream_t s = stream_of(in, "all_gather");
     stream_of(out, "all_gather");
-    return run("all_gather", out.nbytes(), s, [&] {
+    return run(CollectiveOp::AllGather, out.nbytes(), s, [&] {
       DPV_CUDA_CHECK(ncclAllGather(in.raw(), out.raw(), static_cast<size_t>(in.numel()), nccl_dtype(in.dtype()),
                                    comm_, s));
     });
   }
 
   void barrier() override {
-    run("barrier", 0, own_stream_, [&] {
+    run(CollectiveOp::Barrier, 0, own_stream_, [&] {
       DPV_CUDA_CHECK(ncclAllReduce(barrier_buf_, barrier_buf_, 1, ncclFloat32, ncclSum, comm_, own_stream_));
     });
   }
@@ -116,7 +116,7 @@ class NcclProcessGroup final : public ProcessGroup {
   }
 
   template <typename Body>
-  CollectiveReport run(const char* op, size_t bytes, cudaStream_t s, Body body) {
+  CollectiveReport run(CollectiveOp op, size_t bytes, cudaStream_t s, Body body) {
     DPV_CUDA_CHECK(cudaSetDevice(ordinal_));
     DPV_CUDA_CHECK(cudaStreamSynchronize(s));  // earlier work on the stream is not this collective's time
     CollectiveReport r;
@@ -125,7 +125,7 @@ class NcclProcessGroup final : public ProcessGroup {
     r.bytes = bytes;
     const auto start = Clock::now();
     body();
-    wait_with_deadline(op, s);
+    wait_with_deadline(collective_op_name(op), s);
     r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     finish_report(r);
     return r;

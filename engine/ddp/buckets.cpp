@@ -59,7 +59,7 @@ BucketAssignment compute_bucket_assignment_by_size(const std::vector<BucketParam
 }
 
 size_t bucket_bytes_cap(double bucket_cap_mb) {
-  check(bucket_cap_mb > 0, "bucket_cap_mb must be positive, got " + std::to_string(bucket_cap_mb), "ValueError");
+  check(bucket_cap_mb > 0, "bucket_cap_mb must be positive, got " + std::to_string(bucket_cap_mb), ErrorClass::ValueError);
   return static_cast<size_t>(bucket_cap_mb * 1024.0 * 1024.0);
 }
 
@@ -69,7 +69,7 @@ BucketAssignment initial_buckets(const std::vector<BucketParam>& params) {
 
 BucketAssignment rebuilt_buckets(const std::vector<BucketParam>& params, const std::vector<size_t>& ready_order,
                                  double bucket_cap_mb, size_t first_bucket_bytes) {
-  check(first_bucket_bytes > 0, "dist._DEFAULT_FIRST_BUCKET_BYTES must be positive", "ValueError");
+  check(first_bucket_bytes > 0, "dist._DEFAULT_FIRST_BUCKET_BYTES must be positive", ErrorClass::ValueError);
   return compute_bucket_assignment_by_size(params, {first_bucket_bytes, bucket_bytes_cap(bucket_cap_mb)}, ready_order);
 }
 

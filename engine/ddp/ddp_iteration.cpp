@@ -9,10 +9,6 @@
 
 namespace dpv {
 
-namespace {
-const std::string kAborted = "the in-process group was aborted";
-}
-
 DdpTrainer::DdpTrainer(std::shared_ptr<DeviceSet> devices, Model model, const TensorMap& state, DdpOptions options)
     : devices_(std::move(devices)), model_(std::move(model)), options_(options), initial_state_(state) {
   check(devices_ && devices_->size() > 0, "no devices");
@@ -59,20 +55,27 @@ void DdpTrainer::run_ranks(const std::function<void(int)>& fn, std::vector<doubl
     }
     busy_end[static_cast<size_t>(r)] = now();
   }, independent ? DeviceSet::kIndependentWork : -1);
+  // The cause is the first rank whose error is its own, not a collective woken by another's abort.
   int pick = -1;
   for (int r = 0; r < W && pick < 0; ++r) {
     if (!errors[static_cast<size_t>(r)]) continue;
     try {
       std::rethrow_exception(errors[static_cast<size_t>(r)]);
-    } catch (const std::exception& e) {
-      if (std::string(e.what()).rfind(kAborted, 0) != 0) pick = r;
+    } catch (const Error& e) {
+      if (e.reason() != ErrorReason::GroupAborted) pick = r;
+    } catch (const std::exception&) {
+      pick = r;
     }
   }
   for (int r = 0; r < W && pick < 0; ++r)
     if (errors[static_cast<size_t>(r)]) pick = r;
-  if (pick >= 0) {
-    broken_ = true;
+  if (pick < 0) return;
+  broken_ = true;
+  try {
     std::rethrow_exception(errors[static_cast<size_t>(pick)]);
+  } catch (Error& e) {
+    e.at_rank(pick);
+    throw;
   }
 }
 
@@ -101,15 +104,15 @@ DdpIteration::DdpIteration(DdpTrainer& trainer, const Tensor& input, const Tenso
   const int W = trainer.world_size();
   const Model& model = trainer.model();
   // One iteration per step: the messages are built only when they are thrown.
-  if (input.ndim() < 1) throw Error("the input must have a batch dimension; got a 0-dimensional tensor", "ValueError");
+  if (input.ndim() < 1) throw Error("the input must have a batch dimension; got a 0-dimensional tensor", ErrorClass::ValueError);
   if (target.dtype() != DType::Int64 || target.ndim() != 1)
     throw Error("the target must be a 1-D int64 tensor of class indices, got " + std::string(dtype_name(target.dtype())) +
                     " " + shape_str(target.shape()),
-                "ValueError");
+                ErrorClass::ValueError);
   if (target.dim(0) != input.dim(0))
     throw Error("Expected input batch_size (" + std::to_string(input.dim(0)) + ") to match target batch_size (" +
                     std::to_string(target.dim(0)) + ").",
-                "ValueError");
+                ErrorClass::ValueError);
   model.check_input(input);  // dtype, shapes, empty batch: what every rank's forward would raise
   for (int r = 0; r < W; ++r) {
     shards_.push_back(distributed_sampler_indices(input.dim(0), W, r, sampler));
@@ -231,6 +234,10 @@ StageEvent DdpIteration::step() {
         break;
       default: throw Error(std::string("not a DDP stage: ") + stage_kind_name(e.stage.kind));
     }
+  } catch (Error& error) {
+    failed_ = true;
+    error.at_stage(e.index);
+    throw;
   } catch (...) {
     failed_ = true;
     throw;

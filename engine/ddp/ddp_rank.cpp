@@ -78,10 +78,10 @@ DdpRank::DdpRank(ProcessGroup& group, std::shared_ptr<Device> device, const Mode
       // In-process ranks on host memory: bucket all-reduces on the group's thread, the rest inline.
       comm_(!(group.starts_all_reduce_on_host() && device_->kind() == DeviceKind::Cpu)) {
   if (!clock_) clock_ = default_clock();
-  check(options_.lr >= 0, "Invalid learning rate: " + std::to_string(options_.lr), "ValueError");
-  check(options_.momentum >= 0, "Invalid momentum value: " + std::to_string(options_.momentum), "ValueError");
+  check(options_.lr >= 0, "Invalid learning rate: " + std::to_string(options_.lr), ErrorClass::ValueError);
+  check(options_.momentum >= 0, "Invalid momentum value: " + std::to_string(options_.momentum), ErrorClass::ValueError);
   check(options_.weight_decay >= 0, "Invalid weight_decay value: " + std::to_string(options_.weight_decay),
-        "ValueError");
+        ErrorClass::ValueError);
   construct(state);
 }
 
@@ -163,11 +163,11 @@ void DdpRank::set_batch(const Tensor& global_input, const Tensor& global_target,
   if (global_target.dtype() != DType::Int64 || global_target.ndim() != 1)
     throw Error("the target must be a 1-D int64 tensor of class indices, got " +
                     std::string(dtype_name(global_target.dtype())) + " " + shape_str(global_target.shape()),
-                "ValueError");
+                ErrorClass::ValueError);
   if (global_input.ndim() < 1 || global_target.dim(0) != global_input.dim(0))
     throw Error("Expected input batch_size (" + std::to_string(global_input.ndim() >= 1 ? global_input.dim(0) : 0) +
                     ") to match target batch_size (" + std::to_string(global_target.dim(0)) + ").",
-                "ValueError");
+                ErrorClass::ValueError);
   Shape shape = global_input.shape();
   shape[0] = static_cast<int64_t>(indices.size());
   Tensor in = Tensor::empty(shape, global_input.dtype(), device_);  // [n_r, ...]
@@ -331,10 +331,10 @@ DdpRankResult DdpRank::result() const {
 DdpRankResult run_rank_steps(ProcessGroup& group, std::shared_ptr<Device> device, const Model& model,
                              const TensorMap& state, const Tensor& global_input, const Tensor& global_target,
                              const DdpOptions& options, int steps) {
-  check(steps >= 1, "steps must be at least 1, got " + std::to_string(steps), "ValueError");
+  check(steps >= 1, "steps must be at least 1, got " + std::to_string(steps), ErrorClass::ValueError);
   DdpRank ddp(group, std::move(device), model, state, options);
   ddp.set_gradients_in_buckets(true);  // nobody looks at .grad before the averaging
-  check(global_input.ndim() >= 1, "the input must have a batch dimension; got a 0-dimensional tensor", "ValueError");
+  check(global_input.ndim() >= 1, "the input must have a batch dimension; got a 0-dimensional tensor", ErrorClass::ValueError);
   SamplerOptions sampler;
   sampler.shuffle = false;
   const auto indices = distributed_sampler_indices(global_input.dim(0), group.size(), group.rank(), sampler);

@@ -22,7 +22,7 @@ std::vector<int64_t> torch_randperm(int64_t n, uint64_t seed) {
 }
 
 int64_t sampler_num_samples(int64_t n, int world_size, bool drop_last) {
-  check(world_size >= 1, "world_size must be at least 1, got " + std::to_string(world_size), "ValueError");
+  check(world_size >= 1, "world_size must be at least 1, got " + std::to_string(world_size), ErrorClass::ValueError);
   if (drop_last && n % world_size != 0) return (n - world_size + world_size - 1) / world_size;  // ceil((N-W)/W)
   return (n + world_size - 1) / world_size;
 }
@@ -31,7 +31,7 @@ std::vector<int64_t> distributed_sampler_indices(int64_t n, int world_size, int 
   if (rank >= world_size || rank < 0)
     throw Error("Invalid rank " + std::to_string(rank) + ", rank should be in the interval [0, " +
                     std::to_string(world_size - 1) + "]",
-                "ValueError");
+                ErrorClass::ValueError);
   const int64_t num_samples = sampler_num_samples(n, world_size, o.drop_last);
   const int64_t total = num_samples * world_size;
   std::vector<int64_t> indices;

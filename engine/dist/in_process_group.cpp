@@ -91,7 +91,7 @@ class InProcessHub {
   static constexpr uint64_t kAborted = uint64_t{1} << 63;  // in generation_: no barrier completes any more
   Error aborted_error() {
     std::lock_guard<std::mutex> lock(reason_mutex_);
-    return Error("the in-process group was aborted: " + reason_);
+    return Error("the in-process group was aborted: " + reason_, ErrorClass::RuntimeError, ErrorReason::GroupAborted);
   }
 
   int world_size_;
@@ -116,7 +116,7 @@ class InProcessGroup final : public ProcessGroup {
   CollectiveReport all_reduce_sum(Tensor& buf, std::vector<RingStep>* steps) override {
     const auto t0 = std::chrono::steady_clock::now();
     const int W = size();
-    CollectiveReport r{"all_reduce", W, buf.nbytes()};
+    CollectiveReport r{CollectiveOp::AllReduce, W, buf.nbytes()};
     if (steps) steps->clear();
     hub_->post_and_wait(rank_, &buf, "all_reduce");
     Tensor mine = flat(buf);
@@ -149,7 +149,7 @@ class InProcessGroup final : public ProcessGroup {
   CollectiveReport broadcast(Tensor& buf, int root) override {
     const auto t0 = std::chrono::steady_clock::now();
     check(root >= 0 && root < size(), "broadcast: invalid root " + std::to_string(root));
-    CollectiveReport r{"broadcast", size(), buf.nbytes()};
+    CollectiveReport r{CollectiveOp::Broadcast, size(), buf.nbytes()};
     hub_->post_and_wait(rank_, &buf, "broadcast");
     if (rank_ != root) buf.copy_from(hub_->posted(root));
     hub_->wait_all();
@@ -164,7 +164,7 @@ class InProcessGroup final : public ProcessGroup {
     check(out.numel() == in.numel() * W && out.dtype() == in.dtype(),
           "all_gather: the output must hold world_size * " + std::to_string(in.numel()) + " " + dtype_name(in.dtype()) +
               " elements, got " + std::to_string(out.numel()) + " " + dtype_name(out.dtype()));
-    CollectiveReport r{"all_gather", W, out.nbytes()};
+    CollectiveReport r{CollectiveOp::AllGather, W, out.nbytes()};
     hub_->post_and_wait(rank_, &in, "all_gather");
     const Tensor dst = flat(out);
     const int64_t n = in.numel();

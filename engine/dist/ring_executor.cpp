@@ -61,6 +61,7 @@ struct RingExecutor::Job {
   std::vector<std::vector<RingStep>> steps;
   Clock::time_point started{}, finished{};
   std::string error;
+  ErrorReason error_reason = ErrorReason::Unspecified;  // GroupAborted when failed by an abort
   std::atomic<uint32_t> state{kRunning};
 
   void settle(uint32_t outcome) {
@@ -77,7 +78,7 @@ class RingWork final : public Work {
       : executor_(executor), job_(std::move(job)), rank_(static_cast<size_t>(rank)) {}
   void wait() override {
     if (job_->state.load(std::memory_order_acquire) == kRunning) executor_.wait_for(*job_);
-    if (job_->state.load(std::memory_order_acquire) == kFailed) throw Error(job_->error);
+    if (job_->state.load(std::memory_order_acquire) == kFailed) throw Error(job_->error, ErrorClass::RuntimeError, job_->error_reason);
   }
   bool completed() const override { return job_->state.load(std::memory_order_acquire) != kRunning; }
   const CollectiveReport& report() const override { return job_->reports[rank_]; }
@@ -133,6 +134,7 @@ void RingExecutor::wait_for(const Job& job) {
 void RingExecutor::fail_pending(const std::string& message) {
   for (auto& job : pending_) {
     job->error = message;
+    job->error_reason = ErrorReason::GroupAborted;
     job->bufs.clear();
     job->settle(kFailed);
   }
@@ -154,7 +156,9 @@ std::shared_ptr<Work> RingExecutor::start(int rank, const Tensor& buf, size_t re
   bool complete = false;
   {
     std::lock_guard lock(mutex_);
-    if (aborted_ || stopping_) throw Error(aborted_message(aborted_ ? abort_reason_ : "the group is being destroyed"));
+    if (aborted_ || stopping_)
+      throw Error(aborted_message(aborted_ ? abort_reason_ : "the group is being destroyed"), ErrorClass::RuntimeError,
+                  ErrorReason::GroupAborted);
     const uint64_t seq = next_seq_[static_cast<size_t>(rank)]++;
     const size_t index = static_cast<size_t>(seq - first_seq_);
     while (pending_.size() <= index) pending_.push_back(std::make_shared<Job>(world_size_));
@@ -332,7 +336,7 @@ void RingExecutor::finish(Job& job) {
   }
   const double seconds = std::chrono::duration<double>(job.finished - job.started).count();
   for (auto& report : job.reports) {
-    report = {"all_reduce", W, job.bufs[0].nbytes()};
+    report = {CollectiveOp::AllReduce, W, job.bufs[0].nbytes()};
     report.seconds = seconds;
     finish_report(report);
   }

@@ -53,11 +53,11 @@ std::string parent_folder(const std::string& path) {
 }  // namespace
 
 Error file_error(int err, const std::string& path, const std::string& context) {
-  const char* kind = "OSError";
-  if (err == ENOENT) kind = "FileNotFoundError";
-  else if (err == EACCES || err == EPERM) kind = "PermissionError";
-  else if (err == EISDIR) kind = "IsADirectoryError";
-  else if (err == ENOTDIR) kind = "NotADirectoryError";
+  ErrorClass kind = ErrorClass::OSError;
+  if (err == ENOENT) kind = ErrorClass::FileNotFoundError;
+  else if (err == EACCES || err == EPERM) kind = ErrorClass::PermissionError;
+  else if (err == EISDIR) kind = ErrorClass::IsADirectoryError;
+  else if (err == ENOTDIR) kind = ErrorClass::NotADirectoryError;
   return Error("[Errno " + std::to_string(err) + "] " + std::strerror(err) + ": '" + path + "'" +
                    (context.empty() ? "" : " (" + context + ")"),
                kind);
@@ -78,7 +78,7 @@ std::string write_target(const std::string& path) {
 }
 
 void write_file_atomic(const std::string& path, const std::string& bytes) {
-  check(!path.empty(), "cannot write a file with an empty name", "FileNotFoundError");
+  check(!path.empty(), "cannot write a file with an empty name", ErrorClass::FileNotFoundError);
   const std::string target = write_target(path);
   struct stat info {};
   if (::stat(target.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) throw file_error(EISDIR, path);

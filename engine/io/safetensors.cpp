@@ -69,7 +69,7 @@ Entry parse_entry(const std::string& source, const std::string& name, const Json
   try {
     e.dtype = parse_safetensors_dtype(dtype.get<std::string>());
   } catch (const Error& err) {
-    throw Error(where + ": " + err.what(), err.kind());
+    throw err.reworded(where + ": " + err.what());
   }
 
   const Json& shape = info["shape"];
@@ -205,8 +205,8 @@ std::string serialize_safetensors(const TensorMap& tensors, const std::map<std::
   host.reserve(tensors.size());
   for (const auto& [name, t] : tensors.items()) {
     check(name != "__metadata__", "cannot save a tensor named '__metadata__': the safetensors format reserves it",
-          "ValueError");
-    check(t.defined(), "cannot save tensor '" + name + "': it is undefined", "ValueError");
+          ErrorClass::ValueError);
+    check(t.defined(), "cannot save tensor '" + name + "': it is undefined", ErrorClass::ValueError);
     host.push_back(t.on_host_memory() ? t : t.to(nullptr));
   }
 
@@ -234,7 +234,7 @@ std::string serialize_safetensors(const TensorMap& tensors, const std::map<std::
     header_text = header.dump();
   } catch (const OrderedJson::type_error& err) {
     throw Error(std::string("cannot save: a tensor name or metadata text is not valid UTF-8 (") + err.what() + ")",
-                "ValueError");
+                ErrorClass::ValueError);
   }
   // Spaces after the JSON so the data starts 8-byte aligned, as the official writer does.
   header_text.append((kDataAlignment - header_text.size() % kDataAlignment) % kDataAlignment, ' ');

@@ -40,12 +40,12 @@ TraceLanes read_trace_lanes(const std::string& json_text, const std::string& sou
   try {
     root = Json::parse(json_text);
   } catch (const nlohmann::json::exception& e) {
-    throw Error(source + " is not a Chrome trace: invalid JSON (" + e.what() + ")", "ValueError");
+    throw Error(source + " is not a Chrome trace: invalid JSON (" + e.what() + ")", ErrorClass::ValueError);
   }
   const Json* events = nullptr;
   if (root.is_array()) events = &root;
   else if (root.is_object() && root.contains("traceEvents") && root["traceEvents"].is_array()) events = &root["traceEvents"];
-  if (!events) throw Error(source + " is not a Chrome trace: no \"traceEvents\" array", "ValueError");
+  if (!events) throw Error(source + " is not a Chrome trace: no \"traceEvents\" array", ErrorClass::ValueError);
 
   std::map<int, std::string> process_names;
   std::map<int, int> process_order;

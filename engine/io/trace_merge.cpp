@@ -16,18 +16,18 @@ Json parse_trace(const std::string& text, const std::string& name) {
   try {
     j = Json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    throw Error(name + " is not a Chrome trace: invalid JSON (" + e.what() + ")", "ValueError");
+    throw Error(name + " is not a Chrome trace: invalid JSON (" + e.what() + ")", ErrorClass::ValueError);
   }
   if (j.is_array()) j = Json{{"traceEvents", j}};  // the format's bare-array form
   if (!j.is_object() || !j.contains("traceEvents") || !j["traceEvents"].is_array())
-    throw Error(name + " is not a Chrome trace: no \"traceEvents\" array", "ValueError");
+    throw Error(name + " is not a Chrome trace: no \"traceEvents\" array", ErrorClass::ValueError);
   return j;
 }
 
 }  // namespace
 
 std::string merge_chrome_traces(const std::vector<std::string>& traces, const std::vector<std::string>& names) {
-  check(!traces.empty(), "trace merge: no input traces", "ValueError");
+  check(!traces.empty(), "trace merge: no input traces", ErrorClass::ValueError);
   Json events = Json::array();
   std::map<int, std::string> seen;  // rank -> input name
   for (size_t i = 0; i < traces.size(); ++i) {
@@ -40,7 +40,7 @@ std::string merge_chrome_traces(const std::vector<std::string>& traces, const st
     if (seen.count(rank)) {
       throw Error("trace merge: " + name + " and " + seen[rank] + " are both rank " + std::to_string(rank) +
                       " (give each rank's trace once)",
-                  "ValueError");
+                  ErrorClass::ValueError);
     }
     seen[rank] = name;
 

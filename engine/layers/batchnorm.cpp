@@ -31,9 +31,9 @@ std::vector<TensorDecl> BatchNorm::buffers(DType dtype) const {
 
 Shape BatchNorm::output_shape(const Shape& in) const {
   if (two_d_ && in.size() != 4)
-    throw Error("expected 4D input (got " + std::to_string(in.size()) + "D input)", "ValueError");
+    throw Error("expected 4D input (got " + std::to_string(in.size()) + "D input)", ErrorClass::ValueError);
   if (!two_d_ && in.size() != 2 && in.size() != 3)
-    throw Error("expected 2D or 3D input (got " + std::to_string(in.size()) + "D input)", "ValueError");
+    throw Error("expected 2D or 3D input (got " + std::to_string(in.size()) + "D input)", ErrorClass::ValueError);
   if (in[1] != c_)
     throw Error("running_mean should contain " + std::to_string(in[1]) + " elements not " + std::to_string(c_));
   return in;
@@ -61,7 +61,7 @@ void BatchNorm::local_stats(LayerRun& run, const Tensor& x, Tensor& mean, Tensor
   const Layout l = layout(x.shape());
   if (single_check && l.N * l.S == 1)
     throw Error("Expected more than 1 value per channel when training, got input size " + torch_size_str(x.shape()),
-                "ValueError");
+                ErrorClass::ValueError, ErrorReason::BatchNormSingleValue);
   mean = Tensor::empty({c_}, x.dtype(), run.replica.device);
   var_b = Tensor::empty({c_}, x.dtype(), run.replica.device);
   run.backend.bn_stats(x, mean, var_b, l.N, l.C, l.S);

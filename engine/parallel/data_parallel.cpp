@@ -20,10 +20,10 @@ std::vector<int64_t> chunk_sizes(int64_t n, int k) {
 Trainer::Trainer(std::shared_ptr<DeviceSet> devices, Model model, const TensorMap& state, TrainOptions options)
     : devices_(std::move(devices)), model_(std::move(model)), options_(options) {
   check(devices_ && devices_->size() > 0, "no devices");
-  check(options_.lr >= 0, "Invalid learning rate: " + std::to_string(options_.lr), "ValueError");
-  check(options_.momentum >= 0, "Invalid momentum value: " + std::to_string(options_.momentum), "ValueError");
+  check(options_.lr >= 0, "Invalid learning rate: " + std::to_string(options_.lr), ErrorClass::ValueError);
+  check(options_.momentum >= 0, "Invalid momentum value: " + std::to_string(options_.momentum), ErrorClass::ValueError);
   check(options_.weight_decay >= 0, "Invalid weight_decay value: " + std::to_string(options_.weight_decay),
-        "ValueError");
+        ErrorClass::ValueError);
   model_.check_state(state);
   collectives_ = make_collectives(devices_);
   // model.cuda(): the original module lives on device_ids[0].
@@ -76,16 +76,16 @@ Iteration::Iteration(Trainer& trainer, const Tensor& input, const Tensor& target
   } catch (const Error& e) {
     // Inside DataParallel the first op fails in replica 0's thread and comes back wrapped.
     if (k > 1 && input.ndim() >= 1 && input.dim(0) > 0)
-      throw Error("Caught " + e.kind() + " in replica 0 on device 0. " + e.what(), e.kind());
+      throw e.reworded("Caught " + e.kind() + " in replica 0 on device 0. " + e.what()).at_replica(0, 0);
     throw;
   }
   check(target.dtype() == DType::Int64 && target.ndim() == 1,
         "the target must be a 1-D int64 tensor of class indices, got " + std::string(dtype_name(target.dtype())) + " " +
             shape_str(target.shape()),
-        "ValueError");
+        ErrorClass::ValueError);
   check(target.dim(0) == input.dim(0), "Expected input batch_size (" + std::to_string(input.dim(0)) +
                                            ") to match target batch_size (" + std::to_string(target.dim(0)) + ").",
-        "ValueError");
+        ErrorClass::ValueError);
   chunks_ = chunk_sizes(input.dim(0), k);
   impl_ = std::make_unique<Impl>(*this, trainer);
   impl_->input_dev0 = input.device() == &trainer.devices()[0] ? input : input.to(trainer.devices().shared(0));
@@ -144,6 +144,10 @@ StageEvent Iteration::run_stage(bool describe) {
       case StageKind::Step: impl_->step_optimizer(e); break;
       default: throw Error(std::string("not a DataParallel stage: ") + stage_kind_name(e.stage.kind));
     }
+  } catch (Error& error) {
+    impl_->failed = true;
+    error.at_stage(e.index);
+    throw;
   } catch (...) {
     impl_->failed = true;
     throw;

@@ -72,7 +72,7 @@ void Iteration::Impl::backward_sync_bn(StageEvent& e, int layer) {
 
 void Iteration::Impl::reduce_grads(StageEvent& e) {
   CollectiveReport total;
-  total.op = "reduce_add";
+  total.op = CollectiveOp::ReduceAdd;
   total.ranks = R;
   const double start = now();
   for (const auto& d : tr.model().parameter_decls()) {

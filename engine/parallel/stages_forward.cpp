@@ -71,9 +71,9 @@ void Iteration::Impl::rethrow_replica_error(const std::exception_ptr& error, int
     std::rethrow_exception(error);
   } catch (const Error& e) {
     if (!multi) throw;  // one device: the module is called directly, nothing is wrapped
-    throw Error("Caught " + e.kind() + " in replica " + std::to_string(j) + " on device " + std::to_string(j) + ". " +
-                    e.what(),
-                e.kind());
+    throw e.reworded("Caught " + e.kind() + " in replica " + std::to_string(j) + " on device " + std::to_string(j) +
+                     ". " + e.what())
+        .at_replica(j, j);
   }
 }
 
@@ -135,7 +135,7 @@ void Iteration::Impl::scatter(StageEvent& e) {
 
 void Iteration::Impl::replicate(StageEvent& e) {
   CollectiveReport total;
-  total.op = "broadcast";
+  total.op = CollectiveOp::Broadcast;
   total.ranks = R;
   auto broadcast_all = [&](const std::vector<TensorDecl>& decls, bool params) {
     for (const auto& d : decls) {

@@ -40,7 +40,7 @@ dpv::ModelSpec bnlab_model_spec(double bnMomentum) {
 }
 
 dpv::Dataset bnlab_dataset(const BnLabConfig& config) {
-  dpv::check(config.datasetSize >= 2, "the BatchNorm lab needs a data set of at least 2 points", "ValueError");
+  dpv::check(config.datasetSize >= 2, "the BatchNorm lab needs a data set of at least 2 points", dpv::ErrorClass::ValueError);
   const dpv::ModelSpec spec = bnlab_model_spec(config.bnMomentum);
   // A seed of its own for the data, so the data set does not repeat the weights' random stream.
   return dpv::make_spiral(config.datasetSize, class_count(spec), config.seed ^ 0xDA7A5E7ull, spec.dtype);
@@ -49,11 +49,11 @@ dpv::Dataset bnlab_dataset(const BnLabConfig& config) {
 dpv::Dataset bnlab_batch(const dpv::Dataset& data, const BnLabConfig& config, int64_t step) {
   const int64_t rows = data.inputs.dim(0);
   dpv::check(config.batchSize >= 1, "batch size must be at least 1, got " + std::to_string(config.batchSize),
-             "ValueError");
+             dpv::ErrorClass::ValueError);
   dpv::check(config.batchSize <= rows,
              "batch size " + std::to_string(config.batchSize) + " is larger than the lab's data set (" +
                  std::to_string(rows) + " points)",
-             "ValueError");
+             dpv::ErrorClass::ValueError);
   const int64_t features = data.inputs.numel() / rows;
   const std::vector<double> inputs = data.inputs.to_doubles();   // [rows, features]
   const std::vector<int64_t> targets = data.targets.to_int64();  // [rows]

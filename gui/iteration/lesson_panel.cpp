@@ -173,7 +173,7 @@ void LessonPanel::showStage(const IterationInfo& info, const dpv::StageEvent* ev
   if (event->bytes_moved > 0) md += tr("- bytes moved: %1\n").arg(formatBytes(static_cast<double>(event->bytes_moved)));
   for (const auto& c : event->collectives) {
     md += tr("- %1 over %2 devices: %3, algbw %4 GB/s, busbw %5 GB/s\n")
-              .arg(QString::fromStdString(c.op))
+              .arg(QString::fromLatin1(dpv::collective_op_name(c.op)))
               .arg(c.ranks)
               .arg(formatBytes(static_cast<double>(c.bytes)))
               .arg(c.algbw, 0, 'f', 2)

@@ -3,7 +3,6 @@
 #include <QEvent>
 #include <QHBoxLayout>
 #include <QLabel>
-#include <QRegularExpression>
 #include <QShortcut>
 #include <QStyle>
 #include <QSplitter>
@@ -356,8 +355,10 @@ void IterationPage::onStageRecorded(const dpv::StageEvent& event) {
 void IterationPage::onEngineError(const QString& message) {
   waiting_ = false;
   pause();
+  const EngineFailure failure = engine() ? engine()->lastFailure() : EngineFailure{};
+  const bool batchNormSingleValue = failure.reason == dpv::ErrorReason::BatchNormSingleValue;
   QString advice = tr("Change the settings above and step again.");
-  if (message.contains(QLatin1String("Expected more than 1 value per channel"))) {
+  if (batchNormSingleValue) {
     // nn.DataParallel has no synchronised BatchNorm (each replica normalises its own chunk), so the
     // only fix inside DataParallel is a batch that gives every device at least 2 samples.
     advice = tr("One device got a chunk of a single sample, and BatchNorm cannot normalise one value per channel "
@@ -365,17 +366,13 @@ void IterationPage::onEngineError(const QString& message) {
   }
   // Only errors raised while a stage of the program ran are PyTorch's; the app's own (preparing
   // devices, model or data) are said to be the app's.
-  const bool pytorchError = engine() && engine()->lastErrorInProgram();
+  const bool pytorchError = failure.inProgram;
   const QString headline = pytorchError ? tr("The engine stopped with an error (PyTorch raises the same):")
                                         : tr("The app could not prepare this iteration (this error is the app's own, not one PyTorch raises):");
   errorBanner_->setText(QStringLiteral("%1\n%2\n%3").arg(headline, message, advice));
   errorBanner_->setVisible(true);
-  static const QRegularExpression replica(QStringLiteral("replica (\\d+)"));
-  const auto match = replica.match(message);
-  if (match.hasMatch()) {
-    const bool bn = message.contains(QLatin1String("Expected more than 1 value per channel"));
-    scene_->setFailure(match.captured(1).toInt(), bn ? tr("1 sample: BatchNorm refuses") : tr("this replica failed"));
-  }
+  if (failure.site.replica >= 0)
+    scene_->setFailure(failure.site.replica, batchNormSingleValue ? tr("1 sample: BatchNorm refuses") : tr("this replica failed"));
   showStatus(tr("Engine error: %1").arg(message.section(QLatin1Char('\n'), 0, 0)));
   if (seekTarget_ >= -1) {
     seekTarget_ = -2;

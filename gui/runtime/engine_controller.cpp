@@ -43,8 +43,7 @@ void EngineController::applySettings(const AppSettings& settings) {
   events_.clear();
   lastCompleted_.clear();
   lastCompletedInfo_ = IterationInfo{};
-  lastError_.clear();
-  lastErrorInProgram_ = false;
+  lastFailure_ = {};
   losses_.clear();
   addPending();
   emit configureWorker(settings_, generation);
@@ -84,7 +83,7 @@ void EngineController::onIterationStarted(const IterationInfo& info) {
   info_ = info;
   hasInfo_ = true;
   events_.clear();
-  lastError_.clear();
+  lastFailure_ = {};
   emit iterationStarted(info_);
 }
 
@@ -100,11 +99,10 @@ void EngineController::onStageFinished(quint64 generation, const dpv::StageEvent
   }
 }
 
-void EngineController::onFailed(quint64 generation, const QString& message, bool inProgram) {
+void EngineController::onFailed(quint64 generation, const EngineFailure& failure) {
   if (!generation_.isCurrent(generation)) return;
-  lastError_ = message;
-  lastErrorInProgram_ = inProgram;
-  emit engineError(message);
+  lastFailure_ = failure;
+  emit engineError(failure.message);
 }
 
 void EngineController::onRequestDone(quint64) {

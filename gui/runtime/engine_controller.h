@@ -42,10 +42,12 @@ class EngineController : public QObject {
   // The last iteration that ran to its end (empty until one has).
   const QVector<dpv::StageEvent>& lastCompleted() const { return lastCompleted_; }
   const IterationInfo& lastCompletedInfo() const { return lastCompletedInfo_; }
-  QString lastError() const { return lastError_; }
+  QString lastError() const { return lastFailure_.message; }
+  // The last error with its typed reason and site; set before engineError is emitted.
+  const EngineFailure& lastFailure() const { return lastFailure_; }
   // Whether the last error came from running a stage of the PyTorch program (the engine raises what
   // PyTorch raises there) rather than from the app preparing it (devices, model, data).
-  bool lastErrorInProgram() const { return lastErrorInProgram_; }
+  bool lastErrorInProgram() const { return lastFailure_.inProgram; }
   // loss.item() of every iteration of these settings so far, in order (the Loss stage's value).
   const QVector<double>& losses() const { return losses_; }
   bool iterationComplete() const { return hasInfo_ && !events_.isEmpty() && events_.size() == static_cast<int>(info_.plan.size()); }
@@ -98,7 +100,7 @@ class EngineController : public QObject {
  private:
   void onIterationStarted(const IterationInfo& info);
   void onStageFinished(quint64 generation, const dpv::StageEvent& event);
-  void onFailed(quint64 generation, const QString& message, bool inProgram);
+  void onFailed(quint64 generation, const gui::EngineFailure& failure);
   void onRequestDone(quint64 generation);
   void addPending();
 
@@ -114,8 +116,7 @@ class EngineController : public QObject {
   QVector<dpv::StageEvent> events_;
   QVector<dpv::StageEvent> lastCompleted_;
   IterationInfo lastCompletedInfo_;
-  QString lastError_;
-  bool lastErrorInProgram_ = false;
+  EngineFailure lastFailure_;
   QVector<double> losses_;
 };
 

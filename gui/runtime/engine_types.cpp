@@ -11,6 +11,7 @@ void registerEngineMetaTypes() {
   qRegisterMetaType<dpv::StageEvent>("dpv::StageEvent");
   qRegisterMetaType<dpv::TensorInfo>("dpv::TensorInfo");
   qRegisterMetaType<IterationInfo>("IterationInfo");
+  qRegisterMetaType<EngineFailure>("EngineFailure");
   qRegisterMetaType<AppSettings>("AppSettings");
 }
 

@@ -6,6 +6,7 @@
 #include <QStringList>
 #include <vector>
 
+#include "engine/error.h"
 #include "engine/observer.h"
 
 namespace gui {
@@ -37,8 +38,20 @@ struct IterationInfo {
   std::vector<dpv::DeviceState> devicesBefore;  // what the devices hold before the first stage
 };
 
+// An engine error as the pages see it: the words for the learner beside the typed facts a page
+// decides on (why, and which replica, rank, device and stage), so no page reads the message.
+struct EngineFailure {
+  QString message;  // dpv::Error::full(): "ValueError: Expected more than 1 value per channel ..."
+  dpv::ErrorReason reason = dpv::ErrorReason::Unspecified;
+  dpv::ErrorSite site;
+  // Raised while a stage of the PyTorch program ran (PyTorch raises the same there), not while
+  // the app prepared devices, model or data.
+  bool inProgram = false;
+};
+
 }  // namespace gui
 
+Q_DECLARE_METATYPE(gui::EngineFailure)
 Q_DECLARE_METATYPE(dpv::StageEvent)
 Q_DECLARE_METATYPE(dpv::TensorInfo)
 Q_DECLARE_METATYPE(gui::IterationInfo)

@@ -19,16 +19,20 @@ namespace {
 
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
-QString describeException(std::exception_ptr error) {
+EngineFailure describeException(std::exception_ptr error) {
+  EngineFailure failure;
   try {
     std::rethrow_exception(error);
   } catch (const dpv::Error& e) {
-    return qs(e.full());
+    failure.message = qs(e.full());
+    failure.reason = e.reason();
+    failure.site = e.site();
   } catch (const std::exception& e) {
-    return QStringLiteral("RuntimeError: %1").arg(qs(e.what()));
+    failure.message = QStringLiteral("RuntimeError: %1").arg(qs(e.what()));
   } catch (...) {
-    return QStringLiteral("RuntimeError: unknown engine failure");
+    failure.message = QStringLiteral("RuntimeError: unknown engine failure");
   }
+  return failure;
 }
 
 }  // namespace
@@ -79,12 +83,14 @@ void EngineWorker::configure(const AppSettings& settings, quint64 generation) {
   emit requestDone(generation);
 }
 
-void EngineWorker::reportFailure(quint64 generation, const QString& message) {
+void EngineWorker::reportFailure(quint64 generation, std::exception_ptr error) {
   // The failed iteration cannot continue (replicas are half-way); the next request starts afresh.
   iteration_.reset();
   ddpIteration_.reset();
   if (ddpTrainer_ && settings_.ddp) ddpTrainer_.reset();  // a failed rank leaves the group aborted
-  emit failed(generation, message, std::exchange(inStage_, false));
+  EngineFailure failure = describeException(error);
+  failure.inProgram = std::exchange(inStage_, false);
+  emit failed(generation, failure);
 }
 
 bool EngineWorker::iterationRunning() const {
@@ -198,7 +204,7 @@ void EngineWorker::prepare(quint64 generation) {
     try {
       ensureIteration(generation);
     } catch (...) {
-      reportFailure(generation, describeException(std::current_exception()));
+      reportFailure(generation, std::current_exception());
     }
   }
   emit requestDone(generation);
@@ -209,7 +215,7 @@ void EngineWorker::runStage(quint64 generation) {
     try {
       stepOnce(generation);
     } catch (...) {
-      reportFailure(generation, describeException(std::current_exception()));
+      reportFailure(generation, std::current_exception());
     }
   }
   emit requestDone(generation);
@@ -223,7 +229,7 @@ void EngineWorker::runIteration(quint64 generation) {
       while (!stale(generation) && iterationRunning()) stepOnce(generation);
     }
   } catch (...) {
-    reportFailure(generation, describeException(std::current_exception()));
+    reportFailure(generation, std::current_exception());
   }
   emit requestDone(generation);
 }
@@ -253,7 +259,7 @@ void EngineWorker::runSample(const AppSettings& settings, quint64 requestId) {
     text += QStringLiteral("# devices: %1\n").arg(settings.devices);
   } catch (...) {
     ok = false;
-    text = describeException(std::current_exception());
+    text = describeException(std::current_exception()).message;
   }
   emit sampleFinished(requestId, text, ok);
 }

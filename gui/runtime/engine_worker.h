@@ -56,9 +56,7 @@ class EngineWorker : public QObject {
  signals:
   void iterationStarted(const IterationInfo& info);
   void stageFinished(quint64 generation, const dpv::StageEvent& event);
-  // `inProgram`: raised while a stage of the PyTorch program ran (PyTorch raises the same there),
-  // not while the app prepared the iteration (devices, model, data).
-  void failed(quint64 generation, const QString& message, bool inProgram);
+  void failed(quint64 generation, const gui::EngineFailure& failure);
   void sampleFinished(quint64 requestId, const QString& text, bool ok);
   // Sent once at the end of every request (also skipped ones), so the controller can count them.
   void requestDone(quint64 generation);
@@ -67,7 +65,7 @@ class EngineWorker : public QObject {
   bool stale(quint64 generation) const;
   void ensureIteration(quint64 generation);  // throws dpv::Error
   void stepOnce(quint64 generation);         // throws dpv::Error
-  void reportFailure(quint64 generation, const QString& message);
+  void reportFailure(quint64 generation, std::exception_ptr error);
   void startDdpIteration(quint64 generation);  // throws dpv::Error
   bool iterationRunning() const;
 

@@ -272,7 +272,7 @@ void TimelinePage::addCollectiveRows(const dpv::StageEvent& ev) {
   for (const auto& c : ev.collectives) {
     const int row = table_->rowCount();
     table_->insertRow(row);
-    const QStringList cells = {QString::fromStdString(ev.stage.title), QString::fromStdString(c.op), QString::number(c.ranks),
+    const QStringList cells = {QString::fromStdString(ev.stage.title), QString::fromLatin1(dpv::collective_op_name(c.op)), QString::number(c.ranks),
                                formatBytes(static_cast<double>(c.bytes)), QString::number(c.seconds * 1e6, 'f', 1),
                                QString::number(c.algbw, 'f', 3), QString::number(c.busbw, 'f', 3)};
     for (int col = 0; col < cells.size(); ++col) table_->setItem(row, col, new QTableWidgetItem(cells[col]));
@@ -316,7 +316,7 @@ void TimelinePage::drawLastIteration() {
     QString text = tr("%1\n%2 – %3 ms (%4 ms)").arg(QString::fromStdString(ev.stage.title)).arg(s, 0, 'f', 3).arg(t, 0, 'f', 3).arg(t - s, 0, 'f', 3);
     if (ev.bytes_moved) text += tr("\n%1 moved").arg(formatBytes(static_cast<double>(ev.bytes_moved)));
     for (const auto& c : ev.collectives) {
-      text += tr("\n%1: %2, algbw %3 GB/s, busbw %4 GB/s").arg(QString::fromStdString(c.op), formatBytes(static_cast<double>(c.bytes)))
+      text += tr("\n%1: %2, algbw %3 GB/s, busbw %4 GB/s").arg(QString::fromLatin1(dpv::collective_op_name(c.op)), formatBytes(static_cast<double>(c.bytes)))
                   .arg(c.algbw, 0, 'f', 2).arg(c.busbw, 0, 'f', 2);
     }
     addBar(0, s, t, kind, text);

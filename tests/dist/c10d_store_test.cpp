@@ -16,20 +16,14 @@
 #include "engine/dist/multiprocess/c10d_store.h"
 #include "engine/dist/multiprocess/socket.h"
 #include "engine/error.h"
+#include "tests/support/errors.h"
 
 namespace dpv::dist {
 namespace {
 
 using std::chrono::milliseconds;
+using dpv::testing::error_of;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // Reading and answering in the daemon's framing: u64 lengths, native integers.
 Clock::time_point soon() { return Clock::now() + std::chrono::seconds(5); }

@@ -81,7 +81,7 @@ TEST_P(GlooGroupTest, AllReduceSumsEveryRanksBuffer) {
   }));
   ASSERT_EQ(reports.size(), static_cast<size_t>(2 * world));
   for (const CollectiveReport& r : reports) {
-    EXPECT_EQ(r.op, "all_reduce");
+    EXPECT_EQ(r.op, CollectiveOp::AllReduce);
     EXPECT_EQ(r.ranks, world);
     EXPECT_TRUE(r.bytes == n * 4 || r.bytes == n * 8);
     EXPECT_GT(r.seconds, 0);
@@ -96,7 +96,7 @@ TEST_P(GlooGroupTest, BroadcastAllGatherAndBarrier) {
     Tensor b = Tensor::from_doubles({3}, DType::Float64, {rank * 1.0, rank * 2.0, rank * 3.0});
     CollectiveReport rb = g.broadcast(b, root);
     EXPECT_EQ(b.to_doubles(), (std::vector<double>{root * 1.0, root * 2.0, root * 3.0}));
-    EXPECT_EQ(rb.op, "broadcast");
+    EXPECT_EQ(rb.op, CollectiveOp::Broadcast);
     EXPECT_EQ(rb.bytes, 24u);
 
     Tensor in = Tensor::from_int64({2}, {rank, 10 * rank});
@@ -164,7 +164,7 @@ TEST_P(GlooGroupTest, BroadcastsFromEveryRootInterleavedWithAllReduces) {
             for (int64_t i = 0; i < n; ++i) v[i] = static_cast<double>(i % 1000 + 7 * rank);
             Tensor t = Tensor::from_doubles({n}, dt, v);
             CollectiveReport r = g.broadcast(t, root);
-            EXPECT_EQ(r.op, "broadcast");
+            EXPECT_EQ(r.op, CollectiveOp::Broadcast);
             std::vector<double> out = t.to_doubles();
             for (int64_t i = 0; i < n; i += std::max<int64_t>(1, n / 40))
               ASSERT_EQ(out[i], static_cast<double>(i % 1000 + 7 * root)) << "n " << n << " root " << root;

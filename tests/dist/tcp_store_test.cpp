@@ -10,20 +10,14 @@
 
 #include "engine/dist/multiprocess/tcp_store.h"
 #include "engine/error.h"
+#include "tests/support/errors.h"
 
 namespace dpv::dist {
 namespace {
 
 using std::chrono::milliseconds;
+using dpv::testing::error_of;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(TcpStore, SetGetAndCheck) {
   TcpStoreServer server("127.0.0.1", 0, 1);

@@ -14,12 +14,14 @@
 #include <thread>
 
 #include "engine/error.h"
+#include "tests/support/errors.h"
 #include "engine/io/atomic_file.h"
 #include "engine/io/temp_file_cleanup.h"
 
 namespace dpv {
 namespace {
 namespace fs = std::filesystem;
+using testing::error_thrown_by;
 
 class AtomicWrite : public ::testing::Test {
  protected:
@@ -47,14 +49,6 @@ class AtomicWrite : public ::testing::Test {
   fs::path dir_;
 };
 
-Error error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  return Error("<no error>", "<none>");
-}
 
 TEST_F(AtomicWrite, WritesThroughSymbolicLinksAsTorchSaveDoes) {
   write_file_atomic(path("target.bin"), "old");
@@ -76,30 +70,30 @@ TEST_F(AtomicWrite, WritesThroughSymbolicLinksAsTorchSaveDoes) {
 TEST_F(AtomicWrite, ALoopOfLinksIsAnError) {
   fs::create_symlink("b", path("a"));
   fs::create_symlink("a", path("b"));
-  const Error e = error_of([&] { write_file_atomic(path("a"), "x"); });
+  const Error e = error_thrown_by([&] { write_file_atomic(path("a"), "x"); });
   EXPECT_EQ(e.kind(), "OSError");
   EXPECT_NE(std::string(e.what()).find("Too many levels of symbolic links"), std::string::npos) << e.what();
 }
 
 TEST_F(AtomicWrite, FileErrorsUsePythonsKinds) {
-  Error e = error_of([&] { (void)read_file(path("missing.json")); });
+  Error e = error_thrown_by([&] { (void)read_file(path("missing.json")); });
   EXPECT_EQ(e.kind(), "FileNotFoundError");
   EXPECT_EQ(std::string(e.what()), "[Errno 2] No such file or directory: '" + path("missing.json") + "'");
-  e = error_of([&] { (void)read_file(dir_.string()); });
+  e = error_thrown_by([&] { (void)read_file(dir_.string()); });
   EXPECT_EQ(e.kind(), "IsADirectoryError");
   EXPECT_EQ(std::string(e.what()), "[Errno 21] Is a directory: '" + dir_.string() + "'");
-  e = error_of([&] { write_file_atomic(path("no_such_folder/out.bin"), "x"); });
+  e = error_thrown_by([&] { write_file_atomic(path("no_such_folder/out.bin"), "x"); });
   EXPECT_EQ(e.kind(), "FileNotFoundError");
   EXPECT_NE(std::string(e.what()).find("no_such_folder/out.bin"), std::string::npos) << e.what();
-  e = error_of([&] { write_file_atomic(dir_.string(), "x"); });
+  e = error_thrown_by([&] { write_file_atomic(dir_.string(), "x"); });
   EXPECT_EQ(e.kind(), "IsADirectoryError");
   write_file_atomic(path("file"), "x");
-  e = error_of([&] { write_file_atomic(path("file/inner"), "x"); });
+  e = error_thrown_by([&] { write_file_atomic(path("file/inner"), "x"); });
   EXPECT_EQ(e.kind(), "NotADirectoryError");
   if (::geteuid() != 0) {  // root reads and writes regardless of permissions
     fs::create_directories(path("locked"));
     fs::permissions(path("locked"), fs::perms::owner_read | fs::perms::owner_exec);
-    e = error_of([&] { write_file_atomic(path("locked/out.bin"), "x"); });
+    e = error_thrown_by([&] { write_file_atomic(path("locked/out.bin"), "x"); });
     EXPECT_EQ(e.kind(), "PermissionError");
     fs::permissions(path("locked"), fs::perms::owner_all);
   }

@@ -60,7 +60,7 @@ TEST(HostCollectives, BroadcastReduceAllReduceAllGather) {
 
 TEST(HostCollectives, ReportsBandwidthFromBytesAndTime) {
   CollectiveReport r;
-  r.op = "all_gather";
+  r.op = CollectiveOp::AllGather;
   r.ranks = 4;
   r.bytes = 4'000'000'000;
   r.seconds = 2.0;

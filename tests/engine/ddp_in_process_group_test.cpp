@@ -60,7 +60,7 @@ TEST(InProcessGroup, AllReduceSumsOnEveryRankForManySizes) {
           for (int q = 0; q < W; ++q) expect += 1000.0 * (q + 1) + static_cast<double>(i);
           EXPECT_EQ(results[static_cast<size_t>(r)][static_cast<size_t>(i)], expect) << "W " << W << " n " << n;
         }
-        EXPECT_EQ(reports[static_cast<size_t>(r)].op, "all_reduce");
+        EXPECT_EQ(reports[static_cast<size_t>(r)].op, CollectiveOp::AllReduce);
         EXPECT_EQ(reports[static_cast<size_t>(r)].bytes, static_cast<size_t>(n) * 8);
       }
     }

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "dp_test_support.h"
+#include "tests/support/errors.h"
 #include "engine/ddp/ddp.h"
 #include "engine/ddp/ddp_output.h"
 #include "engine/dist/in_process_group.h"
@@ -67,14 +68,6 @@ void expect_maps_near(const TensorMap& got, const TensorMap& want, double tol, c
     EXPECT_LT(max_abs_diff(got.at(name).to_doubles(), w.to_doubles()), tol) << what << " " << name;
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.full();
-  }
-  return "(no error)";
-}
 
 }  // namespace
 
@@ -309,7 +302,7 @@ TEST(Ddp, RunToEndUnobservedEqualsSteppingWithSnapshotsBitForBit) {
 TEST(Ddp, ErrorsInPyTorchsWords) {
   ModelSpec no_params;
   no_params.layers = {relu()};
-  EXPECT_EQ(error_of([&] { DdpTrainer(DeviceSet::create("cpu:2"), Model(no_params), TensorMap{}, {}); }),
+  EXPECT_EQ(full_error_of([&] { DdpTrainer(DeviceSet::create("cpu:2"), Model(no_params), TensorMap{}, {}); }),
             "RuntimeError: DistributedDataParallel is not needed when a module doesn't have any parameter that "
             "requires a gradient.");
 
@@ -317,19 +310,19 @@ TEST(Ddp, ErrorsInPyTorchsWords) {
   const auto spec = mlp_bn();
   const TensorMap state = Model(spec).initial_state(9);
   const Batch four = random_batch(4, 4, 3, 17);
-  EXPECT_EQ(error_of([&] { run_ddp("cpu:4", spec, state, four, {}, 1); }),
+  EXPECT_EQ(full_error_of([&] { run_ddp("cpu:4", spec, state, four, {}, 1); }),
             "ValueError: Expected more than 1 value per channel when training, got input size torch.Size([1, 6])");
   // SyncBatchNorm over 4 ranks normalises the 4 samples together.
   DdpOptions sync;
   sync.sync_bn = true;
-  EXPECT_EQ(error_of([&] { run_ddp("cpu:4", spec, state, four, sync, 1); }), "(no error)");
+  EXPECT_EQ(full_error_of([&] { run_ddp("cpu:4", spec, state, four, sync, 1); }), kNoError);
 
   const Batch f32 = random_batch(8, 4, 3, 18, DType::Float32);
-  EXPECT_NE(error_of([&] { run_ddp("cpu:2", spec, state, f32, {}, 1); })
+  EXPECT_NE(full_error_of([&] { run_ddp("cpu:2", spec, state, f32, {}, 1); })
                 .find("RuntimeError: mat1 and mat2 must have the same dtype, but got Float and Double"),
             std::string::npos);
   const Batch empty{Tensor::empty({0, 4}, DType::Float64), Tensor::empty({0}, DType::Int64)};
-  EXPECT_NE(error_of([&] { run_ddp("cpu:2", spec, state, empty, {}, 1); }).find("ValueError: empty batch"),
+  EXPECT_NE(full_error_of([&] { run_ddp("cpu:2", spec, state, empty, {}, 1); }).find("ValueError: empty batch"),
             std::string::npos);
 }
 
@@ -344,7 +337,7 @@ TEST(Ddp, DifferentModelsAcrossRanksAreRefused) {
   for (int r = 0; r < 2; ++r)
     threads.emplace_back([&, r] {
       errors[static_cast<size_t>(r)] =
-          error_of([&] { DdpRank(*group[static_cast<size_t>(r)], devices->shared(r), r ? m1 : m0, r ? s1 : s0, {}); });
+          full_error_of([&] { DdpRank(*group[static_cast<size_t>(r)], devices->shared(r), r ? m1 : m0, r ? s1 : s0, {}); });
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(errors[0], "RuntimeError: DDP expects same model across all ranks, but Rank 0 has 4 params, while rank 1 "
@@ -373,7 +366,7 @@ TEST(Ddp, SteppedPlanReportsEveryStage) {
   const StageEvent& fin = rec.events[12];
   ASSERT_EQ(fin.comm.size(), 2u);  // one bucket on each of the 2 ranks
   EXPECT_EQ(fin.comm[0].params.size(), 6u);
-  EXPECT_EQ(fin.collectives.at(0).op, "all_reduce");
+  EXPECT_EQ(fin.collectives.at(0).op, CollectiveOp::AllReduce);
   EXPECT_EQ(rec.events[1].chunk_sizes, (std::vector<int64_t>{4, 4}));
   // A second iteration has no Construct stage.
   DdpIteration second(trainer, batch.input, batch.target);

@@ -10,7 +10,7 @@
 
 #include "engine/error.h"
 #include "engine/io/atomic_file.h"
-#include "tests/engine/error_text.h"
+#include "tests/support/errors.h"
 #include "engine/io/safetensors.h"
 
 namespace fs = std::filesystem;

@@ -6,7 +6,7 @@
 
 #include "engine/error.h"
 #include "engine/io/atomic_file.h"
-#include "tests/engine/error_text.h"
+#include "tests/support/errors.h"
 #include "engine/model.h"
 #include "engine/model_spec.h"
 

@@ -61,7 +61,7 @@ TEST(RingExecutor, StartedAllReduceEqualsTheBarrierRingBitForBit) {
         const auto& w = *work[static_cast<size_t>(r)];
         EXPECT_TRUE(w.completed());
         EXPECT_TRUE(same_bits(a[static_cast<size_t>(r)], b[static_cast<size_t>(r)])) << "W " << W << " n " << n;
-        EXPECT_EQ(w.report().op, "all_reduce");
+        EXPECT_EQ(w.report().op, CollectiveOp::AllReduce);
         EXPECT_EQ(w.report().bytes, static_cast<size_t>(n) * 4);
         EXPECT_LE(w.started(), w.finished());
         const auto& sa = steps_a[static_cast<size_t>(r)];

@@ -34,7 +34,7 @@ std::vector<dpv::StageEvent> one_iteration() {
   scatter.bytes_moved = 640;
   scatter.devices = {device(0, 0.0, 0.001), device(1, 0.0005, 0.002)};
   dpv::CollectiveReport bc;
-  bc.op = "broadcast";
+  bc.op = dpv::CollectiveOp::Broadcast;
   bc.ranks = 2;
   bc.bytes = 320;
   bc.seconds = 0.001;

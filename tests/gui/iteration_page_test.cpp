@@ -175,6 +175,11 @@ TEST_F(IterationPageTest, OneSampleChunkWithBatchNormIsShownAsAnErrorNotThrown) 
   // nn.DataParallel has no synchronised BatchNorm: the banner must not send the learner to one.
   EXPECT_FALSE(error.contains(QLatin1String("SyncBatchNorm"))) << error.toStdString();
   EXPECT_FALSE(page_->scene()->deviceBox(3)->failure().isEmpty()) << "device 3 should be marked";
+  // The page decides on the typed reason and site the engine sent, not on the message's words.
+  EXPECT_EQ(engine_->lastFailure().reason, dpv::ErrorReason::BatchNormSingleValue);
+  EXPECT_EQ(engine_->lastFailure().site.replica, 3);
+  EXPECT_TRUE(engine_->lastFailure().inProgram);
+  for (int d = 0; d < 3; ++d) EXPECT_TRUE(page_->scene()->deviceBox(d)->failure().isEmpty()) << d;
   EXPECT_TRUE(engine_->running());
   // The app carries on: SyncBatchNorm accepts the one-sample chunk.
   context_->setSettings(settingsFor(QStringLiteral("cpu:4"), QStringLiteral("mlp-bn"), 10, true));

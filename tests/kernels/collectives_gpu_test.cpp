@@ -47,7 +47,7 @@ void check_against_host(const std::string& spec, DType dt, double rtol) {
     const CollectiveReport r = gpu_coll->broadcast(g, k - 1);
     cpu_coll->broadcast(c, k - 1);
     for (int i = 0; i < k; ++i) EXPECT_TRUE(close(g[i], c[i], 0)) << "broadcast, rank " << i;
-    EXPECT_EQ(r.op, "broadcast");
+    EXPECT_EQ(r.op, CollectiveOp::Broadcast);
     EXPECT_EQ(r.bytes, static_cast<size_t>(n) * dtype_size(dt));
     EXPECT_GT(r.seconds, 0);
     EXPECT_GT(r.algbw, 0);

@@ -119,7 +119,7 @@ class GlooGroup final : public ProcessGroup {
   CollectiveReport all_reduce_sum(Tensor& buf, std::vector<RingStep>* steps) override {
     if (steps) steps->clear();  // Gloo does not expose its ring steps
     check_host(buf, "all_reduce");
-    return run("all_reduce", buf.nbytes(), [&] {
+    return run(CollectiveOp::AllReduce, buf.nbytes(), [&] {
       if (size() == 1 || buf.numel() == 0) return;
       if (buf.nbytes() <= kSyncAllreducePieceBytes) {
         std::lock_guard<std::mutex> lock(sync_mutex_);  // a synchronous pair serves one thread at a time
@@ -139,12 +139,12 @@ class GlooGroup final : public ProcessGroup {
     check(root >= 0 && root < size(), "broadcast: root " + std::to_string(root) + " is not a rank of this group of " +
                                           std::to_string(size()));
     if (size() > 1 && buf.numel() > 0 && buf.nbytes() <= kSyncBroadcastMaxBytes) {
-      return run("broadcast", buf.nbytes(), [&] {
+      return run(CollectiveOp::Broadcast, buf.nbytes(), [&] {
         std::lock_guard<std::mutex> lock(sync_mutex_);
         sync_collective_for(SyncKind::Broadcast, buf.dtype(), buf.numel(), root).run(buf.raw());
       });
     }
-    return run("broadcast", buf.nbytes(), [&] {
+    return run(CollectiveOp::Broadcast, buf.nbytes(), [&] {
       gloo::BroadcastOptions opts(context_);
       set_output(opts, buf);
       opts.setRoot(root);
@@ -160,7 +160,7 @@ class GlooGroup final : public ProcessGroup {
     check(in.dtype() == out.dtype() && out.numel() == in.numel() * size(),
           "all_gather: the output must hold world size x the input's elements of the same dtype (got " +
               std::to_string(out.numel()) + " for " + std::to_string(in.numel()) + " x " + std::to_string(size()) + ")");
-    return run("all_gather", out.nbytes(), [&] {
+    return run(CollectiveOp::AllGather, out.nbytes(), [&] {
       gloo::AllgatherOptions opts(context_);
       opts.setInput(static_cast<char*>(in.raw()), in.nbytes());
       opts.setOutput(static_cast<char*>(out.raw()), out.nbytes());
@@ -171,7 +171,7 @@ class GlooGroup final : public ProcessGroup {
   }
 
   void barrier() override {
-    run("barrier", 0, [&] {
+    run(CollectiveOp::Barrier, 0, [&] {
       gloo::BarrierOptions opts(context_);
       opts.setTag(next_tag());
       opts.setTimeout(timeout_);
@@ -258,7 +258,7 @@ class GlooGroup final : public ProcessGroup {
     throw Error("gloo: unsupported dtype");
   }
 
-  CollectiveReport run(const char* op, size_t bytes, const std::function<void()>& body) {
+  CollectiveReport run(CollectiveOp op, size_t bytes, const std::function<void()>& body) {
     CollectiveReport r;
     r.op = op;
     r.ranks = size();
@@ -269,7 +269,7 @@ class GlooGroup final : public ProcessGroup {
     } catch (const dpv::Error&) {
       throw;
     } catch (const std::exception& e) {
-      throw Error(std::string("gloo ") + op + " of " + std::to_string(bytes) + " bytes failed on rank " +
+      throw Error(std::string("gloo ") + collective_op_name(op) + " of " + std::to_string(bytes) + " bytes failed on rank " +
                   std::to_string(rank()) + " of " + std::to_string(size()) + " (timeout " +
                   describe_seconds(timeout_) + "; did another rank stop?): " + e.what());
     }

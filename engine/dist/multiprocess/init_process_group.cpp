@@ -13,7 +13,7 @@ DistOptions read_dist_options(const EnvLookup& lookup) {
   DistOptions o;
   if (auto b = lookup("DPV_BACKEND")) {
     if (*b != "gloo" && *b != "nccl")
-      throw Error("DPV_BACKEND='" + *b + "' is not a backend: use gloo (CPU ranks) or nccl (GPU ranks)", "ValueError");
+      throw Error("DPV_BACKEND='" + *b + "' is not a backend: use gloo (CPU ranks) or nccl (GPU ranks)", ErrorClass::ValueError);
     o.backend = *b;
   }
   if (auto t = lookup("DPV_TIMEOUT")) {
@@ -25,7 +25,7 @@ DistOptions read_dist_options(const EnvLookup& lookup) {
       used = 0;
     }
     if (used == 0 || used != t->size() || !(seconds > 0))
-      throw Error("DPV_TIMEOUT='" + *t + "' is not a positive number of seconds", "ValueError");
+      throw Error("DPV_TIMEOUT='" + *t + "' is not a positive number of seconds", ErrorClass::ValueError);
     o.timeout = seconds_to_ms(seconds);
   }
   if (auto i = lookup("GLOO_SOCKET_IFNAME")) o.iface = *i;

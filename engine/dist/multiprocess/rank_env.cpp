@@ -37,7 +37,7 @@ int parse_int(const std::string& name, const std::string& value, bool leading_on
     used = 0;
   }
   if (used == 0 || (!leading_only && used != value.size()) || v < 0 || v > 1000000) {
-    throw Error(name + "='" + value + "' is not a valid count or index: it must be a non-negative integer", "ValueError");
+    throw Error(name + "='" + value + "' is not a valid count or index: it must be a non-negative integer", ErrorClass::ValueError);
   }
   return static_cast<int>(v);
 }
@@ -47,7 +47,7 @@ int required_int(const EnvLookup& lookup, const std::string& name, const char* l
   if (!v) {
     throw Error(std::string("environment variable ") + name + " expected, but not set (the " + launcher +
                     " variables are incomplete; start workers with `dpv launch --nproc-per-node K -- ...`)",
-                "ValueError");
+                ErrorClass::ValueError);
   }
   return parse_int(name, *v, leading_only);
 }
@@ -60,7 +60,7 @@ void read_agent_store(const EnvLookup& lookup, RankEnv& env) {
   if (!attempt) {
     throw Error("environment variable TORCHELASTIC_RESTART_COUNT expected, but not set (TORCHELASTIC_USE_AGENT_STORE="
                 "True says torchrun's agent hosts the store; torchrun sets both)",
-                "ValueError");
+                ErrorClass::ValueError);
   }
   env.restart_count = parse_int("TORCHELASTIC_RESTART_COUNT", *attempt);
 }
@@ -93,21 +93,21 @@ RankEnv read_rank_env(const EnvLookup& lookup) {
     e.world_size = required_int(lookup, l.world_size, l.launcher);
     e.local_rank = required_int(lookup, l.local_rank, l.launcher);
     e.local_world_size = required_int(lookup, l.local_world_size, l.launcher, e.launcher == "slurm");
-    if (e.world_size < 1) throw Error(std::string(l.world_size) + " must be at least 1", "ValueError");
+    if (e.world_size < 1) throw Error(std::string(l.world_size) + " must be at least 1", ErrorClass::ValueError);
     if (e.rank >= e.world_size) {
       throw Error(std::string(l.rank) + "=" + std::to_string(e.rank) + " is out of range for " + l.world_size + "=" +
                       std::to_string(e.world_size) + " (ranks are 0 .. world size - 1)",
-                  "ValueError");
+                  ErrorClass::ValueError);
     }
     if (e.local_world_size < 1 || e.local_world_size > e.world_size) {
       throw Error(std::string(l.local_world_size) + "=" + std::to_string(e.local_world_size) +
                       " must be between 1 and " + l.world_size + "=" + std::to_string(e.world_size),
-                  "ValueError");
+                  ErrorClass::ValueError);
     }
     if (e.local_rank >= e.local_world_size) {
       throw Error(std::string(l.local_rank) + "=" + std::to_string(e.local_rank) + " is out of range for " +
                       l.local_world_size + "=" + std::to_string(e.local_world_size),
-                  "ValueError");
+                  ErrorClass::ValueError);
     }
     if (chosen) {
       if (chosen->rank != e.rank || chosen->world_size != e.world_size) {
@@ -115,7 +115,7 @@ RankEnv read_rank_env(const EnvLookup& lookup) {
                         std::to_string(chosen->rank) + " of " + std::to_string(chosen->world_size) + ", " +
                         e.launcher + " says rank " + std::to_string(e.rank) + " of " + std::to_string(e.world_size) +
                         " (start the workers with one launcher)",
-                    "ValueError");
+                    ErrorClass::ValueError);
       }
       continue;  // the first launcher's reading wins; the others agree with it
     }
@@ -125,23 +125,23 @@ RankEnv read_rank_env(const EnvLookup& lookup) {
     throw Error("this process was not started by a launcher: none of RANK (torchrun, `dpv launch`), "
                 "OMPI_COMM_WORLD_RANK (mpirun) or SLURM_PROCID (srun) is set; run it as "
                 "`dpv launch --nproc-per-node K -- ...`",
-                "ValueError");
+                ErrorClass::ValueError);
   }
   std::optional<std::string> addr = lookup("MASTER_ADDR");
   if (!addr || addr->empty()) {
     throw Error("environment variable MASTER_ADDR expected, but not set (the address of the node with rank 0, "
                 "where the store is hosted)",
-                "ValueError");
+                ErrorClass::ValueError);
   }
   chosen->master_addr = *addr;
   std::optional<std::string> port = lookup("MASTER_PORT");
   if (!port) {
     throw Error("environment variable MASTER_PORT expected, but not set (a free TCP port on the node with rank 0)",
-                "ValueError");
+                ErrorClass::ValueError);
   }
   chosen->master_port = parse_int("MASTER_PORT", *port);
   if (chosen->master_port < 1 || chosen->master_port > 65535)
-    throw Error("MASTER_PORT=" + *port + " is not a TCP port (1 .. 65535)", "ValueError");
+    throw Error("MASTER_PORT=" + *port + " is not a TCP port (1 .. 65535)", ErrorClass::ValueError);
   read_agent_store(lookup, *chosen);
   return *chosen;
 }
