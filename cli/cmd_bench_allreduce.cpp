@@ -53,7 +53,7 @@ void run_allreduce_bench(const AllreduceBenchOptions& o) {
   // Before joining the job: the largest message must fit in memory, the sizes must make a range,
   // and the JSON output must be writable.
   check(o.min_bytes <= o.max_bytes, "--min-bytes " + std::to_string(static_cast<int64_t>(o.min_bytes)) +
-                                        " is larger than --max-bytes", "ValueError");
+                                        " is larger than --max-bytes", ErrorClass::ValueError);
   check_bytes(o.max_bytes < 9.2e18 ? std::optional<int64_t>(static_cast<int64_t>(o.max_bytes)) : std::nullopt,
               "--max-bytes", "the largest message");
   if (!o.json.empty()) check_output_path(o.json, "--json");
@@ -69,6 +69,7 @@ void run_allreduce_bench(const AllreduceBenchOptions& o) {
     std::printf("all_reduce (sum, float32) over %s, %d ranks; time = mean of up to %d calls, slowest rank\n",
                 g.backend().c_str(), world, o.iters);
     std::printf("%12s %8s %12s %12s %12s\n", "bytes", "iters", "time (us)", "algbw GB/s", "busbw GB/s");
+    std::fflush(stdout);  // the header reaches a pipe or file at once: the group is formed
   }
   std::vector<SizeResult> results;
   for (double b = o.min_bytes; b <= o.max_bytes; b *= o.factor) {

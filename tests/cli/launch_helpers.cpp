@@ -14,6 +14,8 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/support/wait.h"
+
 extern char** environ;
 
 namespace dpv::testing {
@@ -103,6 +105,10 @@ std::vector<int> Background::wait_for_children(size_t count, std::chrono::millis
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return {};
+}
+
+bool Background::wait_for_output(const std::string& text, std::chrono::milliseconds timeout) const {
+  return wait_until([&] { return slurp(out_path_).find(text) != std::string::npos; }, timeout);
 }
 
 RunResult Background::finish(std::chrono::milliseconds timeout) {

@@ -33,6 +33,8 @@ class Background {
   int pid() const { return pid_; }
   // The pids of its child processes once there are `count` of them (empty if not within `timeout`).
   std::vector<int> wait_for_children(size_t count, std::chrono::milliseconds timeout) const;
+  // Whether its standard output shows `text` within `timeout`.
+  bool wait_for_output(const std::string& text, std::chrono::milliseconds timeout) const;
   // Waits for the exit; past `timeout` kills it (exit_code -1 and a note in err).
   RunResult finish(std::chrono::milliseconds timeout);
 

@@ -74,7 +74,9 @@ TEST(Launch, ARankKilledMidRunEndsTheJobNamingIt) {
                   "100000000", "--seconds-per-size", "1000"});
   std::vector<int> workers = job.wait_for_children(2, seconds(20));
   ASSERT_EQ(workers.size(), 2u) << job.finish(seconds(20)).err;
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // well into the all-reduces
+  // Rank 0 prints the header once the group is formed, right before the first all-reduce.
+  ASSERT_TRUE(job.wait_for_output("all_reduce (sum, float32) over gloo, 2 ranks", seconds(20)))
+      << job.finish(seconds(20)).err;
   const auto start = std::chrono::steady_clock::now();
   ::kill(workers[1], SIGKILL);
   RunResult r = job.finish(seconds(30));
@@ -94,7 +96,8 @@ TEST(Launch, SigtermStopsEveryWorker) {
                   "100000000", "--seconds-per-size", "1000"});
   std::vector<int> workers = job.wait_for_children(2, seconds(20));
   ASSERT_EQ(workers.size(), 2u) << job.finish(seconds(20)).err;
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_TRUE(job.wait_for_output("all_reduce (sum, float32) over gloo, 2 ranks", seconds(20)))
+      << job.finish(seconds(20)).err;
   ::kill(job.pid(), SIGTERM);
   RunResult r = job.finish(seconds(30));
   EXPECT_EQ(r.exit_code, 1) << r.err;
@@ -139,7 +142,7 @@ TEST(Launch, WorldSizeMismatchBetweenNodesIsAClearError) {
   const std::string port = std::to_string(free_port());
   Background node0({"launch", "--nproc-per-node", "1", "--nnodes", "2", "--node-rank", "0", "--master-port", port,
                     "--timeout", "4", "--", "bench", "allreduce"});
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Node 1 retries its connection until the timeout, so it may start before node 0 hosts the store.
   RunResult node1 = run_dpv({"launch", "--nproc-per-node", "2", "--nnodes", "2", "--node-rank", "1", "--master-port",
                              port, "--timeout", "4", "--", "bench", "allreduce"});
   RunResult r0 = node0.finish(seconds(30));

@@ -4,6 +4,7 @@
 // broadcast, all-gather and barrier give the right values and reports, and a rank that never calls
 // makes the others fail within the timeout instead of hanging, for one piece and for several.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <exception>
@@ -21,6 +22,7 @@
 #include "engine/dist/multiprocess/gloo_group.h"
 #include "engine/dist/multiprocess/tcp_store.h"
 #include "engine/error.h"
+#include "tests/support/wait.h"
 
 namespace dpv::dist {
 namespace {
@@ -305,16 +307,22 @@ INSTANTIATE_TEST_SUITE_P(Ranks, GlooLargeAllReduceTest, ::testing::Values(2, 3, 
 TEST(GlooGroup, ALargeAllReduceARankNeverJoinsTimesOut) {
   const int64_t n = (8 << 20) / 4 + 1000;
   auto start = std::chrono::steady_clock::now();
+  std::atomic<int> gave_up{0};
   std::vector<std::string> errors = with_ranks(
       3,
       [&](int rank, ProcessGroup& g) {
         g.barrier();
-        if (rank == 2) {
-          std::this_thread::sleep_for(milliseconds(2500));
+        if (rank == 2) {  // alive and connected until the other two have given up on it
+          EXPECT_TRUE(dpv::testing::wait_until([&] { return gave_up.load() == 2; }, milliseconds(12000)));
           return;
         }
         Tensor t = Tensor::zeros({n}, DType::Float32);
-        g.all_reduce_sum(t);
+        try {
+          g.all_reduce_sum(t);
+        } catch (...) {
+          ++gave_up;
+          throw;
+        }
       },
       milliseconds(1000));
   for (int r = 0; r < 2; ++r)
@@ -343,12 +351,13 @@ TEST_P(GlooTimeoutTest, ARankThatNeverCallsMakesTheOthersTimeOut) {
   const int64_t n = GetParam();
   auto start = std::chrono::steady_clock::now();
   double rank0_waited = 0;
+  std::atomic<bool> rank0_gave_up{false};
   std::vector<std::string> errors = with_ranks(
       2,
       [&](int rank, ProcessGroup& g) {
         g.barrier();
-        if (rank == 1) {  // alive, connected, but never joins the all-reduce
-          std::this_thread::sleep_for(milliseconds(2500));
+        if (rank == 1) {  // alive, connected, but never joins the all-reduce, until rank 0 gives up
+          EXPECT_TRUE(dpv::testing::wait_until([&] { return rank0_gave_up.load(); }, milliseconds(12000)));
           return;
         }
         Tensor t = Tensor::zeros({n}, DType::Float32);
@@ -357,6 +366,7 @@ TEST_P(GlooTimeoutTest, ARankThatNeverCallsMakesTheOthersTimeOut) {
           g.all_reduce_sum(t);
         } catch (...) {
           rank0_waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          rank0_gave_up = true;
           throw;
         }
       },
@@ -376,10 +386,14 @@ INSTANTIATE_TEST_SUITE_P(OneAndManyPieces, GlooTimeoutTest, ::testing::Values(10
 TEST_P(GlooTimeoutTest, ARankThatStopsMakesTheOthersFailFast) {
   const int64_t n = GetParam();
   auto start = std::chrono::steady_clock::now();
+  std::atomic<bool> rank1_left{false};
   std::vector<std::string> errors = with_ranks(2, [&](int rank, ProcessGroup& g) {
     g.barrier();
-    if (rank == 1) return;  // its group is destroyed: the connection closes
-    std::this_thread::sleep_for(milliseconds(200));
+    if (rank == 1) {  // its group is destroyed: the connection closes
+      rank1_left = true;
+      return;
+    }
+    EXPECT_TRUE(dpv::testing::wait_until([&] { return rank1_left.load(); }));
     Tensor t = Tensor::zeros({n}, DType::Float32);
     g.all_reduce_sum(t);
   });

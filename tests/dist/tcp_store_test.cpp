@@ -11,6 +11,7 @@
 #include "engine/dist/multiprocess/tcp_store.h"
 #include "engine/error.h"
 #include "tests/support/errors.h"
+#include "tests/support/wait.h"
 
 namespace dpv::dist {
 namespace {
@@ -56,7 +57,8 @@ TEST(TcpStore, GetWaitsForAnotherClientsSet) {
   TcpStoreServer server("127.0.0.1", 0, 2);
   std::thread writer([&] {
     TcpStore store("127.0.0.1", server.port(), 2, milliseconds(5000));
-    std::this_thread::sleep_for(milliseconds(100));
+    // Set only once the reader is blocked in its get, so the get is the one that waits.
+    EXPECT_TRUE(dpv::testing::wait_until([&] { return server.waiting() == 1; }, milliseconds(4000)));
     store.set("late", to_bytes("value"));
   });
   TcpStore reader("127.0.0.1", server.port(), 2, milliseconds(5000));

@@ -17,7 +17,7 @@ TEST(BnLabChartTitles, EveryLineFitsItsChart) {
   charts.resize(620, 700);
   charts.show();
   ASSERT_TRUE(waitUntil([&] { return charts.isVisible(); }, 2000));
-  QTest::qWait(50);
+  settleEvents();
   int checked = 0;
   for (int c = 0; c < BnLabCharts::kChartCount; ++c) {
     QCustomPlot* plot = charts.plot(static_cast<BnLabCharts::Chart>(c));

@@ -21,22 +21,12 @@
 #include "gui/bnlab/charts.h"
 #include "gui/bnlab/page.h"
 #include "gui/bnlab/session.h"
+#include "gui_test_support.h"
 
 namespace gui {
 
 namespace {
 
-bool waitFor(const std::function<bool()>& done, int timeoutMs = 60000) {
-  QElapsedTimer clock;
-  clock.start();
-  while (!done()) {
-    if (clock.elapsed() > timeoutMs) return false;
-    QEventLoop loop;
-    QTimer::singleShot(5, &loop, &QEventLoop::quit);
-    loop.exec();
-  }
-  return true;
-}
 
 void pump(int ms) {
   QEventLoop loop;
@@ -104,11 +94,11 @@ struct BnLabPageFixture : ::testing::Test {
     page->setStepsPerSecond(0);
     page->setStepLimit(limit);
     page->setConfig(c);
-    ASSERT_TRUE(waitFor([&] { return page->isConfigured() || page->hasFailed(); })) << "the worker never answered";
+    ASSERT_TRUE(waitUntil([&] { return page->isConfigured() || page->hasFailed(); })) << "the worker never answered";
   }
   void trainTo(qint64 steps) {
     page->start();
-    ASSERT_TRUE(waitFor([&] { return page->charts()->stepCount() >= steps && !page->isRunning(); }))
+    ASSERT_TRUE(waitUntil([&] { return page->charts()->stepCount() >= steps && !page->isRunning(); }))
         << "stopped at " << page->charts()->stepCount() << " steps: " << page->failure().toStdString();
   }
   std::unique_ptr<AppContext> context;
@@ -223,9 +213,9 @@ TEST_F(BnLabPageFixture, SyncStaysAtTheReferenceWhilePerDeviceDrifts) {
 TEST_F(BnLabPageFixture, PauseStopsAndResetStartsOver) {
   configure(skewedConfig(), 10000);
   page->start();
-  ASSERT_TRUE(waitFor([&] { return page->charts()->stepCount() >= 5; }));
+  ASSERT_TRUE(waitUntil([&] { return page->charts()->stepCount() >= 5; }));
   page->pause();
-  ASSERT_TRUE(waitFor([&] { return !page->isRunning(); }));
+  ASSERT_TRUE(waitUntil([&] { return !page->isRunning(); }));
   const int64_t paused = page->charts()->stepCount();
   pump(300);
   EXPECT_EQ(page->charts()->stepCount(), paused) << "steps arrived after the pause";
@@ -233,11 +223,11 @@ TEST_F(BnLabPageFixture, PauseStopsAndResetStartsOver) {
 
   page->reset();
   EXPECT_EQ(page->charts()->stepCount(), 0);
-  ASSERT_TRUE(waitFor([&] { return page->isConfigured(); }));
+  ASSERT_TRUE(waitUntil([&] { return page->isConfigured(); }));
   pump(200);
   EXPECT_EQ(page->charts()->stepCount(), 0) << "an update from before the reset was drawn";
   page->stepOnce();
-  ASSERT_TRUE(waitFor([&] { return page->charts()->stepCount() == 1; }));
+  ASSERT_TRUE(waitUntil([&] { return page->charts()->stepCount() == 1; }));
   const auto loss = page->charts()->seriesData(BnLabCharts::LossAccuracy, BnLabCharts::lossSeries(BnLabSync));
   ASSERT_EQ(loss.size(), 1);
   EXPECT_EQ(loss[0].x(), 1.0);
@@ -281,13 +271,13 @@ TEST(BnLabPageDefaults, WorksOnFirstUseWhateverTheSettingsBarSays) {
   EXPECT_FALSE(page.usesSettingsBar());
   EXPECT_EQ(page.config().batchSize, BnLabConfig{}.batchSize) << "the lab's own default, not the settings bar's";
   EXPECT_EQ(page.config().devices, "cpu:4");
-  ASSERT_TRUE(waitFor([&] { return page.isConfigured() || page.hasFailed(); }));
+  ASSERT_TRUE(waitUntil([&] { return page.isConfigured() || page.hasFailed(); }));
   EXPECT_FALSE(page.hasFailed()) << page.failure().toStdString();
   EXPECT_FALSE(page.calloutVisible()) << page.calloutText().toStdString();
   AppSettings other = context.settings();
   other.batchSize = 7;
   context.setSettings(other);  // the settings bar does not reach the lab
-  QTest::qWait(400);
+  settleEvents();  // whatever the change queued has run
   EXPECT_EQ(page.config().batchSize, BnLabConfig{}.batchSize);
 }
 
@@ -379,9 +369,9 @@ TEST(BnLabPageLifetime, ClosingWhileTrainingStopsCleanly) {
   page->setStepsPerSecond(0);
   page->setStepLimit(10000);
   page->setConfig(skewedConfig());
-  ASSERT_TRUE(waitFor([&] { return page->isConfigured(); }));
+  ASSERT_TRUE(waitUntil([&] { return page->isConfigured(); }));
   page->start();
-  ASSERT_TRUE(waitFor([&] { return page->charts()->stepCount() >= 3; }));
+  ASSERT_TRUE(waitUntil([&] { return page->charts()->stepCount() >= 3; }));
   ASSERT_TRUE(page->isRunning());
   QElapsedTimer clock;
   clock.start();
@@ -397,7 +387,7 @@ TEST(BnLabPageShots, ScreenshotTrainsThenCallsDone) {
   ASSERT_GE(shots.size(), 1);
   bool done = false;
   shots[0].prepare([&] { done = true; });
-  ASSERT_TRUE(waitFor([&] { return done; }));
+  ASSERT_TRUE(waitUntil([&] { return done; }));
   EXPECT_GE(page.charts()->stepCount(), 10);
   EXPECT_FALSE(page.charts()->seriesData(BnLabCharts::BatchMean, BnLabCharts::chunkSeries(BnLabPerDevice)).isEmpty());
 }

@@ -18,7 +18,17 @@
 namespace gui {
 
 // Runs the event loop until `condition` holds or `ms` passed; returns whether it holds.
-inline bool waitUntil(const std::function<bool()>& condition, int ms = 20000) { return QTest::qWaitFor(condition, ms); }
+inline bool waitUntil(const std::function<bool()>& condition, int ms = 60000) { return QTest::qWaitFor(condition, ms); }
+
+// Runs what is already queued on the GUI thread (layout requests, resize and show events, queued
+// calls, zero-time timers) and what that queues in turn, for a bounded number of rounds, without
+// waiting for time to pass: the layouts are settled before a test measures them.
+inline void settleEvents(int rounds = 8) {
+  for (int i = 0; i < rounds; ++i) {
+    QCoreApplication::sendPostedEvents();
+    QCoreApplication::processEvents(QEventLoop::AllEvents);
+  }
+}
 
 inline AppSettings settingsFor(const QString& devices, const QString& preset, int batch, bool sync = false) {
   AppSettings s;

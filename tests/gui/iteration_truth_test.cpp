@@ -216,9 +216,11 @@ TEST_F(IterationPageTest, TheCodeIsNotWrappedAndScrollsToTheCurrentLine) {
     code->setCurrentIndex(tab);
     QPlainTextEdit* edit = code->editor(tab);
     ASSERT_GE(code->highlightedLine(tab), 0);
-    QTest::qWait(20);
-    const QRect line = edit->cursorRect(QTextCursor(edit->document()->findBlockByNumber(code->highlightedLine(tab))));
-    EXPECT_TRUE(edit->viewport()->rect().intersects(line)) << "tab " << tab << ": the highlighted line is out of view";
+    auto lineInView = [&] {
+      const QRect line = edit->cursorRect(QTextCursor(edit->document()->findBlockByNumber(code->highlightedLine(tab))));
+      return edit->viewport()->rect().intersects(line);
+    };
+    EXPECT_TRUE(waitUntil(lineInView, 5000)) << "tab " << tab << ": the highlighted line is out of view";
   }
 }
 

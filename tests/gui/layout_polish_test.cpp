@@ -67,7 +67,7 @@ TEST_P(ModeSwitchLayout, NothingOfTheSceneRunsUnderTheModeSwitch) {
   for (int i = 0; i < static_cast<int>(w.engine->info().plan.size()); ++i) {
     page->stepForward();
     ASSERT_TRUE(waitUntil([&] { return !page->waitingForEngine() && page->cursor() == i; })) << "stage " << i;
-    QTest::qWait(1);
+    settleEvents();
     const QStringList under = itemsUnderTheSwitch(page);
     EXPECT_TRUE(under.isEmpty()) << "stage " << i << ": " << under.join(QStringLiteral(" | ")).toStdString();
     QGraphicsSimpleTextItem* headline = page->ddpScene()->headlineText();
@@ -84,7 +84,7 @@ TEST_P(ModeSwitchLayout, NothingOfTheSceneRunsUnderTheModeSwitch) {
     page->stepForward();
     ASSERT_TRUE(waitUntil([&] { return !page->waitingForEngine() && page->cursor() == i; }));
   }
-  QTest::qWait(1);
+  settleEvents();
   const QStringList under = itemsUnderTheSwitch(page);
   EXPECT_TRUE(under.isEmpty()) << "DataParallel: " << under.join(QStringLiteral(" | ")).toStdString();
 }
@@ -107,7 +107,7 @@ TEST(BatchNormLabLayout, FitsTheSmallestWindowWithWholeLegends) {
   lab->start();
   ASSERT_TRUE(waitUntil([&] { return lab->charts()->stepCount() >= 3 || lab->hasFailed(); })) << "the lab never trained";
   ASSERT_FALSE(lab->hasFailed()) << lab->failure().toStdString();
-  QTest::qWait(50);
+  settleEvents();
   auto* scroll = qobject_cast<QScrollArea*>(lab->parentWidget()->parentWidget());
   ASSERT_NE(scroll, nullptr);
   EXPECT_EQ(scroll->horizontalScrollBar()->maximum(), 0)
@@ -193,7 +193,7 @@ TEST_P(CompareLayout, ChartTitlesAreWholeAndTheLessonHasRoom) {
   w.window->showPage(QStringLiteral("compare"));
   auto* page = qobject_cast<ComparePage*>(w.window->page(QStringLiteral("compare")));
   ASSERT_NE(page, nullptr);
-  QTest::qWait(50);
+  settleEvents();
   const bool small = size.width() < 1100;
   EXPECT_EQ(page->lessonBelowCharts(), small);
   EXPECT_EQ(page->charts()->columns(), 3);

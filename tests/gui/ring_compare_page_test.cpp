@@ -193,7 +193,7 @@ TEST_P(CompareLegend, StackedBarChartsKeepTheirLegendAboveTheBars) {
   page.resize(GetParam());
   page.show();
   ASSERT_NO_FATAL_FAILURE(runComparison(page, 4, 32));
-  QTest::qWait(20);
+  settleEvents();
   for (CompareCharts::Chart chart : {CompareCharts::StepTime, CompareCharts::Memory}) {
     QCustomPlot* plot = page.charts()->plot(chart);
     plot->replot();

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "gui/iteration/tensor_inspector.h"
+#include "gui_test_support.h"
 
 namespace gui {
 namespace {
@@ -41,7 +42,7 @@ TEST_P(TensorInspectorLayout, ReasonTitleAndHeatMapNeverOverlapAndTheReasonScrol
   // The side column's splitter never makes the panel shorter than its minimum size hint.
   inspector.resize(260, std::max(GetParam(), inspector.minimumSizeHint().height()));
   inspector.show();
-  QTest::qWait(1);  // let the layouts settle
+  settleEvents();
 
   HeatMap* heat = inspector.heatMap();
   ASSERT_TRUE(heat->isVisible()) << "99 values kept: the heat map shows";

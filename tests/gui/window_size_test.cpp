@@ -23,7 +23,7 @@ TEST(WindowSize, EveryPageFitsTheSmallestSupportedScreen) {
   MainWindow& window = *w.window;
   for (const QString& id : MainWindow::pageIds()) {
     window.showPage(id);
-    QTest::qWait(20);
+    settleEvents();
     const QSize hint = window.minimumSizeHint();
     EXPECT_LE(hint.width(), 1024) << id.toStdString() << " needs a wider window";
     EXPECT_LE(window.page(id)->minimumSizeHint().width(), window.page(id)->parentWidget()->width()) << id.toStdString() << " scrolls sideways";
@@ -77,7 +77,7 @@ TEST(WindowSize, TheIterationStepperIsNeverBelowTheFold) {
   page->seekTo(2, [&] { done = true; });
   ASSERT_TRUE(waitUntil([&] { return done; }));
   ASSERT_TRUE(page->inspectChip(1, dpv::TensorRole::Input));
-  QTest::qWait(50);
+  settleEvents();
   // The position beside the stepper shows a form that fits its label (never cut mid-word).
   QLabel* position = nullptr;
   for (QLabel* label : page->findChildren<QLabel*>())

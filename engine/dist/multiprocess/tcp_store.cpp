@@ -92,7 +92,11 @@ bool TcpStoreServer::wait_for(std::unique_lock<std::mutex>& lock, const std::vec
       if (!data_.count(k)) return false;
     return true;
   };
-  return changed_.wait_until(lock, deadline, all_present) && !stopping_;
+  if (all_present()) return !stopping_;
+  ++waiting_;
+  const bool present = changed_.wait_until(lock, deadline, all_present);
+  --waiting_;
+  return present && !stopping_;
 }
 
 void TcpStoreServer::serve(Socket* client) {

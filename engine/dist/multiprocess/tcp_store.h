@@ -6,6 +6,7 @@
 // Every call that waits has a deadline and its error names the key it waited for, so a missing
 // rank turns into "timed out after 30 s waiting for key 'x' in the store at ..." instead of a hang.
 // Joining checks the world size against rank 0's: a mismatch is an error naming both values.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -30,6 +31,8 @@ class TcpStoreServer {
   TcpStoreServer(const TcpStoreServer&) = delete;
   TcpStoreServer& operator=(const TcpStoreServer&) = delete;
   int port() const { return port_; }
+  // How many clients are blocked in a get or wait for keys not yet set (what tests wait for).
+  int waiting() const { return waiting_.load(); }
 
  private:
   void accept_loop();
@@ -44,6 +47,7 @@ class TcpStoreServer {
   std::condition_variable changed_;
   std::map<std::string, Bytes> data_;
   bool stopping_ = false;
+  std::atomic<int> waiting_{0};
   std::vector<std::unique_ptr<Socket>> clients_;
   std::vector<std::thread> threads_;
   std::thread acceptor_;
