@@ -74,6 +74,9 @@ fresh_root_run() {
   unshare --mount --propagation private bash -s "$root" "$command" "$DPV_CI_CACHE" "$DPV_CUDA_PREFIX" <<'INNER'
 set -euo pipefail
 root=$1 command=$2 cache=$3 cuda=$4
+# The root is a mount point of its own, as / is on a real machine: `ip netns exec` and `ip -n`
+# remount / (mount --make-rslave /), which fails on a plain directory.
+mount --bind "$root" "$root"
 mount -t proc proc "$root/proc"
 mount -t sysfs sysfs "$root/sys"
 mount --rbind /dev "$root/dev"
@@ -89,7 +92,7 @@ status=0
 chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 CI="${CI:-}" \
   PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   CCACHE_DIR=/var/cache/ccache CCACHE_BASEDIR=/work DPV_JOBS="${DPV_JOBS:-}" \
-  DPV_FUZZ_SECONDS="${DPV_FUZZ_SECONDS:-}" \
+  DPV_FUZZ_SECONDS="${DPV_FUZZ_SECONDS:-}" DPV_REQUIRE_NETNS="${DPV_REQUIRE_NETNS:-}" \
   bash -c "cd /work && $command" </dev/null || status=$?
 # Anything still running inside the root (a daemon, a stray rank) would keep the mounts alive.
 for proc in /proc/[0-9]*; do
