@@ -12,6 +12,7 @@
 #include "cli/output_paths.h"
 #include "cli/progress.h"
 #include "cli/train_ddp.h"
+#include "cli/train_loop.h"
 #include "cli/size_checks.h"
 #include "cli/validators.h"
 #include "course/batchnorm_stats.h"
@@ -109,38 +110,13 @@ void run_train(const TrainCliOptions& o) {
             << std::flush;  // through a pipe, Ctrl-C before the first progress line must not lose it
 
   TraceRecorder trace;
-  ProgressReporter progress(std::cout, o.steps, ProgressReporter::stdout_is_terminal());
-  ProgressSample sample;
-  constexpr int kWindow = 20;  // loss and accuracy are averaged over the last kWindow steps
-  std::vector<double> losses, accs;
-  const auto t0 = std::chrono::steady_clock::now();
-  int64_t begin = 0;
-  for (int64_t step = 0; step < o.steps; ++step) {
-    if (begin + batch > n) begin = 0;  // next epoch; the last partial batch is dropped
-    Dataset b = take_batch(data, begin, batch);
-    begin += batch;
-    const bool traced = !o.trace.empty() && step < o.trace_steps;
-    if (traced) trace.begin_iteration();
-    Iteration it(trainer, b.inputs, b.targets, traced ? &trace : nullptr);
-    it.run_to_end();
-    losses.push_back(it.loss());
-    accs.push_back(course::accuracy(it.output(), b.targets));
-    if (losses.size() > kWindow) {
-      losses.erase(losses.begin());
-      accs.erase(accs.begin());
-    }
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    sample.step = step + 1;
-    sample.loss = 0;
-    sample.accuracy = 0;
-    for (size_t i = 0; i < losses.size(); ++i) {
-      sample.loss += losses[i] / static_cast<double>(losses.size());
-      sample.accuracy += accs[i] / static_cast<double>(accs.size());
-    }
-    sample.samples_per_s = seconds > 0 ? static_cast<double>(batch * (step + 1)) / seconds : 0;
-    progress.update(sample);
-  }
-  progress.finish(sample);
+  TrainLoopInputs loop;
+  loop.data = &data;
+  loop.batch = batch;
+  loop.steps = o.steps;
+  loop.traced = !o.trace.empty();
+  loop.trace_steps = o.trace_steps;
+  run_training_loop(trainer, loop, trace);
   if (!o.trace.empty()) {
     trace.save(o.trace);
     std::cout << "trace: " << std::min<int64_t>(o.steps, o.trace_steps) << " iteration(s), " << trace.events().size()

@@ -8,6 +8,7 @@
 #include "cli/ddp_launched.h"
 #include "cli/format.h"
 #include "cli/progress.h"
+#include "cli/train_loop.h"
 #include "course/batchnorm_stats.h"
 #include "engine/ddp/ddp.h"
 #include "engine/ddp/sampler.h"
@@ -20,39 +21,6 @@
 
 namespace dpv::cli {
 namespace {
-
-constexpr int kWindow = 20;  // loss and accuracy are averaged over the last kWindow steps
-
-// The progress line's window: the last kWindow steps' loss and accuracy.
-struct Window {
-  std::vector<double> losses, accs;
-  void add(double loss, double acc) {
-    losses.push_back(loss);
-    accs.push_back(acc);
-    if (losses.size() > kWindow) {
-      losses.erase(losses.begin());
-      accs.erase(accs.begin());
-    }
-  }
-  ProgressSample sample(int64_t step, int64_t batch, double seconds) const {
-    ProgressSample s;
-    s.step = step;
-    for (size_t i = 0; i < losses.size(); ++i) {
-      s.loss += losses[i] / static_cast<double>(losses.size());
-      s.accuracy += accs[i] / static_cast<double>(accs.size());
-    }
-    s.samples_per_s = seconds > 0 ? static_cast<double>(batch * step) / seconds : 0;
-    return s;
-  }
-};
-
-// Rows `indices` of an int64 target vector.
-Tensor pick(const Tensor& target, const std::vector<int64_t>& indices) {
-  const std::vector<int64_t> all = target.to_int64();
-  std::vector<int64_t> out;
-  for (int64_t i : indices) out.push_back(all[static_cast<size_t>(i)]);
-  return Tensor::from_int64({static_cast<int64_t>(out.size())}, out);
-}
 
 void print_header(const TrainDdpInputs& in, int world, const std::string& how) {
   std::cout << "dpv train --ddp: " << in.model_label << " on " << in.data.name << " (" << in.data.inputs.dim(0)
@@ -145,7 +113,7 @@ void run_launched(const TrainDdpInputs& in) {
   trace.set_process_name("dpviz DDP");
   std::unique_ptr<ProgressReporter> progress;
   if (rank0) progress = std::make_unique<ProgressReporter>(std::cout, in.steps, ProgressReporter::stdout_is_terminal());
-  Window window;
+  LossWindow window;
   ProgressSample sample;
   const int64_t n = in.data.inputs.dim(0);
   const auto t0 = std::chrono::steady_clock::now();
@@ -162,7 +130,7 @@ void run_launched(const TrainDdpInputs& in) {
       ddp.run_iteration();
     }
     if (!rank0) continue;
-    window.add(ddp.loss(), course::accuracy(ddp.output(), pick(b.targets, indices)));
+    window.add(ddp.loss(), course::accuracy(ddp.output(), pick_rows(b.targets, indices)));
     sample = window.sample(step + 1, in.batch, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     progress->update(sample);
   }
@@ -192,25 +160,13 @@ void run_in_process(const TrainDdpInputs& in) {
   print_header(in, trainer.world_size(), in.devices + " in-process ranks");
   TraceRecorder trace;
   trace.set_process_name("dpviz DDP");
-  ProgressReporter progress(std::cout, in.steps, ProgressReporter::stdout_is_terminal());
-  Window window;
-  ProgressSample sample;
-  const int64_t n = in.data.inputs.dim(0);
-  const auto t0 = std::chrono::steady_clock::now();
-  int64_t begin = 0;
-  for (int64_t step = 0; step < in.steps; ++step) {
-    if (begin + in.batch > n) begin = 0;
-    Dataset b = take_batch(in.data, begin, in.batch);
-    begin += in.batch;
-    const bool traced = !in.trace.empty() && step < in.trace_steps;
-    if (traced) trace.begin_iteration();
-    DdpIteration it(trainer, b.inputs, b.targets, traced ? &trace : nullptr);
-    it.run_to_end();
-    window.add(trainer.rank(0).loss(), course::accuracy(trainer.rank(0).output(), pick(b.targets, it.shards()[0])));
-    sample = window.sample(step + 1, in.batch, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    progress.update(sample);
-  }
-  progress.finish(sample);
+  TrainLoopInputs loop;
+  loop.data = &in.data;
+  loop.batch = in.batch;
+  loop.steps = in.steps;
+  loop.traced = !in.trace.empty();
+  loop.trace_steps = in.trace_steps;
+  run_training_loop(trainer, loop, trace);
   if (!in.trace.empty()) {
     trace.save(in.trace);
     std::cout << "trace: " << std::min<int64_t>(in.steps, in.trace_steps) << " iteration(s), " << trace.events().size()

@@ -22,6 +22,7 @@
 #include "engine/device.h"
 #include "engine/model.h"
 #include "engine/observer.h"
+#include "engine/strategy.h"
 #include "engine/tensor_map.h"
 
 namespace dpv {
@@ -37,14 +38,19 @@ struct TrainOptions {
 };
 
 // The original module on device 0 plus the optimizer: what persists between iterations.
-class Trainer {
+class Trainer : public Strategy {
  public:
   // `state` is a host (or any-device) state dict; it is checked against the model and copied to device 0.
   Trainer(std::shared_ptr<DeviceSet> devices, Model model, const TensorMap& state, TrainOptions options);
-  ~Trainer();
-  const Model& model() const { return model_; }
+  ~Trainer() override;
+  StrategyKind kind() const override { return StrategyKind::DataParallel; }
+  const Model& model() const override { return model_; }
   Model& model() { return model_; }
-  DeviceSet& devices() const { return *devices_; }
+  DeviceSet& devices() const override { return *devices_; }
+  std::string transport() const override;
+  // An Iteration (below) on this trainer.
+  std::unique_ptr<StrategyIteration> begin_iteration(const Tensor& input, const Tensor& target,
+                                                     Observer* observer = nullptr) override;
   std::shared_ptr<DeviceSet> devices_ptr() const { return devices_; }
   Collectives& collectives() const { return *collectives_; }
   TrainOptions& options() { return options_; }
@@ -75,26 +81,26 @@ class Trainer {
   DType checked_input_dtype_ = DType::Float32;
 };
 
-class Iteration {
+class Iteration : public StrategyIteration {
  public:
   // input [N, ...] and target [N] (int64) as host tensors. Checks the batch (dtype, shape, empty)
   // and builds the plan; throws dpv::Error with PyTorch's wording on bad input.
   Iteration(Trainer& trainer, const Tensor& input, const Tensor& target, Observer* observer = nullptr);
-  ~Iteration();
-  const std::vector<Stage>& plan() const { return *plan_; }
-  int next_index() const { return next_; }
-  bool finished() const { return next_ >= static_cast<int>(plan_->size()); }
+  ~Iteration() override;
+  StrategyKind strategy() const override { return StrategyKind::DataParallel; }
+  const std::vector<Stage>& plan() const override { return *plan_; }
+  int next_index() const override { return next_; }
   // Runs the next stage and returns its event (also passed to the observer). Errors inside a
   // replica are re-raised like parallel_apply does: "Caught ValueError in replica 3 on device 3. ..."
-  StageEvent step();
+  StageEvent step() override;
   // Runs the remaining stages. Without an observer nobody sees their events, so they carry no
   // texts (title, summary) and no chunk sizes: a training loop builds no strings per step.
-  void run_to_end();
+  void run_to_end() override;
   // Whether stages build value snapshots (StageEvent::devices, batchnorm, loss). On when the
   // observer wants them; a caller that draws the events step() returns turns it on itself.
   // Off, an iteration copies nothing from the devices to the host between stages.
-  bool snapshots() const { return snapshots_; }
-  void set_snapshots(bool on) { snapshots_ = on; }
+  bool snapshots() const override { return snapshots_; }
+  void set_snapshots(bool on) override { snapshots_ = on; }
 
   // What every device holds now, as a stage's snapshot lists it; before the first stage: the
   // batch and the module on device 0 (the app draws it before anything has run).
@@ -102,13 +108,15 @@ class Iteration {
 
   const std::vector<int64_t>& chunks() const { return chunks_; }
   int replicas() const { return static_cast<int>(chunks_.size()); }
-  Tensor output() const { return output_; }   // gathered output on device 0 (after Gather)
+  Tensor output() const override { return output_; }  // gathered output on device 0 (after Gather)
+  std::vector<int64_t> output_rows() const override;    // every row of the batch, in order
   // The loss after the Loss stage (0 before it); read from device 0 on the first call, as
   // loss.item() is: a run that never asks never copies it to the host.
-  double loss() const;
+  double loss() const override;
+  std::vector<double> rank_losses() const override { return {loss()}; }
   // BatchNorm statistics of the last forward: per device, and global under sync_bn. The devices
   // keep them as tensors; they are read on the host when asked for (or for a snapshot).
-  const std::vector<BatchNormStats>& batchnorm_stats() const;
+  const std::vector<BatchNormStats>& batchnorm_stats() const override;
 
  private:
   struct Impl;

@@ -18,21 +18,27 @@
 #include "engine/ddp/sampler.h"
 #include "engine/device.h"
 #include "engine/observer.h"
+#include "engine/strategy.h"
 
 namespace dpv {
 
 // What persists between iterations: the group, and one DdpRank per device (constructed by the
 // first iteration's Construct stage).
-class DdpTrainer {
+class DdpTrainer : public Strategy {
  public:
   DdpTrainer(std::shared_ptr<DeviceSet> devices, Model model, const TensorMap& state, DdpOptions options);
-  ~DdpTrainer();
+  ~DdpTrainer() override;
   DdpTrainer(const DdpTrainer&) = delete;
   DdpTrainer& operator=(const DdpTrainer&) = delete;
 
+  StrategyKind kind() const override { return StrategyKind::DistributedDataParallel; }
   int world_size() const { return devices_->size(); }
-  DeviceSet& devices() const { return *devices_; }
-  const Model& model() const { return model_; }
+  DeviceSet& devices() const override { return *devices_; }
+  const Model& model() const override { return model_; }
+  std::string transport() const override { return "in-process ring (one thread per rank)"; }
+  // A DdpIteration (below) on this trainer, the sampler without shuffling.
+  std::unique_ptr<StrategyIteration> begin_iteration(const Tensor& input, const Tensor& target,
+                                                     Observer* observer = nullptr) override;
   const DdpOptions& options() const { return options_; }
   bool constructed() const { return constructed_; }
   DdpRank& rank(int r) const;
@@ -62,26 +68,30 @@ class DdpTrainer {
   std::function<double()> clock_;
 };
 
-class DdpIteration {
+class DdpIteration : public StrategyIteration {
  public:
   // input [N, ...] and int64 target [N]: the GLOBAL batch; rank r trains on the DistributedSampler
   // indices of it (shuffle off by default: `dpv step --ddp`'s contract).
   DdpIteration(DdpTrainer& trainer, const Tensor& input, const Tensor& target, Observer* observer = nullptr,
                SamplerOptions sampler = no_shuffle());
-  const std::vector<Stage>& plan() const { return plan_; }
-  int next_index() const { return next_; }
-  bool finished() const { return next_ >= static_cast<int>(plan_.size()); }
-  StageEvent step();
-  void run_to_end();
+  StrategyKind strategy() const override { return StrategyKind::DistributedDataParallel; }
+  const std::vector<Stage>& plan() const override { return plan_; }
+  int next_index() const override { return next_; }
+  StageEvent step() override;
+  void run_to_end() override;
 
   const std::vector<std::vector<int64_t>>& shards() const { return shards_; }  // per rank: sample indices
   const std::vector<std::vector<bool>>& padding() const { return padding_; }  // per rank: padding duplicates
   // Whether stages build value snapshots (StageEvent::devices' tensors, ranks, batchnorm, loss).
   // On when the observer wants them; the app's engine worker asks for them without an observer.
-  void set_snapshots(bool on) { snapshots_ = on; }
-  bool snapshots() const { return snapshots_; }
-  double mean_loss() const;  // mean of the ranks' losses (after Loss)
-  const std::vector<BatchNormStats>& batchnorm_stats() const { return bn_stats_; }
+  void set_snapshots(bool on) override { snapshots_ = on; }
+  bool snapshots() const override { return snapshots_; }
+  double loss() const override;               // rank 0's own loss (after Loss), as rank 0 prints it
+  std::vector<double> rank_losses() const override;
+  double mean_loss() const;                   // mean of the ranks' losses (after Loss)
+  Tensor output() const override;             // rank 0's output on its device
+  std::vector<int64_t> output_rows() const override { return shards_.empty() ? std::vector<int64_t>{} : shards_[0]; }
+  const std::vector<BatchNormStats>& batchnorm_stats() const override { return bn_stats_; }
 
   static SamplerOptions no_shuffle() {
     SamplerOptions o;

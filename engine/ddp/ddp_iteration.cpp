@@ -135,6 +135,21 @@ DdpIteration::DdpIteration(DdpTrainer& trainer, const Tensor& input, const Tenso
   t0_ = trainer.now();
 }
 
+std::unique_ptr<StrategyIteration> DdpTrainer::begin_iteration(const Tensor& input, const Tensor& target,
+                                                               Observer* observer) {
+  return std::make_unique<DdpIteration>(*this, input, target, observer);
+}
+
+double DdpIteration::loss() const { return trainer_.rank(0).loss(); }
+
+std::vector<double> DdpIteration::rank_losses() const {
+  std::vector<double> losses;
+  for (int r = 0; r < trainer_.world_size(); ++r) losses.push_back(trainer_.rank(r).loss());
+  return losses;
+}
+
+Tensor DdpIteration::output() const { return trainer_.rank(0).output(); }
+
 double DdpIteration::mean_loss() const {
   double sum = 0;
   for (int r = 0; r < trainer_.world_size(); ++r) sum += trainer_.rank(r).loss();

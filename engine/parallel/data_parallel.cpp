@@ -32,6 +32,13 @@ Trainer::Trainer(std::shared_ptr<DeviceSet> devices, Model model, const TensorMa
 
 Trainer::~Trainer() = default;
 
+std::string Trainer::transport() const { return collectives_->transport(); }
+
+std::unique_ptr<StrategyIteration> Trainer::begin_iteration(const Tensor& input, const Tensor& target,
+                                                            Observer* observer) {
+  return std::make_unique<Iteration>(*this, input, target, observer);
+}
+
 const std::vector<Stage>& Trainer::plan(int replicas) {
   auto found = plans_.find(replicas);
   if (found != plans_.end()) return found->second;
@@ -94,6 +101,14 @@ Iteration::Iteration(Trainer& trainer, const Tensor& input, const Tensor& target
 }
 
 Iteration::~Iteration() = default;
+
+std::vector<int64_t> Iteration::output_rows() const {
+  int64_t rows = 0;
+  for (int64_t c : chunks_) rows += c;
+  std::vector<int64_t> all(static_cast<size_t>(rows));
+  for (int64_t i = 0; i < rows; ++i) all[static_cast<size_t>(i)] = i;
+  return all;
+}
 
 StageEvent Iteration::step() { return run_stage(true); }
 

@@ -58,9 +58,8 @@ EngineWorker::EngineWorker(const Generation* generation, const std::atomic<bool>
 
 EngineWorker::~EngineWorker() {
   // The iteration refers to the trainer; release in that order.
-  ddpIteration_.reset();
-  ddpTrainer_.reset();
   iteration_.reset();
+  ddpTrainer_.reset();
   trainer_.reset();
   devices_.reset();
 }
@@ -73,9 +72,8 @@ void EngineWorker::configure(const AppSettings& settings, quint64 generation) {
   if (generation >= generation_) {
     settings_ = settings;
     generation_ = generation;
-    ddpIteration_.reset();
-    ddpTrainer_.reset();
     iteration_.reset();
+    ddpTrainer_.reset();
     trainer_.reset();
     batch_.reset();
     iterationNumber_ = 0;
@@ -86,31 +84,31 @@ void EngineWorker::configure(const AppSettings& settings, quint64 generation) {
 void EngineWorker::reportFailure(quint64 generation, std::exception_ptr error) {
   // The failed iteration cannot continue (replicas are half-way); the next request starts afresh.
   iteration_.reset();
-  ddpIteration_.reset();
   if (ddpTrainer_ && settings_.ddp) ddpTrainer_.reset();  // a failed rank leaves the group aborted
   EngineFailure failure = describeException(error);
   failure.inProgram = std::exchange(inStage_, false);
   emit failed(generation, failure);
 }
 
-bool EngineWorker::iterationRunning() const {
-  return settings_.ddp ? ddpIteration_ && !ddpIteration_->finished() : iteration_ && !iteration_->finished();
-}
+bool EngineWorker::iterationRunning() const { return iteration_ && !iteration_->finished(); }
 
-void EngineWorker::ensureIteration(quint64 generation) {
-  if (iterationRunning()) return;
-  iteration_.reset();
-  ddpIteration_.reset();
-  const std::string spec = settings_.devices.toStdString();
-  if (!devices_ || deviceSpecInUse_ != settings_.devices) {
-    ddpTrainer_.reset();
-    trainer_.reset();
-    devices_.reset();  // joins the old device threads before making new ones
-    devices_ = dpv::DeviceSet::create(spec);
-    deviceSpecInUse_ = settings_.devices;
-  }
-  if (settings_.ddp) return startDdpIteration(generation);
+dpv::Strategy& EngineWorker::ensureStrategy() {
   const dpv::ModelSpec modelSpec = dpv::preset_model(settings_.preset.toStdString());
+  if (settings_.ddp) {
+    if (!ddpTrainer_) {
+      const qint64 bucketBytes = ddpBucketBytesFor(modelSpec);
+      dpv::Model model(modelSpec);
+      const dpv::TensorMap state = model.initial_state(settings_.seed);
+      dpv::DdpOptions options;
+      options.lr = settings_.learningRate;
+      options.sync_bn = settings_.syncBatchNorm;
+      options.bucket_cap_mb = static_cast<double>(bucketBytes) / (1024.0 * 1024.0);
+      options.first_bucket_bytes = static_cast<size_t>(bucketBytes);
+      ddpTrainer_ = std::make_unique<dpv::DdpTrainer>(devices_, std::move(model), state, options);
+      iterationNumber_ = 0;
+    }
+    return *ddpTrainer_;
+  }
   if (!trainer_) {
     dpv::Model model(modelSpec);
     const dpv::TensorMap state = model.initial_state(settings_.seed);
@@ -120,81 +118,64 @@ void EngineWorker::ensureIteration(quint64 generation) {
     trainer_ = std::make_unique<dpv::Trainer>(devices_, std::move(model), state, options);
     iterationNumber_ = 0;
   }
+  return *trainer_;
+}
+
+void EngineWorker::ensureIteration(quint64 generation) {
+  if (iterationRunning()) return;
+  iteration_.reset();
+  const std::string spec = settings_.devices.toStdString();
+  if (!devices_ || deviceSpecInUse_ != settings_.devices) {
+    ddpTrainer_.reset();
+    trainer_.reset();
+    devices_.reset();  // joins the old device threads before making new ones
+    devices_ = dpv::DeviceSet::create(spec);
+    deviceSpecInUse_ = settings_.devices;
+  }
+  dpv::Strategy& strategy = ensureStrategy();
   batch_ = std::make_unique<dpv::Dataset>(makeBatchFor(settings_.preset, settings_.batchSize, settings_.seed));
-  iteration_ = std::make_unique<dpv::Iteration>(*trainer_, batch_->inputs, batch_->targets);
+  iteration_ = strategy.begin_iteration(batch_->inputs, batch_->targets);
   iteration_->set_snapshots(true);  // the pages draw every stage's snapshot
   ++iterationNumber_;
+  emit iterationStarted(describeIteration(generation, strategy));
+}
 
+IterationInfo EngineWorker::describeIteration(quint64 generation, const dpv::Strategy& strategy) const {
   IterationInfo info;
   info.generation = generation;
   info.iteration = iterationNumber_;
   info.plan = iteration_->plan();
-  info.chunks = iteration_->chunks();
   for (int i = 0; i < devices_->size(); ++i) info.deviceLabels << qs((*devices_)[i].label());
   info.deviceSpec = settings_.devices;
-  info.transport = qs(trainer_->collectives().transport());
+  info.transport = qs(strategy.transport());
   info.inputShape = formatShape(batch_->inputs.shape());
   info.inputDtype = QString::fromLatin1(dpv::dtype_name(batch_->inputs.dtype()));
   info.targetShape = formatShape(batch_->targets.shape());
-  const dpv::Model& model = trainer_->model();
+  const dpv::Model& model = strategy.model();
   for (int i = 0; i < model.num_layers(); ++i) info.layerNames << qs(model.layer(i).type());
   info.modelText = qs(model.describe());
   info.inputHead = batch_->inputs.to_doubles(6);
-  info.devicesBefore = iteration_->devices_now();
-  emit iterationStarted(info);
-}
-
-void EngineWorker::startDdpIteration(quint64 generation) {
-  const dpv::ModelSpec modelSpec = dpv::preset_model(settings_.preset.toStdString());
-  const qint64 bucketBytes = ddpBucketBytesFor(modelSpec);
-  if (!ddpTrainer_) {
-    dpv::Model model(modelSpec);
-    const dpv::TensorMap state = model.initial_state(settings_.seed);
-    dpv::DdpOptions options;
-    options.lr = settings_.learningRate;
-    options.sync_bn = settings_.syncBatchNorm;
-    options.bucket_cap_mb = static_cast<double>(bucketBytes) / (1024.0 * 1024.0);
-    options.first_bucket_bytes = static_cast<size_t>(bucketBytes);
-    ddpTrainer_ = std::make_unique<dpv::DdpTrainer>(devices_, std::move(model), state, options);
-    iterationNumber_ = 0;
+  if (const auto* dp = dynamic_cast<const dpv::Iteration*>(iteration_.get())) {
+    info.chunks = dp->chunks();
+    info.devicesBefore = dp->devices_now();
+  } else if (const auto* ddp = dynamic_cast<const dpv::DdpIteration*>(iteration_.get())) {
+    info.ddp = true;
+    info.batchRows = batch_->inputs.dim(0);
+    info.chunks = dpv::chunk_sizes(batch_->inputs.dim(0), devices_->size());  // DataParallel's, for contrast
+    info.shards = ddp->shards();
+    info.padding = ddp->padding();
+    info.bucketCapMb = ddpTrainer_->options().bucket_cap_mb;
+    info.firstBucketBytes = static_cast<qint64>(ddpTrainer_->options().first_bucket_bytes);
+    for (const auto& d : model.parameter_decls())
+      info.parameterBytes += dpv::shape_numel(d.shape) * static_cast<qint64>(dpv::dtype_size(d.dtype));
   }
-  qint64 parameterBytes = 0;
-  for (const auto& d : ddpTrainer_->model().parameter_decls())
-    parameterBytes += dpv::shape_numel(d.shape) * static_cast<qint64>(dpv::dtype_size(d.dtype));
-  batch_ = std::make_unique<dpv::Dataset>(makeBatchFor(settings_.preset, settings_.batchSize, settings_.seed));
-  ddpIteration_ = std::make_unique<dpv::DdpIteration>(*ddpTrainer_, batch_->inputs, batch_->targets);
-  ddpIteration_->set_snapshots(true);  // the pages draw every rank after every stage
-  ++iterationNumber_;
-
-  IterationInfo info;
-  info.generation = generation;
-  info.iteration = iterationNumber_;
-  info.plan = ddpIteration_->plan();
-  info.ddp = true;
-  info.batchRows = batch_->inputs.dim(0);
-  info.chunks = dpv::chunk_sizes(batch_->inputs.dim(0), devices_->size());  // DataParallel's, for contrast
-  info.shards = ddpIteration_->shards();
-  info.padding = ddpIteration_->padding();
-  info.bucketCapMb = ddpTrainer_->options().bucket_cap_mb;
-  info.firstBucketBytes = static_cast<qint64>(ddpTrainer_->options().first_bucket_bytes);
-  info.parameterBytes = parameterBytes;
-  for (int i = 0; i < devices_->size(); ++i) info.deviceLabels << qs((*devices_)[i].label());
-  info.deviceSpec = settings_.devices;
-  info.transport = QStringLiteral("in-process ring (one thread per rank)");
-  info.inputShape = formatShape(batch_->inputs.shape());
-  info.inputDtype = QString::fromLatin1(dpv::dtype_name(batch_->inputs.dtype()));
-  info.targetShape = formatShape(batch_->targets.shape());
-  const dpv::Model& model = ddpTrainer_->model();
-  for (int i = 0; i < model.num_layers(); ++i) info.layerNames << qs(model.layer(i).type());
-  info.modelText = qs(model.describe());
-  info.inputHead = batch_->inputs.to_doubles(6);
-  emit iterationStarted(info);
+  return info;
 }
 
 void EngineWorker::stepOnce(quint64 generation) {
   ensureIteration(generation);
   inStage_ = true;
-  const dpv::StageEvent event = settings_.ddp ? ddpIteration_->step() : iteration_->step();
+  const dpv::StageEvent event = iteration_->step();
   inStage_ = false;
   emit stageFinished(generation, event);
 }

@@ -13,9 +13,9 @@
 namespace dpv {
 class DeviceSet;
 class Trainer;
-class Iteration;
 class DdpTrainer;
-class DdpIteration;
+class Strategy;
+class StrategyIteration;
 struct Dataset;
 struct ModelSpec;
 }  // namespace dpv
@@ -66,7 +66,9 @@ class EngineWorker : public QObject {
   void ensureIteration(quint64 generation);  // throws dpv::Error
   void stepOnce(quint64 generation);         // throws dpv::Error
   void reportFailure(quint64 generation, std::exception_ptr error);
-  void startDdpIteration(quint64 generation);  // throws dpv::Error
+  // The strategy the settings ask for (DataParallel's Trainer or a DdpTrainer), made when missing.
+  dpv::Strategy& ensureStrategy();  // throws dpv::Error
+  IterationInfo describeIteration(quint64 generation, const dpv::Strategy& strategy) const;
   bool iterationRunning() const;
 
   const Generation* latest_;
@@ -76,10 +78,10 @@ class EngineWorker : public QObject {
   QString deviceSpecInUse_;
   std::shared_ptr<dpv::DeviceSet> devices_;
   std::unique_ptr<dpv::Trainer> trainer_;
-  std::unique_ptr<dpv::Iteration> iteration_;
   // AppSettings::ddp: the same model and global batch under DistributedDataParallel instead.
   std::unique_ptr<dpv::DdpTrainer> ddpTrainer_;
-  std::unique_ptr<dpv::DdpIteration> ddpIteration_;
+  // The iteration in progress, of whichever strategy: one path steps both.
+  std::unique_ptr<dpv::StrategyIteration> iteration_;
   std::unique_ptr<dpv::Dataset> batch_;  // the batch the iteration uses (kept alive with it)
   int iterationNumber_ = 0;
   bool inStage_ = false;  // a stage of the program is running (errors are the program's)

@@ -1,0 +1,63 @@
+#include "cli/train_loop.h"
+
+#include <chrono>
+#include <iostream>
+
+#include "course/batchnorm_stats.h"
+
+namespace dpv::cli {
+
+void LossWindow::add(double loss, double accuracy) {
+  losses_.push_back(loss);
+  accuracies_.push_back(accuracy);
+  if (losses_.size() > kWindow) {
+    losses_.erase(losses_.begin());
+    accuracies_.erase(accuracies_.begin());
+  }
+}
+
+ProgressSample LossWindow::sample(int64_t step, int64_t batch, double seconds) const {
+  ProgressSample s;
+  s.step = step;
+  for (size_t i = 0; i < losses_.size(); ++i) {
+    s.loss += losses_[i] / static_cast<double>(losses_.size());
+    s.accuracy += accuracies_[i] / static_cast<double>(accuracies_.size());
+  }
+  s.samples_per_s = seconds > 0 ? static_cast<double>(batch * step) / seconds : 0;
+  return s;
+}
+
+Tensor pick_rows(const Tensor& target, const std::vector<int64_t>& indices) {
+  const std::vector<int64_t> all = target.to_int64();
+  std::vector<int64_t> out;
+  out.reserve(indices.size());
+  for (int64_t i : indices) out.push_back(all[static_cast<size_t>(i)]);
+  return Tensor::from_int64({static_cast<int64_t>(out.size())}, out);
+}
+
+void run_training_loop(Strategy& strategy, const TrainLoopInputs& in, TraceRecorder& trace) {
+  const Dataset& data = *in.data;
+  ProgressReporter progress(std::cout, in.steps, ProgressReporter::stdout_is_terminal());
+  LossWindow window;
+  ProgressSample sample;
+  const int64_t n = data.inputs.dim(0);
+  const auto t0 = std::chrono::steady_clock::now();
+  int64_t begin = 0;
+  for (int64_t step = 0; step < in.steps; ++step) {
+    if (begin + in.batch > n) begin = 0;  // next epoch; the last partial batch is dropped
+    Dataset b = take_batch(data, begin, in.batch);
+    begin += in.batch;
+    const bool traced = in.traced && step < in.trace_steps;
+    if (traced) trace.begin_iteration();
+    auto it = strategy.begin_iteration(b.inputs, b.targets, traced ? &trace : nullptr);
+    it->run_to_end();
+    // Rank 0's loss and accuracy on the rows it saw (DataParallel: the whole batch).
+    window.add(it->loss(), course::accuracy(it->output(), pick_rows(b.targets, it->output_rows())));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    sample = window.sample(step + 1, in.batch, seconds);
+    progress.update(sample);
+  }
+  progress.finish(sample);
+}
+
+}  // namespace dpv::cli

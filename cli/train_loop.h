@@ -1,0 +1,43 @@
+#pragma once
+// The one training loop of `dpv train` in this process, whichever strategy runs it (DataParallel's
+// Trainer, DDP's in-process ranks): batches in order over the data (the last partial batch of an
+// epoch dropped), a progress line of the loss and accuracy averaged over the last 20 steps, and
+// the first --trace-steps iterations recorded in the trace. Launched DDP ranks share the window
+// and the row picking.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cli/progress.h"
+#include "engine/datasets.h"
+#include "engine/strategy.h"
+#include "engine/trace.h"
+
+namespace dpv::cli {
+
+// The progress line's window: the last kWindow steps' loss and accuracy.
+class LossWindow {
+ public:
+  static constexpr size_t kWindow = 20;
+  void add(double loss, double accuracy);
+  // Step `step` (1-based) of batches of `batch` samples, `seconds` after training began.
+  ProgressSample sample(int64_t step, int64_t batch, double seconds) const;
+
+ private:
+  std::vector<double> losses_, accuracies_;
+};
+
+// Rows `indices` of an int64 target vector [N] -> [indices.size()].
+Tensor pick_rows(const Tensor& target, const std::vector<int64_t>& indices);
+
+struct TrainLoopInputs {
+  const Dataset* data = nullptr;
+  int64_t batch = 0, steps = 0;
+  bool traced = false;  // record the first trace_steps iterations in `trace`
+  int trace_steps = 5;
+};
+
+// Trains `strategy` for in.steps steps, printing progress on stdout; records into `trace`.
+void run_training_loop(Strategy& strategy, const TrainLoopInputs& in, TraceRecorder& trace);
+
+}  // namespace dpv::cli

@@ -1,0 +1,79 @@
+#pragma once
+// One interface for every data-parallel strategy: what persists between iterations (a Strategy:
+// the model, its state and optimizer on the devices) and one iteration as a plan of stages that
+// runs straight through or one stage at a time (a StrategyIteration). DataParallel (Trainer,
+// Iteration) and DistributedDataParallel (DdpTrainer, DdpIteration) implement it; front ends
+// (the CLI's training loop, the app's engine worker) drive either through it, so a strategy is
+// one implementation, not one more copy of every loop.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/device.h"
+#include "engine/model.h"
+#include "engine/observer.h"
+#include "engine/tensor.h"
+
+namespace dpv {
+
+enum class StrategyKind : uint8_t {
+  DataParallel,             // nn.DataParallel: one process, replicas made every iteration
+  DistributedDataParallel,  // DDP: one rank per device, gradients all-reduced in buckets
+};
+
+// The PyTorch class name ("DataParallel", "DistributedDataParallel").
+inline const char* strategy_name(StrategyKind kind) {
+  switch (kind) {
+    case StrategyKind::DataParallel: return "DataParallel";
+    case StrategyKind::DistributedDataParallel: return "DistributedDataParallel";
+  }
+  return "DataParallel";
+}
+
+class StrategyIteration {
+ public:
+  virtual ~StrategyIteration() = default;
+  virtual StrategyKind strategy() const = 0;
+
+  // The stages in order, and the index of the next one to run.
+  virtual const std::vector<Stage>& plan() const = 0;
+  virtual int next_index() const = 0;
+  bool finished() const { return next_index() >= static_cast<int>(plan().size()); }
+  // Runs the next stage and returns its event (also passed to the observer).
+  virtual StageEvent step() = 0;
+  // Runs the remaining stages.
+  virtual void run_to_end() = 0;
+
+  // Whether stages build value snapshots (the event's devices, ranks, statistics, loss). Off, an
+  // iteration copies nothing from the devices to the host between stages.
+  virtual bool snapshots() const = 0;
+  virtual void set_snapshots(bool on) = 0;
+
+  // After the Loss stage: loss.item() as the program prints it (DataParallel's one loss on
+  // device 0; under DDP rank 0's own loss, which is not averaged over the ranks).
+  virtual double loss() const = 0;
+  // Each rank's loss: DataParallel computes one loss, so one entry.
+  virtual std::vector<double> rank_losses() const = 0;
+  // The output rank 0 computed (DataParallel: the gathered output on device 0), on its device,
+  // and which rows of the global batch it belongs to (DataParallel: all of them, in order).
+  virtual Tensor output() const = 0;
+  virtual std::vector<int64_t> output_rows() const = 0;
+  // BatchNorm statistics of the last forward: per device (or rank), and global where synchronised.
+  virtual const std::vector<BatchNormStats>& batchnorm_stats() const = 0;
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual StrategyKind kind() const = 0;
+  virtual const Model& model() const = 0;
+  virtual DeviceSet& devices() const = 0;
+  // How the devices talk ("host threads", "NCCL", "in-process ring (one thread per rank)").
+  virtual std::string transport() const = 0;
+  // One iteration on the global batch: input [N, ...] and int64 target [N], host tensors.
+  virtual std::unique_ptr<StrategyIteration> begin_iteration(const Tensor& input, const Tensor& target,
+                                                             Observer* observer = nullptr) = 0;
+};
+
+}  // namespace dpv

@@ -1,0 +1,83 @@
+// DataParallel and DDP behind the one strategy interface: a front end that holds only a Strategy&
+// and a StrategyIteration gets what the concrete classes give.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <numeric>
+
+#include "dp_test_support.h"
+#include "engine/ddp/ddp.h"
+#include "engine/strategy.h"
+
+using namespace dpv;
+using namespace dpv::testing;
+
+namespace {
+
+// Steps `strategy`'s iteration to its end through the interface, one stage at a time.
+std::unique_ptr<StrategyIteration> stepped(Strategy& strategy, const Batch& batch) {
+  auto it = strategy.begin_iteration(batch.input, batch.target);
+  int stages = 0;
+  while (!it->finished()) {
+    const StageEvent e = it->step();
+    EXPECT_EQ(e.index, stages++);
+  }
+  EXPECT_EQ(stages, static_cast<int>(it->plan().size()));
+  return it;
+}
+
+}  // namespace
+
+TEST(Strategy, DataParallelThroughTheInterfaceIsTheIteration) {
+  const ModelSpec spec = mlp_bn();
+  const TensorMap state = Model(spec).initial_state(3);
+  const Batch batch = random_batch(10, 4, 3, 21);
+  Trainer trainer(DeviceSet::create("cpu:3"), Model(spec), state, {});
+  Strategy& strategy = trainer;
+  EXPECT_EQ(strategy.kind(), StrategyKind::DataParallel);
+  EXPECT_STREQ(strategy_name(strategy.kind()), "DataParallel");
+  EXPECT_EQ(strategy.transport(), trainer.collectives().transport());
+  auto it = stepped(strategy, batch);
+  EXPECT_EQ(it->strategy(), StrategyKind::DataParallel);
+
+  const Result direct = run_iteration("cpu:3", spec, state, batch);
+  EXPECT_NEAR(it->loss(), direct.loss, 1e-12);
+  ASSERT_EQ(it->rank_losses().size(), 1u);
+  EXPECT_EQ(it->rank_losses()[0], it->loss());
+  std::vector<int64_t> all(10);
+  std::iota(all.begin(), all.end(), 0);
+  EXPECT_EQ(it->output_rows(), all);
+  EXPECT_EQ(it->output().dim(0), 10);
+  EXPECT_LT(max_abs_diff(it->output().to_doubles(), direct.output), 1e-12);
+  EXPECT_EQ(it->batchnorm_stats().size(), direct.bn.size());
+}
+
+TEST(Strategy, DdpThroughTheInterfaceReportsEveryRank) {
+  const ModelSpec spec = mlp_bn();
+  const TensorMap state = Model(spec).initial_state(3);
+  const Batch batch = random_batch(12, 4, 3, 22);
+  DdpTrainer trainer(DeviceSet::create("cpu:3"), Model(spec), state, {});
+  Strategy& strategy = trainer;
+  EXPECT_EQ(strategy.kind(), StrategyKind::DistributedDataParallel);
+  EXPECT_STREQ(strategy_name(strategy.kind()), "DistributedDataParallel");
+  auto it = stepped(strategy, batch);
+  EXPECT_EQ(it->strategy(), StrategyKind::DistributedDataParallel);
+
+  const std::vector<double> losses = it->rank_losses();
+  ASSERT_EQ(losses.size(), 3u);
+  for (int r = 0; r < 3; ++r) EXPECT_DOUBLE_EQ(losses[static_cast<size_t>(r)], trainer.rank(r).loss()) << r;
+  EXPECT_DOUBLE_EQ(it->loss(), losses[0]) << "loss() is rank 0's own, as rank 0 prints it";
+  // DistributedSampler without shuffling: rank 0 takes rows 0, 3, 6, 9.
+  EXPECT_EQ(it->output_rows(), (std::vector<int64_t>{0, 3, 6, 9}));
+  EXPECT_EQ(it->output().dim(0), 4);
+  EXPECT_EQ(it->output().to_doubles(), trainer.rank(0).output().to_doubles());
+  EXPECT_FALSE(it->batchnorm_stats().empty());
+
+  // A second iteration through the interface runs without construction: the plan is shorter.
+  const size_t first_plan = it->plan().size();
+  it.reset();
+  auto second = strategy.begin_iteration(batch.input, batch.target);
+  EXPECT_LT(second->plan().size(), first_plan);
+  second->run_to_end();
+  EXPECT_TRUE(second->finished());
+}
