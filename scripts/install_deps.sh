@@ -2,6 +2,7 @@
 # Installs the Debian 12 packages dpviz needs, only those missing. Run as root (or with sudo).
 #   install_deps.sh run    what building and running dpv and the app needs (scripts/run.sh)
 #   install_deps.sh test   that and what the tests need (scripts/test.sh; the default)
+#   install_deps.sh package  'run' and what `cpack -G DEB` needs (scripts/package.sh)
 # Each package is here because a find_package, a test or a script needs it, checked on a bare
 # Debian 12 root (debootstrap minbase), with --no-install-recommends: a package that is only a
 # Recommends of another must be named. The CUDA toolkit is not a Debian package: when it is
@@ -25,10 +26,14 @@ TEST_PACKAGES=(
   iproute2                                # `ip netns`: the launch test across two network namespaces
   desktop-file-utils appstream            # the install test validates the desktop entry and metadata
 )
+PACKAGE_PACKAGES=(
+  file dpkg-dev  # CPack's DEB generator runs `file` and dpkg-shlibdeps on the binaries
+)
 case "$purpose" in
   run) PACKAGES=("${RUN_PACKAGES[@]}") ;;
   test) PACKAGES=("${RUN_PACKAGES[@]}" "${TEST_PACKAGES[@]}") ;;
-  *) echo "install_deps.sh: unknown purpose '$purpose' (use run or test)" >&2; exit 2 ;;
+  package) PACKAGES=("${RUN_PACKAGES[@]}" "${PACKAGE_PACKAGES[@]}") ;;
+  *) echo "install_deps.sh: unknown purpose '$purpose' (use run, test or package)" >&2; exit 2 ;;
 esac
 
 missing=()

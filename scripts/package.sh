@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="${DPV_JOBS:-$(nproc)}"
-bash scripts/install_deps.sh run
+bash scripts/install_deps.sh package
 cmake --preset package >/dev/null
 cmake --build --preset package -j "$jobs" --target dpv dpviz
 rm -f build/package/dpviz_*.deb
