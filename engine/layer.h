@@ -74,6 +74,7 @@ struct LayerRun {
 class Layer {
  public:
   virtual ~Layer() = default;
+  virtual LayerKind kind() const = 0;         // what front ends decide on (never type()'s text)
   virtual std::string type() const = 0;       // "Linear", "BatchNorm1d", ...
   virtual std::string describe() const = 0;   // PyTorch's repr: "Linear(in_features=10, out_features=2, bias=True)"
   virtual std::vector<TensorDecl> parameters(DType) const { return {}; }

@@ -10,6 +10,7 @@ namespace dpv {
 class BatchNorm final : public Layer {
  public:
   explicit BatchNorm(const LayerSpec& spec);
+  LayerKind kind() const override { return two_d_ ? LayerKind::BatchNorm2d : LayerKind::BatchNorm1d; }
   std::string type() const override { return two_d_ ? "BatchNorm2d" : "BatchNorm1d"; }
   std::string describe() const override;
   std::vector<TensorDecl> parameters(DType dtype) const override;

@@ -7,6 +7,7 @@ namespace dpv {
 class Linear final : public Layer {
  public:
   explicit Linear(const LayerSpec& spec);
+  LayerKind kind() const override { return LayerKind::Linear; }
   std::string type() const override { return "Linear"; }
   std::string describe() const override;
   std::vector<TensorDecl> parameters(DType dtype) const override;
@@ -22,6 +23,7 @@ class Linear final : public Layer {
 
 class ReLU final : public Layer {
  public:
+  LayerKind kind() const override { return LayerKind::ReLU; }
   std::string type() const override { return "ReLU"; }
   std::string describe() const override { return "ReLU()"; }
   bool is_relu() const override { return true; }
@@ -32,6 +34,7 @@ class ReLU final : public Layer {
 
 class Flatten final : public Layer {
  public:
+  LayerKind kind() const override { return LayerKind::Flatten; }
   std::string type() const override { return "Flatten"; }
   std::string describe() const override { return "Flatten(start_dim=1, end_dim=-1)"; }
   Shape output_shape(const Shape& input) const override;
@@ -42,6 +45,7 @@ class Flatten final : public Layer {
 class Conv2d final : public Layer {
  public:
   explicit Conv2d(const LayerSpec& spec);
+  LayerKind kind() const override { return LayerKind::Conv2d; }
   std::string type() const override { return "Conv2d"; }
   std::string describe() const override;
   std::vector<TensorDecl> parameters(DType dtype) const override;

@@ -70,7 +70,7 @@ void IterationScene::setInfo(const IterationInfo& info) {
   addItem(card_);
   const qreal top = kMargin + HostBox::kHeight + kHostGap;
   for (int d = 0; d < n; ++d) {
-    auto* box = new DeviceBox(d, info.layerNames, g, theme_);
+    auto* box = new DeviceBox(d, info.layerKinds, g, theme_);
     box->setPos(kMargin + (d % cols) * (g.width + kSpacing), top + (d / cols) * (g.height + kSpacing));
     addItem(box);
     boxes_.append(box);

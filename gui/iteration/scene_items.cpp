@@ -73,12 +73,16 @@ void drawWrappedFitted(QPainter* p, const QRectF& r, int flags, const QString& t
 void setSceneTextScale(qreal factor) { textScale = factor; }
 qreal sceneTextScale() { return textScale; }
 
-QString shortLayerName(const QString& type) {
-  if (type.startsWith(QLatin1String("BatchNorm")) || type.startsWith(QLatin1String("SyncBatchNorm"))) return QStringLiteral("BN");
-  if (type == QLatin1String("Linear")) return QStringLiteral("Linear");
-  if (type == QLatin1String("Conv2d")) return QStringLiteral("Conv");
-  if (type == QLatin1String("Flatten")) return QStringLiteral("Flat");
-  return type;
+QString shortLayerName(dpv::LayerKind kind) {
+  switch (kind) {
+    case dpv::LayerKind::BatchNorm1d:
+    case dpv::LayerKind::BatchNorm2d: return QStringLiteral("BN");
+    case dpv::LayerKind::Linear: return QStringLiteral("Linear");
+    case dpv::LayerKind::Conv2d: return QStringLiteral("Conv");
+    case dpv::LayerKind::Flatten: return QStringLiteral("Flat");
+    case dpv::LayerKind::ReLU: return QStringLiteral("ReLU");
+  }
+  return QString();
 }
 
 // ---------------------------------------------------------------- ChipItem
@@ -223,8 +227,9 @@ BoxGeometry BoxGeometry::forDevices(int count) {
   return BoxGeometry{204, 340, 22, 28, 48, 44, 100, 24, 28, 272, 304, false};
 }
 
-DeviceBox::DeviceBox(int device, const QStringList& layerNames, const BoxGeometry& geometry, const QString& theme)
-    : device_(device), layerNames_(layerNames), g_(geometry), theme_(theme) {
+DeviceBox::DeviceBox(int device, const std::vector<dpv::LayerKind>& layerKinds, const BoxGeometry& geometry,
+                     const QString& theme)
+    : device_(device), layerKinds_(layerKinds), g_(geometry), theme_(theme) {
   view_.device = device;
 }
 
@@ -279,7 +284,7 @@ void DeviceBox::setTheme(const QString& theme) {
 QRectF DeviceBox::boundingRect() const { return QRectF(0, 0, g_.width, g_.height); }
 
 void DeviceBox::paintLayers(QPainter* painter, const QRectF& area, const SceneColors& c) const {
-  const int n = static_cast<int>(layerNames_.size());
+  const int n = static_cast<int>(layerKinds_.size());
   if (n == 0) return;
   const qreal gap = 3;
   const qreal w = (area.width() - gap * (n - 1)) / n;
@@ -291,7 +296,7 @@ void DeviceBox::paintLayers(QPainter* painter, const QRectF& area, const SceneCo
     painter->setBrush(active ? c.layerActive : c.layerPill);
     painter->drawRoundedRect(r, 3, 3);
     painter->setPen(active ? c.layerActiveText : c.subtext);
-    const QString label = shortLayerName(layerNames_.at(i));
+    const QString label = shortLayerName(layerKinds_.at(static_cast<size_t>(i)));
     if (QFontMetricsF(painter->font()).horizontalAdvance(label) <= r.width() - 2) painter->drawText(r, Qt::AlignCenter, label);
   }
 }

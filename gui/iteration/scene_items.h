@@ -5,8 +5,10 @@
 #include <QGraphicsObject>
 #include <QStringList>
 #include <optional>
+#include <vector>
 
 #include "gui/app/theme.h"
+#include "engine/model_spec.h"
 #include "gui/iteration/scene_model.h"
 
 namespace gui {
@@ -90,7 +92,7 @@ QList<MemoryPart> memoryParts(const DeviceView& view);
 class DeviceBox : public QGraphicsObject {
   Q_OBJECT
  public:
-  DeviceBox(int device, const QStringList& layerNames, const BoxGeometry& geometry, const QString& theme);
+  DeviceBox(int device, const std::vector<dpv::LayerKind>& layerKinds, const BoxGeometry& geometry, const QString& theme);
   int device() const { return device_; }
   const DeviceView& view() const { return view_; }
   void setView(const DeviceView& view, int activeLayer, qint64 memoryScale);
@@ -111,7 +113,7 @@ class DeviceBox : public QGraphicsObject {
   QStringList drawn_;
   void paintLayers(QPainter* painter, const QRectF& area, const SceneColors& c) const;
   int device_;
-  QStringList layerNames_;
+  std::vector<dpv::LayerKind> layerKinds_;
   BoxGeometry g_;
   QString theme_;
   DeviceView view_;
@@ -143,6 +145,6 @@ class InfoCard : public QGraphicsObject {
 };
 
 // "Linear" -> "Lin", "BatchNorm1d" -> "BN", ... for the layer strip in a replica.
-QString shortLayerName(const QString& type);
+QString shortLayerName(dpv::LayerKind kind);
 
 }  // namespace gui

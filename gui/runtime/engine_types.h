@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/error.h"
+#include "engine/model_spec.h"
 #include "engine/observer.h"
 
 namespace gui {
@@ -24,6 +25,7 @@ struct IterationInfo {
   QString inputDtype;           // "float32"
   QString targetShape;          // "[10]"
   QStringList layerNames;       // "Linear", "BatchNorm1d", ... in model order
+  std::vector<dpv::LayerKind> layerKinds;  // the same layers' kinds, what the pages decide on
   QString modelText;            // PyTorch repr of the model (Sequential(...))
   std::vector<double> inputHead;  // a few input values
 

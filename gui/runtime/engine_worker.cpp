@@ -152,7 +152,10 @@ IterationInfo EngineWorker::describeIteration(quint64 generation, const dpv::Str
   info.inputDtype = QString::fromLatin1(dpv::dtype_name(batch_->inputs.dtype()));
   info.targetShape = formatShape(batch_->targets.shape());
   const dpv::Model& model = strategy.model();
-  for (int i = 0; i < model.num_layers(); ++i) info.layerNames << qs(model.layer(i).type());
+  for (int i = 0; i < model.num_layers(); ++i) {
+    info.layerNames << qs(model.layer(i).type());
+    info.layerKinds.push_back(model.layer(i).kind());
+  }
   info.modelText = qs(model.describe());
   info.inputHead = batch_->inputs.to_doubles(6);
   if (const auto* dp = dynamic_cast<const dpv::Iteration*>(iteration_.get())) {

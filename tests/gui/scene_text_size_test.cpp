@@ -14,6 +14,7 @@ IterationInfo devices(int n) {
   IterationInfo info;
   for (int d = 0; d < n; ++d) info.deviceLabels << QStringLiteral("GPU %1 (simulated on CPU)").arg(d);
   info.layerNames << QStringLiteral("Linear");
+  info.layerKinds.push_back(dpv::LayerKind::Linear);
   for (int d = 0; d < n; ++d) info.chunks.push_back(1);
   return info;
 }
