@@ -24,10 +24,7 @@ inline bool waitUntil(const std::function<bool()>& condition, int ms = 60000) { 
 // calls, zero-time timers) and what that queues in turn, for a bounded number of rounds, without
 // waiting for time to pass: the layouts are settled before a test measures them.
 inline void settleEvents(int rounds = 8) {
-  for (int i = 0; i < rounds; ++i) {
-    QCoreApplication::sendPostedEvents();
-    QCoreApplication::processEvents(QEventLoop::AllEvents);
-  }
+  for (int i = 0; i < rounds; ++i) QCoreApplication::processEvents(QEventLoop::AllEvents);  // posted events too
 }
 
 inline AppSettings settingsFor(const QString& devices, const QString& preset, int batch, bool sync = false) {
