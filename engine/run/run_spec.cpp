@@ -1,0 +1,45 @@
+#include "engine/run/run_spec.h"
+
+#include "engine/ddp/ddp.h"
+#include "engine/model.h"
+
+namespace dpv {
+
+ModelSpec RunSpec::model_spec() const { return model ? *model : preset_model(preset); }
+
+TrainOptions train_options(const RunSpec& spec) {
+  TrainOptions options;
+  options.lr = spec.optimizer.lr;
+  options.momentum = spec.optimizer.momentum;
+  options.weight_decay = spec.optimizer.weight_decay;
+  options.sync_bn = spec.sync_bn;
+  return options;
+}
+
+DdpOptions ddp_options(const RunSpec& spec) {
+  DdpOptions options;
+  options.lr = spec.optimizer.lr;
+  options.momentum = spec.optimizer.momentum;
+  options.weight_decay = spec.optimizer.weight_decay;
+  options.sync_bn = spec.sync_bn;
+  options.broadcast_buffers = spec.ddp.broadcast_buffers;
+  options.bucket_cap_mb = spec.ddp.bucket_cap_mb;
+  options.first_bucket_bytes = spec.ddp.first_bucket_bytes;
+  return options;
+}
+
+std::unique_ptr<Strategy> make_strategy(const RunSpec& spec, std::shared_ptr<DeviceSet> devices,
+                                        const TensorMap* state) {
+  Model model(spec.model_spec());
+  const TensorMap initial = state ? TensorMap{} : model.initial_state(spec.seed);
+  const TensorMap& start = state ? *state : initial;
+  switch (spec.strategy) {
+    case StrategyKind::DistributedDataParallel:
+      return std::make_unique<DdpTrainer>(std::move(devices), std::move(model), start, ddp_options(spec));
+    case StrategyKind::DataParallel:
+      break;
+  }
+  return std::make_unique<Trainer>(std::move(devices), std::move(model), start, train_options(spec));
+}
+
+}  // namespace dpv

@@ -1,0 +1,65 @@
+#pragma once
+// One run description: everything that decides what a training run computes (devices, model,
+// global batch, optimizer, BatchNorm mode, seed, strategy and its options), as one plain value.
+// The CLI builds it from its options, the app from its settings, course/ from its configs; the
+// engine turns it into the options each strategy takes and into the strategy itself, so no front
+// end converts settings field by field.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "engine/data_parallel.h"
+#include "engine/ddp/buckets.h"
+#include "engine/ddp/ddp_rank.h"
+#include "engine/device.h"
+#include "engine/model_spec.h"
+#include "engine/strategy.h"
+#include "engine/tensor_map.h"
+
+namespace dpv {
+
+// torch.optim.SGD's arguments (Adam and AdamW join them with the sharded strategies).
+struct OptimizerSettings {
+  double lr = 0.01;
+  double momentum = 0.0;
+  double weight_decay = 0.0;
+  bool operator==(const OptimizerSettings&) const = default;
+};
+
+// DistributedDataParallel's constructor arguments the engine honours.
+struct DdpSettings {
+  bool broadcast_buffers = true;   // DistributedDataParallel(broadcast_buffers=True)
+  double bucket_cap_mb = 25.0;     // DistributedDataParallel(bucket_cap_mb=25)
+  // dist._DEFAULT_FIRST_BUCKET_BYTES when DDP was constructed (the first rebuilt bucket's limit).
+  size_t first_bucket_bytes = kDdpFirstBucketBytes;
+  bool operator==(const DdpSettings&) const = default;
+};
+
+struct RunSpec {
+  std::string devices = "cpu:1";          // a device spec (engine/device.h)
+  std::string preset = "mlp-bn";          // a preset_model name, used when `model` is empty
+  std::optional<ModelSpec> model;         // a model read from a file; takes the preset's place
+  int64_t batch = 0;                      // the GLOBAL batch (DataParallel scatters it, DDP shards it)
+  OptimizerSettings optimizer;
+  bool sync_bn = false;                   // BatchNorm layers compute the whole batch's statistics
+  uint64_t seed = 0;                      // the model's initial state
+  StrategyKind strategy = StrategyKind::DataParallel;
+  DdpSettings ddp;                        // only DistributedDataParallel reads these
+
+  // The model to build: `model` when set, the preset's otherwise (dpv::Error for an unknown preset).
+  ModelSpec model_spec() const;
+  bool operator==(const RunSpec&) const = default;
+};
+
+// The options each strategy's constructor takes, from the one description.
+TrainOptions train_options(const RunSpec& spec);
+DdpOptions ddp_options(const RunSpec& spec);
+
+// The strategy the description names (Trainer or DdpTrainer) on `devices`, starting from `state`
+// (the model's initial state from spec.seed when null).
+std::unique_ptr<Strategy> make_strategy(const RunSpec& spec, std::shared_ptr<DeviceSet> devices,
+                                        const TensorMap* state = nullptr);
+
+}  // namespace dpv
