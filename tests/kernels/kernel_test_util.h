@@ -1,6 +1,6 @@
 #pragma once
-// Helpers of the CUDA backend tests: skipping without a GPU, random inputs, host/GPU copies and
-// normwise relative comparison against the CPU backend.
+// Helpers of the backend tests: skipping without a GPU, random inputs, host/GPU copies and
+// normwise relative comparison.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -71,13 +71,6 @@ inline Tensor random_host(const Shape& shape, DType dt, std::mt19937_64& rng, do
 
 inline Tensor to_gpu(const Tensor& host) { return host.to(gpu()); }
 
-// Relative tolerances per dtype: element-wise ops are near-exact; reductions and products differ
-// by summation order only.
-inline double tol(DType dt, bool reduction) {
-  if (dt == DType::Float64) return reduction ? 1e-12 : 1e-14;
-  return reduction ? 2e-5 : 2e-6;
-}
-
 // max |got - ref| <= rtol * max(max |ref|, floor) (normwise), names the worst element on failure.
 // The floor is for tensors that are rounding noise in exact arithmetic (the gradient of a Linear
 // bias feeding a BatchNorm is zero: both backends hold noise there).
@@ -111,8 +104,9 @@ inline ::testing::AssertionResult close(const Tensor& got, const Tensor& ref, do
 
 inline const char* dtype_label(DType dt) { return dt == DType::Float32 ? "float32" : "float64"; }
 
-// Base of the per-op parity suites: skips without a GPU, seeds a fresh generator per test
-// (printed on failure through SCOPED_TRACE in each test), parameterised on the dtype.
+// Base of the GPU suites parameterised on the dtype (the per-op checks are the op table's,
+// op_table.h): skips without a GPU, seeds a fresh generator per test (printed on failure through
+// SCOPED_TRACE in each test).
 class GpuParity : public ::testing::TestWithParam<DType> {
  protected:
   void SetUp() override {

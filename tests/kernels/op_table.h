@@ -26,7 +26,8 @@ using Rng = std::mt19937_64;
 // dimension letters ("N", "C", "S", "rows", ...), flags are 0 or 1.
 struct OpCase {
   std::string label;                      // names the case in a failure: "S1", "trans_a_b", "nan"
-  std::map<std::string, double> values;   // sizes, flags and scalars by name
+  std::map<std::string, double> values;   // sizes, flags and scalars by name; "large": millions of
+                                          // elements (DPV_OP_TABLE_SKIP_LARGE=1 leaves it out)
 
   int64_t size(const std::string& name) const;   // a size the case must set (throws naming it)
   double value(const std::string& name) const;   // a scalar the case must set

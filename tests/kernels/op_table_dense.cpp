@@ -274,7 +274,7 @@ OpEntry relu_forward_entry() {
       .tolerance = kExact,
       .cases = {{"64x33", {{"rows", 64}, {"cols", 33}}},
                 {"nan", {{"rows", 3}, {"cols", 37}, {"nan", 1}}},
-                {"grid_stride", {{"rows", 1}, {"cols", kGridStrideElements}}},
+                {"grid_stride", {{"rows", 1}, {"cols", kGridStrideElements}, {"large", 1}}},
                 {"empty", {{"rows", 0}, {"cols", 5}}}},
       .make = [](const OpCase& c, DType dt, Rng& rng) {
         OpTensors t;

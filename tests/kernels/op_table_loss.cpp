@@ -78,9 +78,10 @@ OpEntry cross_entropy_entry() {
   };
 }
 
-OpCase sgd_case(std::string label, double n, double momentum, double weight_decay, bool first_step) {
+OpCase sgd_case(std::string label, double n, double momentum, double weight_decay, bool first_step, bool large = false) {
   return {std::move(label),
-          {{"n", n}, {"lr", 0.05}, {"momentum", momentum}, {"weight_decay", weight_decay}, {"first_step", first_step ? 1.0 : 0.0}}};
+          {{"n", n}, {"lr", 0.05}, {"momentum", momentum}, {"weight_decay", weight_decay},
+           {"first_step", first_step ? 1.0 : 0.0}, {"large", large ? 1.0 : 0.0}}};
 }
 
 OpEntry sgd_update_entry() {
@@ -93,7 +94,7 @@ OpEntry sgd_update_entry() {
                 sgd_case("weight_decay_only", 301, 0, 5e-4, false),
                 // 2^23 + 17 elements: more than a grid of (multiprocessors x 64) blocks of 256
                 // threads on any GPU up to 500 multiprocessors.
-                sgd_case("grid_stride", (1 << 23) + 17, 0.9, 1e-3, false)},
+                sgd_case("grid_stride", (1 << 23) + 17, 0.9, 1e-3, false, /*large=*/true)},
       .make = [](const OpCase& c, DType dt, Rng& rng) {
         OpTensors t;
         for (const char* name : {"param", "grad", "momentum_buf"}) t.add(name, uniform_tensor({c.size("n")}, dt, rng));
