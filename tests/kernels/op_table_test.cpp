@@ -59,11 +59,17 @@ BackendUnderTest cuda_under_test() { return {&gpu()->backend(), gpu()}; }
 }
 
 // Every output the entry names, within rtol of the expected values (normwise, NaN where expected).
-void expect_outputs_close(const OpEntry& entry, const OpValues& got, const OpValues& expected, double rtol) {
+// Against the reference, its zeros are structural and must be kept; against another backend they
+// need not be (a float32 result may round to 0 where the other's is tiny).
+enum class Against { Reference, OtherBackend };
+void expect_outputs_close(const OpEntry& entry, const OpValues& got, const OpValues& expected, double rtol,
+                          Against against = Against::Reference) {
   for (const std::string& name : entry.outputs) {
     ASSERT_TRUE(expected.count(name)) << "the reference does not give " << name;
     EXPECT_TRUE(close(got.at(name), expected.at(name), rtol)) << name;
-    EXPECT_TRUE(zeros_kept(got.at(name), expected.at(name))) << name;
+    if (against == Against::Reference) {
+      EXPECT_TRUE(zeros_kept(got.at(name), expected.at(name))) << name;
+    }
   }
 }
 
@@ -136,7 +142,7 @@ TEST_P(OpTable, CudaMatchesCpu) {
   DPV_REQUIRE_GPU();
   for_each_case([&](const OpCase& c, const OpTensors& inputs) {
     const OpValues cpu = run_on(cpu_under_test(), c, inputs);
-    expect_outputs_close(entry(), run_on(cuda_under_test(), c, inputs), cpu, 2 * rtol());
+    expect_outputs_close(entry(), run_on(cuda_under_test(), c, inputs), cpu, 2 * rtol(), Against::OtherBackend);
   });
 }
 
