@@ -22,6 +22,7 @@
 #include <cmath>
 #include <limits>
 
+#include "course/bnlab_session.h"
 #include "course/lessons.h"
 #include "engine/data_parallel.h"
 #include "engine/device.h"
@@ -30,7 +31,6 @@
 #include "gui/bnlab/callout.h"
 #include "gui/bnlab/chart_style.h"
 #include "gui/bnlab/charts.h"
-#include "gui/bnlab/session.h"
 
 namespace gui {
 
@@ -213,7 +213,7 @@ QWidget* BatchNormLabPage::buildChartToolbar() {
   auto* row = new QHBoxLayout(bar);
   row->setContentsMargins(0, 0, 0, 0);
   layerBox_ = new QComboBox(bar);
-  const dpv::ModelSpec spec = bnlab_model_spec(0.1);
+  const dpv::ModelSpec spec = dpv::course::bnlab_model_spec(0.1);
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const auto& l = spec.layers[i];
     if (!dpv::is_batchnorm(l.kind)) continue;

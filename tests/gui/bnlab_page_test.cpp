@@ -15,15 +15,19 @@
 #include <memory>
 
 #include "course/batchnorm_stats.h"
+#include "course/bnlab_session.h"
 #include "engine/data_parallel.h"
 #include "engine/device.h"
 #include "gui/app/context.h"
 #include "gui/bnlab/charts.h"
 #include "gui/bnlab/page.h"
-#include "gui/bnlab/session.h"
 #include "gui_test_support.h"
 
 namespace gui {
+
+using dpv::course::bnlab_batch;
+using dpv::course::bnlab_dataset;
+using dpv::course::bnlab_model_spec;
 
 namespace {
 
