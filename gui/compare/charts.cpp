@@ -196,7 +196,7 @@ void CompareCharts::showResult(const CompareResult& r) {
     p->xAxis->grid()->setVisible(true);
     p->yAxis->grid()->setVisible(true);
   }
-  const int W = r.config.world_size;
+  const int W = dpv::course::compare_world_size(r.config);
 
   // Loss: the three curves, and what DDP's rank 0 alone would print.
   {
