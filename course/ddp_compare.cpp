@@ -2,10 +2,13 @@
 #include "course/ddp_compare.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 #include <thread>
 
+#include "course/strategy_readout.h"
 #include "engine/data_parallel.h"
 #include "engine/ddp/ddp.h"
 #include "engine/device.h"
@@ -39,10 +42,14 @@ class EventLog final : public Observer {
 
 double span(const StageEvent& e) { return e.t_end - e.t_start; }
 
-StepParts dp_parts(const std::vector<StageEvent>& events, double total) {
+// The iteration's stages by kind; DDP's bucket all-reduces on rank 0 as `overlapped` (DataParallel's
+// events carry none).
+StepParts step_parts(const std::vector<StageEvent>& events, double total) {
   StepParts p;
   p.total = total;
   for (const StageEvent& e : events) {
+    for (const CommSpan& s : e.comm)
+      if (s.device == 0) p.overlapped += s.t_end - s.t_start;
     switch (e.stage.kind) {
       case StageKind::Forward: case StageKind::Loss: case StageKind::Backward: case StageKind::Step:
       case StageKind::Sample:
@@ -97,6 +104,12 @@ std::vector<BytesMoved> ddp_bytes(const std::vector<StageEvent>& events, int W) 
   return out;
 }
 
+// What each strategy's transfers are: DataParallel's stages move data to and from device 0, DDP's
+// ranks broadcast buffers and all-reduce buckets.
+std::vector<BytesMoved> bytes_moved(StrategyKind kind, const std::vector<StageEvent>& events, int W) {
+  return kind == StrategyKind::DistributedDataParallel ? ddp_bytes(events, W) : dp_bytes(events);
+}
+
 std::vector<std::string> param_names(const Model& model) {
   std::vector<std::string> names;
   for (const auto& d : model.parameter_decls()) names.push_back(d.name);
@@ -139,23 +152,15 @@ void read_peak_parts(const std::vector<StageEvent>& events, DeviceSet& devices, 
 // DataParallel and DDP from the same start: one iteration, then a second with stage snapshots
 // (DDP's buckets are rebuilt before its second forward), on fresh devices so the peak counters
 // belong to these two iterations alone.
-void memory_by_kind(const CompareConfig& c, const ModelSpec& spec, const TensorMap& state, const Dataset& first,
-                    const Dataset& second, CompareResult& out) {
-  const std::string cpu = "cpu:" + std::to_string(c.world_size);
-  {
-    Trainer dp(DeviceSet::create(cpu), Model(spec), state, TrainOptions{c.lr, 0.0, 0.0, false});
-    Iteration(dp, first.inputs, first.targets).run_to_end();
+void memory_by_kind(const std::array<std::pair<RunSpec, ModeRun*>, 2>& modes, const TensorMap& state,
+                    const Dataset& first, const Dataset& second) {
+  for (const auto& [spec, run] : modes) {
+    const std::unique_ptr<Strategy> strategy = make_strategy(spec, DeviceSet::create(spec.devices), &state);
+    strategy->begin_iteration(first.inputs, first.targets)->run_to_end();
     EventLog log(true);
-    Iteration(dp, second.inputs, second.targets, &log).run_to_end();
-    read_peak_parts(log.events, dp.devices(), out.dp);
+    strategy->begin_iteration(second.inputs, second.targets, &log)->run_to_end();
+    read_peak_parts(log.events, strategy->devices(), *run);
   }
-  DdpOptions o;
-  o.lr = c.lr;
-  DdpTrainer ddp(DeviceSet::create(cpu), Model(spec), state, o);
-  DdpIteration(ddp, first.inputs, first.targets).run_to_end();
-  EventLog log(true);
-  DdpIteration(ddp, second.inputs, second.targets, &log).run_to_end();
-  read_peak_parts(log.events, ddp.devices(), out.ddp);
 }
 
 StepParts steady_parts(const std::vector<StepParts>& parts) {
@@ -184,22 +189,38 @@ double first_value(const TensorMap& m, const std::string& name) {
   return v.empty() ? std::nan("") : v[0];
 }
 
-// One iteration of each from the same start on the first batch: one gradient element.
-SumVsMean sum_vs_mean(const CompareConfig& c, const ModelSpec& spec, const TensorMap& state, const Dataset& batch) {
+// The three runs of the comparison, from its one description: what differs is the strategy and
+// the devices (one device: cpu:1).
+struct Modes {
+  RunSpec one, dp, ddp;
+};
+
+RunSpec with_strategy(RunSpec spec, StrategyKind kind, const std::string& devices) {
+  spec.strategy = kind;
+  spec.devices = devices;
+  return spec;
+}
+
+Modes compare_modes(const CompareConfig& c) {
+  return {with_strategy(c.run, StrategyKind::DataParallel, "cpu:1"),
+          with_strategy(c.run, StrategyKind::DataParallel, c.run.devices),
+          with_strategy(c.run, StrategyKind::DistributedDataParallel, c.run.devices)};
+}
+
+// One iteration of each from the same start on the first batch: one gradient element. What each
+// strategy is asked to describe differs: DDP's recorded ring values of bucket 0, DataParallel's
+// replicas' gradients in its Backward snapshot and device 0's reduced one.
+SumVsMean sum_vs_mean(const Modes& modes, int W, const TensorMap& state, const Dataset& batch) {
   SumVsMean out;
-  const std::string cpu = "cpu:" + std::to_string(c.world_size);
-  const TrainOptions train{c.lr, 0.0, 0.0, false};
-  DdpOptions ddp_options;
-  ddp_options.lr = c.lr;
-  DdpTrainer ddp(DeviceSet::create(cpu), Model(spec), state, ddp_options);
-  for (int r = 0; r < c.world_size; ++r) record_ring_values(ddp.group(r), 1);
+  DdpTrainer ddp(DeviceSet::create(modes.ddp.devices), Model(modes.ddp.model_spec()), state, ddp_options(modes.ddp));
+  for (int r = 0; r < W; ++r) record_ring_values(ddp.group(r), 1);
   EventLog ddp_log(false);
   DdpIteration(ddp, batch.inputs, batch.targets, &ddp_log).run_to_end();
-  std::vector<const CommSpan*> bucket0(ix(c.world_size), nullptr);
+  std::vector<const CommSpan*> bucket0(ix(W), nullptr);
   for (const StageEvent& e : ddp_log.events)
     for (const CommSpan& s : e.comm)
-      if (s.bucket == 0 && s.device >= 0 && s.device < c.world_size) bucket0[ix(s.device)] = &s;
-  for (int r = 0; r < c.world_size; ++r) {
+      if (s.bucket == 0 && s.device >= 0 && s.device < W) bucket0[ix(s.device)] = &s;
+  for (int r = 0; r < W; ++r) {
     const CommSpan* s = bucket0[ix(r)];
     check(s && !s->ring.empty() && !s->ring.front().before.empty() && !s->params.empty(),
           "DDP's rank " + std::to_string(r) + " reported no recorded all-reduce of bucket 0");
@@ -208,11 +229,11 @@ SumVsMean sum_vs_mean(const CompareConfig& c, const ModelSpec& spec, const Tenso
     if (r == 0) out.ddp_reduced = s->ring.back().after.front();
   }
 
-  Trainer one(DeviceSet::create("cpu:1"), Model(spec), state, train);
+  Trainer one(DeviceSet::create(modes.one.devices), Model(modes.one.model_spec()), state, train_options(modes.one));
   Iteration(one, batch.inputs, batch.targets).run_to_end();
   out.one_device = first_value(one.grads(), out.param);
 
-  Trainer dp(DeviceSet::create(cpu), Model(spec), state, train);
+  Trainer dp(DeviceSet::create(modes.dp.devices), Model(modes.dp.model_spec()), state, train_options(modes.dp));
   EventLog dp_log(true);
   Iteration(dp, batch.inputs, batch.targets, &dp_log).run_to_end();
   const StageEvent* last_backward = nullptr;
@@ -227,31 +248,61 @@ SumVsMean sum_vs_mean(const CompareConfig& c, const ModelSpec& spec, const Tenso
   return out;
 }
 
-// The sweep's timing: one warm-up step (DDP: two, construction and the bucket rebuild), then the
-// best of speedup_iters single steps (engine/step_timing.h, as `dpv bench`).
-StepTiming sweep_timing(const CompareConfig& c) {
-  StepTiming t;
-  t.warmup = 1;
-  t.rounds = c.speedup_iters;
-  t.per_round = 1;
-  return t;
+// The sweep's seconds per step of `spec` on fresh devices: one warm-up step (DDP: two,
+// construction and the bucket rebuild), then the best of speedup_iters single steps
+// (engine/step_timing.h, as `dpv bench`, which times each strategy its own way).
+double time_steps(const RunSpec& spec, const TensorMap& state, const Dataset& data, const CompareConfig& c) {
+  StepTiming timing;
+  timing.warmup = 1;
+  timing.rounds = c.speedup_iters;
+  timing.per_round = 1;
+  const std::unique_ptr<Strategy> strategy = make_strategy(spec, DeviceSet::create(spec.devices), &state);
+  if (auto* ddp = dynamic_cast<DdpTrainer*>(strategy.get()))
+    return time_ddp_steps(*ddp, data.inputs, data.targets, timing);
+  return time_dp_steps(dynamic_cast<Trainer&>(*strategy), data.inputs, data.targets, timing);
 }
 
-double time_dp(const std::string& devices, const ModelSpec& spec, const TensorMap& state, const Dataset& data,
-               const CompareConfig& c) {
-  Trainer t(DeviceSet::create(devices), Model(spec), state, TrainOptions{c.lr, 0.0, 0.0, false});
-  return time_dp_steps(t, data.inputs, data.targets, sweep_timing(c));
+// One iteration of `strategy` on batch `b` into `run`: its stages' times, its loss (DDP: the mean
+// of the ranks'; rank 0's own beside it), its transfers and the rows per device.
+void record_iteration(Strategy& strategy, const Dataset& b, int W, ModeRun& run) {
+  EventLog log(false);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::unique_ptr<StrategyIteration> it = strategy.begin_iteration(b.inputs, b.targets, &log);
+  it->run_to_end();
+  run.parts.push_back(step_parts(log.events, seconds_since(t0)));
+  run.loss.push_back(mean_rank_loss(*it));
+  if (strategy.kind() == StrategyKind::DistributedDataParallel) run.rank0_loss.push_back(it->loss());
+  run.bytes = bytes_moved(strategy.kind(), log.events, W);
+  // DataParallel's chunks, DDP's sampler shards: every stage's event carries them.
+  run.rows = log.events.empty() ? std::vector<int64_t>{} : log.events.back().chunk_sizes;
 }
 
-double time_ddp(const std::string& devices, const ModelSpec& spec, const TensorMap& state, const Dataset& data,
-                const CompareConfig& c) {
-  DdpOptions o;
-  o.lr = c.lr;
-  DdpTrainer t(DeviceSet::create(devices), Model(spec), state, o);
-  return time_ddp_steps(t, data.inputs, data.targets, sweep_timing(c));
+void check_config(const CompareConfig& c, const DeviceSpec& devices) {
+  check(devices.kind == DeviceKind::Cpu, "the comparison runs on simulated CPU devices (cpu:W), got " + c.run.devices,
+        ErrorClass::ValueError);
+  const int W = devices.count;
+  check(W >= 2 && W <= 8, "compare on 2 to 8 devices, got " + std::to_string(W), ErrorClass::ValueError);
+  check(c.run.batch >= W, "the global batch (" + std::to_string(c.run.batch) + ") needs at least one sample per device (" +
+                              std::to_string(W) + ")", ErrorClass::ValueError);
+  check(c.iterations >= 1, "compare at least one iteration", ErrorClass::ValueError);
+  check(c.max_speedup_devices >= 0 && c.max_speedup_devices <= 8, "the speed-up sweep covers at most 8 devices", ErrorClass::ValueError);
+  check(c.max_speedup_devices == 0 || c.speedup_iters >= 1, "the speed-up sweep times at least one step per point",
+        ErrorClass::ValueError);
 }
 
 }  // namespace
+
+RunSpec compare_run_defaults() {
+  RunSpec run;
+  run.preset = "mlp-bn";
+  run.devices = "cpu:4";
+  run.batch = 64;
+  run.optimizer.lr = 0.05;
+  run.seed = 0;
+  return run;
+}
+
+int compare_world_size(const CompareConfig& config) { return parse_device_spec(config.run.devices).count; }
 
 double max_abs_difference(const TensorMap& a, const TensorMap& b, const std::vector<std::string>& names) {
   double worst = 0;
@@ -267,24 +318,21 @@ double max_abs_difference(const TensorMap& a, const TensorMap& b, const std::vec
 
 CompareResult run_comparison(const CompareConfig& c, const std::function<void(const std::string&, double)>& progress,
                              const std::function<bool()>& keep_going) {
-  check(c.world_size >= 2 && c.world_size <= 8, "compare on 2 to 8 devices, got " + std::to_string(c.world_size), ErrorClass::ValueError);
-  check(c.batch >= c.world_size, "the global batch (" + std::to_string(c.batch) + ") needs at least one sample per device (" +
-                                     std::to_string(c.world_size) + ")", ErrorClass::ValueError);
-  check(c.iterations >= 1, "compare at least one iteration", ErrorClass::ValueError);
-  check(c.max_speedup_devices >= 0 && c.max_speedup_devices <= 8, "the speed-up sweep covers at most 8 devices", ErrorClass::ValueError);
-  check(c.max_speedup_devices == 0 || c.speedup_iters >= 1, "the speed-up sweep times at least one step per point",
-        ErrorClass::ValueError);
+  const DeviceSpec devices = parse_device_spec(c.run.devices);
+  check_config(c, devices);
+  const int W = devices.count;
   auto say = [&](const std::string& what, double done) {
     if (progress) progress(what, done);
   };
   auto go_on = [&] { return !keep_going || keep_going(); };
 
-  const ModelSpec spec = preset_model(c.preset);
+  const ModelSpec spec = c.run.model_spec();
   const Model model(spec);
-  const TensorMap state = model.initial_state(c.seed);
+  const TensorMap state = model.initial_state(c.run.seed);
   const std::vector<std::string> params = param_names(model);
   std::vector<Dataset> batches;
-  for (int i = 0; i < c.iterations; ++i) batches.push_back(make_data_for_model(spec, c.batch, c.seed + 1 + static_cast<uint64_t>(i)));
+  for (int i = 0; i < c.iterations; ++i)
+    batches.push_back(make_data_for_model(spec, c.run.batch, c.run.seed + 1 + static_cast<uint64_t>(i)));
 
   CompareResult out;
   out.config = c;
@@ -294,84 +342,47 @@ CompareResult run_comparison(const CompareConfig& c, const std::function<void(co
   out.dp.name = "DataParallel";
   out.ddp.name = "DDP";
 
-  const std::string cpu = "cpu:" + std::to_string(c.world_size);
-  const TrainOptions train{c.lr, 0.0, 0.0, false};
-  DdpOptions ddp_options;
-  ddp_options.lr = c.lr;
-  Trainer one(DeviceSet::create("cpu:1"), Model(spec), state, train);
-  Trainer dp(DeviceSet::create(cpu), Model(spec), state, train);
-  DdpTrainer ddp(DeviceSet::create(cpu), Model(spec), state, ddp_options);
+  const Modes modes = compare_modes(c);
+  const std::array<std::pair<RunSpec, ModeRun*>, 3> runs = {{{modes.one, &out.one}, {modes.dp, &out.dp}, {modes.ddp, &out.ddp}}};
+  std::array<std::unique_ptr<Strategy>, 3> strategies;
+  for (size_t m = 0; m < runs.size(); ++m)
+    strategies[m] = make_strategy(runs[m].first, DeviceSet::create(runs[m].first.devices), &state);
 
-  // The three train in turn on each batch, so machine noise falls on all of them alike.
+  // The three train in turn on each batch, so machine noise falls on all of them alike; each is
+  // measured against one device's parameters after the step (one device against itself: 0).
+  const TensorMap& one_params = *strategy_tensors(*strategies[0]).params;
   for (int i = 0; i < c.iterations && go_on(); ++i) {
     say("iteration " + std::to_string(i + 1) + " of " + std::to_string(c.iterations), 0.7 * i / c.iterations);
-    const Dataset& b = batches[ix(i)];
-    {
-      EventLog log(false);
-      const auto t0 = std::chrono::steady_clock::now();
-      Iteration it(one, b.inputs, b.targets, &log);
-      it.run_to_end();
-      out.one.parts.push_back(dp_parts(log.events, seconds_since(t0)));
-      out.one.loss.push_back(it.loss());
-      out.one.max_param_diff.push_back(0.0);
-      out.one.bytes = dp_bytes(log.events);
-      out.one.rows = it.chunks();
+    for (size_t m = 0; m < runs.size(); ++m) {
+      ModeRun& run = *runs[m].second;
+      record_iteration(*strategies[m], batches[ix(i)], W, run);
+      run.max_param_diff.push_back(max_abs_difference(*strategy_tensors(*strategies[m]).params, one_params, params));
     }
-    {
-      EventLog log(false);
-      const auto t0 = std::chrono::steady_clock::now();
-      Iteration it(dp, b.inputs, b.targets, &log);
-      it.run_to_end();
-      out.dp.parts.push_back(dp_parts(log.events, seconds_since(t0)));
-      out.dp.loss.push_back(it.loss());
-      out.dp.bytes = dp_bytes(log.events);
-      out.dp.rows = it.chunks();
-    }
-    out.dp.max_param_diff.push_back(max_abs_difference(dp.state(), one.state(), params));
-    {
-      EventLog log(false);
-      const auto t0 = std::chrono::steady_clock::now();
-      DdpIteration it(ddp, b.inputs, b.targets, &log);
-      it.run_to_end();
-      StepParts p = dp_parts(log.events, seconds_since(t0));
-      for (const StageEvent& e : log.events)
-        for (const CommSpan& s : e.comm)
-          if (s.device == 0) p.overlapped += s.t_end - s.t_start;
-      out.ddp.parts.push_back(p);
-      out.ddp.loss.push_back(it.mean_loss());
-      out.ddp.rank0_loss.push_back(ddp.rank(0).loss());
-      out.ddp.bytes = ddp_bytes(log.events, c.world_size);
-      out.ddp.rows.clear();
-      int64_t rows = 0;
-      for (const auto& shard : it.shards()) {
-        out.ddp.rows.push_back(static_cast<int64_t>(shard.size()));
-        rows += static_cast<int64_t>(shard.size());
-      }
-      out.ddp_padding = rows - c.batch;
-    }
-    out.ddp.max_param_diff.push_back(max_abs_difference(ddp.rank(0).params(), one.state(), params));
   }
-  for (ModeRun* run : {&out.one, &out.dp, &out.ddp}) run->steady = steady_parts(run->parts);
-  read_memory(one.devices(), out.one);
-  read_memory(dp.devices(), out.dp);
-  read_memory(ddp.devices(), out.ddp);
+  if (!out.ddp.rows.empty())
+    out.ddp_padding = std::accumulate(out.ddp.rows.begin(), out.ddp.rows.end(), int64_t{0}) - c.run.batch;
+  for (size_t m = 0; m < runs.size(); ++m) {
+    runs[m].second->steady = steady_parts(runs[m].second->parts);
+    read_memory(strategies[m]->devices(), *runs[m].second);
+  }
 
   if (go_on()) {
     say("memory by kind", 0.71);
-    memory_by_kind(c, spec, state, batches.front(), batches[batches.size() > 1 ? 1 : 0], out);
+    memory_by_kind({{{modes.dp, &out.dp}, {modes.ddp, &out.ddp}}}, state, batches.front(), batches[batches.size() > 1 ? 1 : 0]);
   }
   if (go_on()) {
     say("sum versus mean", 0.72);
-    out.sum_mean = sum_vs_mean(c, spec, state, batches.front());
+    out.sum_mean = sum_vs_mean(modes, W, state, batches.front());
   }
   for (int w = 1; w <= c.max_speedup_devices && go_on(); ++w) {
     say("speed-up on " + std::to_string(w) + " device" + (w > 1 ? "s" : ""), 0.75 + 0.25 * (w - 1) / c.max_speedup_devices);
+    const std::string cpu = "cpu:" + std::to_string(w);
     SpeedupPoint p;
     p.devices = w;
     const Dataset& b = batches.front();
-    p.one_device_s = out.speedup.empty() ? time_dp("cpu:1", spec, state, b, c) : out.speedup.front().one_device_s;
-    p.dp_s = w == 1 ? p.one_device_s : time_dp("cpu:" + std::to_string(w), spec, state, b, c);
-    p.ddp_s = time_ddp("cpu:" + std::to_string(w), spec, state, b, c);
+    p.one_device_s = out.speedup.empty() ? time_steps(modes.one, state, b, c) : out.speedup.front().one_device_s;
+    p.dp_s = w == 1 ? p.one_device_s : time_steps(with_strategy(c.run, StrategyKind::DataParallel, cpu), state, b, c);
+    p.ddp_s = time_steps(with_strategy(c.run, StrategyKind::DistributedDataParallel, cpu), state, b, c);
     p.dp_speedup = p.one_device_s / p.dp_s;
     p.ddp_speedup = p.one_device_s / p.ddp_s;
     out.speedup.push_back(p);

@@ -10,20 +10,26 @@
 #include <vector>
 
 #include "engine/observer.h"
+#include "engine/run/run_spec.h"
 #include "engine/tensor_map.h"
 
 namespace dpv::course {
 
+// What the comparison shares with a training run, as a run description: the model (mlp-bn), the
+// devices of DataParallel and DDP ("cpu:4": 4 devices, 4 ranks), the GLOBAL batch (64: DP scatters
+// it, DDP's sampler shards it), SGD's settings (lr 0.05) and the seed. Its strategy is not read: the
+// comparison runs one device, DataParallel and DDP from it.
+RunSpec compare_run_defaults();
+
 struct CompareConfig {
-  std::string preset = "mlp-bn";
-  int world_size = 4;           // devices for DataParallel, ranks for DDP (cpu:W)
-  int64_t batch = 64;           // the GLOBAL batch: DP scatters it, DDP's sampler shards it
+  RunSpec run = compare_run_defaults();
   int iterations = 20;
-  uint64_t seed = 0;
-  double lr = 0.05;
   int max_speedup_devices = 8;  // the speed-up sweep covers 1..this (0: no sweep)
   int speedup_iters = 3;        // timed iterations per point (the best counts)
 };
+
+// The devices in config.run.devices: DataParallel's devices, DDP's ranks (dpv::Error for a bad spec).
+int compare_world_size(const CompareConfig& config);
 
 // Where one iteration's time went (seconds). DataParallel: compute = Forward, Loss, Backward,
 // Step; communication = Scatter, Gather, Grad scatter, ReduceGrads; replicate = Replicate (every

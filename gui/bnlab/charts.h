@@ -82,7 +82,17 @@ class BnLabCharts : public QWidget {
   bool eventFilter(QObject* watched, QEvent* event) override;  // legend columns follow each chart's width
 
  private:
+  // The models with bars of per-device statistics, in bar order (the SyncBN bars at kSyncSlot).
+  static constexpr std::array<BnLabModel, 3> kBarModels = {BnLabPerDevice, BnLabSync, BnLabDdpPerRank};
+  static constexpr size_t kSyncSlot = 1;
+  // The models compared with the reference.
+  static constexpr std::array<BnLabModel, 4> kComparedModels = {BnLabPerDevice, BnLabSync, BnLabDdpPerRank, BnLabDdpSync};
+
   void buildPlots();
+  void buildBatchCharts();    // bars per device, lines for the whole batch
+  void buildRunningCharts();  // the running buffers over the steps
+  void buildLossChart();
+  void buildDistanceChart();
   void applyPalette();
   void markDirty();
   void replotNextDirty();

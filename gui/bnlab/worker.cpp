@@ -5,7 +5,7 @@
 #include <exception>
 
 #include "engine/error.h"
-#include "gui/bnlab/session.h"
+#include "course/bnlab_session.h"
 
 namespace gui {
 
@@ -32,7 +32,7 @@ void BnLabWorker::configure(const BnLabConfig& config, quint64 generation) {
   stopReported_ = {};
   setRunning(false);
   try {
-    session_ = std::make_unique<BnLabSession>(config);
+    session_ = std::make_unique<dpv::course::BnLabSession>(config);
   } catch (const dpv::Error& e) {
     emit failed(QStringLiteral("setup"), QString::fromStdString(e.full()), generation_);
     return;

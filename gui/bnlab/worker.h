@@ -1,5 +1,5 @@
 #pragma once
-// Trains the BatchNorm lab's three models on its own QThread. The GUI thread talks to it only
+// Trains the BatchNorm lab's models (course/bnlab_session.h) on its own QThread. The GUI thread talks to it only
 // through queued signals and slots carrying plain values (gui/bnlab/types.h); it sends the steps it
 // has taken at most every kEmitIntervalMs, so the window redraws a few times a second however
 // fast training runs.
@@ -13,9 +13,11 @@
 
 class QTimer;
 
-namespace gui {
-
+namespace dpv::course {
 class BnLabSession;
+}  // namespace dpv::course
+
+namespace gui {
 
 // What the GUI learns when a (re)configured session is ready.
 struct BnLabInfo {
@@ -71,7 +73,7 @@ class BnLabWorker : public QObject {
   void setRunning(bool running);
   int timerInterval() const;
 
-  std::unique_ptr<BnLabSession> session_;
+  std::unique_ptr<dpv::course::BnLabSession> session_;
   QTimer* timer_;
   QElapsedTimer sinceEmit_;
   QVector<BnLabStep> pending_;

@@ -183,6 +183,162 @@ void CompareCharts::clear() {
   }
 }
 
+namespace {
+
+// Loss: the three curves, and what DDP's rank 0 alone would print.
+void drawLoss(QCustomPlot* p, const CompareResult& r, const ModeColours& c) {
+  line(p, CompareCharts::tr("one device"), c.one, r.one.loss, Qt::SolidLine, 3.0);
+  line(p, CompareCharts::tr("DataParallel"), c.dp, r.dp.loss);
+  line(p, CompareCharts::tr("DDP (mean of ranks)"), c.ddp, r.ddp.loss, Qt::DashLine);
+  line(p, CompareCharts::tr("DDP rank 0's own"), faded(c.ddp), r.ddp.rank0_loss, Qt::DotLine, 1.5);
+  p->xAxis->setLabel(CompareCharts::tr("iteration"));
+  p->legend->setVisible(true);
+  p->rescaleAxes();
+}
+
+// Parameter difference against one device.
+void drawParamDiff(QCustomPlot* p, const CompareResult& r, const ModeColours& c) {
+  line(p, CompareCharts::tr("DataParallel"), c.dp, r.dp.max_param_diff);
+  line(p, CompareCharts::tr("DDP"), c.ddp, r.ddp.max_param_diff, Qt::DashLine);
+  p->xAxis->setLabel(CompareCharts::tr("iteration"));
+  p->yAxis->setNumberFormat(QStringLiteral("gb"));
+  p->legend->setVisible(true);
+  p->rescaleAxes();
+  if (p->yAxis->range().size() <= 0) p->yAxis->setRange(0, 1e-6);
+}
+
+// Time per step: stacked parts for the three modes (mean of the iterations after the first).
+// Returns the top of its highest stacked bar.
+double drawStepTime(QCustomPlot* p, const CompareResult& r, const ModeColours& c) {
+  auto ticks = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
+  ticks->addTick(1, CompareCharts::tr("1 device"));  // short: three labels share a 250-pixel chart
+  ticks->addTick(2, CompareCharts::tr("DP"));
+  ticks->addTick(3, CompareCharts::tr("DDP"));
+  p->xAxis->setTicker(ticks);
+  p->xAxis->grid()->setVisible(false);
+  auto* compute = bars(CompareCharts::tr("compute"), c.compute, p->xAxis, p->yAxis, 0.6);
+  auto* comm = bars(CompareCharts::tr("communication"), c.communication, p->xAxis, p->yAxis, 0.6);
+  auto* replicate = bars(CompareCharts::tr("replicate"), c.replicate, p->xAxis, p->yAxis, 0.6);
+  comm->moveAbove(compute);
+  replicate->moveAbove(comm);
+  const ModeRun* runs[] = {&r.one, &r.dp, &r.ddp};
+  for (int i = 0; i < 3; ++i) {
+    compute->addData(i + 1, 1e3 * runs[i]->steady.compute);
+    comm->addData(i + 1, 1e3 * runs[i]->steady.communication);
+    replicate->addData(i + 1, 1e3 * runs[i]->steady.replicate);
+  }
+  p->legend->setVisible(true);
+  p->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+  p->rescaleAxes();
+  p->xAxis->setRange(0.4, 3.6);
+  p->yAxis->setRangeLower(0);
+  return p->yAxis->range().upper;
+}
+
+// Memory per device by kind, stacked: DataParallel's bar left of each device, DDP's right, the
+// parts the engine's snapshots report at the device's fullest stage boundary, and on top what
+// lived only inside a stage. A kind neither mode holds is left out of the legend. Returns the top
+// of its highest stacked bar.
+double drawMemory(QCustomPlot* p, const CompareResult& r, const ModeColours& c, int W) {
+  auto ticks = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
+  for (int d = 0; d < W; ++d) ticks->addTick(d, QStringLiteral("%1").arg(d));
+  p->xAxis->setTicker(ticks);
+  p->xAxis->setLabel(CompareCharts::tr("GPU: DP bar left, DDP right"));
+  p->xAxis->grid()->setVisible(false);
+  const SceneColors& kinds = sceneColors(c.dark ? QStringLiteral("dark") : QStringLiteral("light"));
+  QCPBars* below[2] = {nullptr, nullptr};
+  for (const MemoryChartPart& part : memoryChartParts()) {
+    const ModeRun* runs[2] = {&r.dp, &r.ddp};
+    bool any = false;
+    for (const ModeRun* run : runs)
+      for (size_t i = 0; i < run->peak_parts.size(); ++i) any = any || part.bytes(*run, i) > 0;
+    if (!any) continue;
+    const QColor colour = part.kind ? kinds.memoryFor(*part.kind) : faded(c.text);
+    for (int m = 0; m < 2; ++m) {
+      auto* b = bars(part.name, colour, p->xAxis, p->yAxis, 0.36);
+      b->setObjectName(memoryBarsName(m == 1, part.name));
+      if (m == 1) {
+        b->setPen(QPen(c.ddp, 1));  // DDP's bars outlined in DDP's colour
+        b->removeFromLegend();
+      }
+      if (below[m]) b->moveAbove(below[m]);
+      below[m] = b;
+      for (int d = 0; d < W; ++d)
+        if (static_cast<size_t>(d) < runs[m]->peak_parts.size())
+          b->addData(d + (m == 0 ? -0.2 : 0.2), part.bytes(*runs[m], static_cast<size_t>(d)) / 1e3);
+    }
+  }
+  // Up to eight kinds in a narrow chart: a smaller legend font, and room above the bars for it.
+  QFont small = p->legend->font();
+  small.setPointSizeF(small.pointSizeF() * 0.8);
+  p->legend->setFont(small);
+  p->legend->setRowSpacing(-2);
+  // Two columns: half the rows, so the bars below it stay clear. The wrap first: only a change
+  // of fill order re-arranges the entries already there.
+  p->legend->setWrap(2);
+  p->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
+  p->legend->setVisible(true);
+  p->rescaleAxes();
+  p->xAxis->setRange(-0.6, W - 0.4);
+  p->yAxis->setRangeLower(0);
+  return p->yAxis->range().upper;
+}
+
+// Bytes per step, one bar per transfer, coloured by mode.
+void drawBytes(QCustomPlot* p, const CompareResult& r, const ModeColours& c) {
+  auto ticks = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
+  auto* dp = bars(CompareCharts::tr("DataParallel"), c.dp, p->yAxis, p->xAxis, 0.7);
+  auto* ddp = bars(CompareCharts::tr("DDP"), c.ddp, p->yAxis, p->xAxis, 0.7);
+  double row = 0;
+  for (const auto& b : r.ddp.bytes) {
+    ticks->addTick(row, CompareCharts::tr("DDP: %1").arg(QString::fromStdString(b.what)));
+    ddp->addData(row++, b.bytes / 1e3);
+  }
+  for (const auto& b : r.dp.bytes) {
+    ticks->addTick(row, CompareCharts::tr("DP: %1").arg(QString::fromStdString(b.what)));
+    dp->addData(row++, b.bytes / 1e3);
+  }
+  p->yAxis->setTicker(ticks);
+  p->yAxis->grid()->setVisible(false);
+  p->legend->setVisible(false);  // the row labels say DP or DDP
+  p->xAxis->ticker()->setTickCount(3);  // a narrow axis beside long row labels
+  p->rescaleAxes();
+  p->yAxis->setRange(-0.6, row - 0.4);
+  p->xAxis->setRangeLower(0);
+  p->xAxis->setRangeUpper(p->xAxis->range().upper * 1.1);
+}
+
+// Speed-up against the number of devices.
+void drawSpeedup(QCustomPlot* p, const CompareResult& r, const ModeColours& c) {
+  QVector<double> n, dp, ddp;
+  for (const auto& s : r.speedup) {
+    n << s.devices;
+    dp << s.dp_speedup;
+    ddp << s.ddp_speedup;
+  }
+  QCPGraph* ideal = p->addGraph();
+  ideal->setName(CompareCharts::tr("ideal"));
+  ideal->setPen(QPen(faded(c.text), 1, Qt::DashLine));
+  ideal->setData(n, n, true);
+  QCPGraph* dpLine = p->addGraph();
+  dpLine->setName(CompareCharts::tr("DataParallel"));
+  dpLine->setPen(QPen(c.dp, 2));
+  dpLine->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
+  dpLine->setData(n, dp, true);
+  QCPGraph* ddpLine = p->addGraph();
+  ddpLine->setName(CompareCharts::tr("DDP"));
+  ddpLine->setPen(QPen(c.ddp, 2));
+  ddpLine->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDiamond, 6));
+  ddpLine->setData(n, ddp, true);
+  p->xAxis->setLabel(CompareCharts::tr("devices (cpu:N)"));
+  p->legend->setVisible(true);
+  p->rescaleAxes();
+  p->xAxis->setRange(0.5, std::max(2.0, n.isEmpty() ? 1.0 : n.back()) + 0.5);
+  p->yAxis->setRangeLower(0);
+}
+
+}  // namespace
+
 void CompareCharts::showResult(const CompareResult& r) {
   result_ = r;
   hasResult_ = true;
@@ -196,158 +352,14 @@ void CompareCharts::showResult(const CompareResult& r) {
     p->xAxis->grid()->setVisible(true);
     p->yAxis->grid()->setVisible(true);
   }
-  const int W = r.config.world_size;
+  const int W = dpv::course::compare_world_size(r.config);
 
-  // Loss: the three curves, and what DDP's rank 0 alone would print.
-  {
-    QCustomPlot* p = plot(Loss);
-    line(p, tr("one device"), c.one, r.one.loss, Qt::SolidLine, 3.0);
-    line(p, tr("DataParallel"), c.dp, r.dp.loss);
-    line(p, tr("DDP (mean of ranks)"), c.ddp, r.ddp.loss, Qt::DashLine);
-    line(p, tr("DDP rank 0's own"), faded(c.ddp), r.ddp.rank0_loss, Qt::DotLine, 1.5);
-    p->xAxis->setLabel(tr("iteration"));
-    p->legend->setVisible(true);
-    p->rescaleAxes();
-  }
-  // Parameter difference against one device.
-  {
-    QCustomPlot* p = plot(ParamDiff);
-    line(p, tr("DataParallel"), c.dp, r.dp.max_param_diff);
-    line(p, tr("DDP"), c.ddp, r.ddp.max_param_diff, Qt::DashLine);
-    p->xAxis->setLabel(tr("iteration"));
-    p->yAxis->setNumberFormat(QStringLiteral("gb"));
-    p->legend->setVisible(true);
-    p->rescaleAxes();
-    if (p->yAxis->range().size() <= 0) p->yAxis->setRange(0, 1e-6);
-  }
-  // Time per step: stacked parts for the three modes (mean of the iterations after the first).
-  {
-    QCustomPlot* p = plot(StepTime);
-    auto ticks = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
-    ticks->addTick(1, tr("1 device"));  // short: three labels share a 250-pixel chart
-    ticks->addTick(2, tr("DP"));
-    ticks->addTick(3, tr("DDP"));
-    p->xAxis->setTicker(ticks);
-    p->xAxis->grid()->setVisible(false);
-    auto* compute = bars(tr("compute"), c.compute, p->xAxis, p->yAxis, 0.6);
-    auto* comm = bars(tr("communication"), c.communication, p->xAxis, p->yAxis, 0.6);
-    auto* replicate = bars(tr("replicate"), c.replicate, p->xAxis, p->yAxis, 0.6);
-    comm->moveAbove(compute);
-    replicate->moveAbove(comm);
-    const ModeRun* runs[] = {&r.one, &r.dp, &r.ddp};
-    for (int i = 0; i < 3; ++i) {
-      compute->addData(i + 1, 1e3 * runs[i]->steady.compute);
-      comm->addData(i + 1, 1e3 * runs[i]->steady.communication);
-      replicate->addData(i + 1, 1e3 * runs[i]->steady.replicate);
-    }
-    p->legend->setVisible(true);
-    p->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
-    p->rescaleAxes();
-    p->xAxis->setRange(0.4, 3.6);
-    p->yAxis->setRangeLower(0);
-    barTop_[StepTime] = p->yAxis->range().upper;
-  }
-  // Memory per device by kind, stacked: DataParallel's bar left of each device, DDP's right, the
-  // parts the engine's snapshots report at the device's fullest stage boundary, and on top what
-  // lived only inside a stage. A kind neither mode holds is left out of the legend.
-  {
-    QCustomPlot* p = plot(Memory);
-    auto ticks = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
-    for (int d = 0; d < W; ++d) ticks->addTick(d, QStringLiteral("%1").arg(d));
-    p->xAxis->setTicker(ticks);
-    p->xAxis->setLabel(tr("GPU: DP bar left, DDP right"));
-    p->xAxis->grid()->setVisible(false);
-    const SceneColors& kinds = sceneColors(c.dark ? QStringLiteral("dark") : QStringLiteral("light"));
-    QCPBars* below[2] = {nullptr, nullptr};
-    for (const MemoryChartPart& part : memoryChartParts()) {
-      const ModeRun* runs[2] = {&r.dp, &r.ddp};
-      bool any = false;
-      for (const ModeRun* run : runs)
-        for (size_t i = 0; i < run->peak_parts.size(); ++i) any = any || part.bytes(*run, i) > 0;
-      if (!any) continue;
-      const QColor colour = part.kind ? kinds.memoryFor(*part.kind) : faded(c.text);
-      for (int m = 0; m < 2; ++m) {
-        auto* b = bars(part.name, colour, p->xAxis, p->yAxis, 0.36);
-        b->setObjectName(memoryBarsName(m == 1, part.name));
-        if (m == 1) {
-          b->setPen(QPen(c.ddp, 1));  // DDP's bars outlined in DDP's colour
-          b->removeFromLegend();
-        }
-        if (below[m]) b->moveAbove(below[m]);
-        below[m] = b;
-        for (int d = 0; d < W; ++d)
-          if (static_cast<size_t>(d) < runs[m]->peak_parts.size())
-            b->addData(d + (m == 0 ? -0.2 : 0.2), part.bytes(*runs[m], static_cast<size_t>(d)) / 1e3);
-      }
-    }
-    // Up to eight kinds in a narrow chart: a smaller legend font, and room above the bars for it.
-    QFont small = p->legend->font();
-    small.setPointSizeF(small.pointSizeF() * 0.8);
-    p->legend->setFont(small);
-    p->legend->setRowSpacing(-2);
-    // Two columns: half the rows, so the bars below it stay clear. The wrap first: only a change
-    // of fill order re-arranges the entries already there.
-    p->legend->setWrap(2);
-    p->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
-    p->legend->setVisible(true);
-    p->rescaleAxes();
-    p->xAxis->setRange(-0.6, W - 0.4);
-    p->yAxis->setRangeLower(0);
-    barTop_[Memory] = p->yAxis->range().upper;
-  }
-  // Bytes per step, one bar per transfer, coloured by mode.
-  {
-    QCustomPlot* p = plot(Bytes);
-    auto ticks = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
-    auto* dp = bars(tr("DataParallel"), c.dp, p->yAxis, p->xAxis, 0.7);
-    auto* ddp = bars(tr("DDP"), c.ddp, p->yAxis, p->xAxis, 0.7);
-    double row = 0;
-    for (const auto& b : r.ddp.bytes) {
-      ticks->addTick(row, tr("DDP: %1").arg(QString::fromStdString(b.what)));
-      ddp->addData(row++, b.bytes / 1e3);
-    }
-    for (const auto& b : r.dp.bytes) {
-      ticks->addTick(row, tr("DP: %1").arg(QString::fromStdString(b.what)));
-      dp->addData(row++, b.bytes / 1e3);
-    }
-    p->yAxis->setTicker(ticks);
-    p->yAxis->grid()->setVisible(false);
-    p->legend->setVisible(false);  // the row labels say DP or DDP
-    p->xAxis->ticker()->setTickCount(3);  // a narrow axis beside long row labels
-    p->rescaleAxes();
-    p->yAxis->setRange(-0.6, row - 0.4);
-    p->xAxis->setRangeLower(0);
-    p->xAxis->setRangeUpper(p->xAxis->range().upper * 1.1);
-  }
-  // Speed-up against the number of devices.
-  {
-    QCustomPlot* p = plot(Speedup);
-    QVector<double> n, dp, ddp;
-    for (const auto& s : r.speedup) {
-      n << s.devices;
-      dp << s.dp_speedup;
-      ddp << s.ddp_speedup;
-    }
-    QCPGraph* ideal = p->addGraph();
-    ideal->setName(tr("ideal"));
-    ideal->setPen(QPen(faded(c.text), 1, Qt::DashLine));
-    ideal->setData(n, n, true);
-    QCPGraph* dpLine = p->addGraph();
-    dpLine->setName(tr("DataParallel"));
-    dpLine->setPen(QPen(c.dp, 2));
-    dpLine->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
-    dpLine->setData(n, dp, true);
-    QCPGraph* ddpLine = p->addGraph();
-    ddpLine->setName(tr("DDP"));
-    ddpLine->setPen(QPen(c.ddp, 2));
-    ddpLine->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDiamond, 6));
-    ddpLine->setData(n, ddp, true);
-    p->xAxis->setLabel(tr("devices (cpu:N)"));
-    p->legend->setVisible(true);
-    p->rescaleAxes();
-    p->xAxis->setRange(0.5, std::max(2.0, n.isEmpty() ? 1.0 : n.back()) + 0.5);
-    p->yAxis->setRangeLower(0);
-  }
+  drawLoss(plot(Loss), r, c);
+  drawParamDiff(plot(ParamDiff), r, c);
+  barTop_[StepTime] = drawStepTime(plot(StepTime), r, c);
+  barTop_[Memory] = drawMemory(plot(Memory), r, c, W);
+  drawBytes(plot(Bytes), r, c);
+  drawSpeedup(plot(Speedup), r, c);
   for (QCustomPlot* p : plots_) {
     style(p);
     p->legend->setIconSize(12, 8);

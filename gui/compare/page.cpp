@@ -141,20 +141,20 @@ void ComparePage::resizeEvent(QResizeEvent* event) {
 
 dpv::course::CompareConfig ComparePage::config() const {
   dpv::course::CompareConfig c;
-  c.preset = preset_->currentData().toString().toStdString();
-  c.world_size = devices_->value();
-  c.batch = batch_->value();
+  c.run.preset = preset_->currentData().toString().toStdString();
+  c.run.devices = "cpu:" + std::to_string(devices_->value());
+  c.run.batch = batch_->value();
   c.iterations = iterations_->value();
   c.max_speedup_devices = sweep_->value();
-  c.seed = context()->settings().seed;
+  c.run.seed = context()->settings().seed;
   return c;
 }
 
 void ComparePage::setConfig(const dpv::course::CompareConfig& c) {
-  const int i = preset_->findData(QString::fromStdString(c.preset));
+  const int i = preset_->findData(QString::fromStdString(c.run.preset));
   if (i >= 0) preset_->setCurrentIndex(i);
-  devices_->setValue(c.world_size);
-  batch_->setValue(static_cast<int>(c.batch));
+  devices_->setValue(dpv::course::compare_world_size(c));
+  batch_->setValue(static_cast<int>(c.run.batch));
   iterations_->setValue(c.iterations);
   sweep_->setValue(c.max_speedup_devices);
 }
@@ -209,18 +209,18 @@ void ComparePage::showResult(const dpv::course::CompareResult& r) {
   result_ = r;
   hasResult_ = true;
   const auto& c = r.config;
-  const int W = c.world_size;
+  const int W = dpv::course::compare_world_size(c);
   QStringList dpRows, ddpRows;
   for (auto n : r.dp.rows) dpRows << QString::number(n);
   for (auto n : r.ddp.rows) ddpRows << QString::number(n);
   status_->setText(tr("%1, cpu:%2, global batch %3 (DataParallel chunks %4; DDP shards %5), %6 iterations, seed %7, lr %8")
-                       .arg(QString::fromStdString(c.preset))
+                       .arg(QString::fromStdString(c.run.preset))
                        .arg(W)
-                       .arg(c.batch)
+                       .arg(c.run.batch)
                        .arg(dpRows.join(QStringLiteral(", ")), ddpRows.join(QStringLiteral(", ")))
                        .arg(c.iterations)
-                       .arg(c.seed)
-                       .arg(c.lr));
+                       .arg(c.run.seed)
+                       .arg(c.run.optimizer.lr));
 
   QString note = r.has_batchnorm
                      ? tr("<b>Why DP and DDP drift from one device:</b> this model has BatchNorm, and under both each "

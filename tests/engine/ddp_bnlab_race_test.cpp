@@ -1,4 +1,4 @@
-// The BatchNorm lab's DDP trainers (gui/bnlab/session.cpp) as the lab drives them, without Qt, so the
+// The BatchNorm lab's DDP trainers (course/bnlab_session.cpp) as the lab drives them, without Qt, so the
 // TSan stage of scripts/test.sh (filter *Ddp*) runs them: per-rank BatchNorm and SyncBatchNorm
 // under DDP on device sets of their own, stepped in turn with the DataParallel pair and the one
 // device reference on the same global batches, the values the lab reads taken between steps, a

@@ -2,12 +2,10 @@
 // runs (fresh Trainers and Iterations on the same states and batches), and the controls behave.
 #include <QDir>
 #include <QElapsedTimer>
-#include <QEventLoop>
 #include <QFile>
 #include <QImage>
 #include <QTemporaryDir>
 #include <QTest>
-#include <QTimer>
 #include <qcustomplot.h>
 #include <cmath>
 #include <functional>
@@ -15,24 +13,21 @@
 #include <memory>
 
 #include "course/batchnorm_stats.h"
+#include "course/bnlab_session.h"
 #include "engine/data_parallel.h"
 #include "engine/device.h"
 #include "gui/app/context.h"
 #include "gui/bnlab/charts.h"
 #include "gui/bnlab/page.h"
-#include "gui/bnlab/session.h"
 #include "gui_test_support.h"
 
 namespace gui {
 
+using dpv::course::bnlab_batch;
+using dpv::course::bnlab_dataset;
+using dpv::course::bnlab_model_spec;
+
 namespace {
-
-
-void pump(int ms) {
-  QEventLoop loop;
-  QTimer::singleShot(ms, &loop, &QEventLoop::quit);
-  loop.exec();
-}
 
 BnLabConfig skewedConfig(int64_t batch = 32) {
   BnLabConfig c;
@@ -215,16 +210,21 @@ TEST_F(BnLabPageFixture, PauseStopsAndResetStartsOver) {
   page->start();
   ASSERT_TRUE(waitUntil([&] { return page->charts()->stepCount() >= 5; }));
   page->pause();
+  // The worker sends its last steps, then that it stopped: the page is not running once both arrived.
   ASSERT_TRUE(waitUntil([&] { return !page->isRunning(); }));
   const int64_t paused = page->charts()->stepCount();
-  pump(300);
-  EXPECT_EQ(page->charts()->stepCount(), paused) << "steps arrived after the pause";
+  // One step asked for: its update comes after anything the worker sent before, so the charts then
+  // hold exactly one step more, unless the worker went on training after the pause.
+  page->stepOnce();
+  ASSERT_TRUE(waitUntil([&] { return page->charts()->stepCount() > paused; }));
+  EXPECT_EQ(page->charts()->stepCount(), paused + 1) << "steps arrived after the pause";
   EXPECT_FALSE(page->isRunning());
 
   page->reset();
   EXPECT_EQ(page->charts()->stepCount(), 0);
+  // The fresh session's `configured` comes after every update the old one sent, so those have all
+  // arrived (and been dropped) by the time the page is configured.
   ASSERT_TRUE(waitUntil([&] { return page->isConfigured(); }));
-  pump(200);
   EXPECT_EQ(page->charts()->stepCount(), 0) << "an update from before the reset was drawn";
   page->stepOnce();
   ASSERT_TRUE(waitUntil([&] { return page->charts()->stepCount() == 1; }));

@@ -90,9 +90,9 @@ std::vector<double> graphValues(QCustomPlot* plot, int graph) {
 // Runs a short mlp-bn comparison (3 iterations, speed-up up to 2 devices) on `page` and waits for it.
 void runComparison(ComparePage& page, int worldSize, int batch) {
   dpv::course::CompareConfig config;
-  config.preset = "mlp-bn";
-  config.world_size = worldSize;
-  config.batch = batch;
+  config.run.preset = "mlp-bn";
+  config.run.devices = "cpu:" + std::to_string(worldSize);
+  config.run.batch = batch;
   config.iterations = 3;
   config.max_speedup_devices = 2;
   page.setConfig(config);
@@ -215,8 +215,8 @@ TEST(ComparePage, AnEngineErrorIsShownNotThrown) {
   Engine e;
   ComparePage page(&e.context);
   dpv::course::CompareConfig config;
-  config.world_size = 4;
-  config.batch = 2;  // fewer samples than devices
+  config.run.devices = "cpu:4";
+  config.run.batch = 2;  // fewer samples than devices
   page.setConfig(config);
   page.run();
   ASSERT_TRUE(waitUntil([&] { return !page.running(); }));

@@ -98,9 +98,9 @@ TEST(RingDemo, RefusesOneRankAndTooSmallABatch) {
 
 TEST(DdpCompare, WithoutBatchNormAllThreeTrainAlike) {
   CompareConfig c;
-  c.preset = "simple";
-  c.world_size = 2;
-  c.batch = 8;
+  c.run.preset = "simple";
+  c.run.devices = "cpu:2";
+  c.run.batch = 8;
   c.iterations = 3;
   c.max_speedup_devices = 2;
   c.speedup_iters = 1;
@@ -156,9 +156,9 @@ TEST(DdpCompare, WithoutBatchNormAllThreeTrainAlike) {
 
 TEST(DdpCompare, PerDeviceBatchNormDriftsFromOneDevice) {
   CompareConfig c;
-  c.preset = "mlp-bn";
-  c.world_size = 2;
-  c.batch = 16;
+  c.run.preset = "mlp-bn";
+  c.run.devices = "cpu:2";
+  c.run.batch = 16;
   c.iterations = 2;
   c.max_speedup_devices = 0;
   const CompareResult r = run_comparison(c);

@@ -1,16 +1,18 @@
-// The BatchNorm lab's training core without threads: batches, pooled statistics, the callout text.
+// The BatchNorm lab's training core (course/bnlab_session.h) without threads: batches, pooled
+// statistics, the five models stepped on the same batches.
 #include <algorithm>
 #include <cmath>
 #include <gtest/gtest.h>
 #include <set>
 
 #include "course/batchnorm_stats.h"
+#include "course/bnlab_session.h"
 #include "engine/data_parallel.h"
+#include "engine/ddp/ddp.h"
+#include "engine/device.h"
 #include "engine/error.h"
-#include "gui/bnlab/callout.h"
-#include "gui/bnlab/session.h"
 
-namespace gui {
+namespace dpv::course {
 
 namespace {
 
@@ -140,24 +142,93 @@ TEST(BnLabSession, ClassSortedBatchesKeepPerDeviceNearItsStartWhileSyncBatchNorm
   EXPECT_NEAR(sync, reference, 1e-3) << "and matches the single device";
 }
 
-TEST(BnLabCallout, NamesOneSampleChunksAndIdleDevices) {
-  BnLabCalloutInput in;
-  in.devices = 4;
-  in.batchSize = 32;
-  EXPECT_TRUE(bnlab_callout_paragraphs(in).isEmpty());
-  in.batchSize = 10;
-  const QString oneSample = bnlab_callout_paragraphs(in).join(' ');
-  EXPECT_TRUE(oneSample.contains("3, 3, 3, 1")) << oneSample.toStdString();
-  EXPECT_TRUE(oneSample.contains("GPU 3")) << oneSample.toStdString();
-  in.batchSize = 5;  // 2, 2, 1: one idle device and a one-sample chunk
-  const QStringList both = bnlab_callout_paragraphs(in);
-  ASSERT_EQ(both.size(), 2);
-  EXPECT_TRUE(both[0].contains("GPU 3 gets no rows")) << both[0].toStdString();
-  EXPECT_TRUE(both[1].contains("GPU 2 gets a single sample")) << both[1].toStdString();
-  in.failure = "ValueError: <engine> & text";
-  in.failureModel = "per-device BatchNorm";
-  const QString html = bnlab_callout_html(in);
-  EXPECT_TRUE(html.contains("&lt;engine&gt; &amp; text")) << "engine text is quoted verbatim, escaped";
+// What differs between the lab's models is data: the strategy, synchronised BatchNorm and the
+// devices; the model, optimizer, seed and batch are the lab's, and the session builds each model as
+// its description says.
+TEST(BnLabSession, EachModelIsTheRunSpecItDescribes) {
+  BnLabConfig config = labConfig(24, true);
+  config.sgdMomentum = 0.5;
+  config.bnMomentum = 0.2;
+  BnLabSession session(config);
+  const dpv::RunSpec perDevice = bnlab_run_spec(config, BnLabPerDevice);
+  EXPECT_EQ(perDevice.devices, "cpu:4");
+  EXPECT_EQ(perDevice.batch, 24);
+  EXPECT_EQ(perDevice.optimizer.lr, config.learningRate);
+  EXPECT_EQ(perDevice.optimizer.momentum, 0.5);
+  EXPECT_EQ(perDevice.seed, 3u);
+  ASSERT_TRUE(perDevice.model.has_value());
+  EXPECT_EQ(perDevice.model_spec().layers.at(1).momentum, 0.2);
+  struct Expected {
+    BnLabModel which;
+    dpv::StrategyKind strategy;
+    bool syncBn;
+    const char* devices;
+  };
+  const dpv::StrategyKind dp = dpv::StrategyKind::DataParallel, ddp = dpv::StrategyKind::DistributedDataParallel;
+  for (const Expected& e : {Expected{BnLabPerDevice, dp, false, "cpu:4"}, Expected{BnLabSync, dp, true, "cpu:4"},
+                            Expected{BnLabReference, dp, false, "cpu:1"}, Expected{BnLabDdpPerRank, ddp, false, "cpu:4"},
+                            Expected{BnLabDdpSync, ddp, true, "cpu:4"}}) {
+    dpv::RunSpec spec = bnlab_run_spec(config, e.which);
+    EXPECT_EQ(spec.strategy, e.strategy) << bnlab_model_name(e.which);
+    EXPECT_EQ(spec.sync_bn, e.syncBn) << bnlab_model_name(e.which);
+    EXPECT_EQ(spec.devices, e.devices) << bnlab_model_name(e.which);
+    EXPECT_EQ(session.strategy(e.which).kind(), e.strategy) << bnlab_model_name(e.which);
+    EXPECT_EQ(session.strategy(e.which).devices().size(), e.which == BnLabReference ? 1 : 4);
+    // Everything else is the lab's, the same for every model.
+    EXPECT_EQ(spec.batch, perDevice.batch) << bnlab_model_name(e.which);
+    EXPECT_EQ(spec.optimizer, perDevice.optimizer) << bnlab_model_name(e.which);
+    EXPECT_EQ(spec.seed, perDevice.seed) << bnlab_model_name(e.which);
+    EXPECT_EQ(spec.ddp, perDevice.ddp) << bnlab_model_name(e.which);
+    ASSERT_TRUE(spec.model.has_value()) << bnlab_model_name(e.which);
+    EXPECT_EQ(dpv::Model(*spec.model).describe(), dpv::Model(*perDevice.model).describe()) << bnlab_model_name(e.which);
+    EXPECT_EQ(spec.model->layers.at(1).momentum, 0.2) << bnlab_model_name(e.which);
+  }
 }
 
-}  // namespace gui
+// DDP's loss is the mean of every rank's and its accuracy counts every rank's shard, the rows
+// DistributedSampler repeats included (30 rows on 4 ranks: shards of 8, 32 rows in all), checked
+// against an independent DDP run; DataParallel's accuracy is over the batch's own 30 rows.
+TEST(BnLabSession, DdpLossAndAccuracyCoverEveryRanksPaddedShard) {
+  const BnLabConfig config = labConfig(30, false);
+  BnLabSession session(config);
+  const dpv::Model model(bnlab_model_spec(config.bnMomentum));
+  dpv::DdpOptions options;
+  options.lr = config.learningRate;
+  dpv::DdpTrainer ddp(dpv::DeviceSet::create(config.devices), dpv::Model(bnlab_model_spec(config.bnMomentum)),
+                      model.initial_state(config.seed), options);
+  dpv::TrainOptions referenceOptions;
+  referenceOptions.lr = config.learningRate;
+  dpv::Trainer reference(dpv::DeviceSet::create("cpu:1"), dpv::Model(bnlab_model_spec(config.bnMomentum)),
+                         model.initial_state(config.seed), referenceOptions);
+  for (int64_t t = 0; t < 3; ++t) {
+    const BnLabStep step = session.step();
+    const dpv::Dataset batch = bnlab_batch(session.dataset(), config, t);
+    dpv::DdpIteration iteration(ddp, batch.inputs, batch.targets);
+    iteration.run_to_end();
+    EXPECT_EQ(step.shards, (std::vector<int64_t>{8, 8, 8, 8}));
+    EXPECT_EQ(step.models[BnLabDdpPerRank].loss, iteration.mean_loss()) << "step " << t + 1;
+
+    const std::vector<int64_t> targets = batch.targets.to_int64();
+    int64_t right = 0, rows = 0;
+    for (int r = 0; r < ddp.world_size(); ++r) {
+      const dpv::Tensor& output = ddp.rank(r).output();  // [8, classes]
+      const std::vector<double> logits = output.to_doubles();
+      const int64_t classes = output.dim(1);
+      int64_t k = 0;
+      for (int64_t row : iteration.shards()[static_cast<size_t>(r)]) {
+        const auto first = logits.begin() + k++ * classes;
+        right += std::max_element(first, first + classes) - first == targets[static_cast<size_t>(row)];
+        ++rows;
+      }
+    }
+    ASSERT_EQ(rows, 32);
+    EXPECT_EQ(step.models[BnLabDdpPerRank].accuracy, static_cast<double>(right) / 32.0) << "step " << t + 1;
+
+    dpv::Iteration one(reference, batch.inputs, batch.targets);
+    one.run_to_end();
+    EXPECT_EQ(step.models[BnLabReference].loss, one.loss());
+    EXPECT_EQ(step.models[BnLabReference].accuracy, accuracy(one.output(), batch.targets));
+  }
+}
+
+}  // namespace dpv::course

@@ -1,24 +1,31 @@
 #pragma once
-// The BatchNorm lab's training, without Qt threads: five trainers from one seed (per-device
-// BatchNorm and SyncBatchNorm under DataParallel, a single-device reference, per-rank BatchNorm and
-// SyncBatchNorm under DistributedDataParallel), fed the same global batches, one step at a time. The worker (gui/bnlab/worker.h) drives it on its own thread;
-// tests drive it directly.
+// The BatchNorm lab's training, without Qt: five models from one seed (per-device BatchNorm and
+// SyncBatchNorm under DataParallel, a single-device reference, per-rank BatchNorm and SyncBatchNorm
+// under DistributedDataParallel), fed the same global batches, one step at a time. Each model is a
+// dpv::RunSpec (bnlab_run_spec: strategy, sync_bn, devices) built with make_strategy and stepped
+// through the one Strategy interface. The app's lab worker (gui/bnlab/worker.h) drives it on its
+// own thread; tests drive it directly.
 #include <array>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "course/bnlab_types.h"
 #include "engine/data_parallel.h"
 #include "engine/datasets.h"
 #include "engine/ddp/ddp.h"
-#include "gui/bnlab/types.h"
+#include "engine/run/run_spec.h"
 
-namespace gui {
+namespace dpv::course {
 
 // The model the lab trains: the "mlp-bn" preset (2-16-BN-ReLU-16-BN-ReLU-2) with the lab's
 // BatchNorm momentum.
 dpv::ModelSpec bnlab_model_spec(double bnMomentum);
+
+// What model `which` of the lab runs: its strategy, whether its BatchNorm is synchronised, its
+// devices (the reference: one device with the whole batch), and the lab's optimizer, model and seed.
+dpv::RunSpec bnlab_run_spec(const BnLabConfig& config, BnLabModel which);
 
 // The lab's data set: a two-arm spiral generated from the seed.
 dpv::Dataset bnlab_dataset(const BnLabConfig& config);
@@ -34,7 +41,7 @@ double bnlab_max_abs_difference(const dpv::TensorMap& a, const dpv::TensorMap& b
 
 class BnLabSession {
  public:
-  // Builds the devices and the five trainers; throws dpv::Error (bad device spec, no CUDA, ...).
+  // Builds the devices and the five models; throws dpv::Error (bad device spec, no CUDA, ...).
   explicit BnLabSession(const BnLabConfig& config);
   ~BnLabSession();
 
@@ -49,7 +56,7 @@ class BnLabSession {
   // One training step of the five models on the next batch. A model the engine refuses (the
   // per-device model on a one-sample chunk: "ValueError: Expected more than 1 value per channel")
   // stops there, its values NaN and `stopped` from then on, while the others go on training;
-  // `stoppedModels()` names it and holds the engine's text. Only when every model has stopped is
+  // `modelStopped()` says so and `modelError()` holds the engine's text. Only when every model has stopped is
   // the session failed: `failed()` is true, `failure()` holds the first error, further steps throw.
   BnLabStep step();
   bool failed() const { return !failure_.empty(); }
@@ -64,29 +71,31 @@ class BnLabSession {
   const std::string& failure() const { return failure_; }
   const std::string& failedModel() const { return failedModel_; }
 
-  // The trainers, for tests that compare against an independent computation: the DataParallel
-  // models and the reference, and the DDP models.
-  dpv::Trainer& trainer(BnLabModel which) { return *trainers_.at(static_cast<size_t>(which)); }
-  dpv::DdpTrainer& ddpTrainer(BnLabModel which) {
-    return *ddpTrainers_.at(static_cast<size_t>(which - BnLabDdpPerRank));
-  }
+  // The models, for tests that compare against an independent computation: any model as a
+  // strategy, the DataParallel models and the reference as Trainers, the DDP models as DdpTrainers.
+  dpv::Strategy& strategy(BnLabModel which) { return *models_.at(static_cast<size_t>(which)); }
+  dpv::Trainer& trainer(BnLabModel which) { return dynamic_cast<dpv::Trainer&>(strategy(which)); }
+  dpv::DdpTrainer& ddpTrainer(BnLabModel which) { return dynamic_cast<dpv::DdpTrainer&>(strategy(which)); }
   const dpv::Dataset& dataset() const { return data_; }
 
  private:
-  BnLabModelStep runModel(BnLabModel which, const dpv::Dataset& batch);
-  BnLabModelStep runDdpModel(BnLabModel which, const dpv::Dataset& batch, std::vector<int64_t>& shards);
+  // One step of one model on the batch; `shards` takes a DDP model's rows per rank.
+  BnLabModelStep runModel(BnLabModel which, const dpv::Dataset& batch, std::vector<int64_t>& shards);
   // A layer's statistics from an iteration's list: per device (or rank) and the global ones.
   BnLabLayerStats layerStats(int layer, const std::vector<dpv::BatchNormStats>& all) const;
-  std::unique_ptr<dpv::DdpTrainer> makeDdpTrainer(BnLabModel which) const;
   void updateDevice0Ema(BnLabLayerStats& stats, size_t layerSlot);
+  // Records a model's engine error: it stops, and the first one is what a failed session reports.
+  void stopModel(BnLabModel which, const std::string& error);
+  // Each model's distance to the reference after this step's update.
+  void measureDistances(BnLabStep& out);
 
   BnLabConfig config_;
   dpv::Model model_;
   dpv::Dataset data_;
-  dpv::TensorMap initial_;  // the state all three models start from (host)
+  dpv::TensorMap initial_;  // the state every model starts from (host)
   std::vector<int> bnLayers_;
-  std::array<std::unique_ptr<dpv::Trainer>, kBnLabDpModelCount> trainers_;
-  std::array<std::unique_ptr<dpv::DdpTrainer>, kBnLabModelCount - kBnLabDpModelCount> ddpTrainers_;
+  std::vector<std::string> params_;  // the model's parameter names
+  std::array<std::unique_ptr<dpv::Strategy>, kBnLabModelCount> models_;
   // Device 0's chunk statistics folded with the BatchNorm update rule, per BatchNorm layer.
   std::vector<std::vector<double>> emaMean_, emaVar_;
   int64_t steps_ = 0;
@@ -97,8 +106,4 @@ class BnLabSession {
   std::string firstError_;   // and its error
 };
 
-// Display names of the models ("per-device BatchNorm", "SyncBatchNorm", "single-device reference",
-// "per-rank BatchNorm (DDP)", "SyncBatchNorm (DDP)").
-const char* bnlab_model_name(BnLabModel which);
-
-}  // namespace gui
+}  // namespace dpv::course

@@ -1,22 +1,39 @@
-#include "gui/bnlab/session.h"
+#include "course/bnlab_session.h"
 
 #include <algorithm>
 #include <cmath>
 #include <exception>
 
 #include "course/batchnorm_stats.h"
+#include "course/strategy_readout.h"
 #include "engine/device.h"
 #include "engine/error.h"
 #include "engine/model_spec.h"
 
-namespace gui {
+namespace dpv::course {
 
 namespace {
+
+constexpr std::array<BnLabModel, kBnLabModelCount> kModels = {BnLabPerDevice, BnLabSync, BnLabReference,
+                                                              BnLabDdpPerRank, BnLabDdpSync};
 
 int class_count(const dpv::ModelSpec& spec) {
   for (auto it = spec.layers.rbegin(); it != spec.layers.rend(); ++it)
     if (it->kind == dpv::LayerKind::Linear) return static_cast<int>(it->out_features);
   return 2;
+}
+
+// The engine's text of what a model threw.
+template <typename Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const dpv::Error& e) {
+    return e.full();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
 }
 
 }  // namespace
@@ -36,6 +53,20 @@ dpv::ModelSpec bnlab_model_spec(double bnMomentum) {
   dpv::ModelSpec spec = dpv::preset_model("mlp-bn");
   for (auto& layer : spec.layers)
     if (dpv::is_batchnorm(layer.kind)) layer.momentum = bnMomentum;
+  return spec;
+}
+
+dpv::RunSpec bnlab_run_spec(const BnLabConfig& config, BnLabModel which) {
+  dpv::RunSpec spec;
+  // The reference always runs on one device with the whole batch.
+  spec.devices = which == BnLabReference ? std::string("cpu:1") : config.devices;
+  spec.model = bnlab_model_spec(config.bnMomentum);
+  spec.batch = config.batchSize;
+  spec.optimizer.lr = config.learningRate;
+  spec.optimizer.momentum = config.sgdMomentum;
+  spec.sync_bn = which == BnLabSync || which == BnLabDdpSync;
+  spec.seed = config.seed;
+  spec.strategy = bnlab_is_ddp(which) ? dpv::StrategyKind::DistributedDataParallel : dpv::StrategyKind::DataParallel;
   return spec;
 }
 
@@ -100,46 +131,28 @@ BnLabSession::BnLabSession(const BnLabConfig& config)
     : config_(config), model_(bnlab_model_spec(config.bnMomentum)), data_(bnlab_dataset(config)) {
   for (int i = 0; i < model_.num_layers(); ++i)
     if (model_.layer(i).is_batchnorm()) bnLayers_.push_back(i);
+  for (const auto& decl : model_.parameter_decls()) params_.push_back(decl.name);
 
   initial_ = model_.initial_state(config.seed);
-  const dpv::TensorMap& initial = initial_;
-  for (int which = 0; which < kBnLabDpModelCount; ++which) {
-    dpv::TrainOptions options;
-    options.lr = config.learningRate;
-    options.momentum = config.sgdMomentum;
-    options.sync_bn = which == BnLabSync;
-    // Each model gets its own device set so the two DataParallel models never share worker
-    // threads or memory counters; the reference always runs on one device with the whole batch.
-    auto devices = dpv::DeviceSet::create(which == BnLabReference ? std::string("cpu:1") : config.devices);
-    trainers_[static_cast<size_t>(which)] = std::make_unique<dpv::Trainer>(
-        std::move(devices), dpv::Model(bnlab_model_spec(config.bnMomentum)), initial, options);
+  // Each model gets its own device set so no two models share worker threads or memory counters.
+  for (BnLabModel which : kModels) {
+    const dpv::RunSpec spec = bnlab_run_spec(config_, which);
+    models_[static_cast<size_t>(which)] = dpv::make_strategy(spec, dpv::DeviceSet::create(spec.devices), &initial_);
   }
-  for (BnLabModel which : {BnLabDdpPerRank, BnLabDdpSync})
-    ddpTrainers_[static_cast<size_t>(which - BnLabDdpPerRank)] = makeDdpTrainer(which);
   for (int layer : bnLayers_) {
     const std::string prefix = model_.layer_prefix(layer);
-    emaMean_.push_back(initial.at(prefix + "running_mean").to_doubles());
-    emaVar_.push_back(initial.at(prefix + "running_var").to_doubles());
+    emaMean_.push_back(initial_.at(prefix + "running_mean").to_doubles());
+    emaVar_.push_back(initial_.at(prefix + "running_var").to_doubles());
   }
 }
 
 BnLabSession::~BnLabSession() = default;
 
-std::unique_ptr<dpv::DdpTrainer> BnLabSession::makeDdpTrainer(BnLabModel which) const {
-  dpv::DdpOptions options;
-  options.lr = config_.learningRate;
-  options.momentum = config_.sgdMomentum;
-  options.sync_bn = which == BnLabDdpSync;
-  // One in-process rank per device of the lab's spec, on a device set of its own.
-  return std::make_unique<dpv::DdpTrainer>(dpv::DeviceSet::create(config_.devices),
-                                           dpv::Model(bnlab_model_spec(config_.bnMomentum)), initial_, options);
-}
-
-int BnLabSession::deviceCount() const { return trainers_[BnLabPerDevice]->devices().size(); }
+int BnLabSession::deviceCount() const { return models_[BnLabPerDevice]->devices().size(); }
 
 std::vector<std::string> BnLabSession::deviceLabels() const {
   std::vector<std::string> labels;
-  const dpv::DeviceSet& set = trainers_[BnLabPerDevice]->devices();
+  const dpv::DeviceSet& set = models_[BnLabPerDevice]->devices();
   for (int i = 0; i < set.size(); ++i) labels.push_back(set[i].label());
   return labels;
 }
@@ -154,28 +167,14 @@ void BnLabSession::updateDevice0Ema(BnLabLayerStats& stats, size_t slot) {
 
 std::pair<std::string, std::string> BnLabSession::probeFirstStep() {
   const dpv::Dataset batch = bnlab_batch(data_, config_, 0);
-  for (BnLabModel which : {BnLabPerDevice, BnLabSync, BnLabReference}) {
-    const dpv::Trainer& real = trainer(which);
-    try {
-      dpv::Trainer copy(real.devices_ptr(), dpv::Model(real.model().spec()), initial_, real.options());
-      dpv::Iteration iteration(copy, batch.inputs, batch.targets);
-      iteration.run_to_end();
-    } catch (const dpv::Error& e) {
-      return {bnlab_model_name(which), e.full()};
-    } catch (const std::exception& e) {
-      return {bnlab_model_name(which), e.what()};
-    }
-  }
-  for (BnLabModel which : {BnLabDdpPerRank, BnLabDdpSync}) {
-    try {
-      auto copy = makeDdpTrainer(which);
-      dpv::DdpIteration iteration(*copy, batch.inputs, batch.targets);
-      iteration.run_to_end();
-    } catch (const dpv::Error& e) {
-      return {bnlab_model_name(which), e.full()};
-    } catch (const std::exception& e) {
-      return {bnlab_model_name(which), e.what()};
-    }
+  for (BnLabModel which : kModels) {
+    const std::string error = error_of([&] {
+      // A copy on devices of its own: a rank that fails there leaves the real model's devices alone.
+      const dpv::RunSpec spec = bnlab_run_spec(config_, which);
+      auto copy = dpv::make_strategy(spec, dpv::DeviceSet::create(spec.devices), &initial_);
+      copy->begin_iteration(batch.inputs, batch.targets)->run_to_end();
+    });
+    if (!error.empty()) return {bnlab_model_name(which), error};
   }
   return {};
 }
@@ -197,63 +196,56 @@ BnLabLayerStats BnLabSession::layerStats(int layer, const std::vector<dpv::Batch
   return stats;
 }
 
-BnLabModelStep BnLabSession::runDdpModel(BnLabModel which, const dpv::Dataset& batch, std::vector<int64_t>& shards) {
-  dpv::DdpTrainer& tr = ddpTrainer(which);
-  // The lab's global batch, each rank training on its DistributedSampler shard (no shuffling: the
-  // batch is already drawn at random).
-  dpv::DdpIteration iteration(tr, batch.inputs, batch.targets);
-  iteration.run_to_end();
+BnLabModelStep BnLabSession::runModel(BnLabModel which, const dpv::Dataset& batch, std::vector<int64_t>& shards) {
+  dpv::Strategy& strategy = *models_[static_cast<size_t>(which)];
+  // The lab's global batch: DataParallel scatters it, DDP gives each rank its DistributedSampler
+  // shard (no shuffling: the batch is already drawn at random).
+  const auto iteration = strategy.begin_iteration(batch.inputs, batch.targets);
+  iteration->run_to_end();
 
   BnLabModelStep result;
-  result.loss = iteration.mean_loss();  // what an all-reduced loss would print; each rank's own is local
-  const std::vector<int64_t> targets = batch.targets.to_int64();  // [N]
-  int64_t right = 0, rows = 0;
-  shards.clear();
-  for (int r = 0; r < tr.world_size(); ++r) {
-    const auto& shard = iteration.shards()[static_cast<size_t>(r)];
-    shards.push_back(static_cast<int64_t>(shard.size()));
-    const dpv::Tensor& out = tr.rank(r).output();  // [n_r, classes]
-    const std::vector<double> logits = out.to_doubles();
-    const int64_t classes = out.dim(1);
-    for (size_t k = 0; k < shard.size(); ++k) {
-      const auto begin = logits.begin() + static_cast<int64_t>(k) * classes;
-      right += std::max_element(begin, begin + classes) - begin == targets[static_cast<size_t>(shard[k])];
-      ++rows;
-    }
+  // What an all-reduced loss would print, where each DDP rank's own is local.
+  result.loss = mean_rank_loss(*iteration);
+  const std::vector<RankOutput> outputs = rank_outputs(strategy, *iteration);
+  result.accuracy = accuracy_over_ranks(outputs, batch.targets);
+  if (strategy.kind() == dpv::StrategyKind::DistributedDataParallel) {
+    shards.clear();
+    for (const RankOutput& out : outputs) shards.push_back(static_cast<int64_t>(out.rows.size()));
   }
-  result.accuracy = rows ? static_cast<double>(right) / static_cast<double>(rows) : BnLabModelStep::kNaN;
-  // Rank 0's BatchNorm statistics come with every rank's (and, with SyncBatchNorm, the global ones).
-  const auto& all = iteration.batchnorm_stats();
-  const dpv::DdpRank& rank0 = tr.rank(0);
-  for (int layer : bnLayers_) {
-    BnLabLayerStats stats = layerStats(layer, all);
+  // The running statistics that are saved: device 0's (DataParallel), rank 0's (DDP).
+  const dpv::TensorMap& buffers = *strategy_tensors(strategy).buffers;
+  for (size_t slot = 0; slot < bnLayers_.size(); ++slot) {
+    const int layer = bnLayers_[slot];
+    BnLabLayerStats stats = layerStats(layer, iteration->batchnorm_stats());
     const std::string prefix = model_.layer_prefix(layer);
-    stats.runningMean = rank0.buffers().at(prefix + "running_mean").to_doubles();
-    stats.runningVar = rank0.buffers().at(prefix + "running_var").to_doubles();
+    stats.runningMean = buffers.at(prefix + "running_mean").to_doubles();
+    stats.runningVar = buffers.at(prefix + "running_var").to_doubles();
+    if (which == BnLabPerDevice) updateDevice0Ema(stats, slot);
     result.layers.push_back(std::move(stats));
   }
   return result;
 }
 
-BnLabModelStep BnLabSession::runModel(BnLabModel which, const dpv::Dataset& batch) {
-  dpv::Trainer& tr = trainer(which);
-  dpv::Iteration iteration(tr, batch.inputs, batch.targets);
-  iteration.run_to_end();
-
-  BnLabModelStep result;
-  result.loss = iteration.loss();
-  result.accuracy = dpv::course::accuracy(iteration.output(), batch.targets);
-  const auto& all = iteration.batchnorm_stats();
-  for (size_t slot = 0; slot < bnLayers_.size(); ++slot) {
-    const int layer = bnLayers_[slot];
-    BnLabLayerStats stats = layerStats(layer, all);
-    const std::string prefix = model_.layer_prefix(layer);
-    stats.runningMean = tr.state().at(prefix + "running_mean").to_doubles();
-    stats.runningVar = tr.state().at(prefix + "running_var").to_doubles();
-    if (which == BnLabPerDevice) updateDevice0Ema(stats, slot);
-    result.layers.push_back(std::move(stats));
+void BnLabSession::stopModel(BnLabModel which, const std::string& error) {
+  modelErrors_[static_cast<size_t>(which)] = error;
+  modelStoppedAt_[static_cast<size_t>(which)] = steps_ + 1;
+  if (failedModel_.empty()) {  // the first error, reported once every model has stopped
+    failedModel_ = bnlab_model_name(which);
+    firstError_ = error;
   }
-  return result;
+}
+
+void BnLabSession::measureDistances(BnLabStep& out) {
+  if (modelStopped(BnLabReference)) return;
+  const dpv::course::StrategyTensors reference = strategy_tensors(*models_[BnLabReference]);
+  for (BnLabModel which : kModels) {
+    auto& m = out.models[static_cast<size_t>(which)];
+    if (which == BnLabReference || m.stopped) continue;
+    // DDP: rank 0's parameters and averaged gradients (every rank holds the same ones).
+    const dpv::course::StrategyTensors mine = strategy_tensors(*models_[static_cast<size_t>(which)]);
+    m.paramDistance = bnlab_max_abs_difference(*mine.params, *reference.params, params_);
+    m.gradDistance = bnlab_max_abs_difference(*mine.grads, *reference.grads, params_);
+  }
 }
 
 BnLabStep BnLabSession::step() {
@@ -264,29 +256,17 @@ BnLabStep BnLabSession::step() {
   out.chunks = dpv::chunk_sizes(config_.batchSize, deviceCount());
   // A model the engine refuses stops alone: the others still train on the same batches, so the
   // learner sees SyncBatchNorm go on where per-device BatchNorm cannot.
-  for (BnLabModel which : {BnLabPerDevice, BnLabSync, BnLabReference, BnLabDdpPerRank, BnLabDdpSync}) {
+  for (BnLabModel which : kModels) {
     auto& result = out.models[static_cast<size_t>(which)];
     if (modelStopped(which)) {
       result.stopped = true;
       continue;
     }
-    std::string error;
-    try {
-      result = bnlab_is_ddp(which) ? runDdpModel(which, batch, out.shards) : runModel(which, batch);
-    } catch (const dpv::Error& e) {
-      error = e.full();
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
+    const std::string error = error_of([&] { result = runModel(which, batch, out.shards); });
     if (error.empty()) continue;
     result = BnLabModelStep{};
     result.stopped = true;
-    modelErrors_[static_cast<size_t>(which)] = error;
-    modelStoppedAt_[static_cast<size_t>(which)] = steps_ + 1;
-    if (failedModel_.empty()) {  // the first error, reported once every model has stopped
-      failedModel_ = bnlab_model_name(which);
-      firstError_ = error;
-    }
+    stopModel(which, error);
   }
   const bool anyTraining = std::any_of(modelErrors_.begin(), modelErrors_.end(), [](const std::string& e) { return e.empty(); });
   if (!anyTraining) {
@@ -295,26 +275,9 @@ BnLabStep BnLabSession::step() {
   }
   // Keep only the devices that held rows (chunk_sizes(0, k) gives k zeros).
   out.chunks.erase(std::remove(out.chunks.begin(), out.chunks.end(), int64_t{0}), out.chunks.end());
-
-  std::vector<std::string> params;
-  for (const auto& decl : model_.parameter_decls()) params.push_back(decl.name);
-  dpv::Trainer& reference = trainer(BnLabReference);
-  const bool referenceRuns = !modelStopped(BnLabReference);
-  for (BnLabModel which : {BnLabPerDevice, BnLabSync}) {
-    auto& m = out.models[static_cast<size_t>(which)];
-    if (m.stopped || !referenceRuns) continue;
-    m.paramDistance = bnlab_max_abs_difference(trainer(which).state(), reference.state(), params);
-    m.gradDistance = bnlab_max_abs_difference(trainer(which).grads(), reference.grads(), params);
-  }
-  for (BnLabModel which : {BnLabDdpPerRank, BnLabDdpSync}) {
-    // Rank 0's parameters and averaged gradients (every rank holds the same ones).
-    auto& m = out.models[static_cast<size_t>(which)];
-    if (m.stopped || !referenceRuns) continue;
-    m.paramDistance = bnlab_max_abs_difference(ddpTrainer(which).rank(0).params(), reference.state(), params);
-    m.gradDistance = bnlab_max_abs_difference(ddpTrainer(which).rank(0).grads(), reference.grads(), params);
-  }
+  measureDistances(out);
   out.step = ++steps_;
   return out;
 }
 
-}  // namespace gui
+}  // namespace dpv::course
