@@ -24,9 +24,9 @@ namespace {
 
 void print_header(const TrainDdpInputs& in, int world, const std::string& how) {
   std::cout << "dpv train --ddp: " << in.model_label << " on " << in.data.name << " (" << in.data.inputs.dim(0)
-            << " samples, " << in.data.classes << " classes), global batch " << in.batch << ", " << how << " ("
+            << " samples, " << in.data.classes << " classes), global batch " << in.run.batch << ", " << how << " ("
             << world << " rank" << (world == 1 ? "" : "s") << ", DistributedSampler shards "
-            << (in.batch + world - 1) / world << " samples each), " << (in.options.sync_bn ? "SyncBatchNorm" : "per-rank BatchNorm") << ", lr " << in.options.lr
+            << (in.run.batch + world - 1) / world << " samples each), " << (in.run.sync_bn ? "SyncBatchNorm" : "per-rank BatchNorm") << ", lr " << in.run.optimizer.lr
             << "; progress: rank 0's loss and accuracy\n"
             << std::flush;  // through a pipe (the app's run as processes) the header shows before the first step ends
 }
@@ -93,20 +93,20 @@ void run_traced_iteration(DdpRank& ddp, const std::function<double()>& clock, Tr
 }
 
 void run_launched(const TrainDdpInputs& in) {
-  LaunchedRank lr = join_launched_job(in.devices_given ? std::optional(in.devices) : std::nullopt);
+  LaunchedRank lr = join_launched_job(in.devices_given ? std::optional(in.run.devices) : std::nullopt);
   ProcessGroup& group = lr.session->group();
   const int rank = lr.rank(), world = lr.world_size();
   const bool rank0 = rank == 0;
-  Model model(in.spec);
-  const TensorMap state = model.initial_state(in.seed);
+  Model model(in.run.model_spec());
+  const TensorMap state = model.initial_state(in.run.seed);
   const auto t_origin = std::chrono::steady_clock::now();
   std::function<double()> clock = [t_origin] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_origin).count();
   };
-  DdpRank ddp(group, lr.device, model, state, in.options, clock);
+  DdpRank ddp(group, lr.device, model, state, ddp_options(in.run), clock);
   SamplerOptions sampler;
   sampler.shuffle = false;
-  const std::vector<int64_t> indices = distributed_sampler_indices(in.batch, world, rank, sampler);
+  const std::vector<int64_t> indices = distributed_sampler_indices(in.run.batch, world, rank, sampler);
   if (rank0) print_header(in, world, std::to_string(world) + " launched processes over " + group.backend());
 
   TraceRecorder trace;
@@ -119,9 +119,9 @@ void run_launched(const TrainDdpInputs& in) {
   const auto t0 = std::chrono::steady_clock::now();
   int64_t begin = 0;
   for (int64_t step = 0; step < in.steps; ++step) {
-    if (begin + in.batch > n) begin = 0;  // next epoch; the last partial batch is dropped
-    Dataset b = take_batch(in.data, begin, in.batch);
-    begin += in.batch;
+    if (begin + in.run.batch > n) begin = 0;  // next epoch; the last partial batch is dropped
+    Dataset b = take_batch(in.data, begin, in.run.batch);
+    begin += in.run.batch;
     ddp.set_batch(b.inputs, b.targets, indices);
     if (!in.trace.empty() && step < in.trace_steps) {
       trace.begin_iteration();
@@ -131,7 +131,7 @@ void run_launched(const TrainDdpInputs& in) {
     }
     if (!rank0) continue;
     window.add(ddp.loss(), course::accuracy(ddp.output(), pick_rows(b.targets, indices)));
-    sample = window.sample(step + 1, in.batch, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    sample = window.sample(step + 1, in.run.batch, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     progress->update(sample);
   }
   if (rank0) progress->finish(sample);
@@ -153,20 +153,18 @@ void run_launched(const TrainDdpInputs& in) {
 }
 
 void run_in_process(const TrainDdpInputs& in) {
-  auto devices = DeviceSet::create(in.devices);
-  Model model(in.spec);
-  const TensorMap state = model.initial_state(in.seed);
-  DdpTrainer trainer(devices, std::move(model), state, in.options);
-  print_header(in, trainer.world_size(), in.devices + " in-process ranks");
+  auto devices = DeviceSet::create(in.run.devices);
+  const std::unique_ptr<Strategy> strategy = make_strategy(in.run, devices);  // in.run names DDP
+  print_header(in, devices->size(), in.run.devices + " in-process ranks");
   TraceRecorder trace;
   trace.set_process_name("dpviz DDP");
   TrainLoopInputs loop;
   loop.data = &in.data;
-  loop.batch = in.batch;
+  loop.batch = in.run.batch;
   loop.steps = in.steps;
   loop.traced = !in.trace.empty();
   loop.trace_steps = in.trace_steps;
-  run_training_loop(trainer, loop, trace);
+  run_training_loop(*strategy, loop, trace);
   if (!in.trace.empty()) {
     trace.save(in.trace);
     std::cout << "trace: " << std::min<int64_t>(in.steps, in.trace_steps) << " iteration(s), " << trace.events().size()
