@@ -40,10 +40,9 @@ void run_step(const StepOptions& o) {
   const DType dtype = model.dtype();
 
   const auto [input, target] = load_step_batch(o.batch);
-  TensorMap state = load_step_state(model, o.state, o.seed);
-  auto devices = DeviceSet::create(o.devices);
-  TrainOptions options{o.lr, o.momentum, o.weight_decay, o.sync_bn};
-  Trainer trainer(devices, std::move(model), state, options);
+  TensorMap state = load_step_state(model, o.state, o.run.seed);
+  auto devices = DeviceSet::create(o.run.devices);
+  Trainer trainer(devices, std::move(model), state, train_options(o.run));
 
   std::unique_ptr<Iteration> last;
   for (int s = 0; s < o.steps; ++s) {
@@ -64,11 +63,11 @@ void run_step(const StepOptions& o) {
   }
   save_safetensors(o.out, out,
                    {{"producer", "dpv step"},
-                    {"devices", o.devices},
+                    {"devices", o.run.devices},
                     {"chunks", list_str(last->chunks())},
                     {"steps", std::to_string(o.steps)},
-                    {"sync_bn", o.sync_bn ? "true" : "false"}});
-  std::cout << "dpv step: " << o.steps << " iteration" << (o.steps == 1 ? "" : "s") << " on " << o.devices
+                    {"sync_bn", o.run.sync_bn ? "true" : "false"}});
+  std::cout << "dpv step: " << o.steps << " iteration" << (o.steps == 1 ? "" : "s") << " on " << o.run.devices
             << ", chunks " << list_str(last->chunks()) << ", loss " << py_fixed(last->loss(), 6) << " -> "
             << o.out << "\n";
 }
@@ -83,15 +82,15 @@ void add_step_command(CLI::App& app, Action& run) {
   sub->add_option("--model", o->model, "Model spec (JSON)")->required();
   sub->add_option("--state", o->state, "Initial state dict (safetensors); default: initialised from --seed");
   sub->add_option("--batch", o->batch, "Batch (safetensors with 'input' and int64 'target')")->required();
-  auto* devices = sub->add_option("--devices", o->devices,
+  auto* devices = sub->add_option("--devices", o->run.devices,
                                   "Device spec: cpu:K, cuda, cuda:0,1, cuda:0xK (required, except for --ddp under "
                                   "`dpv launch`: each rank's own device)");
-  sub->add_flag("--sync-bn", o->sync_bn, "BatchNorm layers use the statistics of the whole batch (DDP + SyncBatchNorm)");
-  sub->add_option("--lr", o->lr, "SGD learning rate")->capture_default_str()->check(at_least(0));
-  sub->add_option("--momentum", o->momentum, "SGD momentum")->capture_default_str()->check(at_least(0));
-  sub->add_option("--weight-decay", o->weight_decay, "SGD weight decay")->capture_default_str()->check(at_least(0));
+  sub->add_flag("--sync-bn", o->run.sync_bn, "BatchNorm layers use the statistics of the whole batch (DDP + SyncBatchNorm)");
+  sub->add_option("--lr", o->run.optimizer.lr, "SGD learning rate")->capture_default_str()->check(at_least(0));
+  sub->add_option("--momentum", o->run.optimizer.momentum, "SGD momentum")->capture_default_str()->check(at_least(0));
+  sub->add_option("--weight-decay", o->run.optimizer.weight_decay, "SGD weight decay")->capture_default_str()->check(at_least(0));
   sub->add_option("--steps", o->steps, "Iterations on the batch")->capture_default_str()->transform(integer_in<int>(1));
-  sub->add_option("--seed", o->seed, "Seed for the initial weights when --state is not given")->capture_default_str()->transform(integer_in<uint64_t>());
+  sub->add_option("--seed", o->run.seed, "Seed for the initial weights when --state is not given")->capture_default_str()->transform(integer_in<uint64_t>());
   sub->add_option("--out", o->out, "Output file (safetensors), written atomically")->required();
   auto* ddp = sub->add_flag("--ddp", o->ddp,
                             "DistributedDataParallel: one rank per device; the batch is the GLOBAL batch, split by "
@@ -99,12 +98,13 @@ void add_step_command(CLI::App& app, Action& run) {
   sub->add_flag("--no-broadcast-buffers", o->no_broadcast_buffers,
                 "DDP: keep every rank's own buffers (broadcast_buffers=False)")
       ->needs(ddp);
-  sub->add_option("--bucket-cap-mb", o->bucket_cap_mb, "DDP: gradient bucket cap in MiB (bucket_cap_mb)")
+  sub->add_option("--bucket-cap-mb", o->run.ddp.bucket_cap_mb, "DDP: gradient bucket cap in MiB (bucket_cap_mb)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber)
       ->needs(ddp);
   sub->callback([o, devices, &run] {
     o->devices_given = devices->count() > 0;
+    finish_step_options(*o);
     // A launched DDP rank's device is fixed by the launcher (cli/ddp_launched.h); elsewhere
     // --devices is required, a command-line error like any missing option.
     if (!o->devices_given && !(o->ddp && launched_rank())) throw CLI::RequiredError("--devices");

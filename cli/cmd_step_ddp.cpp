@@ -14,6 +14,7 @@
 #include "engine/error.h"
 #include "engine/io/safetensors.h"
 #include "engine/model_spec.h"
+#include "engine/run/run_spec.h"
 
 namespace dpv::cli {
 
@@ -25,10 +26,9 @@ void run_step_ddp(const StepOptions& o) {
   Model model(load_model_spec(o.model));
   const DType dtype = model.dtype();
   const auto [input, target] = load_step_batch(o.batch);
-  TensorMap state = load_step_state(model, o.state, o.seed);
-  auto devices = DeviceSet::create(o.devices);
-  const DdpOptions options = step_ddp_options(o);
-  DdpTrainer trainer(devices, std::move(model), state, options);
+  TensorMap state = load_step_state(model, o.state, o.run.seed);
+  auto devices = DeviceSet::create(o.run.devices);
+  DdpTrainer trainer(devices, std::move(model), state, ddp_options(o.run));
 
   std::vector<int64_t> shard_sizes;
   for (int s = 0; s < o.steps; ++s) {
@@ -39,9 +39,9 @@ void run_step_ddp(const StepOptions& o) {
   }
   const auto results = trainer.results();
   DdpStepOutput out = ddp_step_output(results, dtype);
-  add_step_ddp_metadata(out, o, o.devices);
+  add_step_ddp_metadata(out, o, o.run.devices);
   save_safetensors(o.out, out.tensors, out.metadata);
-  std::cout << "dpv step --ddp: " << o.steps << " iteration" << (o.steps == 1 ? "" : "s") << " on " << o.devices
+  std::cout << "dpv step --ddp: " << o.steps << " iteration" << (o.steps == 1 ? "" : "s") << " on " << o.run.devices
             << " (" << trainer.world_size() << " ranks, shards " << list_str(shard_sizes) << ", "
             << results[0].buckets.size() << " bucket" << (results[0].buckets.size() == 1 ? "" : "s") << "), loss "
             << py_fixed(out.tensors.at("loss").item(), 6) << " -> " << o.out << "\n";

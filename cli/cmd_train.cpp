@@ -21,22 +21,42 @@
 #include "engine/error.h"
 #include "engine/model.h"
 #include "engine/model_data.h"
+#include "engine/run/run_spec.h"
 #include "engine/trace.h"
 
 namespace dpv::cli {
 namespace {
 
+// `dpv train`'s defaults, as --help shows them: one CPU device, mlp-bn, and lr 0.1 (RunSpec's is 0.01).
+RunSpec train_command_defaults() {
+  RunSpec run;
+  run.devices = "cpu:1";
+  run.preset = "mlp-bn";
+  run.optimizer.lr = 0.1;
+  return run;
+}
+
 struct TrainCliOptions {
-  std::string preset = "mlp-bn", model_file, devices = "cpu:1", data = "auto";
+  // --devices, --preset, --lr, --momentum, --weight-decay, --sync-bn and --seed go straight in;
+  // the model file and the strategy are settled when the run starts (run_spec_of), the batch
+  // (--batch, else the preset's) after the model.
+  RunSpec run = train_command_defaults();
+  std::string model_file, data = "auto";
   bool devices_given = false;  // without --devices, a launched DDP rank takes the launcher's device
   std::string trace, idx_images, idx_labels;
-  int64_t steps = 200, batch = 0, samples = 0;
+  int64_t steps = 200, batch = 0, samples = 0;  // batch 0: the preset's
   int trace_steps = 5;
-  bool sync_bn = false;
   bool ddp = false;  // DistributedDataParallel (cli/train_ddp.h) instead of DataParallel
-  double lr = 0.1, momentum = 0.0, weight_decay = 0.0;
-  uint64_t seed = 0;
 };
+
+// The whole run description but the batch: o.run with the model read from --model and the
+// strategy --ddp names.
+RunSpec run_spec_of(const TrainCliOptions& o) {
+  RunSpec run = o.run;
+  if (!o.model_file.empty()) run.model = load_model_spec(o.model_file);
+  run.strategy = o.ddp ? StrategyKind::DistributedDataParallel : StrategyKind::DataParallel;
+  return run;
+}
 
 const char* batchnorm_mode(const ModelSpec& spec, bool sync_bn) {
   const bool has_bn = std::any_of(spec.layers.begin(), spec.layers.end(),
@@ -54,13 +74,15 @@ void run_train(const TrainCliOptions& o) {
     check_not_an_input(o.trace, "--trace", {{"--model", o.model_file}, {"--idx-images", o.idx_images},
                                             {"--idx-labels", o.idx_labels}});
   }
-  ModelSpec spec = o.model_file.empty() ? preset_model(o.preset) : load_model_spec(o.model_file);
-  const int64_t batch = o.batch > 0 ? o.batch : default_batch(o.preset);
+  RunSpec run = run_spec_of(o);
+  const ModelSpec spec = run.model_spec();
+  run.batch = o.batch > 0 ? o.batch : default_batch(run.preset);
+  const int64_t batch = run.batch;
   const std::string batch_asked_by =
       o.batch > 0 ? "--batch " + std::to_string(batch) : "the preset's batch of " + std::to_string(batch);
-  auto devices = DeviceSet::create(o.devices);
+  auto devices = DeviceSet::create(run.devices);
   check_step_bytes(spec, batch, devices->size(),
-                   o.model_file.empty() ? "--preset " + o.preset : "--model " + o.model_file, batch_asked_by);
+                   o.model_file.empty() ? "--preset " + run.preset : "--model " + o.model_file, batch_asked_by);
   auto too_few = [batch](int64_t n) {
     check(n >= batch, "the data set has " + std::to_string(n) + " samples, fewer than one batch of " +
                           std::to_string(batch), ErrorClass::ValueError);
@@ -75,38 +97,29 @@ void run_train(const TrainCliOptions& o) {
     const int64_t n = o.samples > 0 ? o.samples : std::clamp<int64_t>(std::min<int64_t>(batch, 8192) * per_batch, 1024, 8192);
     too_few(n);
     check_dataset_bytes(spec, n, o.samples > 0 ? "--samples " + std::to_string(n) : batch_asked_by);
-    data = make_data_for_model(spec, n, o.seed + 1, o.data);
+    data = make_data_for_model(spec, n, run.seed + 1, o.data);
   }
   const int64_t n = data.inputs.dim(0);
   too_few(n);
 
   if (o.ddp) {
     TrainDdpInputs in;
-    in.model_label = o.model_file.empty() ? o.preset : o.model_file;
-    in.spec = spec;
+    in.model_label = o.model_file.empty() ? run.preset : o.model_file;
+    in.run = run;
     in.data = std::move(data);
-    in.batch = batch;
     in.steps = o.steps;
-    in.devices = o.devices;
     in.devices_given = o.devices_given;
-    in.options.lr = o.lr;
-    in.options.momentum = o.momentum;
-    in.options.weight_decay = o.weight_decay;
-    in.options.sync_bn = o.sync_bn;
-    in.seed = o.seed;
     in.trace = o.trace;
     in.trace_steps = o.trace_steps;
     return run_train_ddp(in);
   }
-  Model model(spec);
-  TensorMap state = model.initial_state(o.seed);
-  Trainer trainer(devices, std::move(model), state, TrainOptions{o.lr, o.momentum, o.weight_decay, o.sync_bn});
+  const std::unique_ptr<Strategy> strategy = make_strategy(run, devices);
 
-  std::cout << "dpv train: " << (o.model_file.empty() ? o.preset : o.model_file) << " on " << data.name << " ("
-            << n << " samples, " << data.classes << " classes), batch " << batch << ", " << o.devices << " ("
+  std::cout << "dpv train: " << (o.model_file.empty() ? run.preset : o.model_file) << " on " << data.name << " ("
+            << n << " samples, " << data.classes << " classes), batch " << batch << ", " << run.devices << " ("
             << devices->size() << " device" << (devices->size() == 1 ? "" : "s") << ", chunks "
             << list_str(chunk_sizes(batch, devices->size())) << "), "
-            << batchnorm_mode(spec, o.sync_bn) << ", lr " << o.lr << "\n"
+            << batchnorm_mode(spec, run.sync_bn) << ", lr " << run.optimizer.lr << "\n"
             << std::flush;  // through a pipe, Ctrl-C before the first progress line must not lose it
 
   TraceRecorder trace;
@@ -116,7 +129,7 @@ void run_train(const TrainCliOptions& o) {
   loop.steps = o.steps;
   loop.traced = !o.trace.empty();
   loop.trace_steps = o.trace_steps;
-  run_training_loop(trainer, loop, trace);
+  run_training_loop(*strategy, loop, trace);
   if (!o.trace.empty()) {
     trace.save(o.trace);
     std::cout << "trace: " << std::min<int64_t>(o.steps, o.trace_steps) << " iteration(s), " << trace.events().size()
@@ -131,20 +144,20 @@ void add_train_command(CLI::App& app, Action& run) {
   auto* sub = app.add_subcommand("train", "DataParallel training with a progress bar, loss and accuracy");
   std::string presets;
   for (const auto& p : preset_names()) presets += (presets.empty() ? "" : ", ") + p;
-  auto* preset = sub->add_option("--preset", o->preset, "Model preset: " + presets)->capture_default_str();
+  auto* preset = sub->add_option("--preset", o->run.preset, "Model preset: " + presets)->capture_default_str();
   sub->add_option("--model", o->model_file, "Model spec (JSON) instead of a preset")->excludes(preset);
-  auto* devices = sub->add_option("--devices", o->devices,
+  auto* devices = sub->add_option("--devices", o->run.devices,
                                   "Device spec: cpu:K, cuda, cuda:0,1, cuda:0xK (for --ddp under `dpv launch`, "
                                   "default: each rank's own device)")
                       ->capture_default_str();
   sub->add_option("--steps", o->steps, "Training iterations")->capture_default_str()->transform(integer_in<int64_t>(1));
   sub->add_option("--batch", o->batch, "Batch size (default: the preset's)")->transform(integer_in<int64_t>(1));
   sub->add_flag("--ddp", o->ddp, "DistributedDataParallel: one rank per device, or per process under `dpv launch`");
-  sub->add_flag("--sync-bn", o->sync_bn, "BatchNorm layers use the statistics of the whole batch (DDP + SyncBatchNorm)");
-  sub->add_option("--lr", o->lr, "SGD learning rate")->capture_default_str()->check(at_least(0));
-  sub->add_option("--momentum", o->momentum, "SGD momentum")->capture_default_str()->check(at_least(0));
-  sub->add_option("--weight-decay", o->weight_decay, "SGD weight decay")->capture_default_str()->check(at_least(0));
-  sub->add_option("--seed", o->seed, "Seed for weights and data")->capture_default_str()->transform(integer_in<uint64_t>());
+  sub->add_flag("--sync-bn", o->run.sync_bn, "BatchNorm layers use the statistics of the whole batch (DDP + SyncBatchNorm)");
+  sub->add_option("--lr", o->run.optimizer.lr, "SGD learning rate")->capture_default_str()->check(at_least(0));
+  sub->add_option("--momentum", o->run.optimizer.momentum, "SGD momentum")->capture_default_str()->check(at_least(0));
+  sub->add_option("--weight-decay", o->run.optimizer.weight_decay, "SGD weight decay")->capture_default_str()->check(at_least(0));
+  sub->add_option("--seed", o->run.seed, "Seed for weights and data")->capture_default_str()->transform(integer_in<uint64_t>());
   sub->add_option("--data", o->data, "Built-in data: auto, spiral, blobs")->capture_default_str();
   sub->add_option("--samples", o->samples, "Size of the built-in data set (default: from the batch)")->transform(integer_in<int64_t>(1));
   sub->add_option("--idx-images", o->idx_images, "MNIST IDX image file (e.g. train-images-idx3-ubyte)");

@@ -14,28 +14,18 @@
 #include "engine/error.h"
 #include "engine/io/safetensors.h"
 #include "engine/model_spec.h"
+#include "engine/run/run_spec.h"
 
 namespace dpv::cli {
 
 bool launched_rank() { return dist::launched_by_a_launcher(); }
 
-DdpOptions step_ddp_options(const StepOptions& o) {
-  DdpOptions options;
-  options.lr = o.lr;
-  options.momentum = o.momentum;
-  options.weight_decay = o.weight_decay;
-  options.sync_bn = o.sync_bn;
-  options.broadcast_buffers = !o.no_broadcast_buffers;
-  options.bucket_cap_mb = o.bucket_cap_mb;
-  return options;
-}
-
 void add_step_ddp_metadata(DdpStepOutput& out, const StepOptions& o, const std::string& devices) {
   out.metadata["producer"] = "dpv step --ddp";
   out.metadata["devices"] = devices;
   out.metadata["steps"] = std::to_string(o.steps);
-  out.metadata["sync_bn"] = o.sync_bn ? "true" : "false";
-  out.metadata["broadcast_buffers"] = o.no_broadcast_buffers ? "false" : "true";
+  out.metadata["sync_bn"] = o.run.sync_bn ? "true" : "false";
+  out.metadata["broadcast_buffers"] = o.run.ddp.broadcast_buffers ? "true" : "false";
 }
 
 namespace {
@@ -98,15 +88,14 @@ LaunchedRank join_launched_job(const std::optional<std::string>& devices_spec) {
 }
 
 void run_step_ddp_launched(const StepOptions& o) {
-  LaunchedRank lr = join_launched_job(o.devices_given ? std::optional(o.devices) : std::nullopt);
+  LaunchedRank lr = join_launched_job(o.devices_given ? std::optional(o.run.devices) : std::nullopt);
   ProcessGroup& group = lr.session->group();
   Model model(load_model_spec(o.model));
   const DType dtype = model.dtype();
   const auto [input, target] = load_step_batch(o.batch);
-  TensorMap state = load_step_state(model, o.state, o.seed);
-  const DdpOptions options = step_ddp_options(o);
+  TensorMap state = load_step_state(model, o.state, o.run.seed);
 
-  DdpRankResult mine = run_rank_steps(group, lr.device, model, state, input, target, options, o.steps);
+  DdpRankResult mine = run_rank_steps(group, lr.device, model, state, input, target, ddp_options(o.run), o.steps);
   // Rank 0 needs every rank's result; the group moves them (an all-gather: every rank calls it).
   const std::vector<std::string> all = all_gather_bytes(group, encode_rank_result(mine), lr.comm_device);
   if (lr.rank() == 0) {

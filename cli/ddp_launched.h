@@ -35,9 +35,8 @@ struct LaunchedRank {
 };
 LaunchedRank join_launched_job(const std::optional<std::string>& devices_spec);
 
-// What `dpv step --ddp`'s options ask of DDP, and the metadata its output records: the same for
-// in-process ranks (cmd_step_ddp.cpp) and launched ones.
-DdpOptions step_ddp_options(const StepOptions& o);
+// The metadata `dpv step --ddp`'s output records: the same for in-process ranks
+// (cmd_step_ddp.cpp) and launched ones.
 void add_step_ddp_metadata(DdpStepOutput& out, const StepOptions& o, const std::string& devices);
 
 // `dpv step --ddp` as one launched rank; rank 0 writes --out (atomically) and prints the summary.

@@ -6,6 +6,11 @@
 
 namespace dpv::cli {
 
+void finish_step_options(StepOptions& o) {
+  o.run.strategy = o.ddp ? StrategyKind::DistributedDataParallel : StrategyKind::DataParallel;
+  o.run.ddp.broadcast_buffers = !o.no_broadcast_buffers;
+}
+
 TensorMap load_step_state(const Model& model, const std::string& path, uint64_t seed) {
   if (path.empty()) return model.initial_state(seed);
   TensorMap file = load_safetensors(path);

@@ -5,22 +5,28 @@
 #include <string>
 
 #include "engine/model.h"
+#include "engine/run/run_spec.h"
 #include "engine/tensor_map.h"
 
 namespace dpv::cli {
 
 struct StepOptions {
-  std::string model, state, batch, devices, out;
+  // The files: model spec, starting state, batch, and where the result goes.
+  std::string model, state, batch, out;
+  // --devices, --sync-bn, --lr, --momentum, --weight-decay, --seed and DDP's --bucket-cap-mb go
+  // straight in; the strategy and broadcast_buffers are set from --ddp and --no-broadcast-buffers
+  // once the command line is read (finish_step_options).
+  RunSpec run;
   bool devices_given = false;  // --devices was on the command line (a launched DDP rank may go without)
-  bool sync_bn = false;
-  double lr = 0.01, momentum = 0.0, weight_decay = 0.0;
   int steps = 1;
-  uint64_t seed = 0;
-  // --ddp and the options only DDP has.
+  // --ddp and the flag only DDP has.
   bool ddp = false;
   bool no_broadcast_buffers = false;
-  double bucket_cap_mb = 25.0;
 };
+
+// Completes o.run from the flags read into other fields: the strategy (--ddp) and
+// broadcast_buffers (--no-broadcast-buffers).
+void finish_step_options(StepOptions& o);
 
 // A state file may be a plain state dict ("0.weight") or the output of an earlier `dpv step`
 // ("state/0.weight"); the latter is read with its prefix removed so steps can be chained.

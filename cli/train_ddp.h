@@ -8,20 +8,16 @@
 #include <string>
 
 #include "engine/datasets.h"
-#include "engine/ddp/ddp_rank.h"
-#include "engine/model_spec.h"
+#include "engine/run/run_spec.h"
 
 namespace dpv::cli {
 
 struct TrainDdpInputs {
   std::string model_label;  // the preset or model file, for the header line
-  ModelSpec spec;
+  RunSpec run;              // model, global batch, devices, optimizer, seed, DDP's options
   Dataset data;
-  int64_t batch = 0, steps = 0;
-  std::string devices;
+  int64_t steps = 0;
   bool devices_given = true;  // false: a launched rank takes the launcher's device (cli/ddp_launched.h)
-  DdpOptions options;
-  uint64_t seed = 0;
   std::string trace;
   int trace_steps = 5;
 };

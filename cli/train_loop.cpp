@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <iostream>
+#include <optional>
 
 #include "course/batchnorm_stats.h"
 
@@ -37,7 +38,8 @@ Tensor pick_rows(const Tensor& target, const std::vector<int64_t>& indices) {
 
 void run_training_loop(Strategy& strategy, const TrainLoopInputs& in, TraceRecorder& trace) {
   const Dataset& data = *in.data;
-  ProgressReporter progress(std::cout, in.steps, ProgressReporter::stdout_is_terminal());
+  std::optional<ProgressReporter> progress;
+  if (in.progress) progress.emplace(std::cout, in.steps, ProgressReporter::stdout_is_terminal());
   LossWindow window;
   ProgressSample sample;
   const int64_t n = data.inputs.dim(0);
@@ -51,13 +53,14 @@ void run_training_loop(Strategy& strategy, const TrainLoopInputs& in, TraceRecor
     if (traced) trace.begin_iteration();
     auto it = strategy.begin_iteration(b.inputs, b.targets, traced ? &trace : nullptr);
     it->run_to_end();
+    if (!progress) continue;
     // Rank 0's loss and accuracy on the rows it saw (DataParallel: the whole batch).
     window.add(it->loss(), course::accuracy(it->output(), pick_rows(b.targets, it->output_rows())));
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     sample = window.sample(step + 1, in.batch, seconds);
-    progress.update(sample);
+    progress->update(sample);
   }
-  progress.finish(sample);
+  if (progress) progress->finish(sample);
 }
 
 }  // namespace dpv::cli

@@ -1,9 +1,8 @@
 #pragma once
-// The one training loop of `dpv train` in this process, whichever strategy runs it (DataParallel's
-// Trainer, DDP's in-process ranks): batches in order over the data (the last partial batch of an
-// epoch dropped), a progress line of the loss and accuracy averaged over the last 20 steps, and
-// the first --trace-steps iterations recorded in the trace. Launched DDP ranks share the window
-// and the row picking.
+// The one training loop of `dpv train`, whichever strategy runs it (DataParallel's Trainer, DDP's
+// in-process ranks, a launched DDP rank): batches in order over the data (the last partial batch
+// of an epoch dropped), a progress line of the loss and accuracy averaged over the last 20 steps,
+// and the first --trace-steps iterations recorded in the trace.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,6 +34,7 @@ struct TrainLoopInputs {
   int64_t batch = 0, steps = 0;
   bool traced = false;  // record the first trace_steps iterations in `trace`
   int trace_steps = 5;
+  bool progress = true;  // print the progress line (a launched DDP rank other than 0 trains silently)
 };
 
 // Trains `strategy` for in.steps steps, printing progress on stdout; records into `trace`.

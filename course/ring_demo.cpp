@@ -72,8 +72,7 @@ std::vector<RingFrame> frames_from(const std::vector<const CommSpan*>& spans, in
 
 DpReduceDemo dp_reduce(const RingDemoConfig& config, const Model& model, const TensorMap& state, const Dataset& data,
                        const std::string& param) {
-  auto devices = DeviceSet::create("cpu:" + std::to_string(config.world_size));
-  Trainer trainer(devices, Model(model.spec()), state, TrainOptions{config.lr, 0.0, 0.0, false});
+  Trainer trainer(DeviceSet::create(config.run.devices), Model(model.spec()), state, train_options(config.run));
   EventLog log;
   Iteration it(trainer, data.inputs, data.targets, &log);
   it.run_to_end();
@@ -100,19 +99,30 @@ DpReduceDemo dp_reduce(const RingDemoConfig& config, const Model& model, const T
 
 }  // namespace
 
-RingDemo run_ring_demo(const RingDemoConfig& config) {
-  const int W = config.world_size;
-  check(W >= 2 && W <= 8, "the ring needs 2 to 8 ranks, got " + std::to_string(W), ErrorClass::ValueError);
-  check(config.batch >= W, "the global batch (" + std::to_string(config.batch) + ") must hold at least one sample per rank (" +
-                               std::to_string(W) + " ranks)", ErrorClass::ValueError);
-  const ModelSpec spec = preset_model(config.preset);
-  Model model(spec);
-  const TensorMap state = model.initial_state(config.seed);
-  const Dataset data = make_data_for_model(spec, config.batch, config.seed + 1);
+RunSpec default_ring_run() {
+  RunSpec run;
+  run.devices = "cpu:4";
+  run.preset = "simple";
+  run.batch = 32;
+  return run;
+}
 
-  DdpOptions options;
-  options.lr = config.lr;
-  DdpTrainer trainer(DeviceSet::create("cpu:" + std::to_string(W)), Model(spec), state, options);
+RingDemo run_ring_demo(const RingDemoConfig& config) {
+  const RunSpec& run = config.run;
+  const DeviceSpec devices = parse_device_spec(run.devices);
+  // The ring records its values as the in-process ranks' host threads pass them.
+  check(devices.kind == DeviceKind::Cpu, "the ring runs on in-process CPU ranks (cpu:W), got " + run.devices,
+        ErrorClass::ValueError);
+  const int W = devices.count;
+  check(W >= 2 && W <= 8, "the ring needs 2 to 8 ranks, got " + std::to_string(W), ErrorClass::ValueError);
+  check(run.batch >= W, "the global batch (" + std::to_string(run.batch) + ") must hold at least one sample per rank (" +
+                            std::to_string(W) + " ranks)", ErrorClass::ValueError);
+  const ModelSpec spec = run.model_spec();
+  Model model(spec);
+  const TensorMap state = model.initial_state(run.seed);
+  const Dataset data = make_data_for_model(spec, run.batch, run.seed + 1);
+
+  DdpTrainer trainer(DeviceSet::create(run.devices), Model(spec), state, ddp_options(run));
   for (int r = 0; r < W; ++r) record_ring_values(trainer.group(r), SIZE_MAX);
   EventLog log;
   DdpIteration it(trainer, data.inputs, data.targets, &log);

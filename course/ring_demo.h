@@ -9,15 +9,18 @@
 #include <vector>
 
 #include "engine/collectives.h"
+#include "engine/run/run_spec.h"
 
 namespace dpv::course {
 
+// The demo's defaults: SimpleModel (a small model: every step copies the bucket's values) on
+// cpu:4, a global batch of 32 (DDP's ranks get DistributedSampler shards of it).
+RunSpec default_ring_run();
+
 struct RingDemoConfig {
-  std::string preset = "simple";  // a small model: every step copies the bucket's values
-  int world_size = 4;
-  int64_t batch = 32;             // the global batch (DDP's ranks get DistributedSampler shards of it)
-  uint64_t seed = 0;
-  double lr = 0.01;
+  // run.devices is cpu:W, the W in-process ranks (2 to 8); the model, global batch, seed and
+  // optimizer are those of both the DDP and the DataParallel iteration; run.strategy is not read.
+  RunSpec run = default_ring_run();
 };
 
 // One chunk going round the ring in one step, as the sending rank reported it.

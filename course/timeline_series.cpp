@@ -53,6 +53,13 @@ double total_of(const std::vector<StageEvent>& events) {
 
 }  // namespace
 
+RunSpec default_timeline_run() {
+  RunSpec run;
+  run.devices = "cpu:4";
+  run.preset = "simple";
+  return run;
+}
+
 Spread spread_of(std::vector<double> values) {
   Spread s;
   if (values.empty()) return s;
@@ -78,12 +85,10 @@ unsigned host_cpu_count() {
 
 TimelineSeries measure_timeline(const TimelineConfig& c, const Dataset& batch, const std::function<bool()>& keep_going) {
   check(c.iterations >= 1 && c.iterations <= 101, "time 1 to 101 iterations, got " + std::to_string(c.iterations), ErrorClass::ValueError);
-  const DeviceSpec devices = parse_device_spec(c.devices);
-  const ModelSpec spec = preset_model(c.preset);
-  const TensorMap state = Model(spec).initial_state(c.seed);
-  TrainOptions options;
-  options.lr = c.lr;
-  options.sync_bn = c.sync_bn;
+  const DeviceSpec devices = parse_device_spec(c.run.devices);
+  const ModelSpec spec = c.run.model_spec();
+  const TensorMap state = Model(spec).initial_state(c.run.seed);
+  const TrainOptions options = train_options(c.run);
 
   TimelineSeries out;
   out.config = c;
@@ -91,7 +96,7 @@ TimelineSeries measure_timeline(const TimelineConfig& c, const Dataset& batch, c
   out.device_count = devices.count;
   out.host_cores = host_cpu_count();
 
-  const auto runs = run_iterations(c.devices, spec, state, options, batch, c.iterations, keep_going);
+  const auto runs = run_iterations(c.run.devices, spec, state, options, batch, c.iterations, keep_going);
   if (runs.empty()) return out;
   for (const auto& events : runs) out.totals.push_back(total_of(events));
   out.total = spread_of(out.totals);

@@ -11,15 +11,17 @@
 
 #include "engine/datasets.h"
 #include "engine/observer.h"
+#include "engine/run/run_spec.h"
 
 namespace dpv::course {
 
+// The page's defaults: SimpleModel on four simulated devices.
+RunSpec default_timeline_run();
+
 struct TimelineConfig {
-  std::string devices = "cpu:4";
-  std::string preset = "simple";
-  double lr = 0.01;
-  bool sync_bn = false;
-  uint64_t seed = 0;   // the model's initial state
+  // Devices, model, optimizer, BatchNorm mode and the seed of the model's initial state; the
+  // batch is measure_timeline's argument, and the run is DataParallel whatever run.strategy says.
+  RunSpec run = default_timeline_run();
   int iterations = 7;  // timed iterations, after one warm-up that is not counted
 };
 

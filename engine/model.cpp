@@ -24,6 +24,13 @@ Model::Model(ModelSpec spec) : spec_(std::move(spec)) {
   }
 }
 
+int64_t parameter_bytes(const Model& model, const std::string& name_prefix) {
+  int64_t bytes = 0;
+  for (const auto& d : model.parameter_decls())
+    if (d.name.rfind(name_prefix, 0) == 0) bytes += shape_numel(d.shape) * static_cast<int64_t>(dtype_size(d.dtype));
+  return bytes;
+}
+
 TensorMap Model::initial_state(uint64_t seed) const {
   TensorMap state;
   for (const auto& d : state_decls()) state.set(d.name, Tensor::zeros(d.shape, d.dtype));

@@ -47,4 +47,9 @@ class Model {
   std::vector<TensorDecl> parameter_decls_, buffer_decls_, state_decls_;
 };
 
+// Bytes of the model's parameters whose state-dict names begin with `name_prefix` ("6." for one
+// layer's), all of them when it is empty: what a full copy of those parameters (or their
+// gradients) moves.
+int64_t parameter_bytes(const Model& model, const std::string& name_prefix = "");
+
 }  // namespace dpv

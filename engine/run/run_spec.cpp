@@ -1,5 +1,7 @@
 #include "engine/run/run_spec.h"
 
+#include <algorithm>
+
 #include "engine/ddp/ddp.h"
 #include "engine/model.h"
 
@@ -26,6 +28,21 @@ DdpOptions ddp_options(const RunSpec& spec) {
   options.bucket_cap_mb = spec.ddp.bucket_cap_mb;
   options.first_bucket_bytes = spec.ddp.first_bucket_bytes;
   return options;
+}
+
+int64_t teaching_bucket_bytes(const ModelSpec& spec) {
+  const Model model(spec);
+  std::string last_layer;  // the prefix of the last layer with parameters ("6.")
+  for (const auto& d : model.parameter_decls()) last_layer = d.name.substr(0, d.name.find('.') + 1);
+  return std::max<int64_t>(1, parameter_bytes(model, last_layer));
+}
+
+DdpSettings teaching_ddp_settings(const ModelSpec& spec) {
+  const int64_t bytes = teaching_bucket_bytes(spec);
+  DdpSettings settings;
+  settings.bucket_cap_mb = static_cast<double>(bytes) / (1024.0 * 1024.0);
+  settings.first_bucket_bytes = static_cast<size_t>(bytes);
+  return settings;
 }
 
 std::unique_ptr<Strategy> make_strategy(const RunSpec& spec, std::shared_ptr<DeviceSet> devices,

@@ -57,6 +57,15 @@ struct RunSpec {
 TrainOptions train_options(const RunSpec& spec);
 DdpOptions ddp_options(const RunSpec& spec);
 
+// The bucket limit dpviz teaches DDP with: the bytes of the last layer's parameters (at least 1),
+// whose gradients are ready first. With both bucket limits at that size the rebuilt first bucket
+// is exactly that layer, launched while every earlier layer is still to be computed, and even a
+// small model gets several buckets to watch one by one.
+int64_t teaching_bucket_bytes(const ModelSpec& spec);
+// DDP settings whose two bucket limits (bucket_cap_mb and dist._DEFAULT_FIRST_BUCKET_BYTES) are
+// both teaching_bucket_bytes(spec); buffers broadcast as by default.
+DdpSettings teaching_ddp_settings(const ModelSpec& spec);
+
 // The strategy the description names (Trainer or DdpTrainer) on `devices`, starting from `state`
 // (the model's initial state from spec.seed when null).
 std::unique_ptr<Strategy> make_strategy(const RunSpec& spec, std::shared_ptr<DeviceSet> devices,

@@ -17,6 +17,7 @@
 #include "gui/iteration/lesson_panel.h"
 #include "gui/ring/ring_view.h"
 #include "gui/runtime/engine_controller.h"
+#include "gui/runtime/run_spec_from_settings.h"
 
 namespace gui {
 
@@ -172,11 +173,9 @@ void RingPage::setFrame(int frame) {
 void RingPage::run() {
   EngineController* engine = context()->engine();
   if (!engine || running_) return;
-  dpv::course::RingDemoConfig config;
-  config.preset = preset_->currentData().toString().toStdString();
-  config.world_size = ranks_->value();
-  config.seed = context()->settings().seed;
-  config.lr = context()->settings().learningRate;
+  const AppSettings settings = context()->settings();
+  const std::string preset = preset_->currentData().toString().toStdString();
+  const int ranks = ranks_->value();
   const quint64 request = ++request_;
   running_ = true;
   error_.clear();
@@ -184,9 +183,16 @@ void RingPage::run() {
   status_->setText(tr("running on the engine…"));
   const bool queued = engine->runJob(
       this,
-      [config] {
+      [settings, preset, ranks] {
         RingRun out;
         try {
+          // The page's own model and ranks, the demo's batch; the seed and optimizer of the settings.
+          const dpv::RunSpec fromSettings = runSpecFromSettings(settings);
+          dpv::course::RingDemoConfig config;
+          config.run.preset = preset;
+          config.run.devices = "cpu:" + std::to_string(ranks);
+          config.run.seed = fromSettings.seed;
+          config.run.optimizer = fromSettings.optimizer;
           out.demo = std::make_shared<const dpv::course::RingDemo>(dpv::course::run_ring_demo(config));
         } catch (const dpv::Error& e) {
           out.error = QString::fromStdString(e.full());
@@ -221,9 +227,9 @@ void RingPage::showDemo(std::shared_ptr<const dpv::course::RingDemo> demo) {
   for (auto n : d.shards) shards << QString::number(n);
   status_->setText(tr("W = %1 ranks on cpu:%1, global batch %2 (shards %3), seed %4; bucket %5 of the first iteration")
                        .arg(d.world_size)
-                       .arg(d.config.batch)
+                       .arg(d.config.run.batch)
                        .arg(shards.join(QStringLiteral(", ")))
-                       .arg(d.config.seed)
+                       .arg(d.config.run.seed)
                        .arg(d.bucket));
   view_->setDemo(demo_);
   showDpPanel();
@@ -359,7 +365,7 @@ QList<Page::Shot> RingPage::screenshots() {
         if (demo_) setFrame(frameWanted < 0 ? frameCount() + frameWanted : frameWanted);
         done();
       };
-      if (demo_ && demo_->world_size == ranks && demo_->config.preset == "simple") {
+      if (demo_ && demo_->world_size == ranks && demo_->config.run.preset == "simple") {
         finish();
         return;
       }

@@ -1,6 +1,5 @@
 #include "gui/runtime/engine_worker.h"
 
-#include <algorithm>
 #include <exception>
 #include <utility>
 
@@ -11,7 +10,8 @@
 #include "engine/device.h"
 #include "engine/error.h"
 #include "engine/model.h"
-#include "engine/model_spec.h"
+#include "engine/run/run_spec.h"
+#include "gui/runtime/run_spec_from_settings.h"
 
 namespace gui {
 
@@ -43,24 +43,13 @@ dpv::Dataset makeBatchFor(const QString& preset, int64_t rows, uint64_t seed) {
   return dpv::course::program_data(preset.toStdString(), rows, seed);
 }
 
-qint64 ddpBucketBytesFor(const dpv::ModelSpec& spec) {
-  const dpv::Model model(spec);
-  std::string last;  // the prefix of the last layer with parameters ("6.")
-  for (const auto& d : model.parameter_decls()) last = d.name.substr(0, d.name.find('.') + 1);
-  qint64 bytes = 0;
-  for (const auto& d : model.parameter_decls())
-    if (d.name.rfind(last, 0) == 0) bytes += dpv::shape_numel(d.shape) * static_cast<qint64>(dpv::dtype_size(d.dtype));
-  return std::max<qint64>(1, bytes);
-}
-
 EngineWorker::EngineWorker(const Generation* generation, const std::atomic<bool>* stopping)
     : latest_(generation), stopping_(stopping) {}
 
 EngineWorker::~EngineWorker() {
   // The iteration refers to the trainer; release in that order.
   iteration_.reset();
-  ddpTrainer_.reset();
-  trainer_.reset();
+  strategy_.reset();
   devices_.reset();
 }
 
@@ -73,8 +62,7 @@ void EngineWorker::configure(const AppSettings& settings, quint64 generation) {
     settings_ = settings;
     generation_ = generation;
     iteration_.reset();
-    ddpTrainer_.reset();
-    trainer_.reset();
+    strategy_.reset();
     batch_.reset();
     iterationNumber_ = 0;
   }
@@ -84,7 +72,8 @@ void EngineWorker::configure(const AppSettings& settings, quint64 generation) {
 void EngineWorker::reportFailure(quint64 generation, std::exception_ptr error) {
   // The failed iteration cannot continue (replicas are half-way); the next request starts afresh.
   iteration_.reset();
-  if (ddpTrainer_ && settings_.ddp) ddpTrainer_.reset();  // a failed rank leaves the group aborted
+  // A failed rank leaves the group aborted.
+  if (strategy_ && strategy_->kind() == dpv::StrategyKind::DistributedDataParallel) strategy_.reset();
   EngineFailure failure = describeException(error);
   failure.inProgram = std::exchange(inStage_, false);
   emit failed(generation, failure);
@@ -93,32 +82,11 @@ void EngineWorker::reportFailure(quint64 generation, std::exception_ptr error) {
 bool EngineWorker::iterationRunning() const { return iteration_ && !iteration_->finished(); }
 
 dpv::Strategy& EngineWorker::ensureStrategy() {
-  const dpv::ModelSpec modelSpec = dpv::preset_model(settings_.preset.toStdString());
-  if (settings_.ddp) {
-    if (!ddpTrainer_) {
-      const qint64 bucketBytes = ddpBucketBytesFor(modelSpec);
-      dpv::Model model(modelSpec);
-      const dpv::TensorMap state = model.initial_state(settings_.seed);
-      dpv::DdpOptions options;
-      options.lr = settings_.learningRate;
-      options.sync_bn = settings_.syncBatchNorm;
-      options.bucket_cap_mb = static_cast<double>(bucketBytes) / (1024.0 * 1024.0);
-      options.first_bucket_bytes = static_cast<size_t>(bucketBytes);
-      ddpTrainer_ = std::make_unique<dpv::DdpTrainer>(devices_, std::move(model), state, options);
-      iterationNumber_ = 0;
-    }
-    return *ddpTrainer_;
-  }
-  if (!trainer_) {
-    dpv::Model model(modelSpec);
-    const dpv::TensorMap state = model.initial_state(settings_.seed);
-    dpv::TrainOptions options;
-    options.lr = settings_.learningRate;
-    options.sync_bn = settings_.syncBatchNorm;
-    trainer_ = std::make_unique<dpv::Trainer>(devices_, std::move(model), state, options);
+  if (!strategy_) {
+    strategy_ = dpv::make_strategy(runSpecFromSettings(settings_), devices_);
     iterationNumber_ = 0;
   }
-  return *trainer_;
+  return *strategy_;
 }
 
 void EngineWorker::ensureIteration(quint64 generation) {
@@ -126,8 +94,7 @@ void EngineWorker::ensureIteration(quint64 generation) {
   iteration_.reset();
   const std::string spec = settings_.devices.toStdString();
   if (!devices_ || deviceSpecInUse_ != settings_.devices) {
-    ddpTrainer_.reset();
-    trainer_.reset();
+    strategy_.reset();
     devices_.reset();  // joins the old device threads before making new ones
     devices_ = dpv::DeviceSet::create(spec);
     deviceSpecInUse_ = settings_.devices;
@@ -167,10 +134,10 @@ IterationInfo EngineWorker::describeIteration(quint64 generation, const dpv::Str
     info.chunks = dpv::chunk_sizes(batch_->inputs.dim(0), devices_->size());  // DataParallel's, for contrast
     info.shards = ddp->shards();
     info.padding = ddp->padding();
-    info.bucketCapMb = ddpTrainer_->options().bucket_cap_mb;
-    info.firstBucketBytes = static_cast<qint64>(ddpTrainer_->options().first_bucket_bytes);
-    for (const auto& d : model.parameter_decls())
-      info.parameterBytes += dpv::shape_numel(d.shape) * static_cast<qint64>(dpv::dtype_size(d.dtype));
+    const dpv::DdpOptions& options = dynamic_cast<const dpv::DdpTrainer&>(strategy).options();
+    info.bucketCapMb = options.bucket_cap_mb;
+    info.firstBucketBytes = static_cast<qint64>(options.first_bucket_bytes);
+    info.parameterBytes = dpv::parameter_bytes(model);
   }
   return info;
 }

@@ -12,12 +12,9 @@
 
 namespace dpv {
 class DeviceSet;
-class Trainer;
-class DdpTrainer;
 class Strategy;
 class StrategyIteration;
 struct Dataset;
-struct ModelSpec;
 }  // namespace dpv
 
 namespace gui {
@@ -27,12 +24,6 @@ namespace gui {
 // the seed program's own), one fixed batch for every iteration of a run. Throws dpv::Error when the
 // model cannot take a batch.
 dpv::Dataset makeBatchFor(const QString& preset, int64_t rows, uint64_t seed);
-
-// The bucket limit the app gives DDP (both bucket_cap_mb and dist._DEFAULT_FIRST_BUCKET_BYTES): the
-// bytes of the last layer's parameters, whose gradients are ready first. The rebuilt first bucket
-// is then exactly that layer, launched while every earlier layer is still to be computed, and even
-// a small model gets several buckets to watch one by one.
-qint64 ddpBucketBytesFor(const dpv::ModelSpec& spec);
 
 class EngineWorker : public QObject {
   Q_OBJECT
@@ -77,9 +68,8 @@ class EngineWorker : public QObject {
   quint64 generation_ = 0;
   QString deviceSpecInUse_;
   std::shared_ptr<dpv::DeviceSet> devices_;
-  std::unique_ptr<dpv::Trainer> trainer_;
-  // AppSettings::ddp: the same model and global batch under DistributedDataParallel instead.
-  std::unique_ptr<dpv::DdpTrainer> ddpTrainer_;
+  // DataParallel's Trainer, or (AppSettings::ddp) a DdpTrainer on the same model and global batch.
+  std::unique_ptr<dpv::Strategy> strategy_;
   // The iteration in progress, of whichever strategy: one path steps both.
   std::unique_ptr<dpv::StrategyIteration> iteration_;
   std::unique_ptr<dpv::Dataset> batch_;  // the batch the iteration uses (kept alive with it)

@@ -15,6 +15,7 @@
 #include "gui/runtime/engine_controller.h"
 #include "gui/runtime/engine_worker.h"
 #include "gui/runtime/run_off_thread.h"
+#include "gui/runtime/run_spec_from_settings.h"
 #include "gui/timeline/bars.h"
 #include "gui/timeline/page.h"
 
@@ -43,20 +44,16 @@ void TimelinePage::measure() {
   }
   const AppSettings settings = context()->settings();
   const quint64 generation = seriesGeneration_.next();
-  dpv::course::TimelineConfig config;
-  config.devices = settings.devices.toStdString();
-  config.preset = settings.preset.toStdString();
-  config.lr = settings.learningRate;
-  config.sync_bn = settings.syncBatchNorm;
-  config.seed = settings.seed;
-  config.iterations = kMeasuredIterations;
   measureButton_->setEnabled(false);
   summary_->setText(tr("Measuring %1 iterations on %2, then the same on one device …").arg(kMeasuredIterations).arg(settings.devices));
   std::shared_ptr<std::atomic<bool>> cancel = cancel_;
   runner_->run(
-      [config, settings, cancel] {
+      [settings, cancel] {
         Measurement m;
         try {
+          dpv::course::TimelineConfig config;
+          config.run = runSpecFromSettings(settings);
+          config.iterations = kMeasuredIterations;
           // The batch the Iteration page trains on, so both pages time the same work.
           const dpv::Dataset batch = makeBatchFor(settings.preset, settings.batchSize, settings.seed);
           m.series = dpv::course::measure_timeline(config, batch, [cancel] { return !cancel->load(); });
@@ -161,7 +158,7 @@ void TimelinePage::drawSeries() {
   summary_->setText(tr("<b>%1 iterations</b> on %2 from the same weights and batch, scatter to step: %3. "
                        "Bars are medians; whiskers run from the fastest to the slowest iteration.%4")
                         .arg(s.totals.size())
-                        .arg(QString::fromStdString(s.config.devices))
+                        .arg(QString::fromStdString(s.config.run.devices))
                         .arg(msText(s.total))
                         .arg(s.simulated ? tr(" Simulated devices are CPU threads: CPU times, not GPU times.") : QString()));
   summary_->setToolTip(tr("Median time per stage: %1").arg(parts.join(QStringLiteral(", "))));

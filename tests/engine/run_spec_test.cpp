@@ -72,3 +72,20 @@ TEST(RunSpec, MakeStrategyBuildsTheNamedStrategyFromTheSeed) {
   EXPECT_EQ(ddp_trainer->options().bucket_cap_mb, 0.5);
   EXPECT_FALSE(ddp_trainer->options().broadcast_buffers);
 }
+
+TEST(RunSpec, TeachingBucketIsTheLastLayerWithParameters) {
+  // SimpleModel: Linear(10, 2), 22 floats.
+  EXPECT_EQ(teaching_bucket_bytes(preset_model("simple")), 22 * 4);
+  // mlp-bn ends in Linear(32, 3); the BatchNorm layers before it are not part of the bucket.
+  const ModelSpec mlp = preset_model("mlp-bn");
+  const Model model(mlp);
+  const std::string last = model.layer_prefix(model.num_layers() - 1);
+  ASSERT_EQ(model.layer(model.num_layers() - 1).kind(), LayerKind::Linear);
+  EXPECT_EQ(teaching_bucket_bytes(mlp), (32 * 3 + 3) * 4);
+  EXPECT_EQ(teaching_bucket_bytes(mlp), parameter_bytes(model, last));
+  // Both DDP limits are that size.
+  const DdpSettings ddp = teaching_ddp_settings(mlp);
+  EXPECT_EQ(ddp.first_bucket_bytes, static_cast<size_t>((32 * 3 + 3) * 4));
+  EXPECT_DOUBLE_EQ(ddp.bucket_cap_mb * 1024.0 * 1024.0, (32 * 3 + 3) * 4);
+  EXPECT_TRUE(ddp.broadcast_buffers);
+}

@@ -41,10 +41,10 @@ TEST(RingPage, EveryCellAtEveryStepIsTheEnginesPartialSum) {
   ASSERT_TRUE(page.errorText().isEmpty()) << page.errorText().toStdString();
 
   dpv::course::RingDemoConfig config;
-  config.preset = "simple";
-  config.world_size = 3;
-  config.seed = e.context.settings().seed;
-  config.lr = e.context.settings().learningRate;
+  config.run.preset = "simple";
+  config.run.devices = "cpu:3";
+  config.run.seed = e.context.settings().seed;
+  config.run.optimizer.lr = e.context.settings().learningRate;
   const dpv::course::RingDemo fresh = dpv::course::run_ring_demo(config);
   ASSERT_EQ(page.frameCount(), static_cast<int>(fresh.frames.size()));
   ASSERT_EQ(page.frameCount(), 1 + 2 * 2);

@@ -54,7 +54,7 @@ void expect_partial_sums(const RingDemo& demo, int W) {
 
 TEST(RingDemo, EveryCellIsTheSumOfItsContributorsStartingValues) {
   RingDemoConfig config;
-  config.world_size = 4;
+  config.run.devices = "cpu:4";
   const RingDemo demo = run_ring_demo(config);
   const int W = 4;
   expect_partial_sums(demo, W);
@@ -78,9 +78,9 @@ TEST(RingDemo, EveryCellIsTheSumOfItsContributorsStartingValues) {
 
 TEST(RingDemo, ABucketOfAModelWithBatchNormOnThreeRanks) {
   RingDemoConfig config;
-  config.preset = "mlp-bn";
-  config.world_size = 3;
-  config.batch = 24;
+  config.run.preset = "mlp-bn";
+  config.run.devices = "cpu:3";
+  config.run.batch = 24;
   const RingDemo demo = run_ring_demo(config);
   expect_partial_sums(demo, 3);
   EXPECT_FALSE(demo.params.empty());
@@ -89,10 +89,10 @@ TEST(RingDemo, ABucketOfAModelWithBatchNormOnThreeRanks) {
 
 TEST(RingDemo, RefusesOneRankAndTooSmallABatch) {
   RingDemoConfig one;
-  one.world_size = 1;
+  one.run.devices = "cpu:1";
   EXPECT_THROW(run_ring_demo(one), Error);
   RingDemoConfig small;
-  small.batch = 2;
+  small.run.batch = 2;
   EXPECT_THROW(run_ring_demo(small), Error);
 }
 

@@ -27,8 +27,8 @@ Dataset batchFor(const std::string& preset, int64_t rows) { return make_data_for
 
 TEST(MeasureTimeline, SummarisesEveryTimedIterationPerStageAndDevice) {
   TimelineConfig config;
-  config.devices = "cpu:2";
-  config.preset = "simple";
+  config.run.devices = "cpu:2";
+  config.run.preset = "simple";
   config.iterations = 5;
   const TimelineSeries series = measure_timeline(config, batchFor("simple", 10));
   ASSERT_EQ(series.totals.size(), 5u);
@@ -62,7 +62,7 @@ TEST(MeasureTimeline, SummarisesEveryTimedIterationPerStageAndDevice) {
 
 TEST(MeasureTimeline, OneDeviceIsItsOwnBaseline) {
   TimelineConfig config;
-  config.devices = "cpu:1";
+  config.run.devices = "cpu:1";
   config.iterations = 3;
   const TimelineSeries series = measure_timeline(config, batchFor("simple", 4));
   EXPECT_DOUBLE_EQ(series.speedup, 1.0);
@@ -84,7 +84,7 @@ TEST(MeasureTimeline, SaysWhenSimulatedDevicesOutnumberTheCores) {
 
 TEST(MeasureTimeline, StopsWhenAskedAndRejectsBadCounts) {
   TimelineConfig config;
-  config.devices = "cpu:2";
+  config.run.devices = "cpu:2";
   config.iterations = 6;
   int asked = 0;
   const TimelineSeries series = measure_timeline(config, batchFor("simple", 6), [&] { return ++asked < 3; });

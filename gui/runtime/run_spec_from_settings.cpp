@@ -1,0 +1,20 @@
+#include "gui/runtime/run_spec_from_settings.h"
+
+namespace gui {
+
+dpv::RunSpec runSpecFromSettings(const AppSettings& settings) {
+  dpv::RunSpec spec;
+  spec.devices = settings.devices.toStdString();
+  spec.preset = settings.preset.toStdString();
+  spec.batch = settings.batchSize;
+  spec.optimizer.lr = settings.learningRate;
+  spec.sync_bn = settings.syncBatchNorm;
+  spec.seed = settings.seed;
+  if (settings.ddp) {
+    spec.strategy = dpv::StrategyKind::DistributedDataParallel;
+    spec.ddp = dpv::teaching_ddp_settings(spec.model_spec());
+  }
+  return spec;
+}
+
+}  // namespace gui
