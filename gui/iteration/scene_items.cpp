@@ -160,8 +160,9 @@ QPointF HostBox::batchAnchor() const { return mapToScene(QPointF(16, 44)); }
 
 InfoCard::InfoCard(qreal width, const QString& theme) : width_(width), theme_(theme) { setVisible(false); }
 
-void InfoCard::setContent(const QString& title, const QStringList& lines) {
+void InfoCard::setContent(const QString& title, const QStringList& lines, const QStringList& shorterTitles) {
   title_ = title;
+  shorterTitles_ = shorterTitles;
   lines_ = lines;
   setVisible(!title.isEmpty());
   update();
@@ -182,10 +183,8 @@ void InfoCard::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
   painter->drawRoundedRect(boundingRect().adjusted(0.75, 0.75, -0.75, -0.75), 8, 8);
   painter->setPen(c.text);
   painter->setFont(sceneFont(13, true));
-  // "Which samples went where (torch.chunk)" can lose its parenthesis; the numbers are whole.
-  QStringList titleForms{title_};
-  if (const qsizetype paren = title_.indexOf(QStringLiteral(" (")); paren > 0) titleForms << title_.left(paren);
-  drawn_ = {drawFitted(painter, QRectF(12, 5, width_ - 24, 18), titleForms)};
+  // The title may be said shorter ("Which samples went where" without "(torch.chunk)"); the numbers are whole.
+  drawn_ = {drawFitted(painter, QRectF(12, 5, width_ - 24, 18), QStringList{title_} + shorterTitles_)};
   painter->setFont(sceneFont(12));
   for (int i = 0; i < lines_.size() && i < 3; ++i) {
     painter->setPen(i == 0 ? c.text : c.subtext);
@@ -267,13 +266,16 @@ void DeviceBox::setFailed(const QString& reason) {
   update();
 }
 
-QString DeviceBox::replicaTitle() const {
+QString DeviceBox::replicaTitle() const { return replicaTitleForms().constFirst(); }
+
+QStringList DeviceBox::replicaTitleForms() const {
   if (view_.hasReplica) {
-    return device_ == 0 ? QObject::tr("replica 0 (the original)") : QObject::tr("replica %1 (a copy)").arg(device_);
+    if (device_ == 0) return {QObject::tr("replica 0 (the original)"), QObject::tr("replica 0 (original)")};
+    return {QObject::tr("replica %1 (a copy)").arg(device_)};
   }
-  if (device_ == 0) return QObject::tr("the module (original weights)");
-  if (view_.replicaDiscarded) return QObject::tr("replica %1: discarded").arg(device_);
-  return view_.idle ? QObject::tr("no replica (idle)") : QObject::tr("no replica yet");
+  if (device_ == 0) return {QObject::tr("the module (original weights)")};
+  if (view_.replicaDiscarded) return {QObject::tr("replica %1: discarded").arg(device_)};
+  return {view_.idle ? QObject::tr("no replica (idle)") : QObject::tr("no replica yet")};
 }
 
 void DeviceBox::setTheme(const QString& theme) {
@@ -320,13 +322,9 @@ void DeviceBox::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidge
   drawn_ = {view_.title};
   painter->setFont(sceneFont(11));
   painter->setPen(c.subtext);
-  // "simulated on CPU · output device": where room is short, GPU 0 keeps "output device".
-  QStringList subtitleForms{view_.subtitle};
-  if (const qsizetype dot = view_.subtitle.lastIndexOf(QStringLiteral(" · ")); dot > 0)
-    subtitleForms << view_.subtitle.mid(dot + 3) << view_.subtitle.left(dot);
-  // Beside the title of a small box: "on CPU" (the full text is in the box's hover card).
-  if (view_.subtitle.contains(QLatin1String("output device"))) subtitleForms << QObject::tr("output");
-  if (view_.subtitle.contains(QLatin1String("on CPU"))) subtitleForms << QObject::tr("on CPU");
+  // "simulated on CPU · output device", or where room is short the view's shorter forms (beside
+  // the title of a small box: "on CPU"; the full text is in the box's hover card).
+  const QStringList subtitleForms = QStringList{view_.subtitle} + view_.shorterSubtitles;
   if (g_.compact) {
     const qreal x = 10 + titleMetrics.horizontalAdvance(view_.title) + 8;
     drawn_ << drawFitted(painter, QRectF(x, 6, W - 10 - x, g_.titleH), subtitleForms);
@@ -341,11 +339,9 @@ void DeviceBox::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidge
   painter->drawRoundedRect(replica, 5, 5);
   painter->setFont(sceneFont(11));
   painter->setPen(view_.hasReplica ? c.text : c.subtext);
-  const QString title = replicaTitle();
   const qreal pillH = g_.compact ? 14 : 16;
-  QStringList titleForms{title};
-  if (title.contains(QStringLiteral(" (the original)"))) titleForms << QString(title).replace(QStringLiteral(" (the original)"), QStringLiteral(" (original)"));
-  drawn_ << drawFitted(painter, QRectF(replica.left() + 7, replica.top() + 2, replica.width() - 14, replica.height() - pillH - 6), titleForms);
+  drawn_ << drawFitted(painter, QRectF(replica.left() + 7, replica.top() + 2, replica.width() - 14, replica.height() - pillH - 6),
+                       replicaTitleForms());
   if (view_.hasReplica || device_ == 0) {
     paintLayers(painter, QRectF(replica.left() + 7, replica.bottom() - pillH - 5, replica.width() - 14, pillH), c);
   }

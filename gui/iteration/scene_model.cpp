@@ -97,11 +97,11 @@ void fillCard(SceneState& state, const dpv::StageEvent& e, int devices) {
   const auto& chunks = e.chunk_sizes;
   if (e.stage.kind == dpv::StageKind::Scatter && !chunks.empty()) {
     state.cardTitle = QObject::tr("Which samples went where (torch.chunk)");
+    state.cardTitleShorter = {QObject::tr("Which samples went where")};  // the numbers stay whole
     QStringList parts;
     int64_t first = 0;
     for (size_t j = 0; j < chunks.size(); ++j) {
-      const QString rows = sampleRowsText(first, chunks[j]);
-      parts << QObject::tr("GPU %1: %2").arg(j).arg(rows.mid(rows.indexOf(QLatin1Char(' ')) + 1));
+      parts << QObject::tr("GPU %1: %2").arg(j).arg(sampleNumbersText(first, chunks[j]));
       first += chunks[j];
     }
     // The card has three lines: the devices spread over them (two if an idle line follows), so
@@ -160,15 +160,18 @@ TensorRole chipRoleFor(MemoryKind kind) {
   return TensorRole::Input;
 }
 
+QString sampleNumbersText(int64_t first, int64_t count) {
+  if (count <= 0) return QString();
+  if (count > 3) return QStringLiteral("%1–%2").arg(first).arg(first + count - 1);
+  QStringList rows;
+  for (int64_t r = first; r < first + count; ++r) rows << QString::number(r);
+  return rows.join(QStringLiteral(", "));
+}
+
 QString sampleRowsText(int64_t first, int64_t count) {
   if (count <= 0) return QObject::tr("no samples");
-  if (count == 1) return QObject::tr("sample %1").arg(first);
-  if (count <= 3) {
-    QStringList rows;
-    for (int64_t r = first; r < first + count; ++r) rows << QString::number(r);
-    return QObject::tr("samples %1").arg(rows.join(QStringLiteral(", ")));
-  }
-  return QObject::tr("samples %1–%2").arg(first).arg(first + count - 1);
+  if (count == 1) return QObject::tr("sample %1").arg(sampleNumbersText(first, count));
+  return QObject::tr("samples %1").arg(sampleNumbersText(first, count));
 }
 
 QString chipHoverCard(const ChipView& chip) {
@@ -212,6 +215,25 @@ QPair<QString, QString> splitDeviceLabel(const QString& label) {
   return {label, QString()};
 }
 
+namespace {
+
+// The box's title and subtitle, and the shorter subtitles to offer where room is short: GPU 0
+// keeps "output device", then "output"; a simulated device keeps "on CPU".
+void setTitles(DeviceView& view, const IterationInfo& info, int d) {
+  IterationInfo::DeviceTitle title{info.deviceLabels.at(d), QString(), false};  // an info without titles: the label whole
+  if (d < static_cast<int>(info.deviceTitles.size())) title = info.deviceTitles[static_cast<size_t>(d)];
+  view.title = title.name;
+  view.subtitle = title.detail;
+  if (d == 0) {
+    view.subtitle += (view.subtitle.isEmpty() ? QString() : QStringLiteral(" · ")) + QObject::tr("output device");
+    if (!title.detail.isEmpty()) view.shorterSubtitles << QObject::tr("output device") << title.detail;
+    view.shorterSubtitles << QObject::tr("output");
+  }
+  if (title.simulated) view.shorterSubtitles << QObject::tr("on CPU");
+}
+
+}  // namespace
+
 SceneState sceneStateFor(const IterationInfo& info, const dpv::StageEvent* event) {
   SceneState state;
   const int n = static_cast<int>(info.deviceLabels.size());
@@ -225,10 +247,7 @@ SceneState sceneStateFor(const IterationInfo& info, const dpv::StageEvent* event
   for (int d = 0; d < n; ++d) {
     DeviceView view;
     view.device = d;
-    const auto [title, subtitle] = splitDeviceLabel(info.deviceLabels.at(d));
-    view.title = title;
-    view.subtitle = subtitle;
-    if (d == 0) view.subtitle += (view.subtitle.isEmpty() ? QString() : QStringLiteral(" · ")) + QObject::tr("output device");
+    setTitles(view, info, d);
 
     const dpv::DeviceState* ds = nullptr;
     const std::vector<dpv::DeviceState>& states = event ? event->devices : info.devicesBefore;
@@ -247,7 +266,7 @@ SceneState sceneStateFor(const IterationInfo& info, const dpv::StageEvent* event
       for (const auto& t : ds->tensors) byPart[static_cast<int>(t.memory)].append(t);
       for (const auto& [part, group] : byPart) {
         const auto kind = static_cast<dpv::MemoryKind>(part);
-        view.chips.append(ChipView{chipRoleFor(kind), kind, chipText(kind, group), group, false});
+        view.chips.append(ChipView{chipRoleFor(kind), kind, chipText(kind, group), group, false, d});
       }
       std::stable_sort(view.chips.begin(), view.chips.end(),
                        [](const ChipView& a, const ChipView& b) { return chipSlot(a.role) < chipSlot(b.role); });
@@ -258,7 +277,7 @@ SceneState sceneStateFor(const IterationInfo& info, const dpv::StageEvent* event
       for (int j = 0; j < d; ++j) first += event->chunk_sizes[static_cast<size_t>(j)];
       if (view.chunkRows > 0) {
         view.chips.append(ChipView{TensorRole::Input, dpv::MemoryKind::Batch,
-                                   QObject::tr("input chunk: %1").arg(sampleRowsText(first, view.chunkRows)), {}, true});
+                                   QObject::tr("input chunk: %1").arg(sampleRowsText(first, view.chunkRows)), {}, true, d});
       }
     }
     // A device that got no rows of the batch sits the iteration out (torch.chunk made fewer chunks).

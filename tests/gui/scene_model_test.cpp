@@ -9,7 +9,10 @@ namespace {
 
 IterationInfo fourDevices() {
   IterationInfo info;
-  for (int d = 0; d < 4; ++d) info.deviceLabels << QStringLiteral("GPU %1 (simulated on CPU)").arg(d);
+  for (int d = 0; d < 4; ++d) {
+    info.deviceLabels << QStringLiteral("GPU %1 (simulated on CPU)").arg(d);
+    info.deviceTitles.push_back({QStringLiteral("GPU %1").arg(d), QStringLiteral("simulated on CPU"), true});
+  }
   info.chunks = {2, 2, 2};
   return info;
 }
@@ -78,6 +81,7 @@ TEST(SceneModel, ParametersAndBuffersShareOneChipAndGradsGetTheirOwn) {
   ev.devices.push_back(ds);
   IterationInfo info;
   info.deviceLabels << QStringLiteral("GPU 0 (simulated on CPU)");
+  info.deviceTitles.push_back({QStringLiteral("GPU 0"), QStringLiteral("simulated on CPU"), true});
   const SceneState s = sceneStateFor(info, &ev);
   const auto& chips = s.devices[0].chips;
   // The snapshot is the whole truth: no chip is made up for the chunk rows it does not list.
