@@ -18,18 +18,6 @@ QFont sceneFont(qreal pointSize, bool bold = false) {
   return f;
 }
 
-// The ways to say a label, longest first: the text, then without its trailing " · " parts
-// ("samples 3, 4, 5 · [3, 10]", "samples 3, 4, 5"); the hover card has the whole text.
-QStringList shorterForms(const QString& text) {
-  QStringList forms{text};
-  QString s = text;
-  for (qsizetype cut = s.lastIndexOf(QStringLiteral(" · ")); cut > 0; cut = s.lastIndexOf(QStringLiteral(" · "))) {
-    s = s.left(cut);
-    forms << s;
-  }
-  return forms;
-}
-
 // One line of a label in `r`: the first form that fits at the painter's font or a smaller one
 // (down to 80% of it, still readable: the view raised the text scale for small windows), and
 // only when none fits, the last form elided. Returns what was drawn.
@@ -128,7 +116,7 @@ void ChipItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
   painter->drawRoundedRect(r, 5, 5);
   painter->setPen(c.chipText);
   painter->setFont(sceneFont(height_ < 22 ? 11 : 12));
-  drawn_ = {drawFitted(painter, r.adjusted(8, 0, -6, 0), shorterForms(view_.text))};
+  drawn_ = {drawFitted(painter, r.adjusted(8, 0, -6, 0), QStringList{view_.text} + view_.shorterTexts)};
 }
 
 void ChipItem::mousePressEvent(QGraphicsSceneMouseEvent* event) {
@@ -370,9 +358,10 @@ void DeviceBox::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidge
   // chips hold (same colours), with the peak marked.
   painter->setFont(sceneFont(11));
   painter->setPen(c.subtext);
+  // Where room is short the peak goes (it is marked on the bar).
+  const QString memory = QObject::tr("memory %1").arg(formatBytes(static_cast<double>(view_.memoryBytes)));
   drawn_ << drawFitted(painter, QRectF(10, g_.memoryTop, W - 20, 15),
-                       shorterForms(QObject::tr("memory %1 · peak %2").arg(formatBytes(static_cast<double>(view_.memoryBytes)),
-                                                                          formatBytes(static_cast<double>(view_.memoryPeak)))));
+                       {memory + QObject::tr(" · peak %1").arg(formatBytes(static_cast<double>(view_.memoryPeak))), memory});
   const QRectF track(10, g_.memoryTop + 17, W - 20, 9);
   painter->setPen(Qt::NoPen);
   painter->setBrush(c.memoryTrack);

@@ -17,6 +17,9 @@ struct ChipView {
   QList<dpv::TensorInfo> tensors;  // what the inspector shows when the chip is clicked
   bool synthesized = false;        // made from chunk sizes (an event without a snapshot listed no tensor)
   int device = -1;                 // the device it is on (-1: a chip in flight between devices)
+  // Shorter ways to say `text` where room is short, longest first: it without its trailing
+  // " · " parts ("samples 3, 4, 5 · [3, 10]" -> "samples 3, 4, 5"); the hover card has it whole.
+  QStringList shorterTexts;
 };
 // The chip group of a part of memory, and its role.
 dpv::TensorRole chipRoleFor(dpv::MemoryKind kind);

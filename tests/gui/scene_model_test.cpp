@@ -42,6 +42,19 @@ TEST(SceneModel, BeforeTheFirstStageNothingIsOnTheDevices) {
   EXPECT_TRUE(s.devices[0].subtitle.contains(QLatin1String("output device")));
 }
 
+TEST(SceneModel, TitlesAndTheirShortFormsComeFromTheDevicesTitles) {
+  IterationInfo info = fourDevices();
+  info.deviceTitles[1] = {QStringLiteral("GPU 1"), QStringLiteral("virtual, on H200 #0"), false};
+  const SceneState s = sceneStateFor(info, nullptr);
+  EXPECT_EQ(s.devices[0].title, QStringLiteral("GPU 0"));
+  EXPECT_EQ(s.devices[0].subtitle, QStringLiteral("simulated on CPU · output device"));
+  EXPECT_EQ(s.devices[0].shorterSubtitles,
+            (QStringList{QStringLiteral("output device"), QStringLiteral("simulated on CPU"), QStringLiteral("output"), QStringLiteral("on CPU")}));
+  EXPECT_EQ(s.devices[1].subtitle, QStringLiteral("virtual, on H200 #0"));
+  EXPECT_TRUE(s.devices[1].shorterSubtitles.isEmpty()) << "not simulated: no \"on CPU\"";
+  EXPECT_EQ(s.devices[2].shorterSubtitles, QStringList{QStringLiteral("on CPU")});
+}
+
 TEST(SceneModel, ScatterGivesChunksAndLeavesTheDeviceWithoutOneIdle) {
   dpv::StageEvent ev;
   ev.stage.kind = dpv::StageKind::Scatter;
@@ -61,10 +74,15 @@ TEST(SceneModel, ScatterGivesChunksAndLeavesTheDeviceWithoutOneIdle) {
     ASSERT_EQ(s.devices[d].chips.size(), 1) << d;
     EXPECT_EQ(s.devices[d].chips[0].role, dpv::TensorRole::Input);
     EXPECT_EQ(s.devices[d].chips[0].text, QStringLiteral("samples %1, %2 · [2, 10]").arg(2 * d).arg(2 * d + 1));
+    EXPECT_EQ(s.devices[d].chips[0].shorterTexts, QStringList{QStringLiteral("samples %1, %2").arg(2 * d).arg(2 * d + 1)});
+    EXPECT_EQ(s.devices[d].chips[0].device, d);
     EXPECT_FALSE(s.devices[d].idle);
   }
   EXPECT_TRUE(s.devices[3].idle);
   EXPECT_TRUE(s.devices[3].chips.isEmpty());
+  // The card's lines name each device's rows by number; its title may drop "(torch.chunk)".
+  EXPECT_EQ(s.cardLines.join(QLatin1Char('|')), QStringLiteral("GPU 0: 0, 1  ·  GPU 1: 2, 3|GPU 2: 4, 5|GPU 3: no chunk, idle"));
+  EXPECT_EQ(s.cardTitleShorter, QStringList{QStringLiteral("Which samples went where")});
 }
 
 TEST(SceneModel, ParametersAndBuffersShareOneChipAndGradsGetTheirOwn) {
