@@ -22,6 +22,9 @@ struct QuizScenario {
   std::string params_json;  // the "params" object, as JSON text
 };
 
+// Where a question comes from (the quiz file's "origin": "document" or "dpviz", the default).
+enum class QuizOrigin { Dpviz, Document };
+
 struct QuizQuestion {
   std::string id;
   std::string difficulty;   // easy, medium, hard
@@ -35,7 +38,7 @@ struct QuizQuestion {
   std::vector<std::string> mistakes;  // common mistakes
   std::optional<QuizScenario> scenario;
   std::string link;         // optional page id: iteration, bnlab, sample
-  std::string origin;       // "document" for the source document's questions, else "dpviz"
+  QuizOrigin origin = QuizOrigin::Dpviz;  // Document for the source document's questions
   std::string section;      // "dp" (nn.DataParallel, the default) or "ddp" (DistributedDataParallel)
   std::string source;       // the file it came from (for messages)
 
@@ -63,6 +66,19 @@ QuizLoadResult parse_quiz_file(const std::string& json_text, const std::string& 
 // Loads every *.json file of `quiz_dir` in file-name order. Duplicate ids keep the first one.
 // A missing folder is a problem, not an exception.
 QuizLoadResult load_quiz(const std::string& quiz_dir);
+
+// What a question's scenario says about the run it stands for, for a page that shows that run:
+// its devices ("devices": 1 to 8 simulated GPUs; 0 when it names none or more), batch ("batch", or
+// the first dimension of "input_shape"; 0 when it names none), model ("preset", when that is a
+// preset's name; empty otherwise) and BatchNorm mode ("sync_bn", when named). Parameters that
+// are not valid JSON name nothing.
+struct ScenarioSetup {
+  int devices = 0;
+  int batch = 0;
+  std::string preset;
+  std::optional<bool> sync_bn;
+};
+ScenarioSetup scenario_setup(const QuizScenario& scenario);
 
 // Label of the option at `index`: 0 -> "A".
 std::string option_label(int index);

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -13,6 +14,7 @@
 #include "course/quiz.h"
 #include "course/scenario.h"
 #include "engine/error.h"
+#include "engine/model_spec.h"
 
 namespace dpv::course {
 namespace fs = std::filesystem;
@@ -156,10 +158,13 @@ QuizQuestion read_question(const json& q, const std::string& source) {
   out.link = text_field(q, "link", false);
   if (!out.link.empty() && !contains(quiz_link_pages(), out.link))
     throw Error("'link' is '" + out.link + "'; expected one of " + join(quiz_link_pages()));
-  out.origin = text_field(q, "origin", false);
-  if (out.origin.empty()) out.origin = "dpviz";
-  if (out.origin != "document" && out.origin != "dpviz")
-    throw Error("'origin' is '" + out.origin + "'; expected document or dpviz");
+  const std::string origin = text_field(q, "origin", false);
+  if (origin == "document")
+    out.origin = QuizOrigin::Document;
+  else if (origin.empty() || origin == "dpviz")
+    out.origin = QuizOrigin::Dpviz;
+  else
+    throw Error("'origin' is '" + origin + "'; expected document or dpviz");
   out.section = text_field(q, "section", false);
   if (out.section.empty()) out.section = "dp";
   if (!contains(quiz_sections(), out.section))
@@ -279,6 +284,39 @@ QuizLoadResult load_quiz(const std::string& quiz_dir) {
   }
   if (files.empty() && result.problems.empty()) result.problems.push_back("quiz folder '" + quiz_dir + "' holds no .json files");
   return result;
+}
+
+namespace {
+
+// A JSON number that is a whole int, else 0 (what a missing or odd parameter counts as).
+int whole_int(const json& v) {
+  if (!v.is_number()) return 0;
+  const double d = v.get<double>();
+  const bool whole = d == static_cast<double>(static_cast<int64_t>(d));
+  return whole && d >= std::numeric_limits<int>::min() && d <= std::numeric_limits<int>::max() ? static_cast<int>(d) : 0;
+}
+
+}  // namespace
+
+ScenarioSetup scenario_setup(const QuizScenario& scenario) {
+  ScenarioSetup setup;
+  const json params = json::parse(scenario.params_json, nullptr, /*allow_exceptions=*/false);
+  if (!params.is_object()) return setup;
+  const auto field = [&](const char* name) { return params.contains(name) ? params.at(name) : json(); };
+  const int devices = whole_int(field("devices"));
+  setup.devices = devices >= 1 && devices <= 8 ? devices : 0;
+  int batch = whole_int(field("batch"));
+  if (batch < 1) {
+    const json shape = field("input_shape");
+    batch = shape.is_array() && !shape.empty() ? whole_int(shape.front()) : 0;
+  }
+  setup.batch = std::max(batch, 0);
+  const json preset = field("preset");
+  const auto presets = preset_names();
+  if (preset.is_string() && std::find(presets.begin(), presets.end(), preset.get<std::string>()) != presets.end())
+    setup.preset = preset.get<std::string>();
+  if (params.contains("sync_bn")) setup.sync_bn = params.at("sync_bn").is_boolean() && params.at("sync_bn").get<bool>();
+  return setup;
 }
 
 }  // namespace dpv::course

@@ -114,6 +114,28 @@ std::string py_float(double v) {
 
 }  // namespace
 
+std::vector<ProgramLine> model_definition(const std::string& preset, ModelPlacement placement) {
+  const ModelSpec spec = preset_model(preset);
+  const std::string cuda = placement == ModelPlacement::Cuda ? ".cuda()" : "";
+  std::vector<ProgramLine> out;
+  auto add = [&](std::string text, int layer = -1) { out.push_back(ProgramLine{std::move(text), {}, layer}); };
+  if (preset == kSamplePreset) {
+    add("class SimpleModel(nn.Module):");
+    add("    def __init__(self):");
+    add("        super().__init__()");
+    add("        self.linear = " + layer_code(spec.layers.front()), 0);
+    add("    def forward(self, x):");
+    add("        return self.linear(x)");
+    add("");
+    add("model = SimpleModel()" + cuda);
+  } else {
+    add("model = nn.Sequential(");
+    for (size_t i = 0; i < spec.layers.size(); ++i) add("    " + layer_code(spec.layers[i]) + ",", static_cast<int>(i));
+    add(")" + cuda);
+  }
+  return out;
+}
+
 std::vector<ProgramLine> sample_program(const ProgramOptions& o) {
   const ModelSpec spec = preset_model(o.preset);
   const ModelInputShape shape = input_shape_of(spec);
@@ -125,20 +147,7 @@ std::vector<ProgramLine> sample_program(const ProgramOptions& o) {
   add("import torch.nn as nn");
   add("import torch.optim as optim");
   add("");
-  if (o.preset == kSamplePreset) {
-    add("class SimpleModel(nn.Module):");
-    add("    def __init__(self):");
-    add("        super().__init__()");
-    add("        self.linear = " + layer_code(spec.layers.front()), {}, 0);
-    add("    def forward(self, x):");
-    add("        return self.linear(x)");
-    add("");
-    add("model = SimpleModel().cuda()");
-  } else {
-    add("model = nn.Sequential(");
-    for (size_t i = 0; i < spec.layers.size(); ++i) add("    " + layer_code(spec.layers[i]) + ",", {}, static_cast<int>(i));
-    add(").cuda()");
-  }
+  for (ProgramLine& line : model_definition(o.preset, ModelPlacement::Cuda)) out.push_back(std::move(line));
   add("# devices: " + o.devices);
   if (o.sync_bn) {
     // nn.DataParallel has no synchronised BatchNorm (an nn.SyncBatchNorm inside it does not sync
@@ -177,6 +186,78 @@ std::vector<ProgramLine> sample_program(const ProgramOptions& o) {
   add("optimizer.step()", {K::Step});
   add("");
   add("print(f\"Loss: {loss.item():.4f}\")");
+  return out;
+}
+
+std::vector<ProgramLine> ddp_program(const DdpProgramOptions& o) {
+  std::vector<ProgramLine> out;
+  auto add = [&](std::string text, std::vector<K> stages = {}) { out.push_back(ProgramLine{std::move(text), std::move(stages), -1}); };
+  const int64_t ranks = std::max(1, o.ranks);
+  const int64_t per_rank = (o.rows + ranks - 1) / ranks;
+  const std::string bucket_bytes = std::to_string(o.bucket_bytes);
+  add("# torchrun --nproc_per_node=" + std::to_string(ranks) + " train.py  (one process per device)");
+  add("import torch");
+  add("import torch.nn as nn");
+  add("import torch.distributed as dist");
+  add("from torch.nn.parallel import DistributedDataParallel as DDP");
+  add("from torch.utils.data import DataLoader, DistributedSampler");
+  add("");
+  add("dist.init_process_group(\"gloo\")  # \"nccl\" on GPUs; RANK, WORLD_SIZE from torchrun");
+  add("rank = dist.get_rank()");
+  // The DataParallel program's model (one definition for both modes), left on this rank's device.
+  for (ProgramLine& line : model_definition(o.preset, ModelPlacement::AsBuilt)) out.push_back(std::move(line));
+  add("dist._DEFAULT_FIRST_BUCKET_BYTES = " + bucket_bytes + "  # the last layer's bytes: small buckets");
+  add("model = DDP(model, bucket_cap_mb=" + bucket_bytes + " / 2**20)  # rank 0's state to all", {K::Construct});
+  add("criterion = nn.CrossEntropyLoss()");
+  add("optimizer = torch.optim.SGD(model.parameters(), lr=" + py_float(o.lr) + ")");
+  add("");
+  add("# dataset: the same " + std::to_string(o.rows) + " samples on every rank");
+  add("sampler = DistributedSampler(dataset, shuffle=False)", {K::Sample});
+  add("loader = DataLoader(dataset, batch_size=" + std::to_string(per_rank) + ", sampler=sampler)  # per process");
+  add("for inputs, labels in loader:  # this rank's strided shard", {K::Sample});
+  add("    outputs = model(inputs)  # rank 0's buffers first, then forward", {K::BroadcastBuffers, K::Forward});
+  add("    loss = criterion(outputs, labels)  # this rank's own loss", {K::Loss});
+  add("    optimizer.zero_grad()");
+  add("    loss.backward()  # buckets all-reduce while it runs", {K::Backward, K::Finalize});
+  add("    optimizer.step()  # same averaged grads on every rank", {K::Step});
+  add("    if rank == 0:");
+  add("        print(f\"loss {loss.item():.4f}\")  # rank 0's loss only");
+  return out;
+}
+
+std::vector<ProgramLine> ddp_source_program() {
+  std::vector<ProgramLine> out;
+  auto add = [&](std::string text, std::vector<K> stages = {}) { out.push_back(ProgramLine{std::move(text), std::move(stages), -1}); };
+  add("# torch/nn/parallel/distributed.py (PyTorch 1.13, abridged)");
+  add("# DistributedDataParallel.__init__, lines 646-663");
+  add("self.bucket_bytes_cap = int(bucket_cap_mb * 1024 * 1024)");
+  add("_verify_param_shape_across_processes(self.process_group, parameters)", {K::Construct});
+  add("_sync_module_states(module=self.module, ..., src=0)  # broadcast", {K::Construct});
+  add("# _ddp_init_helper, lines 720-751: iteration 1 has ONE bucket");
+  add("bucket_size_limits = [sys.maxsize]", {K::Construct});
+  add("self.reducer = dist.Reducer(parameters, ..., dist._DEFAULT_FIRST_BUCKET_BYTES)", {K::Construct});
+  add("");
+  add("# torch/utils/data/distributed.py, DistributedSampler.__iter__, lines 97-121");
+  add("indices = list(range(len(self.dataset)))", {K::Sample});
+  add("indices += indices[:padding_size]  # pad by repeating the start", {K::Sample});
+  add("indices = indices[self.rank:self.total_size:self.num_replicas]", {K::Sample});
+  add("");
+  add("# DistributedDataParallel.forward, lines 1005-1058");
+  add("self.reducer.prepare_for_forward()");
+  add("if self.reducer._rebuild_buckets(): ...  # once, before the 2nd forward");
+  add("if self._check_sync_bufs_pre_fwd():", {K::BroadcastBuffers});
+  add("    self._sync_buffers()  # rank 0's buffers to every rank", {K::BroadcastBuffers});
+  add("output = self._run_ddp_forward(*inputs, **kwargs)", {K::Forward});
+  add("self.reducer.prepare_for_backward([])");
+  add("# the loss is the user's code: never averaged across ranks", {K::Loss});
+  add("");
+  add("# torch/csrc/distributed/c10d/reducer.cpp, during loss.backward()");
+  add("# autograd_hook -> mark_variable_ready: grad * (1/W) into its bucket", {K::Backward});
+  add("# mark_bucket_ready: all_reduce full buckets, strictly in order", {K::Backward});
+  add("# finalize_backward: wait for the all-reduces, copy into .grad", {K::Finalize});
+  add("");
+  add("# torch/optim/sgd.py, SGD.step (line 120): every rank, same grads", {K::Step});
+  add("param.add_(grad, alpha=-lr)", {K::Step});
   return out;
 }
 

@@ -79,4 +79,28 @@ struct ProgramOptions {
 // Throws dpv::Error for an unknown preset.
 std::vector<ProgramLine> sample_program(const ProgramOptions& options);
 
+// Where the model's definition leaves it: moved to the GPU (`.cuda()`, as the DataParallel program
+// does) or where it was built (a DDP rank's script, which runs one process per device).
+enum class ModelPlacement { Cuda, AsBuilt };
+// The lines that define a preset's model, ending with `model = ...`: the seed's SimpleModel class
+// for "simple", an nn.Sequential of the preset's layers otherwise. Each layer's line names it.
+// Throws dpv::Error for an unknown preset.
+std::vector<ProgramLine> model_definition(const std::string& preset, ModelPlacement placement);
+
+// The script every DDP rank runs (init_process_group, DistributedSampler, DistributedDataParallel)
+// for a global batch of `rows` samples on `ranks` ranks with buckets of `bucket_bytes`
+// (dist._DEFAULT_FIRST_BUCKET_BYTES and bucket_cap_mb); its model is the DataParallel program's.
+struct DdpProgramOptions {
+  std::string preset = kSamplePreset;
+  int ranks = 1;
+  int64_t rows = kSampleBatch;
+  int64_t bucket_bytes = 0;
+  double lr = kSampleLr;
+};
+// Throws dpv::Error for an unknown preset.
+std::vector<ProgramLine> ddp_program(const DdpProgramOptions& options);
+// DistributedDataParallel's own code (PyTorch 1.13, abridged, with file:line references), each
+// line naming the DDP stages it stands for.
+std::vector<ProgramLine> ddp_source_program();
+
 }  // namespace dpv::course

@@ -399,6 +399,7 @@ ScenarioResult run_question_scenario(const QuizQuestion& question) {
   if (!r.failed && !r.answer_value.empty()) {
     for (const auto& o : question.options)
       if (!o.value.empty() && o.value == r.answer_value) r.answer_label = o.label;
+    r.answer_line = static_cast<int>(r.lines.size());
     if (!r.answer_label.empty())
       r.lines.push_back("The engine's result matches option " + r.answer_label + ".");
     else

@@ -17,6 +17,7 @@ struct ScenarioResult {
   std::vector<std::pair<std::string, std::string>> facts;  // key/value: "chunks" -> "4, 4"
   std::string answer_value;  // the engine's answer in the options' "value" vocabulary
   std::string answer_label;  // the option whose value matches ("" when none does)
+  int answer_line = -1;      // index in `lines` of the sentence naming that option (or none); -1: no such line
   bool failed = false;       // the scenario itself could not run (message in `lines`)
 };
 

@@ -120,8 +120,13 @@ void DeviceWorker::loop() {
 
 Device::Device(int index, DeviceKind kind, int physical, bool is_virtual, std::unique_ptr<Backend> backend)
     : index_(index), kind_(kind), physical_(physical), is_virtual_(is_virtual), backend_(std::move(backend)) {
-  label_ = kind == DeviceKind::Cpu ? "GPU " + std::to_string(index) + " (simulated on CPU)"
-                                   : "GPU " + std::to_string(index);
+  display_name_ = "GPU " + std::to_string(index);
+  set_detail(kind == DeviceKind::Cpu ? "simulated on CPU" : "");
+}
+
+void Device::set_detail(std::string detail) {
+  detail_ = std::move(detail);
+  label_ = detail_.empty() ? display_name_ : display_name_ + " (" + detail_ + ")";
 }
 
 Device::~Device() = default;
@@ -167,8 +172,7 @@ std::shared_ptr<DeviceSet> DeviceSet::create(const std::string& text) {
     int gpu = spec.gpus[ix(i)];
     auto dev = std::make_shared<Device>(i, DeviceKind::Cuda, gpu, spec.is_virtual, make_cuda_backend(gpu, i));
     std::string name = cuda_device_name(gpu);
-    dev->set_label(spec.is_virtual ? "GPU " + std::to_string(i) + " (virtual, on " + name + " #" + std::to_string(gpu) + ")"
-                                   : "GPU " + std::to_string(i) + " (" + name + ")");
+    dev->set_detail(spec.is_virtual ? "virtual, on " + name + " #" + std::to_string(gpu) : name);
     set->devices_.push_back(std::move(dev));
   }
   set->pool_ = std::make_unique<HandoffPool>(std::max(spec.count - 1, 0));

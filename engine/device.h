@@ -71,17 +71,22 @@ class Device {
   DeviceKind kind() const { return kind_; }
   int physical() const { return physical_; }       // CUDA ordinal, -1 for CPU devices
   bool is_virtual() const { return is_virtual_; }
-  const std::string& label() const { return label_; }   // "GPU 1 (simulated on CPU)"
+  const std::string& label() const { return label_; }   // "GPU 1 (simulated on CPU)": display_name (detail)
+  const std::string& display_name() const { return display_name_; }  // "GPU 1"
+  const std::string& detail() const { return detail_; }  // "simulated on CPU", the GPU's name, ...; "" for none
   std::string name() const;                        // "cpu:1", "cuda:0", "cuda:0#2"
   Backend& backend() const { return *backend_; }
   MemoryCounter& memory() { return memory_; }
-  void set_label(std::string label) { label_ = std::move(label); }
+  // What the device really is, shown after its name: "GPU 1 (<detail>)".
+  void set_detail(std::string detail);
 
  private:
   int index_;
   DeviceKind kind_;
   int physical_;
   bool is_virtual_;
+  std::string display_name_;
+  std::string detail_;
   std::string label_;
   std::unique_ptr<Backend> backend_;
   MemoryCounter memory_;

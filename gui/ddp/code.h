@@ -1,8 +1,9 @@
 #pragma once
-// The code panel's two texts in DDP mode: the training script every rank runs (init_process_group,
+// The code panel's two texts in DDP mode, as course/ writes them (course/sample_program.h:
+// ddp_program, ddp_source_program): the training script every rank runs (init_process_group,
 // DistributedSampler, DistributedDataParallel), and short excerpts of PyTorch 1.13's own source
-// (distributed.py, DistributedSampler.__iter__, the Reducer) with file and line references, each
-// line naming the DDP stages it stands for so the current one is highlighted.
+// with file and line references, each line naming the DDP stages it stands for so the current one
+// is highlighted.
 #include <QVector>
 
 #include "gui/app/context.h"

@@ -407,7 +407,7 @@ void DdpScene::drawRank(const DdpRankView& rank, qreal top) {
   // Rank label with its colour.
   box(QRectF(kRankX, top + 8, 6, kRowH - 16), rankColor(rank.rank), QColor());
   text(rank.title, kRankX + 12, top + 6, c.text, 15, true);
-  text(splitDeviceLabel(rank.subtitle).first, kRankX + 12, top + 26, c.subtext, 11);
+  text(rank.deviceName, kRankX + 12, top + 26, c.subtext, 11);
   text(rank.constructed ? tr("DDP built") : tr("not built yet"), kRankX + 12, top + 42, c.subtext, 11);
 
   // Shard: one cell per sample, padding duplicates outlined in red.

@@ -101,6 +101,7 @@ DdpSceneState ddpSceneStateFor(const IterationInfo& info, const dpv::StageEvent*
     view.rank = r;
     view.title = QObject::tr("rank %1").arg(r);
     view.subtitle = info.deviceLabels.at(r);
+    view.deviceName = r < static_cast<int>(info.deviceTitles.size()) ? info.deviceTitles[static_cast<size_t>(r)].name : view.subtitle;
     const dpv::RankState* rs = nullptr;
     if (event)
       for (const auto& s : event->ranks)

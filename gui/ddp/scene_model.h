@@ -41,6 +41,7 @@ struct DdpRankView {
   int rank = 0;
   QString title;       // "rank 1"
   QString subtitle;    // "GPU 1 (simulated on CPU)"
+  QString deviceName;  // "GPU 1", what the rank's row shows
   QList<DdpSampleView> samples;  // empty until the Sample stage
   bool computing = false;        // this stage ran compute on the rank
   QString activity;              // "forward: layer 2 BatchNorm1d", "loss 0.6931", "waits"

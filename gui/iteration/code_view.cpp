@@ -12,6 +12,14 @@ namespace gui {
 
 using K = dpv::StageKind;
 
+QVector<CodeLine> codeLinesOf(const std::vector<dpv::course::ProgramLine>& program) {
+  QVector<CodeLine> out;
+  for (const auto& line : program) {
+    out.append(CodeLine{QString::fromStdString(line.text), QList<K>(line.stages.begin(), line.stages.end()), line.layer});
+  }
+  return out;
+}
+
 QVector<CodeLine> userCodeLines(const QString& preset, bool syncBatchNorm, int batchSize, double lr, const QString& devices) {
   dpv::course::ProgramOptions options;
   options.preset = preset.toStdString();
@@ -26,11 +34,7 @@ QVector<CodeLine> userCodeLines(const QString& preset, bool syncBatchNorm, int b
     options.preset = dpv::course::kSamplePreset;  // an unknown preset shows the seed's own program
     program = dpv::course::sample_program(options);
   }
-  QVector<CodeLine> out;
-  for (const auto& line : program) {
-    out.append(CodeLine{QString::fromStdString(line.text), QList<K>(line.stages.begin(), line.stages.end()), line.layer});
-  }
-  return out;
+  return codeLinesOf(program);
 }
 
 QVector<CodeLine> dataParallelCodeLines() {

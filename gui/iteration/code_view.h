@@ -4,10 +4,15 @@
 // stage executes is highlighted; Forward/Backward stages also mark the layer's line.
 #include <QTabWidget>
 #include <QVector>
+#include <vector>
 
 #include "gui/runtime/engine_types.h"
 
 class QPlainTextEdit;
+
+namespace dpv::course {
+struct ProgramLine;
+}
 
 namespace gui {
 
@@ -17,6 +22,8 @@ struct CodeLine {
   int layer = -1;                // the model layer defined on this line
 };
 
+// Course program lines (course/sample_program.h) as the view's lines.
+QVector<CodeLine> codeLinesOf(const std::vector<dpv::course::ProgramLine>& program);
 // The user's program for a preset (course/sample_program.h): the seed's SimpleModel for "simple",
 // an nn.Sequential otherwise.
 QVector<CodeLine> userCodeLines(const QString& preset, bool syncBatchNorm, int batchSize, double lr, const QString& devices);

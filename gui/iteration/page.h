@@ -80,7 +80,13 @@ class IterationPage : public Page {
   void stageShown(int index);
 
  private:
+  // The widgets (page_layout.cpp): the whole page, then its left column (error banner, scene card,
+  // loss strip, transport), the scene card with the mode switch, and the side panels.
   void buildUi();
+  QWidget* buildPicturePanel();
+  QWidget* buildSceneCard();
+  QWidget* buildSidePanels();
+  static constexpr int kModeBoxTop = 6;  // the DataParallel | DDP switch's distance from the scene card's top
   void onSettingsApplied();
   void onIterationStarted(const IterationInfo& info);
   void onStageRecorded(const dpv::StageEvent& event);

@@ -8,9 +8,9 @@
 #include <QParallelAnimationGroup>
 #include <QPropertyAnimation>
 #include <QSequentialAnimationGroup>
-#include <QSet>
 #include <cmath>
 #include <optional>
+#include <set>
 
 namespace gui {
 
@@ -36,10 +36,6 @@ void IterationScene::setTheme(const QString& theme) {
   for (auto* box : boxes_) box->setTheme(theme);
   for (auto* chip : chips_) chip->setTheme(theme);
   buildConnectors();
-}
-
-QString IterationScene::chipKey(int device, dpv::TensorRole role) const {
-  return QString::number(device) + QLatin1Char(':') + QLatin1String(dpv::tensor_role_name(role));
 }
 
 void IterationScene::setInfo(const IterationInfo& info) {
@@ -129,7 +125,7 @@ void IterationScene::onChipClicked(ChipItem* chip) {
   if (selected_ && chips_.values().contains(selected_)) selected_->setSelectedChip(false);
   selected_ = chip;
   chip->setSelectedChip(true);
-  emit chipClicked(chip->view(), chips_.key(chip).section(QLatin1Char(':'), 0, 0).toInt());
+  emit chipClicked(chip->view(), chip->view().device);
 }
 
 void IterationScene::addFlight(const ChipView& view, QPointF from, QPointF to, qreal width, int order) {
@@ -189,7 +185,7 @@ void IterationScene::setFailure(int device, const QString& reason) {
 QList<ChipItem*> IterationScene::chipsOn(int device) const {
   QList<ChipItem*> list;
   for (auto it = chips_.begin(); it != chips_.end(); ++it) {
-    if (it.key().section(QLatin1Char(':'), 0, 0).toInt() == device) list.append(it.value());
+    if (it.key().first == device) list.append(it.value());
   }
   std::sort(list.begin(), list.end(), [](ChipItem* a, ChipItem* b) { return a->y() < b->y(); });
   return list;
@@ -201,75 +197,90 @@ void IterationScene::showState(const SceneState& next, bool animateRequested) {
   state_ = next;
   const bool animate = animateRequested && duration_ > 0 && next.started;
   if (animate) group_ = new QParallelAnimationGroup(this);
-  if (card_) card_->setContent(next.cardTitle, next.cardLines);
+  if (card_) card_->setContent(next.cardTitle, next.cardLines, next.cardTitleShorter);
 
-  // Where a chip that is new on a device comes from, by stage: the host's batch on Scatter, the
-  // original parameters on device 0 on Replicate; elsewhere it grows in place.
-  auto sourceFor = [&](int device, dpv::TensorRole role) -> std::optional<QPointF> {
-    if (next.kind == dpv::StageKind::Scatter && role == dpv::TensorRole::Input && host_) return host_->batchAnchor();
-    if (next.kind == dpv::StageKind::Replicate && role == dpv::TensorRole::Param && device != 0) {
-      if (ChipItem* original = chips_.value(chipKey(0, dpv::TensorRole::Param))) return original->pos();
-    }
-    return std::nullopt;
-  };
-
-  QSet<QString> keep;
+  std::set<ChipKey> keep;
   for (const DeviceView& dv : next.devices) {
     DeviceBox* box = boxes_.value(dv.device);
     if (!box) continue;
     const bool layerStage = next.kind == dpv::StageKind::Forward || next.kind == dpv::StageKind::Backward;
     box->setView(dv, next.started && layerStage ? next.layer : -1, memoryScale_);
     for (int row = 0; row < dv.chips.size(); ++row) {
-      const ChipView& cv = dv.chips[row];
-      const QString key = chipKey(dv.device, cv.role);
+      ChipView cv = dv.chips[row];
+      cv.device = dv.device;  // the box it is drawn in, whoever built the view
+      const ChipKey key{dv.device, cv.role};
       keep.insert(key);
       const QPointF target = chipScenePos(dv.device, row);
-      ChipItem* chip = chips_.value(key);
-      if (chip) {
-        const bool changed = chip->view().text != cv.text;
-        chip->setView(cv);
-        if (animate && chip->pos() != target) {
-          auto* move = new QPropertyAnimation(chip, "pos");
-          move->setStartValue(chip->pos());
-          move->setEndValue(target);
-          move->setDuration(duration_ / 2);
-          group_->addAnimation(move);
-        } else {
-          chip->setPos(target);
-        }
-        if (animate && changed) {  // a new value in the same place: a short flash
-          auto* flash = new QPropertyAnimation(chip, "opacity");
-          flash->setStartValue(0.25);
-          flash->setEndValue(1.0);
-          flash->setDuration(duration_ / 2);
-          group_->addAnimation(flash);
-        }
-        continue;
-      }
-      chip = makeChip(cv, dv.device);
-      chips_.insert(key, chip);
-      const auto source = animate ? sourceFor(dv.device, cv.role) : std::nullopt;
-      if (source) {
-        chip->setPos(*source);
-        auto* move = new QPropertyAnimation(chip, "pos");
-        move->setStartValue(*source);
-        move->setEndValue(target);
-        move->setDuration(duration_);
-        move->setEasingCurve(QEasingCurve::InOutCubic);
-        group_->addAnimation(move);
+      if (ChipItem* chip = chips_.value(key)) {
+        moveChip(chip, cv, target, animate);
       } else {
-        chip->setPos(target);
-        if (animate) {
-          chip->setOpacity(0.0);
-          auto* fade = new QPropertyAnimation(chip, "opacity");
-          fade->setStartValue(0.0);
-          fade->setEndValue(1.0);
-          fade->setDuration(duration_ * 2 / 3);
-          group_->addAnimation(fade);
-        }
+        chips_.insert(key, addChip(cv, target, animate));
       }
     }
   }
+  removeChipsExcept(keep, animate);
+  // Flights between devices: the collectives of this stage, drawn as chips in transit.
+  if (animate) addStageFlights(previous, next);
+  startAnimations();
+}
+
+std::optional<QPointF> IterationScene::chipSource(int device, dpv::TensorRole role) const {
+  // Where a chip that is new on a device comes from, by stage: the host's batch on Scatter, the
+  // original parameters on device 0 on Replicate; elsewhere it grows in place.
+  if (state_.kind == dpv::StageKind::Scatter && role == dpv::TensorRole::Input && host_) return host_->batchAnchor();
+  if (state_.kind == dpv::StageKind::Replicate && role == dpv::TensorRole::Param && device != 0) {
+    if (ChipItem* original = chips_.value(ChipKey{0, dpv::TensorRole::Param})) return original->pos();
+  }
+  return std::nullopt;
+}
+
+void IterationScene::moveChip(ChipItem* chip, const ChipView& view, QPointF target, bool animate) {
+  const bool changed = chip->view().text != view.text;
+  chip->setView(view);
+  if (animate && chip->pos() != target) {
+    auto* move = new QPropertyAnimation(chip, "pos");
+    move->setStartValue(chip->pos());
+    move->setEndValue(target);
+    move->setDuration(duration_ / 2);
+    group_->addAnimation(move);
+  } else {
+    chip->setPos(target);
+  }
+  if (animate && changed) {  // a new value in the same place: a short flash
+    auto* flash = new QPropertyAnimation(chip, "opacity");
+    flash->setStartValue(0.25);
+    flash->setEndValue(1.0);
+    flash->setDuration(duration_ / 2);
+    group_->addAnimation(flash);
+  }
+}
+
+ChipItem* IterationScene::addChip(const ChipView& view, QPointF target, bool animate) {
+  ChipItem* chip = makeChip(view, view.device);
+  const auto source = animate ? chipSource(view.device, view.role) : std::nullopt;
+  if (source) {
+    chip->setPos(*source);
+    auto* move = new QPropertyAnimation(chip, "pos");
+    move->setStartValue(*source);
+    move->setEndValue(target);
+    move->setDuration(duration_);
+    move->setEasingCurve(QEasingCurve::InOutCubic);
+    group_->addAnimation(move);
+    return chip;
+  }
+  chip->setPos(target);
+  if (animate) {
+    chip->setOpacity(0.0);
+    auto* fade = new QPropertyAnimation(chip, "opacity");
+    fade->setStartValue(0.0);
+    fade->setEndValue(1.0);
+    fade->setDuration(duration_ * 2 / 3);
+    group_->addAnimation(fade);
+  }
+  return chip;
+}
+
+void IterationScene::removeChipsExcept(const std::set<ChipKey>& keep, bool animate) {
   // Chips the stage removed (freed activations, grads of replicas thrown away).
   for (auto it = chips_.begin(); it != chips_.end();) {
     if (keep.contains(it.key())) {
@@ -293,79 +304,80 @@ void IterationScene::showState(const SceneState& next, bool animateRequested) {
       delete chip;
     }
   }
+}
 
-  // Flights between devices: the collectives of this stage, drawn as chips in transit.
-  if (animate) {
-    const int n = static_cast<int>(next.devices.size());
-    auto chipOf = [&](int device, std::initializer_list<dpv::TensorRole> roles) -> ChipItem* {
-      for (dpv::TensorRole role : roles) {
-        if (ChipItem* c = chips_.value(chipKey(device, role))) return c;
-      }
-      return nullptr;
-    };
-    const qreal width = boxes_.isEmpty() ? 180 : boxes_.first()->chipWidth();
-    if (next.kind == dpv::StageKind::Gather) {
-      ChipItem* dst = chipOf(0, {dpv::TensorRole::Output, dpv::TensorRole::Activation});
-      for (int d = 1; d < n && dst; ++d) {
-        if (const DeviceView& pv = previous.devices.value(d); pv.hasReplica) {
-          ChipView v{dpv::TensorRole::Output, dpv::MemoryKind::Output, tr("output of GPU %1").arg(d), {}, true};
-          addFlight(v, chipScenePos(d, std::max<int>(0, static_cast<int>(pv.chips.size()) - 1)), dst->pos(), width, d - 1);
-        }
-      }
-    } else if (next.kind == dpv::StageKind::GradScatter) {
-      ChipItem* src = chipOf(0, {dpv::TensorRole::Loss, dpv::TensorRole::Output});
-      for (int d = 1; d < n && src; ++d) {
-        if (next.devices[d].hasReplica) {
-          ChipView v{dpv::TensorRole::Grad, dpv::MemoryKind::Activations, tr("grad of output → GPU %1").arg(d), {}, true};
-          addFlight(v, src->pos(), chipScenePos(d, std::max<int>(0, static_cast<int>(next.devices[d].chips.size()) - 1)), width);
-        }
-      }
-    } else if (next.kind == dpv::StageKind::ReduceGrads) {
-      ChipItem* dst = chipOf(0, {dpv::TensorRole::Grad});
-      int order = 0;
-      for (int d = 1; d < n && dst; ++d) {
-        const DeviceView& pv = previous.devices.value(d);
-        bool flew = false;
-        for (int row = 0; row < pv.chips.size(); ++row) {
-          if (pv.chips[row].role == dpv::TensorRole::Grad) {
-            addFlight(pv.chips[row], chipScenePos(d, row), dst->pos(), width, order);
-            flew = true;
-          }
-        }
-        if (flew) ++order;  // one device's gradients leave together, the next device's after them
-      }
-    } else if (next.kind == dpv::StageKind::Step) {
-      if (ChipItem* params = chipOf(0, {dpv::TensorRole::Param})) {
-        auto* pulse = new QPropertyAnimation(params, "scale");
-        pulse->setStartValue(1.0);
-        pulse->setKeyValueAt(0.5, 1.06);
-        pulse->setEndValue(1.0);
-        pulse->setDuration(duration_);
-        group_->addAnimation(pulse);
+ChipItem* IterationScene::firstChipOf(int device, std::initializer_list<dpv::TensorRole> roles) const {
+  for (dpv::TensorRole role : roles) {
+    if (ChipItem* c = chips_.value(ChipKey{device, role})) return c;
+  }
+  return nullptr;
+}
+
+void IterationScene::addStageFlights(const SceneState& previous, const SceneState& next) {
+  const int n = static_cast<int>(next.devices.size());
+  const qreal width = boxes_.isEmpty() ? 180 : boxes_.first()->chipWidth();
+  if (next.kind == dpv::StageKind::Gather) {
+    ChipItem* dst = firstChipOf(0, {dpv::TensorRole::Output, dpv::TensorRole::Activation});
+    for (int d = 1; d < n && dst; ++d) {
+      if (const DeviceView& pv = previous.devices.value(d); pv.hasReplica) {
+        ChipView v{dpv::TensorRole::Output, dpv::MemoryKind::Output, tr("output of GPU %1").arg(d), {}, true};
+        addFlight(v, chipScenePos(d, std::max<int>(0, static_cast<int>(pv.chips.size()) - 1)), dst->pos(), width, d - 1);
       }
     }
+  } else if (next.kind == dpv::StageKind::GradScatter) {
+    ChipItem* src = firstChipOf(0, {dpv::TensorRole::Loss, dpv::TensorRole::Output});
+    for (int d = 1; d < n && src; ++d) {
+      if (next.devices[d].hasReplica) {
+        ChipView v{dpv::TensorRole::Grad, dpv::MemoryKind::Activations, tr("grad of output → GPU %1").arg(d), {}, true};
+        addFlight(v, src->pos(), chipScenePos(d, std::max<int>(0, static_cast<int>(next.devices[d].chips.size()) - 1)), width);
+      }
+    }
+  } else if (next.kind == dpv::StageKind::ReduceGrads) {
+    ChipItem* dst = firstChipOf(0, {dpv::TensorRole::Grad});
+    int order = 0;
+    for (int d = 1; d < n && dst; ++d) {
+      const DeviceView& pv = previous.devices.value(d);
+      bool flew = false;
+      for (int row = 0; row < pv.chips.size(); ++row) {
+        if (pv.chips[row].role == dpv::TensorRole::Grad) {
+          addFlight(pv.chips[row], chipScenePos(d, row), dst->pos(), width, order);
+          flew = true;
+        }
+      }
+      if (flew) ++order;  // one device's gradients leave together, the next device's after them
+    }
+  } else if (next.kind == dpv::StageKind::Step) {
+    if (ChipItem* params = firstChipOf(0, {dpv::TensorRole::Param})) {
+      auto* pulse = new QPropertyAnimation(params, "scale");
+      pulse->setStartValue(1.0);
+      pulse->setKeyValueAt(0.5, 1.06);
+      pulse->setEndValue(1.0);
+      pulse->setDuration(duration_);
+      group_->addAnimation(pulse);
+    }
   }
+}
 
-  if (group_) {
-    if (group_->animationCount() == 0) {
+void IterationScene::startAnimations() {
+  if (!group_) return;
+  if (group_->animationCount() == 0) {
+    group_->deleteLater();
+    group_ = nullptr;
+    return;
+  }
+  connect(group_, &QAbstractAnimation::finished, this, [this] {
+    for (auto* ghost : ghosts_) {
+      removeItem(ghost);
+      ghost->deleteLater();
+    }
+    ghosts_.clear();
+    if (group_) {
       group_->deleteLater();
       group_ = nullptr;
-      return;
     }
-    connect(group_, &QAbstractAnimation::finished, this, [this] {
-      for (auto* ghost : ghosts_) {
-        removeItem(ghost);
-        ghost->deleteLater();
-      }
-      ghosts_.clear();
-      if (group_) {
-        group_->deleteLater();
-        group_ = nullptr;
-      }
-      emit animationFinished();
-    });
-    group_->start();
-  }
+    emit animationFinished();
+  });
+  group_->start();
 }
 
 // ---------------------------------------------------------------- SceneView

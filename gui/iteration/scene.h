@@ -5,8 +5,12 @@
 // exactly what the engine reported.
 #include <QGraphicsScene>
 #include <QGraphicsView>
-#include <QHash>
+#include <QMap>
 #include <QPointer>
+#include <initializer_list>
+#include <optional>
+#include <set>
+#include <utility>
 
 #include "gui/iteration/scene_items.h"
 #include "gui/iteration/scene_model.h"
@@ -14,6 +18,9 @@
 class QParallelAnimationGroup;
 
 namespace gui {
+
+// A chip's place in the scene: one chip per (device, role) (chipRoleFor's group of memory).
+using ChipKey = std::pair<int, dpv::TensorRole>;
 
 class IterationScene : public QGraphicsScene {
   Q_OBJECT
@@ -57,9 +64,18 @@ class IterationScene : public QGraphicsScene {
   void animationFinished();
 
  private:
-  QString chipKey(int device, dpv::TensorRole role) const;
   QPointF chipScenePos(int device, int row) const;
   ChipItem* makeChip(const ChipView& view, int device);
+  // showState's parts: a chip that stays (moved, flashed when its value changed), a new chip (flown
+  // in from chipSource or faded in), the chips the stage removed, the collectives' flights, and
+  // starting what was queued.
+  std::optional<QPointF> chipSource(int device, dpv::TensorRole role) const;
+  void moveChip(ChipItem* chip, const ChipView& view, QPointF target, bool animate);
+  ChipItem* addChip(const ChipView& view, QPointF target, bool animate);
+  void removeChipsExcept(const std::set<ChipKey>& keep, bool animate);
+  ChipItem* firstChipOf(int device, std::initializer_list<dpv::TensorRole> roles) const;
+  void addStageFlights(const SceneState& previous, const SceneState& next);
+  void startAnimations();
   // One chip flying from `from` to `to`; the flight of `order` > 0 starts that many staggers
   // later, so chips converging on device 0 arrive one after the other instead of as one blur.
   void addFlight(const ChipView& view, QPointF from, QPointF to, qreal width, int order = 0);
@@ -73,7 +89,7 @@ class IterationScene : public QGraphicsScene {
   InfoCard* card_ = nullptr;
   QList<dpv::TensorRole> highlighted_;
   QList<DeviceBox*> boxes_;
-  QHash<QString, ChipItem*> chips_;
+  QMap<ChipKey, ChipItem*> chips_;
   QList<QGraphicsItem*> connectors_;
   QList<ChipItem*> ghosts_;  // chips flying for Gather/GradScatter/ReduceGrads, deleted at the end
   QPointer<QParallelAnimationGroup> group_;

@@ -18,18 +18,6 @@ QFont sceneFont(qreal pointSize, bool bold = false) {
   return f;
 }
 
-// The ways to say a label, longest first: the text, then without its trailing " · " parts
-// ("samples 3, 4, 5 · [3, 10]", "samples 3, 4, 5"); the hover card has the whole text.
-QStringList shorterForms(const QString& text) {
-  QStringList forms{text};
-  QString s = text;
-  for (qsizetype cut = s.lastIndexOf(QStringLiteral(" · ")); cut > 0; cut = s.lastIndexOf(QStringLiteral(" · "))) {
-    s = s.left(cut);
-    forms << s;
-  }
-  return forms;
-}
-
 // One line of a label in `r`: the first form that fits at the painter's font or a smaller one
 // (down to 80% of it, still readable: the view raised the text scale for small windows), and
 // only when none fits, the last form elided. Returns what was drawn.
@@ -128,7 +116,7 @@ void ChipItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
   painter->drawRoundedRect(r, 5, 5);
   painter->setPen(c.chipText);
   painter->setFont(sceneFont(height_ < 22 ? 11 : 12));
-  drawn_ = {drawFitted(painter, r.adjusted(8, 0, -6, 0), shorterForms(view_.text))};
+  drawn_ = {drawFitted(painter, r.adjusted(8, 0, -6, 0), QStringList{view_.text} + view_.shorterTexts)};
 }
 
 void ChipItem::mousePressEvent(QGraphicsSceneMouseEvent* event) {
@@ -160,8 +148,9 @@ QPointF HostBox::batchAnchor() const { return mapToScene(QPointF(16, 44)); }
 
 InfoCard::InfoCard(qreal width, const QString& theme) : width_(width), theme_(theme) { setVisible(false); }
 
-void InfoCard::setContent(const QString& title, const QStringList& lines) {
+void InfoCard::setContent(const QString& title, const QStringList& lines, const QStringList& shorterTitles) {
   title_ = title;
+  shorterTitles_ = shorterTitles;
   lines_ = lines;
   setVisible(!title.isEmpty());
   update();
@@ -182,10 +171,8 @@ void InfoCard::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
   painter->drawRoundedRect(boundingRect().adjusted(0.75, 0.75, -0.75, -0.75), 8, 8);
   painter->setPen(c.text);
   painter->setFont(sceneFont(13, true));
-  // "Which samples went where (torch.chunk)" can lose its parenthesis; the numbers are whole.
-  QStringList titleForms{title_};
-  if (const qsizetype paren = title_.indexOf(QStringLiteral(" (")); paren > 0) titleForms << title_.left(paren);
-  drawn_ = {drawFitted(painter, QRectF(12, 5, width_ - 24, 18), titleForms)};
+  // The title may be said shorter ("Which samples went where" without "(torch.chunk)"); the numbers are whole.
+  drawn_ = {drawFitted(painter, QRectF(12, 5, width_ - 24, 18), QStringList{title_} + shorterTitles_)};
   painter->setFont(sceneFont(12));
   for (int i = 0; i < lines_.size() && i < 3; ++i) {
     painter->setPen(i == 0 ? c.text : c.subtext);
@@ -267,13 +254,16 @@ void DeviceBox::setFailed(const QString& reason) {
   update();
 }
 
-QString DeviceBox::replicaTitle() const {
+QString DeviceBox::replicaTitle() const { return replicaTitleForms().constFirst(); }
+
+QStringList DeviceBox::replicaTitleForms() const {
   if (view_.hasReplica) {
-    return device_ == 0 ? QObject::tr("replica 0 (the original)") : QObject::tr("replica %1 (a copy)").arg(device_);
+    if (device_ == 0) return {QObject::tr("replica 0 (the original)"), QObject::tr("replica 0 (original)")};
+    return {QObject::tr("replica %1 (a copy)").arg(device_)};
   }
-  if (device_ == 0) return QObject::tr("the module (original weights)");
-  if (view_.replicaDiscarded) return QObject::tr("replica %1: discarded").arg(device_);
-  return view_.idle ? QObject::tr("no replica (idle)") : QObject::tr("no replica yet");
+  if (device_ == 0) return {QObject::tr("the module (original weights)")};
+  if (view_.replicaDiscarded) return {QObject::tr("replica %1: discarded").arg(device_)};
+  return {view_.idle ? QObject::tr("no replica (idle)") : QObject::tr("no replica yet")};
 }
 
 void DeviceBox::setTheme(const QString& theme) {
@@ -320,13 +310,9 @@ void DeviceBox::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidge
   drawn_ = {view_.title};
   painter->setFont(sceneFont(11));
   painter->setPen(c.subtext);
-  // "simulated on CPU · output device": where room is short, GPU 0 keeps "output device".
-  QStringList subtitleForms{view_.subtitle};
-  if (const qsizetype dot = view_.subtitle.lastIndexOf(QStringLiteral(" · ")); dot > 0)
-    subtitleForms << view_.subtitle.mid(dot + 3) << view_.subtitle.left(dot);
-  // Beside the title of a small box: "on CPU" (the full text is in the box's hover card).
-  if (view_.subtitle.contains(QLatin1String("output device"))) subtitleForms << QObject::tr("output");
-  if (view_.subtitle.contains(QLatin1String("on CPU"))) subtitleForms << QObject::tr("on CPU");
+  // "simulated on CPU · output device", or where room is short the view's shorter forms (beside
+  // the title of a small box: "on CPU"; the full text is in the box's hover card).
+  const QStringList subtitleForms = QStringList{view_.subtitle} + view_.shorterSubtitles;
   if (g_.compact) {
     const qreal x = 10 + titleMetrics.horizontalAdvance(view_.title) + 8;
     drawn_ << drawFitted(painter, QRectF(x, 6, W - 10 - x, g_.titleH), subtitleForms);
@@ -341,11 +327,9 @@ void DeviceBox::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidge
   painter->drawRoundedRect(replica, 5, 5);
   painter->setFont(sceneFont(11));
   painter->setPen(view_.hasReplica ? c.text : c.subtext);
-  const QString title = replicaTitle();
   const qreal pillH = g_.compact ? 14 : 16;
-  QStringList titleForms{title};
-  if (title.contains(QStringLiteral(" (the original)"))) titleForms << QString(title).replace(QStringLiteral(" (the original)"), QStringLiteral(" (original)"));
-  drawn_ << drawFitted(painter, QRectF(replica.left() + 7, replica.top() + 2, replica.width() - 14, replica.height() - pillH - 6), titleForms);
+  drawn_ << drawFitted(painter, QRectF(replica.left() + 7, replica.top() + 2, replica.width() - 14, replica.height() - pillH - 6),
+                       replicaTitleForms());
   if (view_.hasReplica || device_ == 0) {
     paintLayers(painter, QRectF(replica.left() + 7, replica.bottom() - pillH - 5, replica.width() - 14, pillH), c);
   }
@@ -374,9 +358,10 @@ void DeviceBox::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidge
   // chips hold (same colours), with the peak marked.
   painter->setFont(sceneFont(11));
   painter->setPen(c.subtext);
+  // Where room is short the peak goes (it is marked on the bar).
+  const QString memory = QObject::tr("memory %1").arg(formatBytes(static_cast<double>(view_.memoryBytes)));
   drawn_ << drawFitted(painter, QRectF(10, g_.memoryTop, W - 20, 15),
-                       shorterForms(QObject::tr("memory %1 · peak %2").arg(formatBytes(static_cast<double>(view_.memoryBytes)),
-                                                                          formatBytes(static_cast<double>(view_.memoryPeak)))));
+                       {memory + QObject::tr(" · peak %1").arg(formatBytes(static_cast<double>(view_.memoryPeak))), memory});
   const QRectF track(10, g_.memoryTop + 17, W - 20, 9);
   painter->setPen(Qt::NoPen);
   painter->setBrush(c.memoryTrack);

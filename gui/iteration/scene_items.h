@@ -98,6 +98,7 @@ class DeviceBox : public QGraphicsObject {
   void setView(const DeviceView& view, int activeLayer, qint64 memoryScale);
   void setFailed(const QString& reason);  // empty: not failed
   QString replicaTitle() const;           // "replica 1 (a copy)", "replica 1 freed after backward", ...
+  QStringList replicaTitleForms() const;  // the title, then shorter ways to say it ("replica 0 (original)")
   QString failure() const { return failure_; }
   bool isIdle() const { return view_.idle; }
   void setTheme(const QString& theme);
@@ -128,7 +129,8 @@ class InfoCard : public QGraphicsObject {
   Q_OBJECT
  public:
   InfoCard(qreal width, const QString& theme);
-  void setContent(const QString& title, const QStringList& lines);  // empty title: hidden
+  // Empty title: hidden. `shorterTitles`: ways to say the title where room is short, longest first.
+  void setContent(const QString& title, const QStringList& lines, const QStringList& shorterTitles = {});
   void setTheme(const QString& theme);
   QString title() const { return title_; }
   QStringList lines() const { return lines_; }
@@ -141,6 +143,7 @@ class InfoCard : public QGraphicsObject {
   qreal width_;
   QString theme_;
   QString title_;
+  QStringList shorterTitles_;
   QStringList lines_;
 };
 

@@ -12,6 +12,8 @@ namespace {
 using dpv::MemoryKind;
 using dpv::TensorRole;
 
+const QString kChipPartSeparator = QStringLiteral(" · ");
+
 size_t totalBytes(const QList<dpv::TensorInfo>& ts) {
   size_t b = 0;
   for (const auto& t : ts) {
@@ -29,7 +31,9 @@ const dpv::TensorInfo* findNamed(const QList<dpv::TensorInfo>& ts, const char* n
   return nullptr;
 }
 
-QString chipText(MemoryKind kind, const QList<dpv::TensorInfo>& ts) {
+// A chip's label in parts, most important first: the chip shows them joined by " · " and, where
+// room is short, drops them from the end ("samples 3, 4, 5 · [3, 10]", "samples 3, 4, 5").
+QStringList chipTextParts(MemoryKind kind, const QList<dpv::TensorInfo>& ts) {
   switch (kind) {
     case MemoryKind::Batch: {
       const dpv::TensorInfo* chunk = nullptr;
@@ -38,28 +42,25 @@ QString chipText(MemoryKind kind, const QList<dpv::TensorInfo>& ts) {
       }
       const dpv::TensorInfo* inputs = findNamed(ts, "inputs");
       if (inputs && chunk) {
-        return QObject::tr("%1 + batch").arg(sampleRowsText(chunk->first_row, chunk->shape.empty() ? 0 : chunk->shape[0]));
+        return {QObject::tr("%1 + batch").arg(sampleRowsText(chunk->first_row, chunk->shape.empty() ? 0 : chunk->shape[0]))};
       }
-      if (inputs) return QObject::tr("batch %1 + labels").arg(formatShape(inputs->shape));
-      if (chunk) {
-        return QObject::tr("%1 · %2")
-            .arg(sampleRowsText(chunk->first_row, chunk->shape.empty() ? 0 : chunk->shape[0]), formatShape(chunk->shape));
-      }
+      if (inputs) return {QObject::tr("batch %1 + labels").arg(formatShape(inputs->shape))};
+      if (chunk) return {sampleRowsText(chunk->first_row, chunk->shape.empty() ? 0 : chunk->shape[0]), formatShape(chunk->shape)};
       break;
     }
-    case MemoryKind::Parameters: return QObject::tr("params ×%1 · %2").arg(ts.size()).arg(bytesText(ts));
-    case MemoryKind::Gradients: return QObject::tr("grads ×%1 · %2").arg(ts.size()).arg(bytesText(ts));
-    case MemoryKind::Optimizer: return QObject::tr("momentum ×%1 · %2").arg(ts.size()).arg(bytesText(ts));
-    case MemoryKind::Buckets: return QObject::tr("buckets ×%1 · %2").arg(ts.size()).arg(bytesText(ts));
+    case MemoryKind::Parameters: return {QObject::tr("params ×%1").arg(ts.size()), bytesText(ts)};
+    case MemoryKind::Gradients: return {QObject::tr("grads ×%1").arg(ts.size()), bytesText(ts)};
+    case MemoryKind::Optimizer: return {QObject::tr("momentum ×%1").arg(ts.size()), bytesText(ts)};
+    case MemoryKind::Buckets: return {QObject::tr("buckets ×%1").arg(ts.size()), bytesText(ts)};
     case MemoryKind::Activations: {
       // The newest activation (or its gradient) names the chip; what backward keeps is counted.
       const dpv::TensorInfo* current = &ts.back();
       for (const auto& t : ts) {
         if (t.name.rfind("layer ", 0) != 0 && t.name.rfind("input of layer", 0) != 0) current = &t;
       }
-      const QString name = QString::fromStdString(current->name);
-      if (ts.size() == 1) return QStringLiteral("%1 %2").arg(name, formatShape(current->shape));
-      return QObject::tr("%1 %2 · %3 kept · %4").arg(name, formatShape(current->shape)).arg(ts.size()).arg(bytesText(ts));
+      const QString name = QStringLiteral("%1 %2").arg(QString::fromStdString(current->name), formatShape(current->shape));
+      if (ts.size() == 1) return {name};
+      return {name, QObject::tr("%1 kept").arg(ts.size()), bytesText(ts)};
     }
     case MemoryKind::Output: {
       const dpv::TensorInfo* out = findNamed(ts, "output");
@@ -67,15 +68,22 @@ QString chipText(MemoryKind kind, const QList<dpv::TensorInfo>& ts) {
       const dpv::TensorInfo* grad = findNamed(ts, "grad of output");
       QString text = out ? QObject::tr("output %1").arg(formatShape(out->shape)) : QString();
       if (grad) text += (text.isEmpty() ? QString() : QStringLiteral(" + ")) + QObject::tr("its grad");
-      if (loss && !loss->head.empty()) {
-        text += (text.isEmpty() ? QString() : QStringLiteral(" · ")) + QObject::tr("loss %1").arg(loss->head.front(), 0, 'g', 4);
-      }
-      if (!text.isEmpty()) return text;
+      QStringList parts;
+      if (!text.isEmpty()) parts << text;
+      if (loss && !loss->head.empty()) parts << QObject::tr("loss %1").arg(loss->head.front(), 0, 'g', 4);
+      if (!parts.isEmpty()) return parts;
       break;
     }
   }
   const dpv::TensorInfo& last = ts.back();
-  return QStringLiteral("%1 %2").arg(QString::fromStdString(last.name), formatShape(last.shape));
+  return {QStringLiteral("%1 %2").arg(QString::fromStdString(last.name), formatShape(last.shape))};
+}
+
+ChipView chipOf(MemoryKind kind, const QList<dpv::TensorInfo>& ts, int device) {
+  const QStringList parts = chipTextParts(kind, ts);
+  ChipView chip{chipRoleFor(kind), kind, parts.join(kChipPartSeparator), ts, false, device};
+  for (qsizetype n = parts.size() - 1; n >= 1; --n) chip.shorterTexts << parts.first(n).join(kChipPartSeparator);
+  return chip;
 }
 
 QString valuesText(const dpv::TensorInfo& t, int max) {
@@ -97,11 +105,11 @@ void fillCard(SceneState& state, const dpv::StageEvent& e, int devices) {
   const auto& chunks = e.chunk_sizes;
   if (e.stage.kind == dpv::StageKind::Scatter && !chunks.empty()) {
     state.cardTitle = QObject::tr("Which samples went where (torch.chunk)");
+    state.cardTitleShorter = {QObject::tr("Which samples went where")};  // the numbers stay whole
     QStringList parts;
     int64_t first = 0;
     for (size_t j = 0; j < chunks.size(); ++j) {
-      const QString rows = sampleRowsText(first, chunks[j]);
-      parts << QObject::tr("GPU %1: %2").arg(j).arg(rows.mid(rows.indexOf(QLatin1Char(' ')) + 1));
+      parts << QObject::tr("GPU %1: %2").arg(j).arg(sampleNumbersText(first, chunks[j]));
       first += chunks[j];
     }
     // The card has three lines: the devices spread over them (two if an idle line follows), so
@@ -160,15 +168,18 @@ TensorRole chipRoleFor(MemoryKind kind) {
   return TensorRole::Input;
 }
 
+QString sampleNumbersText(int64_t first, int64_t count) {
+  if (count <= 0) return QString();
+  if (count > 3) return QStringLiteral("%1–%2").arg(first).arg(first + count - 1);
+  QStringList rows;
+  for (int64_t r = first; r < first + count; ++r) rows << QString::number(r);
+  return rows.join(QStringLiteral(", "));
+}
+
 QString sampleRowsText(int64_t first, int64_t count) {
   if (count <= 0) return QObject::tr("no samples");
-  if (count == 1) return QObject::tr("sample %1").arg(first);
-  if (count <= 3) {
-    QStringList rows;
-    for (int64_t r = first; r < first + count; ++r) rows << QString::number(r);
-    return QObject::tr("samples %1").arg(rows.join(QStringLiteral(", ")));
-  }
-  return QObject::tr("samples %1–%2").arg(first).arg(first + count - 1);
+  if (count == 1) return QObject::tr("sample %1").arg(sampleNumbersText(first, count));
+  return QObject::tr("samples %1").arg(sampleNumbersText(first, count));
 }
 
 QString chipHoverCard(const ChipView& chip) {
@@ -212,6 +223,25 @@ QPair<QString, QString> splitDeviceLabel(const QString& label) {
   return {label, QString()};
 }
 
+namespace {
+
+// The box's title and subtitle, and the shorter subtitles to offer where room is short: GPU 0
+// keeps "output device", then "output"; a simulated device keeps "on CPU".
+void setTitles(DeviceView& view, const IterationInfo& info, int d) {
+  IterationInfo::DeviceTitle title{info.deviceLabels.at(d), QString(), false};  // an info without titles: the label whole
+  if (d < static_cast<int>(info.deviceTitles.size())) title = info.deviceTitles[static_cast<size_t>(d)];
+  view.title = title.name;
+  view.subtitle = title.detail;
+  if (d == 0) {
+    view.subtitle += (view.subtitle.isEmpty() ? QString() : QStringLiteral(" · ")) + QObject::tr("output device");
+    if (!title.detail.isEmpty()) view.shorterSubtitles << QObject::tr("output device") << title.detail;
+    view.shorterSubtitles << QObject::tr("output");
+  }
+  if (title.simulated) view.shorterSubtitles << QObject::tr("on CPU");
+}
+
+}  // namespace
+
 SceneState sceneStateFor(const IterationInfo& info, const dpv::StageEvent* event) {
   SceneState state;
   const int n = static_cast<int>(info.deviceLabels.size());
@@ -225,10 +255,7 @@ SceneState sceneStateFor(const IterationInfo& info, const dpv::StageEvent* event
   for (int d = 0; d < n; ++d) {
     DeviceView view;
     view.device = d;
-    const auto [title, subtitle] = splitDeviceLabel(info.deviceLabels.at(d));
-    view.title = title;
-    view.subtitle = subtitle;
-    if (d == 0) view.subtitle += (view.subtitle.isEmpty() ? QString() : QStringLiteral(" · ")) + QObject::tr("output device");
+    setTitles(view, info, d);
 
     const dpv::DeviceState* ds = nullptr;
     const std::vector<dpv::DeviceState>& states = event ? event->devices : info.devicesBefore;
@@ -247,7 +274,7 @@ SceneState sceneStateFor(const IterationInfo& info, const dpv::StageEvent* event
       for (const auto& t : ds->tensors) byPart[static_cast<int>(t.memory)].append(t);
       for (const auto& [part, group] : byPart) {
         const auto kind = static_cast<dpv::MemoryKind>(part);
-        view.chips.append(ChipView{chipRoleFor(kind), kind, chipText(kind, group), group, false});
+        view.chips.append(chipOf(kind, group, d));
       }
       std::stable_sort(view.chips.begin(), view.chips.end(),
                        [](const ChipView& a, const ChipView& b) { return chipSlot(a.role) < chipSlot(b.role); });
@@ -258,7 +285,7 @@ SceneState sceneStateFor(const IterationInfo& info, const dpv::StageEvent* event
       for (int j = 0; j < d; ++j) first += event->chunk_sizes[static_cast<size_t>(j)];
       if (view.chunkRows > 0) {
         view.chips.append(ChipView{TensorRole::Input, dpv::MemoryKind::Batch,
-                                   QObject::tr("input chunk: %1").arg(sampleRowsText(first, view.chunkRows)), {}, true});
+                                   QObject::tr("input chunk: %1").arg(sampleRowsText(first, view.chunkRows)), {}, true, d});
       }
     }
     // A device that got no rows of the batch sits the iteration out (torch.chunk made fewer chunks).

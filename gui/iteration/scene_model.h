@@ -16,11 +16,17 @@ struct ChipView {
   QString text;    // the label drawn on the chip
   QList<dpv::TensorInfo> tensors;  // what the inspector shows when the chip is clicked
   bool synthesized = false;        // made from chunk sizes (an event without a snapshot listed no tensor)
+  int device = -1;                 // the device it is on (-1: a chip in flight between devices)
+  // Shorter ways to say `text` where room is short, longest first: it without its trailing
+  // " · " parts ("samples 3, 4, 5 · [3, 10]" -> "samples 3, 4, 5"); the hover card has it whole.
+  QStringList shorterTexts;
 };
 // The chip group of a part of memory, and its role.
 dpv::TensorRole chipRoleFor(dpv::MemoryKind kind);
 // "samples 0, 1, 2" or "samples 3–9": which rows of the batch a chunk holds.
 QString sampleRowsText(int64_t first, int64_t count);
+// The same rows' numbers alone: "0, 1, 2", "3–9", "4" ("" for none).
+QString sampleNumbersText(int64_t first, int64_t count);
 // The hover card of a chip: each tensor's name, shape, bytes, values and why it is there (HTML).
 QString chipHoverCard(const ChipView& chip);
 
@@ -28,6 +34,8 @@ struct DeviceView {
   int device = 0;
   QString title;     // "GPU 1"
   QString subtitle;  // "simulated on CPU · output device"
+  // Shorter ways to say the subtitle where room is short, longest first ("output device", "on CPU").
+  QStringList shorterSubtitles;
   bool hasReplica = false;
   bool replicaDiscarded = false;  // its replica was freed after the backward
   bool idle = false;       // after Scatter: no chunk for this device
@@ -49,6 +57,7 @@ struct SceneState {
   // where (Scatter), g0 + g1 + ... = g next to one device's gradient (Reduce), the weight before
   // and after (Step). Every number is the engine's.
   QString cardTitle;
+  QStringList cardTitleShorter;  // shorter ways to say the title, longest first
   QStringList cardLines;
 };
 
@@ -59,7 +68,9 @@ constexpr int kChipSlots = 6;
 
 // The scene's content before any stage (event == nullptr: what info.devicesBefore lists) or after `event`.
 SceneState sceneStateFor(const IterationInfo& info, const dpv::StageEvent* event);
-// "GPU 1 (simulated on CPU)" -> {"GPU 1", "simulated on CPU"}.
+// "GPU 1 (simulated on CPU)" -> {"GPU 1", "simulated on CPU"}. Only for the Timeline's measured
+// series (gui/timeline/page_series.cpp), whose course value carries labels alone; every page that
+// has an IterationInfo reads IterationInfo::deviceTitles instead.
 QPair<QString, QString> splitDeviceLabel(const QString& label);
 
 }  // namespace gui

@@ -88,7 +88,11 @@ class QuizPage : public Page {
 
  private:
   void addKeys();  // the page's keys (Page::addKey): select, confirm, hint, previous
+  // The widgets (page_layout.cpp): the page, the question view with its scenario box, the summary.
   void buildUi();
+  QWidget* buildQuestionView();
+  QWidget* buildScenarioBox(QWidget* body);
+  QWidget* buildSummaryView();
   void loadCourse();
   void showQuestion();
   void showAnsweredState(const QString& chosen);

@@ -28,7 +28,7 @@ QString counter(int index, int count, bool retryRound, int score, int total) {
 QString difficultyLine(const dpv::course::QuizQuestion& question) {
   QString d = q(question.difficulty);
   if (!d.isEmpty()) d[0] = d[0].toUpper();
-  const QString origin = question.origin == "document" ? tr("from the source document") : tr("dpviz question");
+  const QString origin = question.origin == dpv::course::QuizOrigin::Document ? tr("from the source document") : tr("dpviz question");
   return q(dpv::course::quiz_section_title(question.section)) + QStringLiteral("  ·  ") + d + QStringLiteral("  ·  ") + origin;
 }
 
@@ -89,10 +89,9 @@ QString summaryHtml(int roundRight, int roundAnswered, int roundCount, int score
 
 QString scenarioPlainText(const dpv::course::ScenarioResult& r, bool answered) {
   QStringList lines;
-  for (const auto& l : r.lines) {
-    const QString line = q(l);
-    if (!answered && line.startsWith(QLatin1String("The engine's result match"))) continue;
-    lines << line;
+  for (int i = 0; i < static_cast<int>(r.lines.size()); ++i) {
+    if (!answered && i == r.answer_line) continue;  // it would give the answer away
+    lines << q(r.lines[static_cast<size_t>(i)]);
   }
   if (!answered && !r.answer_label.empty()) lines << tr("(Answer the question to see which option this result matches.)");
   if (!r.facts.empty()) {

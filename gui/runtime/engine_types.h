@@ -19,6 +19,13 @@ struct IterationInfo {
   std::vector<dpv::Stage> plan;
   std::vector<int64_t> chunks;  // torch.chunk sizes of the batch
   QStringList deviceLabels;     // "GPU 1 (simulated on CPU)", one per device of the set
+  // The same devices' labels in parts, what the pages lay out (never split out of deviceLabels).
+  struct DeviceTitle {
+    QString name;            // "GPU 1"
+    QString detail;          // "simulated on CPU", the GPU's name, ...; empty for none
+    bool simulated = false;  // a CPU device standing in for a GPU
+  };
+  std::vector<DeviceTitle> deviceTitles;
   QString deviceSpec;           // "cpu:4"
   QString transport;            // "host threads", "NCCL", ...
   QString inputShape;           // "[10, 10]"

@@ -113,6 +113,8 @@ IterationInfo EngineWorker::describeIteration(quint64 generation, const dpv::Str
   info.iteration = iterationNumber_;
   info.plan = iteration_->plan();
   for (int i = 0; i < devices_->size(); ++i) info.deviceLabels << qs((*devices_)[i].label());
+  for (int i = 0; i < devices_->size(); ++i)
+    info.deviceTitles.push_back({qs((*devices_)[i].display_name()), qs((*devices_)[i].detail()), (*devices_)[i].kind() == dpv::DeviceKind::Cpu});
   info.deviceSpec = settings_.devices;
   info.transport = qs(strategy.transport());
   info.inputShape = formatShape(batch_->inputs.shape());

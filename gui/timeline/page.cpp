@@ -292,7 +292,7 @@ void TimelinePage::drawLastIteration() {
   const int devices = static_cast<int>(info.deviceLabels.size());
   // Rows from the top: the iteration's stages (wall clock), then GPU 0, GPU 1, ...
   QStringList rows{tr("stages (wall)")};
-  for (int d = 0; d < devices; ++d) rows << splitDeviceLabel(info.deviceLabels.at(d)).first;
+  for (int d = 0; d < devices; ++d) rows << info.deviceTitles.at(static_cast<size_t>(d)).name;
   setRows(rows);
   plot_->xAxis->setLabel(tr("time since the iteration began (ms)"));
   plot_->yAxis->setLabel(QString());
@@ -324,7 +324,7 @@ void TimelinePage::drawLastIteration() {
       if (d.busy_end <= d.busy_start || d.device < 0 || d.device >= devices) continue;
       const double ds = d.busy_start * 1e3 + shift, dt = d.busy_end * 1e3 + shift;
       addBar(1 + d.device, ds, dt, kind,
-             tr("%1 on %2\n%3 – %4 ms (%5 ms)\nmemory %6, peak %7").arg(QString::fromStdString(ev.stage.title), splitDeviceLabel(info.deviceLabels.at(d.device)).first)
+             tr("%1 on %2\n%3 – %4 ms (%5 ms)\nmemory %6, peak %7").arg(QString::fromStdString(ev.stage.title), info.deviceTitles.at(static_cast<size_t>(d.device)).name)
                  .arg(ds, 0, 'f', 3).arg(dt, 0, 'f', 3).arg(dt - ds, 0, 'f', 3)
                  .arg(formatBytes(static_cast<double>(d.memory_bytes)), formatBytes(static_cast<double>(d.memory_peak))));
     }

@@ -108,4 +108,7 @@ TEST(DeviceSet, LabelsSimulatedDevicesHonestly) {
   auto devs = DeviceSet::create("cpu:3");
   EXPECT_EQ((*devs)[2].label(), "GPU 2 (simulated on CPU)");
   EXPECT_EQ((*devs)[1].name(), "cpu:1");
+  // The label's two parts, for a front end that shows them apart (the Iteration scene's boxes).
+  EXPECT_EQ((*devs)[2].display_name(), "GPU 2");
+  EXPECT_EQ((*devs)[2].detail(), "simulated on CPU");
 }

@@ -9,7 +9,10 @@ namespace {
 
 IterationInfo fourDevices() {
   IterationInfo info;
-  for (int d = 0; d < 4; ++d) info.deviceLabels << QStringLiteral("GPU %1 (simulated on CPU)").arg(d);
+  for (int d = 0; d < 4; ++d) {
+    info.deviceLabels << QStringLiteral("GPU %1 (simulated on CPU)").arg(d);
+    info.deviceTitles.push_back({QStringLiteral("GPU %1").arg(d), QStringLiteral("simulated on CPU"), true});
+  }
   info.chunks = {2, 2, 2};
   return info;
 }
@@ -39,6 +42,19 @@ TEST(SceneModel, BeforeTheFirstStageNothingIsOnTheDevices) {
   EXPECT_TRUE(s.devices[0].subtitle.contains(QLatin1String("output device")));
 }
 
+TEST(SceneModel, TitlesAndTheirShortFormsComeFromTheDevicesTitles) {
+  IterationInfo info = fourDevices();
+  info.deviceTitles[1] = {QStringLiteral("GPU 1"), QStringLiteral("virtual, on H200 #0"), false};
+  const SceneState s = sceneStateFor(info, nullptr);
+  EXPECT_EQ(s.devices[0].title, QStringLiteral("GPU 0"));
+  EXPECT_EQ(s.devices[0].subtitle, QStringLiteral("simulated on CPU · output device"));
+  EXPECT_EQ(s.devices[0].shorterSubtitles,
+            (QStringList{QStringLiteral("output device"), QStringLiteral("simulated on CPU"), QStringLiteral("output"), QStringLiteral("on CPU")}));
+  EXPECT_EQ(s.devices[1].subtitle, QStringLiteral("virtual, on H200 #0"));
+  EXPECT_TRUE(s.devices[1].shorterSubtitles.isEmpty()) << "not simulated: no \"on CPU\"";
+  EXPECT_EQ(s.devices[2].shorterSubtitles, QStringList{QStringLiteral("on CPU")});
+}
+
 TEST(SceneModel, ScatterGivesChunksAndLeavesTheDeviceWithoutOneIdle) {
   dpv::StageEvent ev;
   ev.stage.kind = dpv::StageKind::Scatter;
@@ -58,10 +74,15 @@ TEST(SceneModel, ScatterGivesChunksAndLeavesTheDeviceWithoutOneIdle) {
     ASSERT_EQ(s.devices[d].chips.size(), 1) << d;
     EXPECT_EQ(s.devices[d].chips[0].role, dpv::TensorRole::Input);
     EXPECT_EQ(s.devices[d].chips[0].text, QStringLiteral("samples %1, %2 · [2, 10]").arg(2 * d).arg(2 * d + 1));
+    EXPECT_EQ(s.devices[d].chips[0].shorterTexts, QStringList{QStringLiteral("samples %1, %2").arg(2 * d).arg(2 * d + 1)});
+    EXPECT_EQ(s.devices[d].chips[0].device, d);
     EXPECT_FALSE(s.devices[d].idle);
   }
   EXPECT_TRUE(s.devices[3].idle);
   EXPECT_TRUE(s.devices[3].chips.isEmpty());
+  // The card's lines name each device's rows by number; its title may drop "(torch.chunk)".
+  EXPECT_EQ(s.cardLines.join(QLatin1Char('|')), QStringLiteral("GPU 0: 0, 1  ·  GPU 1: 2, 3|GPU 2: 4, 5|GPU 3: no chunk, idle"));
+  EXPECT_EQ(s.cardTitleShorter, QStringList{QStringLiteral("Which samples went where")});
 }
 
 TEST(SceneModel, ParametersAndBuffersShareOneChipAndGradsGetTheirOwn) {
@@ -78,6 +99,7 @@ TEST(SceneModel, ParametersAndBuffersShareOneChipAndGradsGetTheirOwn) {
   ev.devices.push_back(ds);
   IterationInfo info;
   info.deviceLabels << QStringLiteral("GPU 0 (simulated on CPU)");
+  info.deviceTitles.push_back({QStringLiteral("GPU 0"), QStringLiteral("simulated on CPU"), true});
   const SceneState s = sceneStateFor(info, &ev);
   const auto& chips = s.devices[0].chips;
   // The snapshot is the whole truth: no chip is made up for the chunk rows it does not list.

@@ -12,7 +12,10 @@ namespace {
 
 IterationInfo devices(int n) {
   IterationInfo info;
-  for (int d = 0; d < n; ++d) info.deviceLabels << QStringLiteral("GPU %1 (simulated on CPU)").arg(d);
+  for (int d = 0; d < n; ++d) {
+    info.deviceLabels << QStringLiteral("GPU %1 (simulated on CPU)").arg(d);
+    info.deviceTitles.push_back({QStringLiteral("GPU %1").arg(d), QStringLiteral("simulated on CPU"), true});
+  }
   info.layerNames << QStringLiteral("Linear");
   info.layerKinds.push_back(dpv::LayerKind::Linear);
   for (int d = 0; d < n; ++d) info.chunks.push_back(1);

@@ -36,7 +36,7 @@ TEST(QuizContent, DocumentQuestionsHaveTheDocumentsAnswers) {
   const QuizLoadResult quiz = load_quiz(quiz_dir());
   std::vector<const QuizQuestion*> doc;
   for (const auto& q : quiz.questions)
-    if (q.origin == "document") doc.push_back(&q);
+    if (q.origin == QuizOrigin::Document) doc.push_back(&q);
   ASSERT_EQ(doc.size(), 5u);
   // The source document's order and answers: B, C, A, D, A; each with four options.
   const std::vector<std::string> answers = {"B", "C", "A", "D", "A"};
@@ -69,7 +69,7 @@ TEST(QuizContent, OwnQuestionsAreEngineChecked) {
   const QuizLoadResult quiz = load_quiz(quiz_dir());
   int own_with_scenario = 0;
   for (const auto& q : quiz.questions) {
-    if (q.origin == "document") continue;
+    if (q.origin == QuizOrigin::Document) continue;
     EXPECT_TRUE(q.scenario.has_value()) << q.id << " has no scenario the engine can check";
     if (q.scenario) ++own_with_scenario;
   }

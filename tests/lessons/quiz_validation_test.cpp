@@ -46,8 +46,48 @@ TEST(QuizValidation, GoodQuestionLoads) {
   ASSERT_EQ(r.questions.size(), 1u);
   EXPECT_EQ(r.questions[0].options[1].label, "B");
   EXPECT_EQ(r.questions[0].correct_index(), 1);
-  EXPECT_EQ(r.questions[0].origin, "dpviz");
+  EXPECT_EQ(r.questions[0].origin, QuizOrigin::Dpviz);
   EXPECT_EQ(r.questions[0].source, "good.json");
+}
+
+TEST(QuizValidation, OriginIsReadOnceIntoItsValue) {
+  json q = good_question("doc");
+  q["origin"] = "document";
+  QuizLoadResult r = parse_quiz_file(q.dump(), "doc.json");
+  ASSERT_EQ(r.questions.size(), 1u) << all(r.problems);
+  EXPECT_EQ(r.questions[0].origin, QuizOrigin::Document);
+
+  q["origin"] = "dpviz";
+  r = parse_quiz_file(q.dump(), "ours.json");
+  ASSERT_EQ(r.questions.size(), 1u) << all(r.problems);
+  EXPECT_EQ(r.questions[0].origin, QuizOrigin::Dpviz);
+
+  q["origin"] = "blog";
+  const std::string p = problem_of(q);
+  EXPECT_NE(p.find("'origin' is 'blog'; expected document or dpviz"), std::string::npos) << p;
+}
+
+TEST(QuizValidation, AScenariosSetupIsReadFromItsParameters) {
+  ScenarioSetup s = scenario_setup(QuizScenario{"batchnorm", R"({"devices": 3, "batch": 7, "preset": "mlp-bn", "sync_bn": true})"});
+  EXPECT_EQ(s.devices, 3);
+  EXPECT_EQ(s.batch, 7);
+  EXPECT_EQ(s.preset, "mlp-bn");
+  ASSERT_TRUE(s.sync_bn.has_value());
+  EXPECT_TRUE(*s.sync_bn);
+  // The batch from the input's shape; what is not named, out of range or not a preset counts as none.
+  s = scenario_setup(QuizScenario{"scatter", R"({"devices": 9, "input_shape": [8, 10], "preset": "resnet", "sync_bn": false})"});
+  EXPECT_EQ(s.devices, 0);
+  EXPECT_EQ(s.batch, 8);
+  EXPECT_EQ(s.preset, "");
+  ASSERT_TRUE(s.sync_bn.has_value());
+  EXPECT_FALSE(*s.sync_bn);
+  s = scenario_setup(QuizScenario{"scatter", "{}"});
+  EXPECT_EQ(s.devices, 0);
+  EXPECT_EQ(s.batch, 0);
+  EXPECT_FALSE(s.sync_bn.has_value());
+  s = scenario_setup(QuizScenario{"scatter", "not json"});
+  EXPECT_EQ(s.devices, 0);
+  EXPECT_EQ(s.batch, 0);
 }
 
 TEST(QuizValidation, InvalidJsonNamesTheFile) {

@@ -71,5 +71,41 @@ TEST(SampleProgram, DataIsFixedBySeedAndTheRunIsTheSameOnAnyDeviceCount) {
   EXPECT_LT(one.loss, 1.2);
 }
 
+TEST(SampleProgram, TheDdpScriptDefinesTheSameModelLeftOnItsRanksDevice) {
+  for (const std::string& preset : {std::string("simple"), std::string("cnn")}) {
+    const auto model = model_definition(preset, ModelPlacement::AsBuilt);
+    const auto on_gpu = model_definition(preset, ModelPlacement::Cuda);
+    ASSERT_EQ(model.size(), on_gpu.size()) << preset;
+    EXPECT_EQ(on_gpu.back().text, model.back().text + ".cuda()") << preset;
+    EXPECT_EQ(text_of(model).find(".cuda()"), std::string::npos) << text_of(model);
+
+    DdpProgramOptions o;
+    o.preset = preset;
+    o.ranks = 3;
+    o.rows = 10;
+    o.bucket_bytes = 88;
+    const auto script = ddp_program(o);
+    const std::string text = text_of(script);
+    EXPECT_NE(text.find(text_of(model)), std::string::npos) << "the DataParallel program's model, whole:\n" << text;
+    EXPECT_NE(text.find("--nproc_per_node=3"), std::string::npos) << text;
+    EXPECT_NE(text.find("batch_size=4,"), std::string::npos) << "ceil(10 / 3) per process:\n" << text;
+    EXPECT_NE(text.find("bucket_cap_mb=88 / 2**20"), std::string::npos) << text;
+    const auto defines = std::count_if(script.begin(), script.end(), [](const ProgramLine& l) { return l.layer >= 0; });
+    EXPECT_EQ(static_cast<size_t>(defines), preset_model(preset).layers.size()) << preset;
+  }
+  EXPECT_THROW(ddp_program(DdpProgramOptions{"no-such-preset"}), Error);
+}
+
+TEST(SampleProgram, EveryDdpStageHasItsLineInTheScriptAndTheSource) {
+  for (const auto& program : {ddp_program(DdpProgramOptions{}), ddp_source_program()}) {
+    std::set<StageKind> named;
+    for (const auto& line : program) named.insert(line.stages.begin(), line.stages.end());
+    for (StageKind k : {StageKind::Construct, StageKind::Sample, StageKind::BroadcastBuffers, StageKind::Forward, StageKind::Loss,
+                        StageKind::Backward, StageKind::Finalize, StageKind::Step}) {
+      EXPECT_TRUE(named.count(k)) << stage_kind_name(k);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dpv::course

@@ -71,6 +71,10 @@ TEST(DocumentScenarios, Q3SplitsIntoFourAndFourAndGathersEightByTen) {
   EXPECT_EQ(fact(r, "output device"), "0");
   EXPECT_NE(text_of(r).find("torch.Size([8, 10])"), std::string::npos) << text_of(r);
   EXPECT_EQ(r.answer_label, "A");
+  // The sentence naming the option is marked, so the quiz can hold it back until the learner answers.
+  ASSERT_GE(r.answer_line, 0);
+  ASSERT_LT(r.answer_line, static_cast<int>(r.lines.size()));
+  EXPECT_EQ(r.lines[static_cast<size_t>(r.answer_line)], "The engine's result matches option A.");
 }
 
 TEST(DocumentScenarios, Q4ShowsTheEnginesDtypeError) {
