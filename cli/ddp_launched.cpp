@@ -42,16 +42,16 @@ namespace {
 
 // The --devices a launched job stands for, as the in-process run would name it: cpu:W with Gloo,
 // cuda (a GPU per rank) with NCCL.
-std::string job_devices(const dist::RankEnv& env, const std::string& backend) {
-  return backend == "nccl" ? "cuda" : "cpu:" + std::to_string(env.world_size);
+std::string job_devices(const dist::RankEnv& env, dist::ProcessGroupBackend backend) {
+  return backend == dist::ProcessGroupBackend::Nccl ? "cuda" : "cpu:" + std::to_string(env.world_size);
 }
 
 // A --devices given to a launched rank must name what the launcher already fixed: the world size,
 // and each rank's device (cpu, or cuda:LOCAL_RANK with NCCL).
-void check_devices_match_job(const std::string& given, const dist::RankEnv& env, const std::string& backend) {
+void check_devices_match_job(const std::string& given, const dist::RankEnv& env, dist::ProcessGroupBackend backend) {
   const DeviceSpec spec = parse_device_spec(given);  // a malformed spec is its own ValueError
   const std::string or_leave_out = ", or leave --devices out: under a launcher each rank takes its own device";
-  if (backend == "nccl") {
+  if (backend == dist::ProcessGroupBackend::Nccl) {
     check(spec.kind == DeviceKind::Cuda,
           "--devices " + given + " names CPU devices, but the job runs with --backend nccl (one GPU per rank): "
           "use --devices cuda, or --backend gloo for CPU ranks" + or_leave_out, ErrorClass::ValueError);
@@ -86,7 +86,7 @@ LaunchedRank join_launched_job(const std::optional<std::string>& devices_spec) {
     lr.devices_spec = job_devices(env, options.backend);
   }
   lr.session = dist::init_process_group(env, options);
-  if (options.backend == "nccl") {
+  if (options.backend == dist::ProcessGroupBackend::Nccl) {
     lr.devices = DeviceSet::create("cuda:" + std::to_string(env.local_rank));
     lr.device = lr.devices->shared(0);
     lr.comm_device = lr.device;

@@ -100,7 +100,7 @@ std::vector<std::string> worker_environment(const LaunchPlan& plan, int rank, in
       {"GROUP_RANK", std::to_string(plan.node_rank)},
       {"MASTER_ADDR", plan.master_addr},
       {"MASTER_PORT", std::to_string(plan.master_port)},
-      {"DPV_BACKEND", plan.backend},
+      {"DPV_BACKEND", name(plan.backend)},
       {"DPV_TIMEOUT", std::to_string(plan.timeout_s)},
       // Each rank is one device: OpenBLAS in every worker spinning all cores would oversubscribe them.
       {"OPENBLAS_NUM_THREADS", "1"},

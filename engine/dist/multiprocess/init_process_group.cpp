@@ -12,9 +12,11 @@ namespace dpv::dist {
 DistOptions read_dist_options(const EnvLookup& lookup) {
   DistOptions o;
   if (auto b = lookup("DPV_BACKEND")) {
-    if (*b != "gloo" && *b != "nccl")
-      throw Error("DPV_BACKEND='" + *b + "' is not a backend: use gloo (CPU ranks) or nccl (GPU ranks)", ErrorClass::ValueError);
-    o.backend = *b;
+    try {
+      o.backend = parse_process_group_backend(*b);
+    } catch (const Error& e) {
+      throw e.reworded("DPV_BACKEND=" + std::string(e.what()));  // DPV_BACKEND='mpi' is not a backend: ...
+    }
   }
   if (auto t = lookup("DPV_TIMEOUT")) {
     double seconds = 0;
@@ -58,7 +60,7 @@ std::unique_ptr<DistSession> init_process_group(const RankEnv& env, const DistOp
     throw Error("two processes were started as rank " + std::to_string(env.rank) +
                 " (check --node-rank on every node: each node needs its own)");
   }
-  if (options.backend == "nccl") {
+  if (options.backend == ProcessGroupBackend::Nccl) {
     Store* store = s->store_.get();
     s->group_ = make_nccl_process_group(
         env.rank, env.world_size, env.local_rank, options.timeout.count(),

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/dist/multiprocess/process_group_backend.h"
 #include "engine/dist/multiprocess/rank_env.h"
 #include "engine/dist/multiprocess/tcp_store.h"
 #include "engine/dist/process_group.h"
@@ -17,7 +18,7 @@
 namespace dpv::dist {
 
 struct DistOptions {
-  std::string backend = "gloo";  // "gloo" or "nccl"
+  ProcessGroupBackend backend = ProcessGroupBackend::Gloo;
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};
   std::string iface;  // empty: the interface that routes to MASTER_ADDR
 };
