@@ -8,8 +8,7 @@
 #include "cli/step_inputs.h"
 #include "engine/ddp/ddp_output.h"
 #include "engine/ddp/ddp_rank.h"
-#include "engine/ddp/ddp_rank_codec.h"
-#include "engine/dist/gather_bytes.h"
+#include "engine/ddp/gather_rank_results.h"
 #include "engine/dist/multiprocess/rank_env.h"
 #include "engine/error.h"
 #include "engine/io/safetensors.h"
@@ -107,12 +106,9 @@ void run_step_ddp_launched(const StepOptions& o) {
   const DdpOptions options = step_ddp_options(o);
 
   DdpRankResult mine = run_rank_steps(group, lr.device, model, state, input, target, options, o.steps);
-  // Rank 0 needs every rank's result; the group moves them (an all-gather: every rank calls it).
-  const std::vector<std::string> all = all_gather_bytes(group, encode_rank_result(mine), lr.comm_device);
+  // Rank 0 needs every rank's result; the group moves them (every rank calls it).
+  const std::vector<DdpRankResult> results = gather_rank_results(group, mine, lr.comm_device);
   if (lr.rank() == 0) {
-    std::vector<DdpRankResult> results;
-    for (size_t r = 0; r < all.size(); ++r)
-      results.push_back(decode_rank_result(all[r], "rank " + std::to_string(r) + "'s result"));
     DdpStepOutput out = ddp_step_output(results, dtype);
     add_step_ddp_metadata(out, o, lr.devices_spec);
     out.metadata["launched"] = std::to_string(lr.world_size()) + " processes, " + group.backend();

@@ -4,6 +4,7 @@
 
 #include <atomic>
 
+#include "engine/backend.h"
 #include "engine/collectives.h"
 #include "engine/device.h"
 #include "engine/error.h"
@@ -28,6 +29,14 @@ std::unique_ptr<Collectives> make_collectives(std::shared_ptr<DeviceSet> devices
     return factory(std::move(devices));
   }
   return make_host_collectives(std::move(devices));
+}
+
+CpuGemm::CpuGemm() : backend_(make_cpu_backend()) {}
+CpuGemm::~CpuGemm() = default;
+
+void CpuGemm::run(bool trans_a, bool trans_b, int64_t rows, int64_t cols, int64_t inner, double alpha, const Tensor& a,
+                  const Tensor& b, double beta, Tensor& c) {
+  backend_->gemm(trans_a, trans_b, rows, cols, inner, alpha, a, b, beta, c);
 }
 
 }  // namespace dpv

@@ -5,6 +5,7 @@
 #include "engine/backend_registry.h"
 #include "engine/dist/multiprocess/c10d_store.h"
 #include "engine/dist/multiprocess/gloo_group.h"
+#include "engine/dist/multiprocess/socket.h"
 #include "engine/error.h"
 
 namespace dpv::dist {
@@ -75,6 +76,8 @@ std::unique_ptr<DistSession> init_process_group(const RankEnv& env, const DistOp
   }
   return s;
 }
+
+int check_store_port(const std::string& host, int port) { return bound_port(listen_tcp(host, port)); }
 
 std::unique_ptr<DistSession> init_process_group_from_environment() {
   EnvLookup lookup = environment_lookup();
