@@ -26,9 +26,9 @@
 #include "engine/data_parallel.h"
 #include "engine/device.h"
 #include "engine/error.h"
-#include "gui/app/flow_layout.h"
+#include "gui/common/flow_layout.h"
 #include "gui/bnlab/callout.h"
-#include "gui/bnlab/chart_style.h"
+#include "gui/common/chart_style.h"
 #include "gui/bnlab/charts.h"
 #include "gui/bnlab/session.h"
 

@@ -5,8 +5,8 @@
 // line naming the DDP stages it stands for so the current one is highlighted.
 #include <QVector>
 
-#include "gui/app/context.h"
-#include "gui/iteration/code_view.h"
+#include "gui/common/context.h"
+#include "gui/common/code_view.h"
 
 namespace gui {
 

@@ -15,7 +15,7 @@
 
 #include "gui/ddp/inspect.h"
 #include "gui/ddp/scene_model.h"
-#include "gui/iteration/scene_items.h"
+#include "gui/common/scene_items.h"
 
 class QGraphicsItem;
 class QGraphicsPathItem;

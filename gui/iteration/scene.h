@@ -8,8 +8,8 @@
 #include <QHash>
 #include <QPointer>
 
-#include "gui/iteration/scene_items.h"
-#include "gui/iteration/scene_model.h"
+#include "gui/common/scene_items.h"
+#include "gui/common/scene_model.h"
 
 class QParallelAnimationGroup;
 

@@ -8,7 +8,7 @@
 
 #include "engine/ddp/ddp.h"
 #include "engine/device.h"
-#include "gui/app/context.h"
+#include "gui/common/context.h"
 #include "gui/bnlab/charts.h"
 #include "gui/bnlab/page.h"
 #include "gui/bnlab/session.h"

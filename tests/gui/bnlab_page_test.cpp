@@ -17,7 +17,7 @@
 #include "course/batchnorm_stats.h"
 #include "engine/data_parallel.h"
 #include "engine/device.h"
-#include "gui/app/context.h"
+#include "gui/common/context.h"
 #include "gui/bnlab/charts.h"
 #include "gui/bnlab/page.h"
 #include "gui/bnlab/session.h"
