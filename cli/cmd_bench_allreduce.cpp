@@ -62,7 +62,7 @@ void run_allreduce_bench(const AllreduceBenchOptions& o) {
   const int world = g.size();
   const bool rank0 = g.rank() == 0;
   std::shared_ptr<Device> device;  // null: host memory (Gloo); the rank's GPU with nccl
-  if (session->options().backend == "nccl")
+  if (session->options().backend == dist::ProcessGroupBackend::Nccl)
     device = DeviceSet::create("cuda:" + std::to_string(session->env().local_rank))->shared(0);
 
   if (rank0) {

@@ -26,15 +26,20 @@ void add_launch_command(CLI::App& app, Action& run) {
   sub->add_option("--master-port", plan->master_port, "Port of the store on node 0 (0: a free port, one node only)")
       ->capture_default_str()
       ->transform(integer_in<int>(0, 65535));
-  sub->add_option("--backend", plan->backend, "gloo (CPU ranks) or nccl (one GPU per rank)")
+  // Read as its name (CLI11 checks it is one of them, with its own message), made a value in the callback.
+  auto backend_name = std::make_shared<std::string>(name(plan->backend));
+  sub->add_option("--backend", *backend_name, "gloo (CPU ranks) or nccl (one GPU per rank)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"gloo", "nccl"}));
+      ->check(CLI::IsMember(dist::process_group_backend_names()));
   sub->add_option("--timeout", plan->timeout_s, "Seconds a rank waits for the store or a collective before failing")
       ->capture_default_str()
       ->check(at_least(0.001));
   sub->add_option("--iface", plan->iface, "Network interface for Gloo (sets GLOO_SOCKET_IFNAME); default: the one that routes to the master");
   sub->add_option("command", plan->command, "The dpv subcommand and its arguments, after --")->required();
-  sub->callback([plan, &run] { run = [plan] { run_launch(*plan); }; });
+  sub->callback([plan, backend_name, &run] {
+    plan->backend = dist::parse_process_group_backend(*backend_name);
+    run = [plan] { run_launch(*plan); };
+  });
 }
 
 }  // namespace dpv::cli

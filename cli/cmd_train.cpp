@@ -97,7 +97,13 @@ void run_train(const TrainCliOptions& o) {
     const int64_t n = o.samples > 0 ? o.samples : std::clamp<int64_t>(std::min<int64_t>(batch, 8192) * per_batch, 1024, 8192);
     too_few(n);
     check_dataset_bytes(spec, n, o.samples > 0 ? "--samples " + std::to_string(n) : batch_asked_by);
-    data = make_data_for_model(spec, n, run.seed + 1, o.data);
+    try {
+      data = make_data_for_model(spec, n, run.seed + 1, o.data);
+    } catch (const Error& e) {
+      // The engine names the data kind; the flag that chose it is the CLI's to name. "auto" always fits.
+      if (o.data == "auto") throw;
+      throw e.reworded(std::string("--data: ") + e.what());
+    }
   }
   const int64_t n = data.inputs.dim(0);
   too_few(n);

@@ -8,8 +8,7 @@
 #include "cli/step_inputs.h"
 #include "engine/ddp/ddp_output.h"
 #include "engine/ddp/ddp_rank.h"
-#include "engine/ddp/ddp_rank_codec.h"
-#include "engine/dist/gather_bytes.h"
+#include "engine/ddp/gather_rank_results.h"
 #include "engine/dist/multiprocess/rank_env.h"
 #include "engine/error.h"
 #include "engine/io/safetensors.h"
@@ -32,16 +31,16 @@ namespace {
 
 // The --devices a launched job stands for, as the in-process run would name it: cpu:W with Gloo,
 // cuda (a GPU per rank) with NCCL.
-std::string job_devices(const dist::RankEnv& env, const std::string& backend) {
-  return backend == "nccl" ? "cuda" : "cpu:" + std::to_string(env.world_size);
+std::string job_devices(const dist::RankEnv& env, dist::ProcessGroupBackend backend) {
+  return backend == dist::ProcessGroupBackend::Nccl ? "cuda" : "cpu:" + std::to_string(env.world_size);
 }
 
 // A --devices given to a launched rank must name what the launcher already fixed: the world size,
 // and each rank's device (cpu, or cuda:LOCAL_RANK with NCCL).
-void check_devices_match_job(const std::string& given, const dist::RankEnv& env, const std::string& backend) {
+void check_devices_match_job(const std::string& given, const dist::RankEnv& env, dist::ProcessGroupBackend backend) {
   const DeviceSpec spec = parse_device_spec(given);  // a malformed spec is its own ValueError
   const std::string or_leave_out = ", or leave --devices out: under a launcher each rank takes its own device";
-  if (backend == "nccl") {
+  if (backend == dist::ProcessGroupBackend::Nccl) {
     check(spec.kind == DeviceKind::Cuda,
           "--devices " + given + " names CPU devices, but the job runs with --backend nccl (one GPU per rank): "
           "use --devices cuda, or --backend gloo for CPU ranks" + or_leave_out, ErrorClass::ValueError);
@@ -76,7 +75,7 @@ LaunchedRank join_launched_job(const std::optional<std::string>& devices_spec) {
     lr.devices_spec = job_devices(env, options.backend);
   }
   lr.session = dist::init_process_group(env, options);
-  if (options.backend == "nccl") {
+  if (options.backend == dist::ProcessGroupBackend::Nccl) {
     lr.devices = DeviceSet::create("cuda:" + std::to_string(env.local_rank));
     lr.device = lr.devices->shared(0);
     lr.comm_device = lr.device;
@@ -96,12 +95,9 @@ void run_step_ddp_launched(const StepOptions& o) {
   TensorMap state = load_step_state(model, o.state, o.run.seed);
 
   DdpRankResult mine = run_rank_steps(group, lr.device, model, state, input, target, ddp_options(o.run), o.steps);
-  // Rank 0 needs every rank's result; the group moves them (an all-gather: every rank calls it).
-  const std::vector<std::string> all = all_gather_bytes(group, encode_rank_result(mine), lr.comm_device);
+  // Rank 0 needs every rank's result; the group moves them (every rank calls it).
+  const std::vector<DdpRankResult> results = gather_rank_results(group, mine, lr.comm_device);
   if (lr.rank() == 0) {
-    std::vector<DdpRankResult> results;
-    for (size_t r = 0; r < all.size(); ++r)
-      results.push_back(decode_rank_result(all[r], "rank " + std::to_string(r) + "'s result"));
     DdpStepOutput out = ddp_step_output(results, dtype);
     add_step_ddp_metadata(out, o, lr.devices_spec);
     out.metadata["launched"] = std::to_string(lr.world_size()) + " processes, " + group.backend();

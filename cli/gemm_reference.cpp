@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <chrono>
 
-#include "engine/backend.h"
 #include "engine/backend_registry.h"
+#include "engine/tensor.h"
 
 namespace dpv::cli {
 
@@ -30,7 +30,7 @@ struct GemmReference::Buffers {
   // engine's backend reads the same values through host tensors.
   std::vector<std::vector<float>> f32;
   std::vector<std::vector<double>> f64;
-  std::unique_ptr<Backend> backend;  // EngineCpu: the CPU backend whose gemm is timed
+  std::unique_ptr<CpuGemm> backend;  // EngineCpu: the CPU backend's gemm, timed
   std::vector<Tensor> tensors;       // EngineCpu: a, b, c per shape
 };
 
@@ -53,7 +53,7 @@ GemmReference::GemmReference(std::vector<GemmShape> shapes, bool float64, GemmLi
     flops_ += s.flops();
   }
   if (library_ == GemmLibrary::EngineCpu) {
-    buffers_->backend = make_cpu_backend();
+    buffers_->backend = std::make_unique<CpuGemm>();
     const DType dt = float64_ ? DType::Float64 : DType::Float32;
     for (size_t i = 0; i < shapes_.size(); ++i) {
       const GemmShape& s = shapes_[i];
@@ -79,7 +79,7 @@ double GemmReference::time_one_pass() {
     const GemmShape& s = shapes_[i];
     if (library_ == GemmLibrary::EngineCpu) {
       auto& t = buffers_->tensors;
-      buffers_->backend->gemm(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0, t[3 * i], t[3 * i + 1], 0.0, t[3 * i + 2]);
+      buffers_->backend->run(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0, t[3 * i], t[3 * i + 1], 0.0, t[3 * i + 2]);
       continue;
     }
     // Row-major; the leading dimension is the row length of the matrix as stored.

@@ -13,7 +13,7 @@
 #include <map>
 #include <optional>
 
-#include "engine/dist/multiprocess/socket.h"
+#include "engine/dist/multiprocess/init_process_group.h"
 #include "engine/error.h"
 
 extern char** environ;
@@ -100,7 +100,7 @@ std::vector<std::string> worker_environment(const LaunchPlan& plan, int rank, in
       {"GROUP_RANK", std::to_string(plan.node_rank)},
       {"MASTER_ADDR", plan.master_addr},
       {"MASTER_PORT", std::to_string(plan.master_port)},
-      {"DPV_BACKEND", plan.backend},
+      {"DPV_BACKEND", name(plan.backend)},
       {"DPV_TIMEOUT", std::to_string(plan.timeout_s)},
       // Each rank is one device: OpenBLAS in every worker spinning all cores would oversubscribe them.
       {"OPENBLAS_NUM_THREADS", "1"},
@@ -192,7 +192,7 @@ void run_launch(const LaunchPlan& plan) {
   // The node that hosts the store checks its port first: a port in use is an error before any worker
   // starts. Port 0 asks the system for a free one, which the workers are then given.
   int master_port = plan.master_port;
-  if (plan.node_rank == 0) master_port = dist::bound_port(dist::listen_tcp(plan.master_addr, plan.master_port));
+  if (plan.node_rank == 0) master_port = dist::check_store_port(plan.master_addr, plan.master_port);
 
   if (::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
     throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));

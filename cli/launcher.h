@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/dist/multiprocess/process_group_backend.h"
+
 namespace dpv::cli {
 
 struct LaunchPlan {
@@ -15,7 +17,7 @@ struct LaunchPlan {
   int node_rank = 0;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
-  std::string backend = "gloo";  // passed to the workers as DPV_BACKEND
+  dist::ProcessGroupBackend backend = dist::ProcessGroupBackend::Gloo;  // passed to the workers as DPV_BACKEND
   double timeout_s = 300;        // DPV_TIMEOUT: the workers' store and collective timeout
   std::string iface;             // GLOO_SOCKET_IFNAME when not empty
   std::vector<std::string> command;  // the dpv subcommand and its arguments

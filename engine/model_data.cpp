@@ -34,15 +34,15 @@ ModelInputShape input_shape_of(const ModelSpec& spec) {
 Dataset make_data_for_model(const ModelSpec& spec, int64_t n, uint64_t seed, const std::string& kind) {
   const ModelInputShape s = input_shape_of(spec);
   if (s.image) {
-    check(kind == "auto" || kind == "images", "--data " + kind + " does not fit a CNN (it takes images)", ErrorClass::ValueError);
+    check(kind == "auto" || kind == "images", "'" + kind + "' data does not fit a CNN (it takes images)", ErrorClass::ValueError);
     return make_images(n, s.classes, s.channels, s.height, s.width, seed, spec.dtype);
   }
   if (kind == "spiral" || (kind == "auto" && s.features == 2)) {
     check(s.features == 2,
-          "--data spiral has 2 features but the model takes " + std::to_string(s.features), ErrorClass::ValueError);
+          "'spiral' data has 2 features but the model takes " + std::to_string(s.features), ErrorClass::ValueError);
     return make_spiral(n, s.classes, seed, spec.dtype);
   }
-  check(kind == "auto" || kind == "blobs", "unknown --data '" + kind + "' (auto, spiral, blobs)", ErrorClass::ValueError);
+  check(kind == "auto" || kind == "blobs", "unknown data kind '" + kind + "' (auto, spiral, blobs)", ErrorClass::ValueError);
   return make_blobs(n, s.classes, s.features, seed, spec.dtype);
 }
 

@@ -17,7 +17,7 @@
 #include <ctime>
 #include <vector>
 
-#include "gui/app/context.h"
+#include "gui/common/context.h"
 #include "gui/bnlab/charts.h"
 #include "gui/bnlab/page.h"
 

@@ -16,8 +16,8 @@
 #include <cstdio>
 #include <vector>
 
-#include "gui/app/context.h"
-#include "gui/app/theme.h"
+#include "gui/common/context.h"
+#include "gui/common/theme.h"
 #include "gui/ddp/scene.h"
 #include "gui/iteration/scene.h"
 #include "gui/ring/page.h"

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "engine/backend.h"
-#include "engine/backend_registry.h"
+#include "engine/core_backends.h"
 #include "engine/cpu/channel_sums.h"
 #include "engine/cpu/cpu_batchnorm.h"
 #if DPV_HAVE_ONEDNN

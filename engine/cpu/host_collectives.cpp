@@ -5,7 +5,7 @@
 #include <chrono>
 
 #include "engine/backend.h"
-#include "engine/backend_registry.h"
+#include "engine/core_backends.h"
 #include "engine/collectives.h"
 #include "engine/device.h"
 #include "engine/error.h"

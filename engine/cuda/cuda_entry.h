@@ -1,6 +1,6 @@
 #pragma once
-// The CUDA target's entry points, called only by engine/backend_registry.cpp when the target is
-// linked in. No CUDA types here: the registry is ordinary C++ of the engine core.
+// The CUDA target's entry points, called only by engine/backends/backend_registry.cpp when the target is
+// linked in. No CUDA types here: the registry is ordinary C++ of the backends target.
 #include <cstdint>
 #include <memory>
 #include <string>

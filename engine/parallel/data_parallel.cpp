@@ -2,7 +2,7 @@
 #include "engine/data_parallel.h"
 
 #include "engine/backend.h"
-#include "engine/backend_registry.h"
+#include "engine/core_backends.h"
 #include "engine/error.h"
 #include "engine/parallel/iteration_impl.h"
 

@@ -9,10 +9,10 @@
 #include <cstdio>
 
 #include "course/lessons.h"
-#include "gui/app/context.h"
+#include "gui/common/context.h"
 #include "gui/app/main_window.h"
 #include "gui/app/screenshot_runner.h"
-#include "gui/app/theme.h"
+#include "gui/common/theme.h"
 #include "gui/runtime/engine_controller.h"
 #include "gui/runtime/engine_types.h"
 

@@ -27,7 +27,7 @@
 #include "engine/error.h"
 #include "engine/trace.h"
 #include "gui/app/settings_bar.h"
-#include "gui/app/theme.h"
+#include "gui/common/theme.h"
 #include "gui/bnlab/page.h"
 #include "gui/compare/page.h"
 #include "gui/intro/page.h"

@@ -4,7 +4,7 @@
 #include <QHash>
 #include <QMainWindow>
 
-#include "gui/app/context.h"
+#include "gui/common/context.h"
 
 class QActionGroup;
 class QLabel;

@@ -6,7 +6,7 @@
 #include <QTimer>
 #include <functional>
 
-#include "gui/app/page.h"
+#include "gui/common/page.h"
 
 namespace gui {
 

@@ -5,7 +5,7 @@
 #include <QFrame>
 #include <QTimer>
 
-#include "gui/app/context.h"
+#include "gui/common/context.h"
 
 class QComboBox;
 class QDoubleSpinBox;

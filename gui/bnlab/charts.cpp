@@ -7,6 +7,8 @@
 #include <cmath>
 #include <qcustomplot.h>
 
+#include "gui/common/chart_style.h"
+
 namespace gui {
 
 namespace {

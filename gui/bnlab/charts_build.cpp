@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <qcustomplot.h>
 
-#include "gui/bnlab/chart_style.h"
+#include "gui/common/chart_style.h"
 #include "gui/bnlab/charts.h"
 
 namespace gui {

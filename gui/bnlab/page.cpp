@@ -18,7 +18,9 @@
 #include "engine/data_parallel.h"
 #include "engine/device.h"
 #include "engine/error.h"
+#include "gui/common/flow_layout.h"
 #include "gui/bnlab/callout.h"
+#include "gui/common/chart_style.h"
 #include "gui/bnlab/charts.h"
 
 namespace gui {

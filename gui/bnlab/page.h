@@ -8,8 +8,8 @@
 #include <QStringList>
 #include <array>
 
-#include "gui/app/context.h"
-#include "gui/app/page.h"
+#include "gui/common/context.h"
+#include "gui/common/page.h"
 #include "gui/bnlab/types.h"
 #include "gui/bnlab/worker.h"
 #include "gui/runtime/generation.h"

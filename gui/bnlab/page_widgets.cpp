@@ -23,9 +23,9 @@
 #include "course/bnlab_session.h"
 #include "course/lessons.h"
 #include "engine/error.h"
-#include "gui/app/flow_layout.h"
+#include "gui/common/flow_layout.h"
 #include "gui/bnlab/callout.h"
-#include "gui/bnlab/chart_style.h"
+#include "gui/common/chart_style.h"
 #include "gui/bnlab/charts.h"
 #include "gui/bnlab/page.h"
 

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "gui/app/theme.h"
-#include "gui/bnlab/chart_style.h"
+#include "gui/common/theme.h"
+#include "gui/common/chart_style.h"
 
 namespace gui {
 

@@ -4,7 +4,7 @@
 // six charts (gui/compare/charts.h), a sum-versus-mean panel on one gradient element, and a
 // sentence on why per-device BatchNorm makes DP and DDP differ from one device.
 #include "course/ddp_compare.h"
-#include "gui/app/page.h"
+#include "gui/common/page.h"
 
 class QBoxLayout;
 class QComboBox;

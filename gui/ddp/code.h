@@ -6,8 +6,8 @@
 // is highlighted.
 #include <QVector>
 
-#include "gui/app/context.h"
-#include "gui/iteration/code_view.h"
+#include "gui/common/context.h"
+#include "gui/common/code_view.h"
 
 namespace gui {
 

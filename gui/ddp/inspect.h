@@ -7,7 +7,7 @@
 // watched parameter or buffer on every rank.
 #include <QList>
 
-#include "gui/iteration/scene_model.h"
+#include "gui/common/scene_model.h"
 
 namespace gui {
 

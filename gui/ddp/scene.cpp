@@ -12,9 +12,9 @@
 #include <QSequentialAnimationGroup>
 #include <QVariantAnimation>
 
-#include "gui/app/theme.h"
-#include "gui/iteration/flight.h"
-#include "gui/iteration/scene_model.h"
+#include "gui/common/theme.h"
+#include "gui/common/flight.h"
+#include "gui/common/scene_model.h"
 
 namespace gui {
 

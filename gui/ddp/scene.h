@@ -4,7 +4,7 @@
 // few values of a parameter, its gradient and a buffer, green where they equal rank 0's), under a
 // strip that contrasts DistributedSampler's strided shards with DataParallel's contiguous chunks.
 // Driven only by DdpSceneStates built from the engine's recorded StageEvents. With animation on,
-// chips fly over the new state's picture as DataParallel's do (gui/iteration/flight.h): the
+// chips fly over the new state's picture as DataParallel's do (gui/common/flight.h): the
 // sampler's indices to each rank's shard, rank 0's state and buffers to the other ranks, fresh
 // gradients into their buckets, each launched bucket round the ring (in bucket order), the
 // averaged gradients into every rank's .grad, and the step from .grad into the weights. When the
@@ -15,7 +15,7 @@
 
 #include "gui/ddp/inspect.h"
 #include "gui/ddp/scene_model.h"
-#include "gui/iteration/scene_items.h"
+#include "gui/common/scene_items.h"
 
 class QGraphicsItem;
 class QGraphicsPathItem;

@@ -2,7 +2,7 @@
 
 #include <QObject>
 
-#include "gui/iteration/scene_model.h"
+#include "gui/common/scene_model.h"
 
 namespace gui {
 

@@ -8,9 +8,9 @@
 #include <QTextBrowser>
 #include <QVBoxLayout>
 
-#include "gui/app/context.h"
-#include "gui/app/ui_helpers.h"
-#include "gui/iteration/lesson_panel.h"
+#include "gui/common/context.h"
+#include "gui/common/ui_helpers.h"
+#include "gui/common/lesson_panel.h"
 #include "gui/runtime/engine_controller.h"
 
 namespace gui {

@@ -1,7 +1,7 @@
 #pragma once
 // The Introduction page: lessons/intro.md, and the source document's sample program runnable with
 // one click on the chosen devices (SimpleModel, batch 32, lr 0.01, one step), showing what it prints.
-#include "gui/app/page.h"
+#include "gui/common/page.h"
 
 class QLabel;
 class QPlainTextEdit;

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <qcustomplot.h>
 
-#include "gui/bnlab/chart_style.h"
+#include "gui/common/chart_style.h"
 
 namespace gui {
 

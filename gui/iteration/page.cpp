@@ -11,14 +11,14 @@
 #include <QVBoxLayout>
 #include <memory>
 
-#include "gui/app/context.h"
-#include "gui/app/theme.h"
-#include "gui/app/ui_helpers.h"
+#include "gui/common/context.h"
+#include "gui/common/theme.h"
+#include "gui/common/ui_helpers.h"
 #include "gui/ddp/code.h"
 #include "gui/ddp/scene.h"
 #include "gui/ddp/scene_model.h"
-#include "gui/iteration/code_view.h"
-#include "gui/iteration/lesson_panel.h"
+#include "gui/common/code_view.h"
+#include "gui/common/lesson_panel.h"
 #include "gui/iteration/loss_strip.h"
 #include "gui/iteration/scene.h"
 #include "gui/iteration/stepper_bar.h"

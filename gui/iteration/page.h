@@ -6,10 +6,10 @@
 #include <QTimer>
 #include <functional>
 
-#include "gui/app/context.h"
-#include "gui/app/page.h"
+#include "gui/common/context.h"
+#include "gui/common/page.h"
 #include "gui/ddp/inspect.h"
-#include "gui/iteration/scene_model.h"
+#include "gui/common/scene_model.h"
 #include "gui/runtime/engine_types.h"
 
 class QHBoxLayout;

@@ -7,10 +7,10 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
-#include "gui/app/ui_helpers.h"
+#include "gui/common/ui_helpers.h"
 #include "gui/ddp/scene.h"
-#include "gui/iteration/code_view.h"
-#include "gui/iteration/lesson_panel.h"
+#include "gui/common/code_view.h"
+#include "gui/common/lesson_panel.h"
 #include "gui/iteration/loss_strip.h"
 #include "gui/iteration/page.h"
 #include "gui/iteration/scene.h"

@@ -1,6 +1,6 @@
 #include "gui/iteration/scene.h"
 
-#include "gui/iteration/flight.h"
+#include "gui/common/flight.h"
 
 #include <algorithm>
 

@@ -12,8 +12,8 @@
 #include <set>
 #include <utility>
 
-#include "gui/iteration/scene_items.h"
-#include "gui/iteration/scene_model.h"
+#include "gui/common/scene_items.h"
+#include "gui/common/scene_model.h"
 
 class QParallelAnimationGroup;
 

@@ -4,7 +4,7 @@
 // map of its values when the snapshot kept them all (small tensors).
 #include <QWidget>
 
-#include "gui/iteration/scene_model.h"
+#include "gui/common/scene_model.h"
 
 class QLabel;
 class QSplitter;

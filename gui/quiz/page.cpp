@@ -17,7 +17,7 @@
 
 #include "engine/error.h"
 #include "engine/model_spec.h"
-#include "gui/app/context.h"
+#include "gui/common/context.h"
 #include "gui/quiz/option_button.h"
 #include "gui/quiz/text.h"
 

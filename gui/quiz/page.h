@@ -13,7 +13,7 @@
 #include "course/progress.h"
 #include "course/quiz.h"
 #include "course/scenario.h"
-#include "gui/app/page.h"
+#include "gui/common/page.h"
 #include "gui/runtime/generation.h"
 #include "gui/runtime/run_off_thread.h"
 

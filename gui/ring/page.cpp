@@ -12,9 +12,9 @@
 #include <QVBoxLayout>
 
 #include "engine/error.h"
-#include "gui/app/context.h"
-#include "gui/app/ui_helpers.h"
-#include "gui/iteration/lesson_panel.h"
+#include "gui/common/context.h"
+#include "gui/common/ui_helpers.h"
+#include "gui/common/lesson_panel.h"
 #include "gui/ring/ring_view.h"
 #include "gui/runtime/engine_controller.h"
 #include "gui/runtime/run_spec_from_settings.h"

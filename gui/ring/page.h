@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "course/ring_demo.h"
-#include "gui/app/page.h"
+#include "gui/common/page.h"
 
 class QComboBox;
 class QLabel;

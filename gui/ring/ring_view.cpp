@@ -5,7 +5,7 @@
 #include <QPainterPath>
 #include <QtMath>
 
-#include "gui/app/theme.h"
+#include "gui/common/theme.h"
 
 namespace gui {
 

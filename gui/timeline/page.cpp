@@ -19,12 +19,12 @@
 #include <map>
 #include <qcustomplot.h>
 
-#include "gui/app/context.h"
-#include "gui/app/theme.h"
-#include "gui/app/ui_helpers.h"
+#include "gui/common/context.h"
+#include "gui/common/theme.h"
+#include "gui/common/ui_helpers.h"
 #include "gui/timeline/bars.h"
-#include "gui/iteration/lesson_panel.h"
-#include "gui/iteration/scene_model.h"
+#include "gui/common/lesson_panel.h"
+#include "gui/common/scene_model.h"
 #include "gui/runtime/engine_controller.h"
 #include "gui/runtime/run_off_thread.h"
 #include "engine/error.h"

@@ -16,7 +16,7 @@
 #include "course/timeline_series.h"
 #include "engine/io/trace_lanes.h"
 
-#include "gui/app/page.h"
+#include "gui/common/page.h"
 #include "gui/runtime/engine_types.h"
 #include "gui/runtime/generation.h"
 #include "gui/runtime/process_run.h"

@@ -6,7 +6,7 @@
 #include <QPushButton>
 #include <QStyle>
 
-#include "gui/app/context.h"
+#include "gui/common/context.h"
 #include "gui/timeline/page.h"
 
 namespace gui {

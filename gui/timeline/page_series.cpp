@@ -9,9 +9,9 @@
 #include <map>
 
 #include "engine/error.h"
-#include "gui/app/context.h"
-#include "gui/app/theme.h"
-#include "gui/iteration/scene_model.h"
+#include "gui/common/context.h"
+#include "gui/common/theme.h"
+#include "gui/common/scene_model.h"
 #include "gui/runtime/engine_controller.h"
 #include "gui/runtime/engine_worker.h"
 #include "gui/runtime/run_off_thread.h"

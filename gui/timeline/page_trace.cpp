@@ -11,9 +11,9 @@
 #include <map>
 
 #include "engine/error.h"
-#include "gui/app/context.h"
-#include "gui/app/theme.h"
-#include "gui/iteration/scene_model.h"
+#include "gui/common/context.h"
+#include "gui/common/theme.h"
+#include "gui/common/scene_model.h"
 #include "gui/timeline/bars.h"
 #include "gui/timeline/page.h"
 

@@ -6,7 +6,7 @@
 #include <qcustomplot.h>
 
 #include "course/bnlab_session.h"
-#include "gui/app/context.h"
+#include "gui/common/context.h"
 #include "gui/bnlab/charts.h"
 #include "gui/bnlab/page.h"
 #include "gui_test_support.h"

@@ -16,7 +16,7 @@
 #include "course/bnlab_session.h"
 #include "engine/data_parallel.h"
 #include "engine/device.h"
-#include "gui/app/context.h"
+#include "gui/common/context.h"
 #include "gui/bnlab/charts.h"
 #include "gui/bnlab/page.h"
 #include "gui_test_support.h"

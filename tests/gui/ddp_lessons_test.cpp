@@ -7,7 +7,7 @@
 #include <QFile>
 
 #include "gui/compare/page.h"
-#include "gui/iteration/lesson_panel.h"
+#include "gui/common/lesson_panel.h"
 #include "gui/ring/page.h"
 
 namespace gui {

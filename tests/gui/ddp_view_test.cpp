@@ -5,8 +5,8 @@
 #include "ddp_test_support.h"
 
 #include "gui/ddp/scene.h"
-#include "gui/iteration/code_view.h"
-#include "gui/iteration/lesson_panel.h"
+#include "gui/common/code_view.h"
+#include "gui/common/lesson_panel.h"
 #include "gui/timeline/page.h"
 
 #include <QGraphicsRectItem>

@@ -7,7 +7,7 @@
 #include <QStandardPaths>
 #include <QTemporaryDir>
 
-#include "gui/app/theme.h"
+#include "gui/common/theme.h"
 #include "gui/runtime/engine_types.h"
 
 using namespace gui;  // this file only holds main() and its helpers

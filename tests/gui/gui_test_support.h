@@ -9,7 +9,7 @@
 #include <memory>
 #include <set>
 
-#include "gui/app/context.h"
+#include "gui/common/context.h"
 #include "gui/app/main_window.h"
 #include "gui/iteration/page.h"
 #include "gui/iteration/scene.h"

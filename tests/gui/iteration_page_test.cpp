@@ -5,8 +5,8 @@
 #include <QTemporaryDir>
 
 #include "engine/data_parallel.h"
-#include "gui/iteration/code_view.h"
-#include "gui/iteration/lesson_panel.h"
+#include "gui/common/code_view.h"
+#include "gui/common/lesson_panel.h"
 #include "gui/iteration/loss_strip.h"
 #include "gui/iteration/tensor_inspector.h"
 

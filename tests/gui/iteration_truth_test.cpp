@@ -11,8 +11,8 @@
 #include <QTextBlock>
 #include <QTreeWidget>
 
-#include "gui/iteration/code_view.h"
-#include "gui/iteration/lesson_panel.h"
+#include "gui/common/code_view.h"
+#include "gui/common/lesson_panel.h"
 #include "gui/iteration/tensor_inspector.h"
 
 namespace gui {

@@ -9,13 +9,13 @@
 #include <QScrollBar>
 #include <qcustomplot.h>
 
-#include "gui/app/context.h"
+#include "gui/common/context.h"
 #include "gui/app/main_window.h"
 #include "gui/bnlab/charts.h"
 #include "gui/bnlab/page.h"
 #include "gui/compare/charts.h"
 #include "gui/compare/page.h"
-#include "gui/iteration/lesson_panel.h"
+#include "gui/common/lesson_panel.h"
 #include "gui/ddp/scene.h"
 #include "gui/iteration/page.h"
 #include "gui/runtime/engine_controller.h"

@@ -12,7 +12,7 @@
 #include <QSpinBox>
 #include <QStatusBar>
 
-#include "gui/app/context.h"
+#include "gui/common/context.h"
 #include "gui/app/main_window.h"
 #include "gui/app/settings_bar.h"
 #include "gui/runtime/engine_controller.h"

@@ -9,7 +9,7 @@
 #include <QTemporaryDir>
 #include <qcustomplot.h>
 
-#include "gui/app/context.h"
+#include "gui/common/context.h"
 #include "gui/app/main_window.h"
 #include "gui/app/screenshot_runner.h"
 #include "gui/app/settings_bar.h"

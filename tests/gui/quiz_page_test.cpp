@@ -15,7 +15,7 @@
 
 #include "course/progress.h"
 #include "gui_test_support.h"
-#include "gui/app/context.h"
+#include "gui/common/context.h"
 #include "gui/quiz/option_button.h"
 #include "gui/bnlab/page.h"
 #include "gui/quiz/page.h"

@@ -12,7 +12,7 @@
 
 #include "course/ddp_compare.h"
 #include "course/ring_demo.h"
-#include "gui/app/context.h"
+#include "gui/common/context.h"
 #include "gui/compare/charts.h"
 #include "gui/compare/page.h"
 #include "gui/ring/page.h"

@@ -5,7 +5,7 @@
 #include <QCoreApplication>
 #include <QTranslator>
 
-#include "gui/app/context.h"
+#include "gui/common/context.h"
 #include "gui/runtime/engine_controller.h"
 #include "gui/runtime/engine_types.h"
 #include "gui_test_support.h"

@@ -1,7 +1,7 @@
 // sceneStateFor: the scene's content from a snapshot alone (no engine needed).
 #include <gtest/gtest.h>
 
-#include "gui/iteration/scene_model.h"
+#include "gui/common/scene_model.h"
 
 namespace gui {
 

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "gui/iteration/scene.h"
-#include "gui/iteration/scene_items.h"
+#include "gui/common/scene_items.h"
 #include "gui_test_support.h"
 
 namespace gui {

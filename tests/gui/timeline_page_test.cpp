@@ -7,7 +7,7 @@
 #include <qcustomplot.h>
 
 #include "course/timeline_series.h"
-#include "gui/app/context.h"
+#include "gui/common/context.h"
 #include "gui/runtime/engine_controller.h"
 #include "gui/timeline/page.h"
 #include "gui_test_support.h"

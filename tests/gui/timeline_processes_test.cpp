@@ -11,7 +11,7 @@
 #include <QStringList>
 #include <set>
 
-#include "gui/app/context.h"
+#include "gui/common/context.h"
 #include "gui/runtime/engine_controller.h"
 #include "gui/runtime/process_run.h"
 #include "gui/timeline/page.h"

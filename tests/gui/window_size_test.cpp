@@ -8,9 +8,9 @@
 #include <QScrollBar>
 #include <QSplitter>
 
-#include "gui/app/context.h"
+#include "gui/common/context.h"
 #include "gui/app/main_window.h"
-#include "gui/app/page.h"
+#include "gui/common/page.h"
 #include "gui/iteration/page.h"
 #include "gui/runtime/engine_controller.h"
 #include "gui_test_support.h"

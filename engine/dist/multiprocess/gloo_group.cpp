@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/dist/multiprocess/gloo_store.h"
+#include "engine/dist/multiprocess/process_group_backend.h"
 #include "engine/dist/multiprocess/socket.h"
 #include "engine/dist/multiprocess/store.h"
 #include "engine/error.h"
@@ -114,7 +115,7 @@ class GlooGroup final : public ProcessGroup {
 
   int rank() const override { return context_->rank; }
   int size() const override { return context_->size; }
-  std::string backend() const override { return "gloo"; }
+  std::string backend() const override { return name(ProcessGroupBackend::Gloo); }
 
   CollectiveReport all_reduce_sum(Tensor& buf, std::vector<RingStep>* steps) override {
     if (steps) steps->clear();  // Gloo does not expose its ring steps

@@ -5,6 +5,7 @@
 #include "engine/backend_registry.h"
 #include "engine/dist/multiprocess/c10d_store.h"
 #include "engine/dist/multiprocess/gloo_group.h"
+#include "engine/dist/multiprocess/socket.h"
 #include "engine/error.h"
 
 namespace dpv::dist {
@@ -12,9 +13,11 @@ namespace dpv::dist {
 DistOptions read_dist_options(const EnvLookup& lookup) {
   DistOptions o;
   if (auto b = lookup("DPV_BACKEND")) {
-    if (*b != "gloo" && *b != "nccl")
-      throw Error("DPV_BACKEND='" + *b + "' is not a backend: use gloo (CPU ranks) or nccl (GPU ranks)", ErrorClass::ValueError);
-    o.backend = *b;
+    try {
+      o.backend = parse_process_group_backend(*b);
+    } catch (const Error& e) {
+      throw e.reworded("DPV_BACKEND=" + std::string(e.what()));  // DPV_BACKEND='mpi' is not a backend: ...
+    }
   }
   if (auto t = lookup("DPV_TIMEOUT")) {
     double seconds = 0;
@@ -58,7 +61,7 @@ std::unique_ptr<DistSession> init_process_group(const RankEnv& env, const DistOp
     throw Error("two processes were started as rank " + std::to_string(env.rank) +
                 " (check --node-rank on every node: each node needs its own)");
   }
-  if (options.backend == "nccl") {
+  if (options.backend == ProcessGroupBackend::Nccl) {
     Store* store = s->store_.get();
     s->group_ = make_nccl_process_group(
         env.rank, env.world_size, env.local_rank, options.timeout.count(),
@@ -73,6 +76,8 @@ std::unique_ptr<DistSession> init_process_group(const RankEnv& env, const DistOp
   }
   return s;
 }
+
+int check_store_port(const std::string& host, int port) { return bound_port(listen_tcp(host, port)); }
 
 std::unique_ptr<DistSession> init_process_group_from_environment() {
   EnvLookup lookup = environment_lookup();

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/dist/multiprocess/process_group_backend.h"
 #include "engine/dist/multiprocess/rank_env.h"
 #include "engine/dist/multiprocess/tcp_store.h"
 #include "engine/dist/process_group.h"
@@ -17,7 +18,7 @@
 namespace dpv::dist {
 
 struct DistOptions {
-  std::string backend = "gloo";  // "gloo" or "nccl"
+  ProcessGroupBackend backend = ProcessGroupBackend::Gloo;
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};
   std::string iface;  // empty: the interface that routes to MASTER_ADDR
 };
@@ -47,6 +48,11 @@ class DistSession {
 };
 
 std::unique_ptr<DistSession> init_process_group(const RankEnv& env, const DistOptions& options);
+
+// The port rank 0's store will listen on at host:port, checked free now by binding it once (port 0:
+// one the system picks), so a launcher reports a port in use before any worker starts. Throws
+// dpv::Error for an address that is not this machine's or a port in use, saying what to do.
+int check_store_port(const std::string& host, int port);
 // Both from the environment: what a worker started by `dpv launch`, mpirun or srun calls.
 std::unique_ptr<DistSession> init_process_group_from_environment();
 

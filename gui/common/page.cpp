@@ -1,9 +1,9 @@
-#include "gui/app/page.h"
+#include "gui/common/page.h"
 
 #include <QKeyEvent>
 #include <QKeySequence>
 
-#include "gui/app/context.h"
+#include "gui/common/context.h"
 
 namespace gui {
 

@@ -7,9 +7,9 @@
 #include <optional>
 #include <vector>
 
-#include "gui/app/theme.h"
+#include "gui/common/theme.h"
 #include "engine/model_spec.h"
-#include "gui/iteration/scene_model.h"
+#include "gui/common/scene_model.h"
 
 namespace gui {
 

@@ -1,4 +1,4 @@
-#include "gui/app/flow_layout.h"
+#include "gui/common/flow_layout.h"
 
 #include <QWidget>
 #include <algorithm>

@@ -1,4 +1,4 @@
-#include "gui/bnlab/chart_style.h"
+#include "gui/common/chart_style.h"
 
 #include <algorithm>
 #include <qcustomplot.h>

@@ -1,4 +1,4 @@
-#include "gui/app/theme.h"
+#include "gui/common/theme.h"
 
 #include <QApplication>
 #include <QFile>

@@ -1,4 +1,4 @@
-#include "gui/app/ui_helpers.h"
+#include "gui/common/ui_helpers.h"
 
 #include <QLabel>
 #include <QVBoxLayout>

@@ -1,4 +1,4 @@
-#include "gui/iteration/code_view.h"
+#include "gui/common/code_view.h"
 
 #include <QFontDatabase>
 #include <QPlainTextEdit>

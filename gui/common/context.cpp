@@ -1,4 +1,4 @@
-#include "gui/app/context.h"
+#include "gui/common/context.h"
 
 #include <QCoreApplication>
 #include <QDir>

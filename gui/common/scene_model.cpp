@@ -1,4 +1,4 @@
-#include "gui/iteration/scene_model.h"
+#include "gui/common/scene_model.h"
 
 #include <QObject>
 #include <QPair>

@@ -1,4 +1,4 @@
-#include "gui/iteration/scene_items.h"
+#include "gui/common/scene_items.h"
 
 #include <QFontMetricsF>
 #include <QGraphicsSceneMouseEvent>

@@ -1,6 +1,8 @@
 // The backend registry. DPV_HAVE_CUDA is defined for this one file when the CUDA target is linked
-// in; everything else in the engine core is the same in both builds.
+// in; the engine core is the same in both builds and reaches the GPU collectives only through the
+// hook of engine/core_backends.h, which install_gpu_collectives fills.
 #include "engine/backend_registry.h"
+#include "engine/backends/install_gpu_collectives.h"
 
 #include "engine/backend.h"
 #include "engine/collectives.h"
@@ -32,9 +34,7 @@ std::string cuda_build_info() { return cuda_entry::build_info(); }
 std::unique_ptr<Backend> make_cuda_backend(int ordinal, int virtual_slot) {
   return cuda_entry::make_backend(ordinal, virtual_slot);
 }
-static std::unique_ptr<Collectives> make_gpu_collectives(std::shared_ptr<DeviceSet> devices) {
-  return cuda_entry::make_collectives(std::move(devices));
-}
+void install_gpu_collectives() { install_gpu_collectives_factory(&cuda_entry::make_collectives); }
 std::unique_ptr<ProcessGroup> make_nccl_process_group(int rank, int world_size, int local_rank, int64_t timeout_ms,
                                                       StoreSet store_set, StoreGet store_get) {
   return cuda_entry::make_nccl_process_group(rank, world_size, local_rank, timeout_ms, std::move(store_set),
@@ -49,17 +49,12 @@ int cuda_device_count() { return 0; }
 std::string cuda_device_name(int) { throw Error(kNoCuda); }
 std::string cuda_build_info() { return "no CUDA backend (built without the CUDA toolkit)"; }
 std::unique_ptr<Backend> make_cuda_backend(int, int) { throw Error(kNoCuda); }
-static std::unique_ptr<Collectives> make_gpu_collectives(std::shared_ptr<DeviceSet>) { throw Error(kNoCuda); }
+void install_gpu_collectives() {}  // no CUDA device set can be made: nothing to install
 std::unique_ptr<ProcessGroup> make_nccl_process_group(int, int, int, int64_t, StoreSet, StoreGet) {
   throw Error("the nccl backend needs GPUs, but this build of dpviz has no CUDA backend (no CUDA toolkit was found "
               "when it was configured); use --backend gloo for CPU ranks");
 }
 
 #endif
-
-std::unique_ptr<Collectives> make_collectives(std::shared_ptr<DeviceSet> devices) {
-  if (devices->size() > 0 && (*devices)[0].kind() == DeviceKind::Cuda) return make_gpu_collectives(std::move(devices));
-  return make_host_collectives(std::move(devices));
-}
 
 }  // namespace dpv

@@ -1,4 +1,4 @@
-#include "gui/iteration/lesson_panel.h"
+#include "gui/common/lesson_panel.h"
 
 #include <QDesktopServices>
 #include <QFile>

@@ -1,4 +1,4 @@
-#include "gui/iteration/flight.h"
+#include "gui/common/flight.h"
 
 #include <QGraphicsObject>
 #include <QParallelAnimationGroup>
