@@ -55,4 +55,23 @@ double accuracy(const Tensor& logits, const Tensor& targets) {
   return static_cast<double>(right) / static_cast<double>(rows);
 }
 
+double accuracy_over_ranks(const std::vector<RankOutput>& outputs, const Tensor& targets) {
+  // One [rows, classes] tensor of every rank's logits and the targets of their rows, so the count
+  // is course::accuracy's. Float64 holds every logit exactly, whatever the model's dtype.
+  const std::vector<int64_t> all_targets = targets.to_int64();
+  std::vector<double> logits;
+  std::vector<int64_t> labels;
+  int64_t classes = 0;
+  for (const RankOutput& out : outputs) {
+    if (!out.logits.defined() || out.logits.ndim() != 2) return kNoAccuracy;
+    classes = out.logits.dim(1);
+    const std::vector<double> values = out.logits.to_doubles();
+    logits.insert(logits.end(), values.begin(), values.end());
+    for (int64_t row : out.rows) labels.push_back(all_targets.at(static_cast<size_t>(row)));
+  }
+  if (labels.empty()) return kNoAccuracy;
+  const auto rows = static_cast<int64_t>(labels.size());
+  return accuracy(Tensor::from_doubles({rows, classes}, DType::Float64, logits), Tensor::from_int64({rows}, labels));
+}
+
 }  // namespace dpv::course

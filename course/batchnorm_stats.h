@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/observer.h"
+#include "engine/strategy.h"
 #include "engine/tensor.h"
 
 namespace dpv::course {
@@ -27,5 +28,8 @@ inline constexpr double kNoAccuracy = std::numeric_limits<double>::quiet_NaN();
 // Fraction of rows of logits [N, classes] whose largest logit is the target (targets [N]);
 // kNoAccuracy (NaN) when the logits are not [N, classes] with N > 0 matching the targets.
 double accuracy(const Tensor& logits, const Tensor& targets);
+// accuracy over every rank's rows together (StrategyIteration::rank_outputs): a row a padded
+// shard repeats counts once per rank that computed it. kNoAccuracy without rows.
+double accuracy_over_ranks(const std::vector<RankOutput>& outputs, const Tensor& targets);
 
 }  // namespace dpv::course

@@ -5,7 +5,6 @@
 #include <exception>
 
 #include "course/batchnorm_stats.h"
-#include "course/strategy_readout.h"
 #include "engine/device.h"
 #include "engine/error.h"
 #include "engine/model_spec.h"
@@ -205,15 +204,15 @@ BnLabModelStep BnLabSession::runModel(BnLabModel which, const dpv::Dataset& batc
 
   BnLabModelStep result;
   // What an all-reduced loss would print, where each DDP rank's own is local.
-  result.loss = mean_rank_loss(*iteration);
-  const std::vector<RankOutput> outputs = rank_outputs(strategy, *iteration);
+  result.loss = iteration->mean_rank_loss();
+  const std::vector<RankOutput> outputs = iteration->rank_outputs();
   result.accuracy = accuracy_over_ranks(outputs, batch.targets);
   if (strategy.kind() == dpv::StrategyKind::DistributedDataParallel) {
     shards.clear();
     for (const RankOutput& out : outputs) shards.push_back(static_cast<int64_t>(out.rows.size()));
   }
   // The running statistics that are saved: device 0's (DataParallel), rank 0's (DDP).
-  const dpv::TensorMap& buffers = *strategy_tensors(strategy).buffers;
+  const dpv::TensorMap& buffers = *strategy.tensors().buffers;
   for (size_t slot = 0; slot < bnLayers_.size(); ++slot) {
     const int layer = bnLayers_[slot];
     BnLabLayerStats stats = layerStats(layer, iteration->batchnorm_stats());
@@ -237,12 +236,12 @@ void BnLabSession::stopModel(BnLabModel which, const std::string& error) {
 
 void BnLabSession::measureDistances(BnLabStep& out) {
   if (modelStopped(BnLabReference)) return;
-  const dpv::course::StrategyTensors reference = strategy_tensors(*models_[BnLabReference]);
+  const dpv::StrategyTensors reference = models_[BnLabReference]->tensors();
   for (BnLabModel which : kModels) {
     auto& m = out.models[static_cast<size_t>(which)];
     if (which == BnLabReference || m.stopped) continue;
     // DDP: rank 0's parameters and averaged gradients (every rank holds the same ones).
-    const dpv::course::StrategyTensors mine = strategy_tensors(*models_[static_cast<size_t>(which)]);
+    const dpv::StrategyTensors mine = models_[static_cast<size_t>(which)]->tensors();
     m.paramDistance = bnlab_max_abs_difference(*mine.params, *reference.params, params_);
     m.gradDistance = bnlab_max_abs_difference(*mine.grads, *reference.grads, params_);
   }

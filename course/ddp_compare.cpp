@@ -8,7 +8,6 @@
 #include <numeric>
 #include <thread>
 
-#include "course/strategy_readout.h"
 #include "engine/data_parallel.h"
 #include "engine/ddp/ddp.h"
 #include "engine/device.h"
@@ -270,7 +269,7 @@ void record_iteration(Strategy& strategy, const Dataset& b, int W, ModeRun& run)
   const std::unique_ptr<StrategyIteration> it = strategy.begin_iteration(b.inputs, b.targets, &log);
   it->run_to_end();
   run.parts.push_back(step_parts(log.events, seconds_since(t0)));
-  run.loss.push_back(mean_rank_loss(*it));
+  run.loss.push_back(it->mean_rank_loss());
   if (strategy.kind() == StrategyKind::DistributedDataParallel) run.rank0_loss.push_back(it->loss());
   run.bytes = bytes_moved(strategy.kind(), log.events, W);
   // DataParallel's chunks, DDP's sampler shards: every stage's event carries them.
@@ -350,13 +349,13 @@ CompareResult run_comparison(const CompareConfig& c, const std::function<void(co
 
   // The three train in turn on each batch, so machine noise falls on all of them alike; each is
   // measured against one device's parameters after the step (one device against itself: 0).
-  const TensorMap& one_params = *strategy_tensors(*strategies[0]).params;
+  const TensorMap& one_params = *strategies[0]->tensors().params;
   for (int i = 0; i < c.iterations && go_on(); ++i) {
     say("iteration " + std::to_string(i + 1) + " of " + std::to_string(c.iterations), 0.7 * i / c.iterations);
     for (size_t m = 0; m < runs.size(); ++m) {
       ModeRun& run = *runs[m].second;
       record_iteration(*strategies[m], batches[ix(i)], W, run);
-      run.max_param_diff.push_back(max_abs_difference(*strategy_tensors(*strategies[m]).params, one_params, params));
+      run.max_param_diff.push_back(max_abs_difference(*strategies[m]->tensors().params, one_params, params));
     }
   }
   if (!out.ddp.rows.empty())

@@ -157,7 +157,7 @@ ScenarioResult run_ddp_loss(const Params& p) {
   const Batch b = ddp_batch(spec, batch, 29);
   auto ddp = run_ddp(W, spec, b.input, b.target, DdpOptions{});
   const double rank0 = ddp->trainer->rank(0).loss();
-  const double mean = ddp->iteration->mean_loss();
+  const double mean = ddp->iteration->mean_rank_loss();
   const auto& shard0 = ddp->iteration->shards().front();
   const double own = one_device(spec, b, shard0)->iteration->loss();
   const double whole = one_device(spec, b, {})->iteration->loss();

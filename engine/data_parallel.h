@@ -48,6 +48,7 @@ class Trainer : public Strategy {
   Model& model() { return model_; }
   DeviceSet& devices() const override { return *devices_; }
   std::string transport() const override;
+  StrategyTensors tensors() const override { return {&state_, &state_, &grads_}; }
   // An Iteration (below) on this trainer.
   std::unique_ptr<StrategyIteration> begin_iteration(const Tensor& input, const Tensor& target,
                                                      Observer* observer = nullptr) override;

@@ -14,6 +14,7 @@
 #include "engine/model.h"
 #include "engine/observer.h"
 #include "engine/tensor.h"
+#include "engine/tensor_map.h"
 
 namespace dpv {
 
@@ -30,6 +31,22 @@ inline const char* strategy_name(StrategyKind kind) {
   }
   return "DataParallel";
 }
+
+// The tensors a strategy keeps after a step, on their devices: DataParallel's on device 0 (its
+// state dict holds the parameters and the buffers in one map), DDP's on rank 0 (every rank holds
+// the same parameters and averaged gradients; rank 0's buffers are the ones saved); a launched
+// rank's are its own.
+struct StrategyTensors {
+  const TensorMap* params = nullptr;
+  const TensorMap* buffers = nullptr;
+  const TensorMap* grads = nullptr;  // of the last backward (DataParallel: reduced on device 0)
+};
+
+// One rank's output [n, classes] (on its device) and the rows of the global batch it computed.
+struct RankOutput {
+  Tensor logits;
+  std::vector<int64_t> rows;
+};
 
 class StrategyIteration {
  public:
@@ -55,10 +72,15 @@ class StrategyIteration {
   virtual double loss() const = 0;
   // Each rank's loss: DataParallel computes one loss, so one entry.
   virtual std::vector<double> rank_losses() const = 0;
+  // The mean of rank_losses(), summed in rank order (DataParallel: its one loss).
+  double mean_rank_loss() const;
   // The output rank 0 computed (DataParallel: the gathered output on device 0), on its device,
   // and which rows of the global batch it belongs to (DataParallel: all of them, in order).
   virtual Tensor output() const = 0;
   virtual std::vector<int64_t> output_rows() const = 0;
+  // Every rank's output with its rows: DataParallel's gathered output (every row); DDP's per rank
+  // with its DistributedSampler shard (padded, so a row may appear on two ranks).
+  virtual std::vector<RankOutput> rank_outputs() const { return {{output(), output_rows()}}; }
   // BatchNorm statistics of the last forward: per device (or rank), and global where synchronised.
   virtual const std::vector<BatchNormStats>& batchnorm_stats() const = 0;
 };
@@ -71,6 +93,8 @@ class Strategy {
   virtual DeviceSet& devices() const = 0;
   // How the devices talk ("host threads", "NCCL", "in-process ring (one thread per rank)").
   virtual std::string transport() const = 0;
+  // What the run keeps after its last step (see StrategyTensors).
+  virtual StrategyTensors tensors() const = 0;
   // One iteration on the global batch: input [N, ...] and int64 target [N], host tensors.
   virtual std::unique_ptr<StrategyIteration> begin_iteration(const Tensor& input, const Tensor& target,
                                                              Observer* observer = nullptr) = 0;

@@ -36,6 +36,7 @@ class DdpTrainer : public Strategy {
   DeviceSet& devices() const override { return *devices_; }
   const Model& model() const override { return model_; }
   std::string transport() const override { return "in-process ring (one thread per rank)"; }
+  StrategyTensors tensors() const override;  // rank 0's
   // A DdpIteration (below) on this trainer, the sampler without shuffling.
   std::unique_ptr<StrategyIteration> begin_iteration(const Tensor& input, const Tensor& target,
                                                      Observer* observer = nullptr) override;
@@ -88,9 +89,9 @@ class DdpIteration : public StrategyIteration {
   bool snapshots() const override { return snapshots_; }
   double loss() const override;               // rank 0's own loss (after Loss), as rank 0 prints it
   std::vector<double> rank_losses() const override;
-  double mean_loss() const;                   // mean of the ranks' losses (after Loss)
   Tensor output() const override;             // rank 0's output on its device
   std::vector<int64_t> output_rows() const override { return shards_.empty() ? std::vector<int64_t>{} : shards_[0]; }
+  std::vector<RankOutput> rank_outputs() const override;  // each rank's output and shard
   const std::vector<BatchNormStats>& batchnorm_stats() const override { return bn_stats_; }
 
   static SamplerOptions no_shuffle() {

@@ -36,6 +36,11 @@ DdpRank& DdpTrainer::rank(int r) const {
   return *ranks_.at(static_cast<size_t>(r));
 }
 
+StrategyTensors DdpTrainer::tensors() const {
+  const DdpRank& rank0 = rank(0);
+  return {&rank0.params(), &rank0.buffers(), &rank0.grads()};
+}
+
 void DdpTrainer::run_ranks(const std::function<void(int)>& fn, std::vector<double>& busy_start,
                            std::vector<double>& busy_end, bool independent) {
   check(!broken_, "a DDP rank failed earlier; start a new trainer");
@@ -150,10 +155,11 @@ std::vector<double> DdpIteration::rank_losses() const {
 
 Tensor DdpIteration::output() const { return trainer_.rank(0).output(); }
 
-double DdpIteration::mean_loss() const {
-  double sum = 0;
-  for (int r = 0; r < trainer_.world_size(); ++r) sum += trainer_.rank(r).loss();
-  return sum / trainer_.world_size();
+std::vector<RankOutput> DdpIteration::rank_outputs() const {
+  std::vector<RankOutput> outputs;
+  for (int r = 0; r < trainer_.world_size(); ++r)
+    outputs.push_back({trainer_.rank(r).output(), shards_.at(static_cast<size_t>(r))});
+  return outputs;
 }
 
 StageEvent DdpIteration::step() {

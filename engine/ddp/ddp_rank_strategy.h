@@ -30,6 +30,7 @@ class DdpRankStrategy : public Strategy {
   const Model& model() const override { return model_; }
   DeviceSet& devices() const override { return *devices_; }
   std::string transport() const override;  // the group's backend ("gloo", "nccl")
+  StrategyTensors tensors() const override { return {&rank_->params(), &rank_->buffers(), &rank_->grads()}; }
   std::unique_ptr<StrategyIteration> begin_iteration(const Tensor& input, const Tensor& target,
                                                      Observer* observer = nullptr) override;
 
