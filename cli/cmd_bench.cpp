@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/flag_errors.h"
 #include "cli/int_options.h"
 #include "cli/format.h"
 #include "cli/gemm_reference.h"
@@ -216,7 +217,7 @@ void run_bench(const BenchOptions& o) {
   if (!o.json.empty()) check_output_path(o.json, "--json");
   const std::vector<std::string> device_specs = o.devices.empty() ? default_devices() : o.devices;
   for (const std::string& preset : o.models) (void)preset_model(preset);
-  for (const std::string& spec : device_specs) (void)DeviceSet::create(spec);
+  for (const std::string& spec : device_specs) (void)devices_from_flag(spec);
   nlohmann::json out;
   out["machine"] = {{"hardware_threads", std::thread::hardware_concurrency()},
                     {"openblas", openblas_get_config()},

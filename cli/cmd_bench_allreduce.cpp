@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/ddp_launched.h"
 #include "cli/int_options.h"
 #include "cli/output_paths.h"
 #include "cli/size_checks.h"
@@ -57,7 +58,9 @@ void run_allreduce_bench(const AllreduceBenchOptions& o) {
   check_bytes(o.max_bytes < 9.2e18 ? std::optional<int64_t>(static_cast<int64_t>(o.max_bytes)) : std::nullopt,
               "--max-bytes", "the largest message");
   if (!o.json.empty()) check_output_path(o.json, "--json");
-  std::unique_ptr<dist::DistSession> session = dist::init_process_group_from_environment();
+  const dist::EnvLookup lookup = dist::environment_lookup();
+  const dist::RankEnv env = read_launched_rank_env(lookup);  // says how to start it when not launched
+  std::unique_ptr<dist::DistSession> session = dist::init_process_group(env, dist::read_dist_options(lookup));
   ProcessGroup& g = session->group();
   const int world = g.size();
   const bool rank0 = g.rank() == 0;

@@ -13,6 +13,8 @@ namespace {
 
 void print_devices() {
   std::cout << describe_machine();
+  // The engine speaks of device specs; the flag that takes one is dpv's.
+  std::cout << "Device specs for --devices: cpu:K, cuda, cuda:0,1, cuda:NxK\n";
   std::cout << "CPU workers: " << std::thread::hardware_concurrency()
             << " (std::thread::hardware_concurrency)\n";
   std::cout << "Build: CUDA backend "

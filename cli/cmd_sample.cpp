@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/flag_errors.h"
 #include "cli/int_options.h"
 #include "cli/format.h"
 #include "course/sample_program.h"
@@ -25,7 +26,7 @@ struct SampleOptions {
 void run_sample(const SampleOptions& o) {
   std::string spec = o.devices;
   if (spec.empty()) spec = cuda_available() ? "cuda" : "cpu:1";
-  auto devices = DeviceSet::create(spec);
+  auto devices = o.devices.empty() ? DeviceSet::create(spec) : devices_from_flag(spec);
 
   // The seed program's two branches, keyed on the number of devices as it keys on device_count().
   if (devices->size() > 1) {

@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/ddp_launched.h"
+#include "cli/flag_errors.h"
 #include "cli/int_options.h"
 #include "cli/step_inputs.h"
 #include "cli/validators.h"
@@ -41,7 +42,7 @@ void run_step(const StepOptions& o) {
 
   const auto [input, target] = load_step_batch(o.batch);
   TensorMap state = load_step_state(model, o.state, o.run.seed);
-  auto devices = DeviceSet::create(o.run.devices);
+  auto devices = devices_from_flag(o.run.devices);
   Trainer trainer(devices, std::move(model), state, train_options(o.run));
 
   std::unique_ptr<Iteration> last;

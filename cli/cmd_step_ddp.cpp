@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/ddp_launched.h"
+#include "cli/flag_errors.h"
 #include "cli/format.h"
 #include "cli/output_paths.h"
 #include "cli/step_inputs.h"
@@ -27,7 +28,7 @@ void run_step_ddp(const StepOptions& o) {
   const DType dtype = model.dtype();
   const auto [input, target] = load_step_batch(o.batch);
   TensorMap state = load_step_state(model, o.state, o.run.seed);
-  auto devices = DeviceSet::create(o.run.devices);
+  auto devices = devices_from_flag(o.run.devices);
   DdpTrainer trainer(devices, std::move(model), state, ddp_options(o.run));
 
   std::vector<int64_t> shard_sizes;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/flag_errors.h"
 #include "cli/int_options.h"
 #include "cli/format.h"
 #include "cli/output_paths.h"
@@ -80,7 +81,7 @@ void run_train(const TrainCliOptions& o) {
   const int64_t batch = run.batch;
   const std::string batch_asked_by =
       o.batch > 0 ? "--batch " + std::to_string(batch) : "the preset's batch of " + std::to_string(batch);
-  auto devices = DeviceSet::create(run.devices);
+  auto devices = devices_from_flag(run.devices);
   check_step_bytes(spec, batch, devices->size(),
                    o.model_file.empty() ? "--preset " + run.preset : "--model " + o.model_file, batch_asked_by);
   auto too_few = [batch](int64_t n) {
@@ -97,13 +98,9 @@ void run_train(const TrainCliOptions& o) {
     const int64_t n = o.samples > 0 ? o.samples : std::clamp<int64_t>(std::min<int64_t>(batch, 8192) * per_batch, 1024, 8192);
     too_few(n);
     check_dataset_bytes(spec, n, o.samples > 0 ? "--samples " + std::to_string(n) : batch_asked_by);
-    try {
-      data = make_data_for_model(spec, n, run.seed + 1, o.data);
-    } catch (const Error& e) {
-      // The engine names the data kind; the flag that chose it is the CLI's to name. "auto" always fits.
-      if (o.data == "auto") throw;
-      throw e.reworded(std::string("--data: ") + e.what());
-    }
+    // The engine names the data kind; the flag that chose it is the CLI's to name. "auto" always fits.
+    auto make = [&] { return make_data_for_model(spec, n, run.seed + 1, o.data); };
+    data = o.data == "auto" ? make() : with_flag("--data", make);
   }
   const int64_t n = data.inputs.dim(0);
   too_few(n);

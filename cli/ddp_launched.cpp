@@ -19,6 +19,14 @@ namespace dpv::cli {
 
 bool launched_rank() { return dist::launched_by_a_launcher(); }
 
+dist::RankEnv read_launched_rank_env(const dist::EnvLookup& lookup) {
+  try {
+    return dist::read_rank_env(lookup);
+  } catch (const Error& e) {
+    throw e.reworded(std::string(e.what()) + "; run it as `dpv launch --nproc-per-node K -- ...`");
+  }
+}
+
 void add_step_ddp_metadata(DdpStepOutput& out, const StepOptions& o, const std::string& devices) {
   out.metadata["producer"] = "dpv step --ddp";
   out.metadata["devices"] = devices;
@@ -66,7 +74,7 @@ void check_devices_match_job(const std::string& given, const dist::RankEnv& env,
 LaunchedRank join_launched_job(const std::optional<std::string>& devices_spec) {
   LaunchedRank lr;
   const dist::EnvLookup lookup = dist::environment_lookup();
-  const dist::RankEnv env = dist::read_rank_env(lookup);
+  const dist::RankEnv env = read_launched_rank_env(lookup);
   const dist::DistOptions options = dist::read_dist_options(lookup);
   if (devices_spec) {
     check_devices_match_job(*devices_spec, env, options.backend);

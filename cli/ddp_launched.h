@@ -20,6 +20,10 @@ struct StepOptions;
 // True when this process is a rank of a launched job.
 bool launched_rank();
 
+// dist::read_rank_env, its error extended with how dpv starts workers: the engine names the
+// variables it missed, the command that sets them is dpv's to name.
+dist::RankEnv read_launched_rank_env(const dist::EnvLookup& lookup);
+
 // This rank's membership and device. `devices_spec` is the job's --devices as the in-process run
 // would name it (cpu:W, or a CUDA spec with --backend nccl), or nullopt when --devices was not
 // given: the launcher already fixed the world size and each rank's device. A given spec that disagrees

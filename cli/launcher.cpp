@@ -6,12 +6,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <iostream>
 #include <map>
 #include <optional>
+#include <utility>
 
 #include "engine/dist/multiprocess/init_process_group.h"
 #include "engine/error.h"
@@ -122,6 +124,37 @@ std::vector<std::string> worker_environment(const LaunchPlan& plan, int rank, in
   return env;
 }
 
+// The variables of worker_environment that come from a flag of `dpv launch`. The engine's messages
+// name the variable it read (MASTER_PORT, DPV_TIMEOUT); the launcher adds the flag that set it.
+const std::vector<std::pair<std::string, std::string>>& flag_of_variable() {
+  static const std::vector<std::pair<std::string, std::string>> list{
+      {"MASTER_ADDR", "--master-addr"},   {"MASTER_PORT", "--master-port"},
+      {"WORLD_SIZE", "--nnodes x --nproc-per-node"}, {"LOCAL_WORLD_SIZE", "--nproc-per-node"},
+      {"GROUP_RANK", "--node-rank"},      {"DPV_BACKEND", "--backend"},
+      {"DPV_TIMEOUT", "--timeout"},       {"GLOO_SOCKET_IFNAME", "--iface"},
+  };
+  return list;
+}
+
+// Whether `text` names `variable` as a whole word (WORLD_SIZE is not named by LOCAL_WORLD_SIZE).
+bool names_variable(const std::string& text, const std::string& variable) {
+  auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t at = text.find(variable); at != std::string::npos; at = text.find(variable, at + 1)) {
+    const size_t end = at + variable.size();
+    if ((at == 0 || !word_char(text[at - 1])) && (end == text.size() || !word_char(text[end]))) return true;
+  }
+  return false;
+}
+
+// An engine message (a worker's error, or the store port check) with the flags behind the
+// variables it names: "... pick another MASTER_PORT (dpv launch sets MASTER_PORT from --master-port)".
+std::string with_launch_flags(const std::string& message) {
+  std::string named;
+  for (const auto& [variable, flag] : flag_of_variable())
+    if (names_variable(message, variable)) named += (named.empty() ? "" : ", ") + variable + " from " + flag;
+  return named.empty() ? message : message + " (dpv launch sets " + named + ")";
+}
+
 std::string self_executable() {
   char path[4096];
   ssize_t n = ::readlink("/proc/self/exe", path, sizeof(path) - 1);
@@ -192,7 +225,13 @@ void run_launch(const LaunchPlan& plan) {
   // The node that hosts the store checks its port first: a port in use is an error before any worker
   // starts. Port 0 asks the system for a free one, which the workers are then given.
   int master_port = plan.master_port;
-  if (plan.node_rank == 0) master_port = dist::check_store_port(plan.master_addr, plan.master_port);
+  if (plan.node_rank == 0) {
+    try {
+      master_port = dist::check_store_port(plan.master_addr, plan.master_port);
+    } catch (const Error& e) {
+      throw e.reworded(with_launch_flags(e.what()));
+    }
+  }
 
   if (::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
     throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
@@ -274,7 +313,7 @@ void run_launch(const LaunchPlan& plan) {
     int others = static_cast<int>(workers.size()) - 1;
     throw Error("rank " + std::to_string(w.rank) + " (local rank " + std::to_string(w.local_rank) + ", pid " +
                 std::to_string(w.pid) + ") " + describe_status(w.status) +
-                (w.last_error.empty() ? std::string() : ": " + w.last_error) +
+                (w.last_error.empty() ? std::string() : ": " + with_launch_flags(w.last_error)) +
                 (others > 0 ? " (stopped the other " + std::to_string(others) + " worker(s) of this node)" : ""));
   }
 }

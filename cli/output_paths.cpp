@@ -5,6 +5,7 @@
 
 #include <cerrno>
 
+#include "cli/flag_errors.h"
 #include "engine/error.h"
 #include "engine/io/atomic_file.h"
 
@@ -27,12 +28,7 @@ std::string folder_of(const std::string& path) {
 
 void check_output_path(const std::string& path, const std::string& option) {
   if (path.empty()) throw Error(option + ": the file name is empty", ErrorClass::FileNotFoundError);
-  std::string target;
-  try {
-    target = write_target(path);
-  } catch (const Error& e) {
-    throw e.reworded(option + ": " + e.what());
-  }
+  const std::string target = with_flag(option, [&] { return write_target(path); });
   struct stat info {};
   if (::stat(target.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) fail(option, EISDIR, path);
   const std::string folder = folder_of(target);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/ddp_launched.h"
+#include "cli/flag_errors.h"
 #include "cli/train_loop.h"
 #include "engine/ddp/ddp_rank_strategy.h"
 #include "engine/dist/gather_bytes.h"
@@ -72,7 +73,7 @@ void run_launched(const TrainDdpInputs& in) {
 }
 
 void run_in_process(const TrainDdpInputs& in) {
-  auto devices = DeviceSet::create(in.run.devices);
+  auto devices = devices_from_flag(in.run.devices);
   const std::unique_ptr<Strategy> strategy = make_strategy(in.run, devices);  // in.run names DDP
   print_header(in, devices->size(), in.run.devices + " in-process ranks");
   TraceRecorder trace;

@@ -20,7 +20,7 @@ namespace {
 
 [[maybe_unused]] const char* kNoCuda =
     "CUDA is not available: this build of dpviz has no CUDA backend (no CUDA toolkit was found when it "
-    "was configured); use --devices cpu:K for simulated devices";
+    "was configured); use the device spec cpu:K for simulated devices";
 
 }  // namespace
 
@@ -52,7 +52,7 @@ std::unique_ptr<Backend> make_cuda_backend(int, int) { throw Error(kNoCuda); }
 void install_gpu_collectives() {}  // no CUDA device set can be made: nothing to install
 std::unique_ptr<ProcessGroup> make_nccl_process_group(int, int, int, int64_t, StoreSet, StoreGet) {
   throw Error("the nccl backend needs GPUs, but this build of dpviz has no CUDA backend (no CUDA toolkit was found "
-              "when it was configured); use --backend gloo for CPU ranks");
+              "when it was configured); use the gloo backend for CPU ranks (DPV_BACKEND=gloo)");
 }
 
 #endif

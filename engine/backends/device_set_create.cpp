@@ -28,7 +28,7 @@ std::shared_ptr<DeviceSet> DeviceSet::create(const std::string& text) {
                 (!cuda_compiled_in()
                      ? ": this build has no CUDA backend"
                      : ": no usable GPU was found (" + cuda_build_info() + ")") +
-                "; use --devices cpu:K for simulated devices");
+                "; use the device spec cpu:K for simulated devices");
   install_gpu_collectives();  // before the set exists: its DataParallel needs the GPU collectives
   int available = cuda_device_count();
   if (spec.gpus.empty()) {
@@ -62,7 +62,7 @@ std::string describe_machine() {
     int n = cuda_device_count();
     for (int g = 0; g < n; ++g) out << "  cuda:" << g << "  " << cuda_device_name(g) << "\n";
   } else {
-    out << "  no GPU available: use --devices cpu:K\n";
+    out << "  no GPU available: use the device spec cpu:K for simulated devices\n";
   }
   return out.str();
 }

@@ -72,7 +72,7 @@ std::string nccl_version() {
 
 void check_ordinal(int ordinal) {
   const int count = probe().count;
-  if (count == 0) throw Error("CUDA is not available: " + no_gpu_reason() + "; use --devices cpu:K for simulated devices");
+  if (count == 0) throw Error("CUDA is not available: " + no_gpu_reason() + "; use the device spec cpu:K for simulated devices");
   if (ordinal < 0 || ordinal >= count) {
     std::string have;
     for (int g = 0; g < count; ++g) have += (g ? ", " : "") + std::string("cuda:") + std::to_string(g);

@@ -40,7 +40,7 @@ class NcclProcessGroup final : public ProcessGroup {
     DPV_CUDA_CHECK(cudaGetDeviceCount(&count));
     check(local_rank < count, "rank " + std::to_string(rank) + " has LOCAL_RANK " + std::to_string(local_rank) +
                                   " but this node has " + std::to_string(count) +
-                                  " GPU(s): start at most one process per GPU (--nproc-per-node " +
+                                  " GPU(s): start at most one process per GPU (LOCAL_WORLD_SIZE at most " +
                                   std::to_string(count) + ")");
     DPV_CUDA_CHECK(cudaSetDevice(ordinal_));
     ncclUniqueId id;
@@ -108,8 +108,8 @@ class NcclProcessGroup final : public ProcessGroup {
   cudaStream_t stream_of(const Tensor& t, const char* op) const {
     CudaBackend* be = CudaBackend::of(t.device());
     check(be != nullptr, std::string("nccl ") + op +
-                             ": the tensor must be on this rank's GPU (NCCL moves GPU tensors; use --backend gloo "
-                             "for CPU tensors)");
+                             ": the tensor must be on this rank's GPU (NCCL moves GPU tensors; use the gloo backend "
+                             "for CPU tensors, DPV_BACKEND=gloo)");
     check(be->ordinal() == ordinal_, std::string("nccl ") + op + ": the tensor is on " + be->where() +
                                          " but this rank's GPU is cuda:" + std::to_string(ordinal_));
     return be->stream();

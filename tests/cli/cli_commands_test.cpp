@@ -25,6 +25,8 @@ TEST_F(CliCommands, DevicesDescribesTheMachine) {
   EXPECT_NE(r.out.find("CPU workers: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("CUDA"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("OpenBLAS"), std::string::npos) << r.out;
+  // The engine's description speaks of device specs; dpv says which flag takes one.
+  EXPECT_NE(r.out.find("Device specs for --devices: cpu:K"), std::string::npos) << r.out;
 }
 
 TEST_F(CliCommands, SampleOnOneDevicePrintsWhatTheSeedProgramPrints) {

@@ -60,6 +60,14 @@ TEST_F(CliErrors, BadDeviceSpecs) {
   }
 }
 
+// The engine speaks of the device spec; dpv adds the flag that gave it. cuda:63 fails on every
+// machine: no CUDA here, or no 64th GPU.
+TEST_F(CliErrors, DeviceErrorsNameTheDevicesFlag) {
+  const std::string batch = write_batch("b.safetensors", {8, 10}, DType::Float32);
+  auto r = step(simple_model_json(), batch, "cuda:63");
+  expect_error(r, {"--devices: ", "device spec 'cuda:63'"}, out());
+}
+
 TEST_F(CliErrors, MalformedModelJson) {
   const std::string batch = write_batch("b.safetensors", {8, 10}, DType::Float32);
   const std::string full = simple_model_json();

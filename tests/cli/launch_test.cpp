@@ -113,6 +113,9 @@ TEST(Launch, PortInUseIsAClearError) {
   EXPECT_NE(r.err.find("cannot host the store on 127.0.0.1:" + std::to_string(busy.port()) + ": the port is in use"),
             std::string::npos)
       << r.err;
+  // The engine names MASTER_PORT; the launcher adds the flag that set it.
+  EXPECT_NE(r.err.find("pick another MASTER_PORT (dpv launch sets MASTER_PORT from --master-port)"), std::string::npos)
+      << r.err;
 }
 
 TEST(Launch, BadMasterAddressIsAClearError) {
@@ -124,6 +127,7 @@ TEST(Launch, BadMasterAddressIsAClearError) {
   r = run_dpv({"launch", "--nproc-per-node", "1", "--master-addr", "192.0.2.1", "--", "bench", "allreduce"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("must be an address of the node with node rank 0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("dpv launch sets MASTER_ADDR from --master-addr"), std::string::npos) << r.err;
 }
 
 TEST(Launch, UnreachableMasterFailsWithinTheTimeout) {
@@ -150,6 +154,9 @@ TEST(Launch, WorldSizeMismatchBetweenNodesIsAClearError) {
   EXPECT_NE(node1.err.find("world size mismatch: this rank was started with WORLD_SIZE=4 but rank 0 hosting the "
                            "store has WORLD_SIZE=2"),
             std::string::npos)
+      << node1.err;
+  // The worker's engine error names WORLD_SIZE; the launcher that reports it adds its flags.
+  EXPECT_NE(node1.err.find("(dpv launch sets WORLD_SIZE from --nnodes x --nproc-per-node)"), std::string::npos)
       << node1.err;
   EXPECT_EQ(r0.exit_code, 1) << "node 0 waits for a rank that never joins, then times out";
   EXPECT_NE(r0.err.find("timed out"), std::string::npos) << r0.err;

@@ -59,7 +59,7 @@ std::unique_ptr<DistSession> init_process_group(const RankEnv& env, const DistOp
   // Two processes claiming one rank would deadlock Gloo's rendezvous; the store counts claims.
   if (s->store_->add("dpv/rank/" + std::to_string(env.rank), 1) != 1) {
     throw Error("two processes were started as rank " + std::to_string(env.rank) +
-                " (check --node-rank on every node: each node needs its own)");
+                " (check the node rank, GROUP_RANK, on every node: each node needs its own)");
   }
   if (options.backend == ProcessGroupBackend::Nccl) {
     Store* store = s->store_.get();

@@ -46,7 +46,7 @@ int required_int(const EnvLookup& lookup, const std::string& name, const char* l
   std::optional<std::string> v = lookup(name);
   if (!v) {
     throw Error(std::string("environment variable ") + name + " expected, but not set (the " + launcher +
-                    " variables are incomplete; start workers with `dpv launch --nproc-per-node K -- ...`)",
+                    " variables are incomplete: a launcher sets them all)",
                 ErrorClass::ValueError);
   }
   return parse_int(name, *v, leading_only);
@@ -123,8 +123,7 @@ RankEnv read_rank_env(const EnvLookup& lookup) {
   }
   if (!chosen) {
     throw Error("this process was not started by a launcher: none of RANK (torchrun, `dpv launch`), "
-                "OMPI_COMM_WORLD_RANK (mpirun) or SLURM_PROCID (srun) is set; run it as "
-                "`dpv launch --nproc-per-node K -- ...`",
+                "OMPI_COMM_WORLD_RANK (mpirun) or SLURM_PROCID (srun) is set",
                 ErrorClass::ValueError);
   }
   std::optional<std::string> addr = lookup("MASTER_ADDR");

@@ -56,7 +56,7 @@ AddrInfoPtr resolve(const std::string& host, int port, bool passive) {
   int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &result);
   if (rc != 0) {
     throw Error("cannot resolve the address '" + host + "': " + gai_strerror(rc) +
-                " (check MASTER_ADDR / --master-addr: a host name or IP address of the node with node rank 0)");
+                " (check MASTER_ADDR: a host name or IP address of the node with node rank 0)");
   }
   return AddrInfoPtr(result);
 }
@@ -163,11 +163,11 @@ Socket listen_tcp(const std::string& host, int port, int backlog) {
   std::string where = endpoint_text(host, port);
   if (last_errno == EADDRINUSE) {
     throw Error("cannot host the store on " + where + ": the port is in use (another job, or one that is still "
-                "stopping?); pick another with --master-port or MASTER_PORT");
+                "stopping?); pick another MASTER_PORT");
   }
   if (last_errno == EADDRNOTAVAIL) {
     throw Error("cannot host the store on " + where + ": " + last_error +
-                " (MASTER_ADDR / --master-addr must be an address of the node with node rank 0)");
+                " (MASTER_ADDR must be an address of the node with node rank 0)");
   }
   throw Error("cannot host the store on " + where + ": " + last_error);
 }
@@ -248,8 +248,8 @@ std::string local_address_towards(const std::string& host) {
                           : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr);
     if (::inet_ntop(local.ss_family, src, text, sizeof(text))) return text;
   }
-  throw Error("no route from this machine to '" + host + "' (check MASTER_ADDR / --master-addr, or name the "
-              "network interface with --iface / GLOO_SOCKET_IFNAME)");
+  throw Error("no route from this machine to '" + host + "' (check MASTER_ADDR, or name the network "
+              "interface with GLOO_SOCKET_IFNAME)");
 }
 
 }  // namespace dpv::dist

@@ -127,7 +127,7 @@ void TcpStoreServer::serve(Socket* client) {
             reply(*client, kRefused,
                   to_bytes("world size mismatch: this rank was started with WORLD_SIZE=" + std::to_string(number) +
                            " but rank 0 hosting the store has WORLD_SIZE=" + std::to_string(world_size_) +
-                           " (give every node the same --nnodes and --nproc-per-node)"),
+                           " (every rank must be started with the same WORLD_SIZE)"),
                   0);
             return;
           }
@@ -203,7 +203,7 @@ Bytes TcpStore::request(uint8_t command, const std::vector<std::string>& keys, c
   int64_t result = get_value<int64_t>(socket_, deadline, where_);
   if (status == kTimeout) {
     throw Error("timed out after " + describe_seconds(wait_timeout) + " waiting for " + awaited + " in " + where_ +
-                " (a rank did not arrive: did it fail or start late? raise --timeout if the job is just slow)");
+                " (a rank did not arrive: did it fail or start late? raise DPV_TIMEOUT if the job is just slow)");
   }
   if (status == kRefused) throw Error(to_string(payload) + " [" + where_ + "]");
   if (command == kAdd || command == kCheck) return to_bytes(std::to_string(result));
