@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -104,6 +105,9 @@ std::vector<std::string> worker_environment(const LaunchPlan& plan, int rank, in
       {"MASTER_PORT", std::to_string(plan.master_port)},
       {"DPV_BACKEND", name(plan.backend)},
       {"DPV_TIMEOUT", std::to_string(plan.timeout_s)},
+      // A worker's error names the variables it read; this says that dpv launch set them, so the
+      // worker adds the launcher's flags to its message (launch_flags_hint).
+      {kLaunchedByVariable, "dpv launch"},
       // Each rank is one device: OpenBLAS in every worker spinning all cores would oversubscribe them.
       {"OPENBLAS_NUM_THREADS", "1"},
       {"OMP_NUM_THREADS", "1"},
@@ -122,37 +126,6 @@ std::vector<std::string> worker_environment(const LaunchPlan& plan, int rank, in
   }
   for (const auto& [k, v] : set) env.push_back(k + "=" + v);
   return env;
-}
-
-// The variables of worker_environment that come from a flag of `dpv launch`. The engine's messages
-// name the variable it read (MASTER_PORT, DPV_TIMEOUT); the launcher adds the flag that set it.
-const std::vector<std::pair<std::string, std::string>>& flag_of_variable() {
-  static const std::vector<std::pair<std::string, std::string>> list{
-      {"MASTER_ADDR", "--master-addr"},   {"MASTER_PORT", "--master-port"},
-      {"WORLD_SIZE", "--nnodes x --nproc-per-node"}, {"LOCAL_WORLD_SIZE", "--nproc-per-node"},
-      {"GROUP_RANK", "--node-rank"},      {"DPV_BACKEND", "--backend"},
-      {"DPV_TIMEOUT", "--timeout"},       {"GLOO_SOCKET_IFNAME", "--iface"},
-  };
-  return list;
-}
-
-// Whether `text` names `variable` as a whole word (WORLD_SIZE is not named by LOCAL_WORLD_SIZE).
-bool names_variable(const std::string& text, const std::string& variable) {
-  auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  for (size_t at = text.find(variable); at != std::string::npos; at = text.find(variable, at + 1)) {
-    const size_t end = at + variable.size();
-    if ((at == 0 || !word_char(text[at - 1])) && (end == text.size() || !word_char(text[end]))) return true;
-  }
-  return false;
-}
-
-// An engine message (a worker's error, or the store port check) with the flags behind the
-// variables it names: "... pick another MASTER_PORT (dpv launch sets MASTER_PORT from --master-port)".
-std::string with_launch_flags(const std::string& message) {
-  std::string named;
-  for (const auto& [variable, flag] : flag_of_variable())
-    if (names_variable(message, variable)) named += (named.empty() ? "" : ", ") + variable + " from " + flag;
-  return named.empty() ? message : message + " (dpv launch sets " + named + ")";
 }
 
 std::string self_executable() {
@@ -209,6 +182,30 @@ void signal_all(std::vector<Worker>& workers, int sig) {
 
 }  // namespace
 
+// The variables of worker_environment that come from a flag of `dpv launch`.
+const std::vector<std::pair<std::string, std::string>>& flag_of_variable() {
+  static const std::vector<std::pair<std::string, std::string>> list{
+      {"MASTER_ADDR", "--master-addr"},   {"MASTER_PORT", "--master-port"},
+      {"WORLD_SIZE", "--nnodes x --nproc-per-node"}, {"LOCAL_WORLD_SIZE", "--nproc-per-node"},
+      {"GROUP_RANK", "--node-rank"},      {"DPV_BACKEND", "--backend"},
+      {"DPV_TIMEOUT", "--timeout"},       {"GLOO_SOCKET_IFNAME", "--iface"},
+  };
+  return list;
+}
+
+std::string launch_flags_hint(const Error& e) {
+  std::string named;
+  for (const std::string& setting : e.settings())
+    for (const auto& [variable, flag] : flag_of_variable())
+      if (setting == variable) named += (named.empty() ? "" : ", ") + variable + " from " + flag;
+  return named.empty() ? std::string() : " (dpv launch sets " + named + ")";
+}
+
+bool launched_by_dpv_launch() {
+  const char* value = std::getenv(kLaunchedByVariable);
+  return value != nullptr && std::string(value) == "dpv launch";
+}
+
 void run_launch(const LaunchPlan& plan) {
   if (plan.command.empty())
     throw Error("nothing to launch: give the dpv subcommand after --, e.g. `dpv launch --nproc-per-node 2 -- bench allreduce`",
@@ -229,7 +226,7 @@ void run_launch(const LaunchPlan& plan) {
     try {
       master_port = dist::check_store_port(plan.master_addr, plan.master_port);
     } catch (const Error& e) {
-      throw e.reworded(with_launch_flags(e.what()));
+      throw e.reworded(e.what() + launch_flags_hint(e));
     }
   }
 
@@ -313,7 +310,7 @@ void run_launch(const LaunchPlan& plan) {
     int others = static_cast<int>(workers.size()) - 1;
     throw Error("rank " + std::to_string(w.rank) + " (local rank " + std::to_string(w.local_rank) + ", pid " +
                 std::to_string(w.pid) + ") " + describe_status(w.status) +
-                (w.last_error.empty() ? std::string() : ": " + with_launch_flags(w.last_error)) +
+                (w.last_error.empty() ? std::string() : ": " + w.last_error) +
                 (others > 0 ? " (stopped the other " + std::to_string(others) + " worker(s) of this node)" : ""));
   }
 }

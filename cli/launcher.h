@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/dist/multiprocess/process_group_backend.h"
+#include "engine/error.h"
 
 namespace dpv::cli {
 
@@ -27,5 +28,13 @@ struct LaunchPlan {
 // Runs the workers to the end. Returns normally when every worker exited with status 0; throws
 // dpv::Error naming the first failed rank and its error otherwise (or the signal that stopped the job).
 void run_launch(const LaunchPlan& plan);
+
+// The variable dpv launch sets in every worker's environment ("dpv launch"), and whether this
+// process was started so.
+inline constexpr const char* kLaunchedByVariable = "DPV_LAUNCHED_BY";
+bool launched_by_dpv_launch();
+// The dpv launch flags behind the settings an engine error is about (Error::settings):
+// " (dpv launch sets MASTER_PORT from --master-port)", or "" when it names none of them.
+std::string launch_flags_hint(const Error& e);
 
 }  // namespace dpv::cli

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/launcher.h"
 #include "engine/error.h"
 
 namespace {
@@ -68,7 +69,9 @@ int main(int argc, char** argv) {
     if (run) run();
   } catch (const dpv::Error& e) {
     std::cout.flush();
-    std::cerr << "dpv: error: " << one_line(e.full()) << std::endl;
+    // A worker of `dpv launch` names the launcher's flags behind the variables the error is about.
+    const std::string hint = dpv::cli::launched_by_dpv_launch() ? dpv::cli::launch_flags_hint(e) : std::string();
+    std::cerr << "dpv: error: " << one_line(e.full() + hint) << std::endl;
     return 1;
   } catch (const std::bad_alloc&) {
     // The size checks run before the work; this is what is left (a request the checks let through

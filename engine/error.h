@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 #include <utility>
 
 namespace dpv {
@@ -81,7 +82,18 @@ class Error : public std::runtime_error {
 
   // The same error (class, reason, site) with other words: a prefix that says where it was
   // found, as "layer 3: ..." or "--out: ...".
-  Error reworded(std::string message) const { return Error(std::move(message), class_, reason_, site_); }
+  Error reworded(std::string message) const {
+    Error same(std::move(message), class_, reason_, site_);
+    same.settings_ = settings_;
+    return same;
+  }
+  // The configuration the error is about, by the names the engine read it under (environment
+  // variables: "MASTER_PORT"), so a front end can name the option of its own that set them.
+  const std::vector<std::string>& settings() const { return settings_; }
+  Error& about_settings(std::vector<std::string> names) {
+    settings_ = std::move(names);
+    return *this;
+  }
   // Setters for the site, for the layer that knows it while the error passes through.
   Error& at_replica(int replica, int device) {
     site_.replica = replica;
@@ -102,6 +114,7 @@ class Error : public std::runtime_error {
   ErrorClass class_;
   ErrorReason reason_;
   ErrorSite site_;
+  std::vector<std::string> settings_;
 };
 
 // Throws dpv::Error when `ok` is false. For checks whose message is cheap to build.

@@ -52,7 +52,8 @@ std::unique_ptr<Backend> make_cuda_backend(int, int) { throw Error(kNoCuda); }
 void install_gpu_collectives() {}  // no CUDA device set can be made: nothing to install
 std::unique_ptr<ProcessGroup> make_nccl_process_group(int, int, int, int64_t, StoreSet, StoreGet) {
   throw Error("the nccl backend needs GPUs, but this build of dpviz has no CUDA backend (no CUDA toolkit was found "
-              "when it was configured); use the gloo backend for CPU ranks (DPV_BACKEND=gloo)");
+              "when it was configured); use the gloo backend for CPU ranks (DPV_BACKEND=gloo)")
+      .about_settings({"DPV_BACKEND"});
 }
 
 #endif

@@ -38,10 +38,11 @@ class NcclProcessGroup final : public ProcessGroup {
       : rank_(rank), size_(world_size), ordinal_(local_rank), timeout_(timeout_ms) {
     int count = 0;
     DPV_CUDA_CHECK(cudaGetDeviceCount(&count));
-    check(local_rank < count, "rank " + std::to_string(rank) + " has LOCAL_RANK " + std::to_string(local_rank) +
-                                  " but this node has " + std::to_string(count) +
-                                  " GPU(s): start at most one process per GPU (LOCAL_WORLD_SIZE at most " +
-                                  std::to_string(count) + ")");
+    if (local_rank >= count)
+      throw Error("rank " + std::to_string(rank) + " has LOCAL_RANK " + std::to_string(local_rank) +
+                  " but this node has " + std::to_string(count) +
+                  " GPU(s): start at most one process per GPU (LOCAL_WORLD_SIZE at most " + std::to_string(count) + ")")
+          .about_settings({"LOCAL_WORLD_SIZE"});
     DPV_CUDA_CHECK(cudaSetDevice(ordinal_));
     ncclUniqueId id;
     const std::string key = "nccl/unique_id";
@@ -107,9 +108,11 @@ class NcclProcessGroup final : public ProcessGroup {
  private:
   cudaStream_t stream_of(const Tensor& t, const char* op) const {
     CudaBackend* be = CudaBackend::of(t.device());
-    check(be != nullptr, std::string("nccl ") + op +
-                             ": the tensor must be on this rank's GPU (NCCL moves GPU tensors; use the gloo backend "
-                             "for CPU tensors, DPV_BACKEND=gloo)");
+    if (be == nullptr)
+      throw Error(std::string("nccl ") + op +
+                  ": the tensor must be on this rank's GPU (NCCL moves GPU tensors; use the gloo backend "
+                  "for CPU tensors, DPV_BACKEND=gloo)")
+          .about_settings({"DPV_BACKEND"});
     check(be->ordinal() == ordinal_, std::string("nccl ") + op + ": the tensor is on " + be->where() +
                                          " but this rank's GPU is cuda:" + std::to_string(ordinal_));
     return be->stream();

@@ -108,3 +108,11 @@ TEST(ErrorSite, DdpReportsTheFailingRankNotOneWokenByTheAbort) {
   EXPECT_EQ(error->site().replica, -1);
   EXPECT_EQ(error->site().stage, forward_stage_of(it.plan(), 1));
 }
+
+TEST(ErrorSettings, RewordingKeepsTheSettingsAnErrorIsAbout) {
+  Error e = Error("MASTER_PORT=0x is not a TCP port", ErrorClass::ValueError).about_settings({"MASTER_PORT"});
+  const Error again = e.reworded("rank 1: " + std::string(e.what()));
+  EXPECT_EQ(again.settings(), std::vector<std::string>{"MASTER_PORT"});
+  EXPECT_EQ(again.error_class(), ErrorClass::ValueError);
+  EXPECT_TRUE(Error("no settings").settings().empty());
+}

@@ -161,7 +161,8 @@ void C10dStoreClient::wait(const std::vector<std::string>& keys, std::chrono::mi
   if (!socket_.readable_before(deadline)) {
     throw broken("timed out after " + describe_seconds(timeout) + " waiting for " + describe_keys(keys) +
                  " (stored as " + quoted_keys(wire) + ") in " + where_ +
-                 " (a rank did not arrive: did it fail or start late? raise DPV_TIMEOUT if the job is just slow)");
+                 " (a rank did not arrive: did it fail or start late? raise DPV_TIMEOUT if the job is just slow)")
+        .about_settings({"DPV_TIMEOUT"});
   }
   const uint8_t answer = receive<uint8_t>(deadline + std::chrono::seconds(1), action);
   if (answer != kStopWaiting) {

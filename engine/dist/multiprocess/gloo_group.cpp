@@ -191,9 +191,10 @@ class GlooGroup final : public ProcessGroup {
   }
 
   static void check_host(const Tensor& t, const char* op) {
-    check(t.defined() && t.on_host_memory(),
-          std::string("gloo ") + op + ": the tensor must be in CPU memory (Gloo moves CPU tensors; use the nccl "
-                                      "backend for GPU tensors, DPV_BACKEND=nccl)");
+    if (!t.defined() || !t.on_host_memory())
+      throw Error(std::string("gloo ") + op + ": the tensor must be in CPU memory (Gloo moves CPU tensors; use the nccl "
+                                              "backend for GPU tensors, DPV_BACKEND=nccl)")
+          .about_settings({"DPV_BACKEND"});
   }
 
   uint32_t next_tag() { return tag_++; }
@@ -355,7 +356,7 @@ std::unique_ptr<ProcessGroup> make_gloo_group(Store& store, int rank, int world_
   } catch (const std::exception& e) {
     throw Error("gloo cannot open its TCP transport on " +
                 (options.iface.empty() ? "address " + attr.hostname : "interface '" + options.iface + "'") + ": " +
-                e.what() + " (name an existing interface with GLOO_SOCKET_IFNAME, see `ip link`)");
+                e.what() + " (name an existing interface with GLOO_SOCKET_IFNAME, see `ip link`)").about_settings({"GLOO_SOCKET_IFNAME"});
   }
   auto context = connect_mesh(store, options.prefix, rank, world_size, device, options.timeout);
   auto sync_context = connect_mesh(store, options.prefix + "/sync", rank, world_size, device, options.timeout);

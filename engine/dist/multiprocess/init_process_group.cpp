@@ -28,7 +28,7 @@ DistOptions read_dist_options(const EnvLookup& lookup) {
       used = 0;
     }
     if (used == 0 || used != t->size() || !(seconds > 0))
-      throw Error("DPV_TIMEOUT='" + *t + "' is not a positive number of seconds", ErrorClass::ValueError);
+      throw Error("DPV_TIMEOUT='" + *t + "' is not a positive number of seconds", ErrorClass::ValueError).about_settings({"DPV_TIMEOUT"});
     o.timeout = seconds_to_ms(seconds);
   }
   if (auto i = lookup("GLOO_SOCKET_IFNAME")) o.iface = *i;
@@ -59,7 +59,7 @@ std::unique_ptr<DistSession> init_process_group(const RankEnv& env, const DistOp
   // Two processes claiming one rank would deadlock Gloo's rendezvous; the store counts claims.
   if (s->store_->add("dpv/rank/" + std::to_string(env.rank), 1) != 1) {
     throw Error("two processes were started as rank " + std::to_string(env.rank) +
-                " (check the node rank, GROUP_RANK, on every node: each node needs its own)");
+                " (check the node rank, GROUP_RANK, on every node: each node needs its own)").about_settings({"GROUP_RANK"});
   }
   if (options.backend == ProcessGroupBackend::Nccl) {
     Store* store = s->store_.get();

@@ -130,17 +130,17 @@ RankEnv read_rank_env(const EnvLookup& lookup) {
   if (!addr || addr->empty()) {
     throw Error("environment variable MASTER_ADDR expected, but not set (the address of the node with rank 0, "
                 "where the store is hosted)",
-                ErrorClass::ValueError);
+                ErrorClass::ValueError).about_settings({"MASTER_ADDR"});
   }
   chosen->master_addr = *addr;
   std::optional<std::string> port = lookup("MASTER_PORT");
   if (!port) {
     throw Error("environment variable MASTER_PORT expected, but not set (a free TCP port on the node with rank 0)",
-                ErrorClass::ValueError);
+                ErrorClass::ValueError).about_settings({"MASTER_PORT"});
   }
   chosen->master_port = parse_int("MASTER_PORT", *port);
   if (chosen->master_port < 1 || chosen->master_port > 65535)
-    throw Error("MASTER_PORT=" + *port + " is not a TCP port (1 .. 65535)", ErrorClass::ValueError);
+    throw Error("MASTER_PORT=" + *port + " is not a TCP port (1 .. 65535)", ErrorClass::ValueError).about_settings({"MASTER_PORT"});
   read_agent_store(lookup, *chosen);
   return *chosen;
 }

@@ -56,7 +56,7 @@ AddrInfoPtr resolve(const std::string& host, int port, bool passive) {
   int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &result);
   if (rc != 0) {
     throw Error("cannot resolve the address '" + host + "': " + gai_strerror(rc) +
-                " (check MASTER_ADDR: a host name or IP address of the node with node rank 0)");
+                " (check MASTER_ADDR: a host name or IP address of the node with node rank 0)").about_settings({"MASTER_ADDR"});
   }
   return AddrInfoPtr(result);
 }
@@ -163,11 +163,11 @@ Socket listen_tcp(const std::string& host, int port, int backlog) {
   std::string where = endpoint_text(host, port);
   if (last_errno == EADDRINUSE) {
     throw Error("cannot host the store on " + where + ": the port is in use (another job, or one that is still "
-                "stopping?); pick another MASTER_PORT");
+                "stopping?); pick another MASTER_PORT").about_settings({"MASTER_PORT"});
   }
   if (last_errno == EADDRNOTAVAIL) {
     throw Error("cannot host the store on " + where + ": " + last_error +
-                " (MASTER_ADDR must be an address of the node with node rank 0)");
+                " (MASTER_ADDR must be an address of the node with node rank 0)").about_settings({"MASTER_ADDR"});
   }
   throw Error("cannot host the store on " + where + ": " + last_error);
 }
@@ -231,7 +231,8 @@ Socket connect_tcp(const std::string& host, int port, std::chrono::milliseconds 
   throw Error("could not connect to " + (peer.empty() ? "the store at " + endpoint_text(host, port) : peer) +
               " within " + describe_seconds(timeout) + " (last attempt: " + last_error + "); " +
               (advice.empty() ? "is rank 0 running there, and are MASTER_ADDR / MASTER_PORT the same on every node?"
-                              : advice));
+                              : advice))
+      .about_settings({"MASTER_ADDR", "MASTER_PORT"});
 }
 
 std::string local_address_towards(const std::string& host) {
@@ -249,7 +250,7 @@ std::string local_address_towards(const std::string& host) {
     if (::inet_ntop(local.ss_family, src, text, sizeof(text))) return text;
   }
   throw Error("no route from this machine to '" + host + "' (check MASTER_ADDR, or name the network "
-              "interface with GLOO_SOCKET_IFNAME)");
+              "interface with GLOO_SOCKET_IFNAME)").about_settings({"MASTER_ADDR", "GLOO_SOCKET_IFNAME"});
 }
 
 }  // namespace dpv::dist

@@ -203,9 +203,10 @@ Bytes TcpStore::request(uint8_t command, const std::vector<std::string>& keys, c
   int64_t result = get_value<int64_t>(socket_, deadline, where_);
   if (status == kTimeout) {
     throw Error("timed out after " + describe_seconds(wait_timeout) + " waiting for " + awaited + " in " + where_ +
-                " (a rank did not arrive: did it fail or start late? raise DPV_TIMEOUT if the job is just slow)");
+                " (a rank did not arrive: did it fail or start late? raise DPV_TIMEOUT if the job is just slow)").about_settings({"DPV_TIMEOUT"});
   }
-  if (status == kRefused) throw Error(to_string(payload) + " [" + where_ + "]");
+  // The store refuses one thing: a rank whose WORLD_SIZE is not rank 0's.
+  if (status == kRefused) throw Error(to_string(payload) + " [" + where_ + "]").about_settings({"WORLD_SIZE"});
   if (command == kAdd || command == kCheck) return to_bytes(std::to_string(result));
   return payload;
 }
