@@ -27,11 +27,18 @@ std::string one_device_spec(const DeviceSpec& spec) {
   return "cuda:" + std::to_string(spec.gpus.empty() ? 0 : spec.gpus.front());
 }
 
-// The events of each timed iteration (after one warm-up) on `devices`.
+// The events of each timed iteration (after one warm-up) on `devices`; `titles`, when given,
+// receives the devices' names and details.
 std::vector<std::vector<StageEvent>> run_iterations(const std::string& devices, const ModelSpec& spec, const TensorMap& state,
                                                     const TrainOptions& options, const Dataset& batch, int timed,
-                                                    const std::function<bool()>& keep_going) {
+                                                    const std::function<bool()>& keep_going,
+                                                    std::vector<DeviceTitle>* titles = nullptr) {
   Trainer trainer(DeviceSet::create(devices), Model(spec), state, options);
+  if (titles) {
+    const DeviceSet& set = trainer.devices();
+    for (int d = 0; d < set.size(); ++d)
+      titles->push_back(DeviceTitle{set[d].display_name(), set[d].detail(), set[d].kind() == DeviceKind::Cpu});
+  }
   std::vector<std::vector<StageEvent>> runs;
   for (int i = 0; i <= timed; ++i) {
     if (i > 0 && keep_going && !keep_going()) break;
@@ -96,14 +103,15 @@ TimelineSeries measure_timeline(const TimelineConfig& c, const Dataset& batch, c
   out.device_count = devices.count;
   out.host_cores = host_cpu_count();
 
-  const auto runs = run_iterations(c.run.devices, spec, state, options, batch, c.iterations, keep_going);
-  if (runs.empty()) return out;
+  std::vector<DeviceTitle> titles;
+  const auto runs = run_iterations(c.run.devices, spec, state, options, batch, c.iterations, keep_going, &titles);
+  if (runs.empty()) return out;  // stopped before a timed iteration: nothing measured, no device rows
+  out.device_titles = std::move(titles);
   for (const auto& events : runs) out.totals.push_back(total_of(events));
   out.total = spread_of(out.totals);
 
   // Per stage (the plan is the same every iteration) and per device busy in it.
   const std::vector<StageEvent>& first = runs.front();
-  for (const DeviceState& d : first.front().devices) out.device_labels.push_back(d.label);
   for (size_t s = 0; s < first.size(); ++s) {
     TimedStage stage;
     stage.stage = first[s].stage;

@@ -47,9 +47,17 @@ struct TimedStage {
   std::vector<DeviceSpan> devices;   // devices busy in this stage in every timed iteration
 };
 
+// One measured device as the engine names it (Device::display_name and Device::detail), the parts
+// a page lays out, so no page takes a label such as "GPU 1 (simulated on CPU)" apart.
+struct DeviceTitle {
+  std::string name;        // "GPU 1"
+  std::string detail;      // "simulated on CPU", the GPU's name, ...; empty for none
+  bool simulated = false;  // a CPU device standing in for a GPU
+};
+
 struct TimelineSeries {
   TimelineConfig config;
-  std::vector<std::string> device_labels;
+  std::vector<DeviceTitle> device_titles;  // one per device of config.run.devices
   std::vector<TimedStage> stages;    // plan order
   std::vector<double> totals;        // per timed iteration: the stages' spans added up (seconds)
   Spread total;                      // of `totals`

@@ -1,7 +1,6 @@
 #include "gui/common/scene_model.h"
 
 #include <QObject>
-#include <QPair>
 #include <algorithm>
 #include <map>
 
@@ -213,14 +212,6 @@ int chipSlot(TensorRole role) {
     case TensorRole::Optimizer: return 5;
   }
   return kChipSlots - 1;
-}
-
-QPair<QString, QString> splitDeviceLabel(const QString& label) {
-  const int open = static_cast<int>(label.indexOf(QLatin1Char('(')));
-  if (open > 0 && label.endsWith(QLatin1Char(')'))) {
-    return {label.left(open).trimmed(), label.mid(open + 1, label.size() - open - 2)};
-  }
-  return {label, QString()};
 }
 
 namespace {

@@ -68,9 +68,5 @@ constexpr int kChipSlots = 6;
 
 // The scene's content before any stage (event == nullptr: what info.devicesBefore lists) or after `event`.
 SceneState sceneStateFor(const IterationInfo& info, const dpv::StageEvent* event);
-// "GPU 1 (simulated on CPU)" -> {"GPU 1", "simulated on CPU"}. Only for the Timeline's measured
-// series (gui/timeline/page_series.cpp), whose course value carries labels alone; every page that
-// has an IterationInfo reads IterationInfo::deviceTitles instead.
-QPair<QString, QString> splitDeviceLabel(const QString& label);
 
 }  // namespace gui

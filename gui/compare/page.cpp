@@ -139,6 +139,9 @@ void ComparePage::resizeEvent(QResizeEvent* event) {
   placeLesson();
 }
 
+// Not runSpecFromSettings: the comparison shares only the seed with the app's run. Its model,
+// devices and batch are this page's controls, and its lr, BatchNorm mode and strategies its own
+// (compare_run_defaults), so the settings bar's lr, SyncBatchNorm or DDP never change it.
 dpv::course::CompareConfig ComparePage::config() const {
   dpv::course::CompareConfig c;
   c.run.preset = preset_->currentData().toString().toStdString();

@@ -9,6 +9,7 @@
 
 #include "engine/device.h"
 #include "engine/error.h"
+#include "gui/runtime/run_spec_from_settings.h"
 
 namespace gui {
 
@@ -80,22 +81,26 @@ int ProcessRun::processCount(const QString& devices, QString* error) {
   }
 }
 
+dpv::RunSpec ProcessRunRequest::defaultRun() { return runSpecFromSettings(AppSettings{}); }
+
 QStringList ProcessRun::arguments(const ProcessRunRequest& r, const QString& tracePath) {
+  const dpv::RunSpec& run = r.run;
+  const QString devices = QString::fromStdString(run.devices);
   QString ignored;
-  const int w = processCount(r.devices, &ignored);
-  const bool gpus = r.devices.startsWith(QLatin1String("cuda"));
+  const int w = processCount(devices, &ignored);
+  const bool gpus = devices.startsWith(QLatin1String("cuda"));
   // Port 0: the launcher picks a free port for rank 0's store, so two runs never collide.
   QStringList args{QStringLiteral("launch"), QStringLiteral("--nproc-per-node"), QString::number(w),
                    QStringLiteral("--master-addr"), QStringLiteral("127.0.0.1"), QStringLiteral("--master-port"),
                    QStringLiteral("0"), QStringLiteral("--backend"), gpus ? QStringLiteral("nccl") : QStringLiteral("gloo"),
                    QStringLiteral("--timeout"), QString::number(r.timeoutS), QStringLiteral("--"),
                    QStringLiteral("train"), QStringLiteral("--ddp"), QStringLiteral("--devices"),
-                   gpus ? QStringLiteral("cuda") : QStringLiteral("cpu:%1").arg(w), QStringLiteral("--preset"), r.preset,
-                   QStringLiteral("--batch"), QString::number(r.batch), QStringLiteral("--lr"),
-                   QString::number(r.learningRate, 'g', 17), QStringLiteral("--seed"), QString::number(r.seed),
-                   QStringLiteral("--steps"), QString::number(r.steps), QStringLiteral("--trace"), tracePath,
-                   QStringLiteral("--trace-steps"), QString::number(r.steps)};
-  if (r.syncBatchNorm) args << QStringLiteral("--sync-bn");
+                   gpus ? QStringLiteral("cuda") : QStringLiteral("cpu:%1").arg(w), QStringLiteral("--preset"),
+                   QString::fromStdString(run.preset), QStringLiteral("--batch"), QString::number(run.batch),
+                   QStringLiteral("--lr"), QString::number(run.optimizer.lr, 'g', 17), QStringLiteral("--seed"),
+                   QString::number(static_cast<quint64>(run.seed)), QStringLiteral("--steps"), QString::number(r.steps),
+                   QStringLiteral("--trace"), tracePath, QStringLiteral("--trace-steps"), QString::number(r.steps)};
+  if (run.sync_bn) args << QStringLiteral("--sync-bn");
   args << r.extraTrainArguments;
   return args;
 }
@@ -117,7 +122,7 @@ bool ProcessRun::start(const ProcessRunRequest& request) {
     return false;
   }
   QString devicesError;
-  if (processCount(request.devices, &devicesError) <= 0) {
+  if (processCount(QString::fromStdString(request.run.devices), &devicesError) <= 0) {
     failure.error = devicesError;
     finish(failure);
     return false;

@@ -12,6 +12,8 @@
 #include <QStringList>
 #include <memory>
 
+#include "engine/run/run_spec.h"
+
 class QProcess;
 class QTemporaryDir;
 class QTimer;
@@ -20,16 +22,18 @@ namespace gui {
 
 struct ProcessRunRequest {
   QString dpvPath;        // the dpv binary; empty: findDpv() beside the app
-  QString devices;        // the settings bar's spec: cpu:W runs W processes over Gloo, cuda:... one GPU each over NCCL
-  QString preset;
-  int batch = 10;         // the global batch (DistributedSampler gives each rank its strided share)
-  double learningRate = 0.01;
-  quint64 seed = 0;
-  bool syncBatchNorm = false;
+  // What the ranks train, as the app's run (runSpecFromSettings): devices (cpu:W runs W processes
+  // over Gloo, cuda:... one GPU each over NCCL), preset, the global batch (DistributedSampler gives
+  // each rank its strided share), lr, seed and SyncBatchNorm. The ranks always run DDP with dpv
+  // train's own bucket sizes: arguments() reads neither `strategy` nor `ddp`.
+  dpv::RunSpec run = defaultRun();
   int steps = 3;          // iterations trained, all of them traced
   double timeoutS = 60;   // dpv launch --timeout: how long a rank waits for the store or a collective
   double wallLimitS = 180;  // the whole job: past this it is stopped as by Cancel, with an error
   QStringList extraTrainArguments;  // appended to `dpv train` (e.g. an option the user typed)
+
+  // The app's default settings as a run (batch 10, lr 0.01, ...), what a bare request trains.
+  static dpv::RunSpec defaultRun();
 };
 
 struct ProcessRunResult {
@@ -51,7 +55,8 @@ class ProcessRun : public QObject {
   static QString findDpv(QStringList* searched = nullptr);
   // How many processes `devices` asks for (cpu:W or cuda:0,1,...); 0 with `error` set when it cannot run as processes.
   static int processCount(const QString& devices, QString* error);
-  // dpv's arguments for `request`, writing the merged trace to `tracePath`.
+  // dpv's arguments for `request`, writing the merged trace to `tracePath`: the one place the
+  // request's RunSpec becomes a dpv command line.
   static QStringList arguments(const ProcessRunRequest& request, const QString& tracePath);
 
   // Starts the job unless one is running; returns false (and emits finished() with the error) when it cannot start.

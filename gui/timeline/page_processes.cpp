@@ -7,6 +7,7 @@
 #include <QStyle>
 
 #include "gui/common/context.h"
+#include "gui/runtime/run_spec_from_settings.h"
 #include "gui/timeline/page.h"
 
 namespace gui {
@@ -24,14 +25,13 @@ void setLabelKind(QLabel* label, const char* objectName) {
 }  // namespace
 
 ProcessRunRequest TimelinePage::processRequest() const {
-  const AppSettings& s = context()->settings();
+  // The launched ranks run DDP whatever the Iteration page's mode, with dpv train's own buckets, so
+  // the run is described without that mode (which would also read the preset for teaching buckets).
+  AppSettings s = context()->settings();
+  s.ddp = false;
   ProcessRunRequest r;
-  r.devices = s.devices;
-  r.preset = s.preset;
-  r.batch = s.batchSize;
-  r.learningRate = s.learningRate;
-  r.seed = s.seed;
-  r.syncBatchNorm = s.syncBatchNorm;
+  r.run = runSpecFromSettings(s);
+  r.run.strategy = dpv::StrategyKind::DistributedDataParallel;
   r.steps = kProcessSteps;
   return r;
 }
@@ -58,7 +58,7 @@ void TimelinePage::updateProcessButton() {
 void TimelinePage::runAsProcesses(const ProcessRunRequest& request) {
   if (processRun_->running()) return;
   setLabelKind(processStatus_, "notice");
-  processStatus_->setText(tr("Starting %1 processes with dpv launch …").arg(std::max(1, ProcessRun::processCount(request.devices, nullptr))));
+  processStatus_->setText(tr("Starting %1 processes with dpv launch …").arg(std::max(1, ProcessRun::processCount(QString::fromStdString(request.run.devices), nullptr))));
   processStatus_->setVisible(true);
   processButton_->setEnabled(false);
   cancelButton_->setVisible(true);

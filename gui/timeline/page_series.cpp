@@ -111,7 +111,7 @@ void TimelinePage::drawSeries() {
   emptyHint_->setVisible(s.stages.empty());
   plotScroll_->setVisible(!s.stages.empty());
   QStringList rows{tr("stages (wall)")};
-  for (const std::string& label : s.device_labels) rows << splitDeviceLabel(QString::fromStdString(label)).first;
+  for (const dpv::course::DeviceTitle& device : s.device_titles) rows << QString::fromStdString(device.name);
   setRows(rows);
   plot_->xAxis->setLabel(tr("median time since the iteration began (ms), whiskers: min to max of %1 iterations").arg(s.totals.size()));
   plot_->yAxis->setLabel(QString());

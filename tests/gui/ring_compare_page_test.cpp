@@ -211,6 +211,46 @@ INSTANTIATE_TEST_SUITE_P(PageSizes, CompareLegend, ::testing::Values(QSize(820, 
                            return std::to_string(info.param.width()) + "x" + std::to_string(info.param.height());
                          });
 
+// The comparison takes only the seed from the app's settings: model, devices, batch and iteration
+// counts are the page's controls, and lr, BatchNorm mode and strategy the comparison's own
+// (compare_run_defaults), whatever the settings bar says.
+TEST(ComparePage, ConfigTakesTheSeedFromTheSettingsAndTheRestFromThePage) {
+  Engine e;
+  AppSettings settings;
+  settings.devices = QStringLiteral("cpu:8");
+  settings.preset = QStringLiteral("simple");
+  settings.batchSize = 10;
+  settings.learningRate = 0.3;
+  settings.syncBatchNorm = true;
+  settings.ddp = true;
+  settings.seed = 42;
+  e.context.setSettings(settings);
+  ComparePage page(&e.context);
+  dpv::course::CompareConfig choices;
+  choices.run.preset = "mnist-mlp";
+  choices.run.devices = "cpu:3";
+  choices.run.batch = 30;
+  choices.iterations = 5;
+  choices.max_speedup_devices = 4;
+  page.setConfig(choices);
+
+  const dpv::RunSpec defaults = dpv::course::compare_run_defaults();
+  const dpv::course::CompareConfig config = page.config();
+  EXPECT_EQ(config.run.preset, "mnist-mlp");
+  EXPECT_EQ(config.run.devices, "cpu:3");
+  EXPECT_EQ(config.run.batch, 30);
+  EXPECT_EQ(config.run.seed, 42u);
+  EXPECT_EQ(config.run.optimizer, defaults.optimizer);
+  EXPECT_EQ(config.run.sync_bn, defaults.sync_bn);
+  EXPECT_EQ(config.run.strategy, defaults.strategy);
+  EXPECT_EQ(config.run.ddp, defaults.ddp);
+  EXPECT_FALSE(config.run.model.has_value());
+  const dpv::course::CompareConfig expected = choices;
+  EXPECT_EQ(config.iterations, expected.iterations);
+  EXPECT_EQ(config.max_speedup_devices, expected.max_speedup_devices);
+  EXPECT_EQ(config.speedup_iters, expected.speedup_iters);
+}
+
 TEST(ComparePage, AnEngineErrorIsShownNotThrown) {
   Engine e;
   ComparePage page(&e.context);

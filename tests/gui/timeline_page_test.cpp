@@ -64,6 +64,10 @@ TEST_F(TimelinePageTest, MeasuresTheMedianAndSpreadOfSeveralIterations) {
   }
   EXPECT_EQ(stageBars, static_cast<int>(s.stages.size()));
   EXPECT_GT(deviceBars, stageBars) << "two devices each run the forward and backward layers";
+  // The rows: the stages on top, then each device by the name the engine gives it.
+  const auto ticker = page_->plot()->yAxis->ticker().dynamicCast<QCPAxisTickerText>();
+  ASSERT_TRUE(ticker);
+  EXPECT_EQ(ticker->ticks().values(), (QList<QString>{QStringLiteral("GPU 1"), QStringLiteral("GPU 0"), QStringLiteral("stages (wall)")}));
   // The stage bars lie end to end by their medians.
   double expectedEnd = 0;
   for (const auto& stage : s.stages) expectedEnd += stage.span.median * 1e3;

@@ -85,14 +85,37 @@ TEST(ProcessRun, FindsDpvBesideTheAppAndCountsProcesses) {
   EXPECT_FALSE(error.isEmpty());
   // Only 127.0.0.1, a port the launcher picks, the ranks' own devices and the trace in the run's folder.
   ProcessRunRequest r;
-  r.devices = QStringLiteral("cpu:2");
-  r.preset = QStringLiteral("simple");
+  r.run.devices = "cpu:2";
+  r.run.preset = "simple";
   const QStringList args = ProcessRun::arguments(r, QStringLiteral("/tmp/x/trace.json"));
   const QString line = args.join(QLatin1Char(' '));
   EXPECT_TRUE(line.startsWith(QLatin1String("launch --nproc-per-node 2 --master-addr 127.0.0.1 --master-port 0 --backend gloo")))
       << line.toStdString();
   EXPECT_TRUE(line.contains(QLatin1String("-- train --ddp --devices cpu:2 --preset simple --batch 10"))) << line.toStdString();
   EXPECT_TRUE(line.contains(QLatin1String("--trace /tmp/x/trace.json"))) << line.toStdString();
+}
+
+// The request the page builds from the settings (through runSpecFromSettings) gives dpv exactly
+// this command line; the Iteration page's DDP mode changes nothing (the ranks always run DDP).
+TEST_F(TimelineProcessesTest, TheSettingsBecomeThisCommandLine) {
+  AppSettings settings = settingsFor(QStringLiteral("cpu:3"), QStringLiteral("mlp-bn"), 12);
+  settings.learningRate = 0.3;
+  settings.seed = 42;
+  settings.syncBatchNorm = true;
+  for (const bool ddp : {false, true}) {
+    settings.ddp = ddp;
+    context_->setSettings(settings);
+    const QStringList expected{
+        QStringLiteral("launch"), QStringLiteral("--nproc-per-node"), QStringLiteral("3"), QStringLiteral("--master-addr"),
+        QStringLiteral("127.0.0.1"), QStringLiteral("--master-port"), QStringLiteral("0"), QStringLiteral("--backend"),
+        QStringLiteral("gloo"), QStringLiteral("--timeout"), QStringLiteral("60"), QStringLiteral("--"), QStringLiteral("train"),
+        QStringLiteral("--ddp"), QStringLiteral("--devices"), QStringLiteral("cpu:3"), QStringLiteral("--preset"),
+        QStringLiteral("mlp-bn"), QStringLiteral("--batch"), QStringLiteral("12"), QStringLiteral("--lr"),
+        QStringLiteral("0.29999999999999999"), QStringLiteral("--seed"), QStringLiteral("42"), QStringLiteral("--steps"),
+        QString::number(TimelinePage::kProcessSteps), QStringLiteral("--trace"), QStringLiteral("/tmp/x/trace.json"),
+        QStringLiteral("--trace-steps"), QString::number(TimelinePage::kProcessSteps), QStringLiteral("--sync-bn")};
+    EXPECT_EQ(ProcessRun::arguments(page_->processRequest(), QStringLiteral("/tmp/x/trace.json")), expected) << "ddp " << ddp;
+  }
 }
 
 TEST(TimelineLanes, ALaunchedRanksThreadsAreNotNamedTwice) {

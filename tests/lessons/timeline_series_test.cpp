@@ -32,7 +32,13 @@ TEST(MeasureTimeline, SummarisesEveryTimedIterationPerStageAndDevice) {
   config.iterations = 5;
   const TimelineSeries series = measure_timeline(config, batchFor("simple", 10));
   ASSERT_EQ(series.totals.size(), 5u);
-  EXPECT_EQ(series.device_labels.size(), 2u);
+  // Each device's name and detail as the engine gives them, the parts the page lays out.
+  ASSERT_EQ(series.device_titles.size(), 2u);
+  for (int d = 0; d < 2; ++d) {
+    EXPECT_EQ(series.device_titles[static_cast<size_t>(d)].name, "GPU " + std::to_string(d));
+    EXPECT_EQ(series.device_titles[static_cast<size_t>(d)].detail, "simulated on CPU");
+    EXPECT_TRUE(series.device_titles[static_cast<size_t>(d)].simulated);
+  }
   EXPECT_TRUE(series.simulated);
   EXPECT_EQ(series.device_count, 2);
   EXPECT_GT(series.host_cores, 0u);
