@@ -2,7 +2,7 @@
 // --min-bytes to --max-bytes over this job's process group (Gloo's ring on CPU ranks, NCCL on GPU
 // ranks), as nccl-tests and bench/allreduce_vs_pytorch.py measure them: per size, the mean time of
 // --iters calls after a barrier, the slowest rank's time counting; algbw = bytes / time,
-// busbw = algbw * 2(W-1)/W. Rank 0 prints the table and writes --json. A benchmark: figures, no verdict.
+// busbw = algbw * 2(world-1)/world. Rank 0 prints the table and writes --json. A benchmark: figures, no verdict.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -79,7 +79,7 @@ void run_allreduce_bench(const AllreduceBenchOptions& o) {
     const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(b) / 4);
     Tensor host = Tensor::full({n}, DType::Float32, g.rank() + 1.0);
     Tensor buf = device ? host.to(device) : host;
-    // One checked call: every element must be 1 + 2 + ... + W.
+    // One checked call: every element must be 1 + 2 + ... + world.
     g.all_reduce_sum(buf);
     const double want = world * (world + 1) / 2.0;
     std::vector<double> first = buf.to_doubles(1);

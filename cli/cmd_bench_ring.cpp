@@ -1,7 +1,7 @@
 // `dpv bench ring`: the in-process ring all-reduce that DDP's in-process ranks use (float32 sum,
-// W threads, engine/dist/in_process_group.h) against a plain memcpy of the same bytes on this
-// machine. busbw = algbw * 2(W-1)/W (nccl-tests), so a ring as fast as the memory would reach
-// about the memcpy rate (each step copies or adds n/W bytes per rank). A benchmark: figures only.
+// world threads, engine/dist/in_process_group.h) against a plain memcpy of the same bytes on this
+// machine. busbw = algbw * 2(world-1)/world (nccl-tests), so a ring as fast as the memory would reach
+// about the memcpy rate (each step copies or adds n/world bytes per rank). A benchmark: figures only.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -46,13 +46,13 @@ double memcpy_gbps(size_t bytes, int iters) {
   return static_cast<double>(bytes) / best / 1e9;
 }
 
-// Mean seconds of one all-reduce over W threads (the slowest rank's time of each call counting).
-double ring_seconds(int W, size_t bytes, int iters) {
-  auto group = make_in_process_group(W);
+// Mean seconds of one all-reduce over world threads (the slowest rank's time of each call counting).
+double ring_seconds(int world, size_t bytes, int iters) {
+  auto group = make_in_process_group(world);
   const int64_t n = static_cast<int64_t>(bytes / 4);
-  std::vector<double> per_rank(static_cast<size_t>(W), 0);
+  std::vector<double> per_rank(static_cast<size_t>(world), 0);
   std::vector<std::thread> threads;
-  for (int r = 0; r < W; ++r)
+  for (int r = 0; r < world; ++r)
     threads.emplace_back([&, r] {
       Tensor t = Tensor::full({n}, DType::Float32, 1.0);
       ProcessGroup& g = *group[static_cast<size_t>(r)];
@@ -68,20 +68,20 @@ double ring_seconds(int W, size_t bytes, int iters) {
 
 void run_ring_bench(const RingBenchOptions& o) {
   if (!o.json.empty()) check_output_path(o.json, "--json");
-  for (int W : o.ranks) check(W >= 1 && W <= 64, "--ranks: each world size must be 1 to 64, got " + std::to_string(W), ErrorClass::ValueError);
+  for (int world : o.ranks) check(world >= 1 && world <= 64, "--ranks: each world size must be 1 to 64, got " + std::to_string(world), ErrorClass::ValueError);
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   std::printf("%6s %12s %12s %12s %12s %14s %10s\n", "ranks", "bytes", "time (us)", "algbw GB/s", "busbw GB/s",
               "memcpy GB/s", "busbw/cpy");
-  for (int W : o.ranks) {
+  for (int world : o.ranks) {
     for (double b = o.min_bytes; b <= o.max_bytes; b *= 4) {
       const size_t bytes = static_cast<size_t>(b) / 4 * 4;
-      const double s = ring_seconds(W, bytes, o.iters);
-      const double algbw = static_cast<double>(bytes) / s / 1e9, busbw = algbw * 2.0 * (W - 1) / W;
+      const double s = ring_seconds(world, bytes, o.iters);
+      const double algbw = static_cast<double>(bytes) / s / 1e9, busbw = algbw * 2.0 * (world - 1) / world;
       const double copy = memcpy_gbps(bytes, o.iters);
-      std::printf("%6d %12zu %12.1f %12.3f %12.3f %14.3f %9.2fx\n", W, bytes, s * 1e6, algbw, busbw, copy,
+      std::printf("%6d %12zu %12.1f %12.3f %12.3f %14.3f %9.2fx\n", world, bytes, s * 1e6, algbw, busbw, copy,
                   busbw / copy);
       std::fflush(stdout);
-      rows.push_back({{"ranks", W}, {"bytes", bytes}, {"seconds", s}, {"algbw_GBps", algbw}, {"busbw_GBps", busbw},
+      rows.push_back({{"ranks", world}, {"bytes", bytes}, {"seconds", s}, {"algbw_GBps", algbw}, {"busbw_GBps", busbw},
                       {"memcpy_GBps", copy}});
     }
   }

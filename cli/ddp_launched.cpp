@@ -37,7 +37,7 @@ void add_step_ddp_metadata(DdpStepOutput& out, const StepOptions& o, const std::
 
 namespace {
 
-// The --devices a launched job stands for, as the in-process run would name it: cpu:W with Gloo,
+// The --devices a launched job stands for, as the in-process run would name it: cpu:K with Gloo,
 // cuda (a GPU per rank) with NCCL.
 std::string job_devices(const dist::RankEnv& env, dist::ProcessGroupBackend backend) {
   return backend == dist::ProcessGroupBackend::Nccl ? "cuda" : "cpu:" + std::to_string(env.world_size);

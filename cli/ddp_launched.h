@@ -25,12 +25,12 @@ bool launched_rank();
 dist::RankEnv read_launched_rank_env(const dist::EnvLookup& lookup);
 
 // This rank's membership and device. `devices_spec` is the job's --devices as the in-process run
-// would name it (cpu:W, or a CUDA spec with --backend nccl), or nullopt when --devices was not
+// would name it (cpu:K, or a CUDA spec with --backend nccl), or nullopt when --devices was not
 // given: the launcher already fixed the world size and each rank's device. A given spec that disagrees
 // with the job (cpu:3 for 2 ranks, virtual GPUs) is a ValueError that says what to give instead.
 struct LaunchedRank {
   std::unique_ptr<dist::DistSession> session;
-  std::string devices_spec;             // the given --devices, else the job's own: cpu:W (Gloo), cuda (NCCL)
+  std::string devices_spec;             // the given --devices, else the job's own: cpu:K (Gloo), cuda (NCCL)
   std::shared_ptr<DeviceSet> devices;   // this rank's one device
   std::shared_ptr<Device> device;
   std::shared_ptr<Device> comm_device;  // where the group's tensors live: null (host) for Gloo

@@ -19,9 +19,10 @@ struct GemmShape {
   double flops() const { return 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K); }
 };
 
-// Per Linear layer (in -> out) on a batch of B: forward  y = x W^T      [B,out] <- [B,in] [out,in]^T
-//                                              weight  dW = dy^T x    [out,in] <- [B,out]^T [B,in]
-//                                              input   dx = dy W      [B,in]   <- [B,out] [out,in]
+// Per Linear layer (in -> out) on a batch of B: forward  y = x w^T      [B,out] <- [B,in] [out,in]^T
+//                                              weight  dw = dy^T x    [out,in] <- [B,out]^T [B,in]
+//                                              input   dx = dy w      [B,in]   <- [B,out] [out,in]
+// (w is the layer's weight [out, in].)
 // The first layer's input gradient is left out (PyTorch does not compute it: the input needs no grad).
 std::vector<GemmShape> mlp_step_gemms(const ModelSpec& spec, int64_t batch);
 

@@ -87,13 +87,13 @@ std::vector<BytesMoved> dp_bytes(const std::vector<StageEvent>& events) {
   return out;
 }
 
-// DDP: what every rank sent. The buffers' broadcast sends the buffers to W-1 ranks; each bucket's
-// ring sends the step bytes each rank reported (2(W-1)/W of the bucket per rank).
-std::vector<BytesMoved> ddp_bytes(const std::vector<StageEvent>& events, int W) {
+// DDP: what every rank sent. The buffers' broadcast sends the buffers to world-1 ranks; each bucket's
+// ring sends the step bytes each rank reported (2(world-1)/world of the bucket per rank).
+std::vector<BytesMoved> ddp_bytes(const std::vector<StageEvent>& events, int world) {
   double broadcast = 0, ring = 0;
   for (const StageEvent& e : events) {
     if (e.stage.kind == StageKind::BroadcastBuffers)
-      for (const auto& r : e.collectives) broadcast += static_cast<double>(r.bytes) * (W - 1);
+      for (const auto& r : e.collectives) broadcast += static_cast<double>(r.bytes) * (world - 1);
     for (const CommSpan& c : e.comm)
       for (const RingStep& st : c.ring) ring += static_cast<double>(st.bytes);
   }
@@ -105,8 +105,8 @@ std::vector<BytesMoved> ddp_bytes(const std::vector<StageEvent>& events, int W) 
 
 // What each strategy's transfers are: DataParallel's stages move data to and from device 0, DDP's
 // ranks broadcast buffers and all-reduce buckets.
-std::vector<BytesMoved> bytes_moved(StrategyKind kind, const std::vector<StageEvent>& events, int W) {
-  return kind == StrategyKind::DistributedDataParallel ? ddp_bytes(events, W) : dp_bytes(events);
+std::vector<BytesMoved> bytes_moved(StrategyKind kind, const std::vector<StageEvent>& events, int world) {
+  return kind == StrategyKind::DistributedDataParallel ? ddp_bytes(events, world) : dp_bytes(events);
 }
 
 std::vector<std::string> param_names(const Model& model) {
@@ -209,17 +209,17 @@ Modes compare_modes(const CompareConfig& c) {
 // One iteration of each from the same start on the first batch: one gradient element. What each
 // strategy is asked to describe differs: DDP's recorded ring values of bucket 0, DataParallel's
 // replicas' gradients in its Backward snapshot and device 0's reduced one.
-SumVsMean sum_vs_mean(const Modes& modes, int W, const TensorMap& state, const Dataset& batch) {
+SumVsMean sum_vs_mean(const Modes& modes, int world, const TensorMap& state, const Dataset& batch) {
   SumVsMean out;
   DdpTrainer ddp(DeviceSet::create(modes.ddp.devices), Model(modes.ddp.model_spec()), state, ddp_options(modes.ddp));
-  for (int r = 0; r < W; ++r) record_ring_values(ddp.group(r), 1);
+  for (int r = 0; r < world; ++r) record_ring_values(ddp.group(r), 1);
   EventLog ddp_log(false);
   DdpIteration(ddp, batch.inputs, batch.targets, &ddp_log).run_to_end();
-  std::vector<const CommSpan*> bucket0(ix(W), nullptr);
+  std::vector<const CommSpan*> bucket0(ix(world), nullptr);
   for (const StageEvent& e : ddp_log.events)
     for (const CommSpan& s : e.comm)
-      if (s.bucket == 0 && s.device >= 0 && s.device < W) bucket0[ix(s.device)] = &s;
-  for (int r = 0; r < W; ++r) {
+      if (s.bucket == 0 && s.device >= 0 && s.device < world) bucket0[ix(s.device)] = &s;
+  for (int r = 0; r < world; ++r) {
     const CommSpan* s = bucket0[ix(r)];
     check(s && !s->ring.empty() && !s->ring.front().before.empty() && !s->params.empty(),
           "DDP's rank " + std::to_string(r) + " reported no recorded all-reduce of bucket 0");
@@ -263,7 +263,7 @@ double time_steps(const RunSpec& spec, const TensorMap& state, const Dataset& da
 
 // One iteration of `strategy` on batch `b` into `run`: its stages' times, its loss (DDP: the mean
 // of the ranks'; rank 0's own beside it), its transfers and the rows per device.
-void record_iteration(Strategy& strategy, const Dataset& b, int W, ModeRun& run) {
+void record_iteration(Strategy& strategy, const Dataset& b, int world, ModeRun& run) {
   EventLog log(false);
   const auto t0 = std::chrono::steady_clock::now();
   const std::unique_ptr<StrategyIteration> it = strategy.begin_iteration(b.inputs, b.targets, &log);
@@ -271,7 +271,7 @@ void record_iteration(Strategy& strategy, const Dataset& b, int W, ModeRun& run)
   run.parts.push_back(step_parts(log.events, seconds_since(t0)));
   run.loss.push_back(it->mean_rank_loss());
   if (strategy.kind() == StrategyKind::DistributedDataParallel) run.rank0_loss.push_back(it->loss());
-  run.bytes = bytes_moved(strategy.kind(), log.events, W);
+  run.bytes = bytes_moved(strategy.kind(), log.events, world);
   // DataParallel's chunks, DDP's sampler shards: every stage's event carries them.
   run.rows = log.events.empty() ? std::vector<int64_t>{} : log.events.back().chunk_sizes;
 }
@@ -279,10 +279,10 @@ void record_iteration(Strategy& strategy, const Dataset& b, int W, ModeRun& run)
 void check_config(const CompareConfig& c, const DeviceSpec& devices) {
   check(devices.kind == DeviceKind::Cpu, "the comparison runs on simulated CPU devices (cpu:W), got " + c.run.devices,
         ErrorClass::ValueError);
-  const int W = devices.count;
-  check(W >= 2 && W <= 8, "compare on 2 to 8 devices, got " + std::to_string(W), ErrorClass::ValueError);
-  check(c.run.batch >= W, "the global batch (" + std::to_string(c.run.batch) + ") needs at least one sample per device (" +
-                              std::to_string(W) + ")", ErrorClass::ValueError);
+  const int world = devices.count;
+  check(world >= 2 && world <= 8, "compare on 2 to 8 devices, got " + std::to_string(world), ErrorClass::ValueError);
+  check(c.run.batch >= world, "the global batch (" + std::to_string(c.run.batch) + ") needs at least one sample per device (" +
+                              std::to_string(world) + ")", ErrorClass::ValueError);
   check(c.iterations >= 1, "compare at least one iteration", ErrorClass::ValueError);
   check(c.max_speedup_devices >= 0 && c.max_speedup_devices <= 8, "the speed-up sweep covers at most 8 devices", ErrorClass::ValueError);
   check(c.max_speedup_devices == 0 || c.speedup_iters >= 1, "the speed-up sweep times at least one step per point",
@@ -319,7 +319,7 @@ CompareResult run_comparison(const CompareConfig& c, const std::function<void(co
                              const std::function<bool()>& keep_going) {
   const DeviceSpec devices = parse_device_spec(c.run.devices);
   check_config(c, devices);
-  const int W = devices.count;
+  const int world = devices.count;
   auto say = [&](const std::string& what, double done) {
     if (progress) progress(what, done);
   };
@@ -354,7 +354,7 @@ CompareResult run_comparison(const CompareConfig& c, const std::function<void(co
     say("iteration " + std::to_string(i + 1) + " of " + std::to_string(c.iterations), 0.7 * i / c.iterations);
     for (size_t m = 0; m < runs.size(); ++m) {
       ModeRun& run = *runs[m].second;
-      record_iteration(*strategies[m], batches[ix(i)], W, run);
+      record_iteration(*strategies[m], batches[ix(i)], world, run);
       run.max_param_diff.push_back(max_abs_difference(*strategies[m]->tensors().params, one_params, params));
     }
   }
@@ -371,7 +371,7 @@ CompareResult run_comparison(const CompareConfig& c, const std::function<void(co
   }
   if (go_on()) {
     say("sum versus mean", 0.72);
-    out.sum_mean = sum_vs_mean(modes, W, state, batches.front());
+    out.sum_mean = sum_vs_mean(modes, world, state, batches.front());
   }
   for (int w = 1; w <= c.max_speedup_devices && go_on(); ++w) {
     say("speed-up on " + std::to_string(w) + " device" + (w > 1 ? "s" : ""), 0.75 + 0.25 * (w - 1) / c.max_speedup_devices);

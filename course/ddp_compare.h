@@ -79,7 +79,7 @@ struct SumVsMean {
   double one_device = 0;              // gradient of the whole-batch mean loss
   std::vector<double> dp_replicas;    // each replica's gradient of the whole-batch mean loss (its chunk only)
   double dp_reduced = 0;              // device 0 after ReduceGrads: the SUM of the replicas'
-  std::vector<double> ddp_bucket;     // each rank's gradient of its own shard's mean loss, divided by W
+  std::vector<double> ddp_bucket;     // each rank's gradient of its own shard's mean loss, divided by world
                                       // (what DDP puts into the bucket before the all-reduce)
   double ddp_reduced = 0;             // every rank after the all-reduce: the MEAN of the ranks' gradients
 };

@@ -32,16 +32,16 @@ const TensorInfo* find_tensor(const DeviceState& d, const std::string& name) {
 
 size_t ix(int i) { return static_cast<size_t>(i); }
 
-std::vector<RingFrame> frames_from(const std::vector<const CommSpan*>& spans, int W) {
+std::vector<RingFrame> frames_from(const std::vector<const CommSpan*>& spans, int world) {
   std::vector<RingFrame> frames;
   RingFrame start;
   start.phase = "start";
-  start.contributors.resize(ix(W));
-  for (int r = 0; r < W; ++r) {
+  start.contributors.resize(ix(world));
+  for (int r = 0; r < world; ++r) {
     const auto& ring = spans[ix(r)]->ring;
     check(!ring.empty() && !ring[0].before.empty(), "the ring did not record its values (record_ring_values)");
     start.values.push_back(ring[0].before);
-    for (int c = 0; c < W; ++c) start.contributors[ix(r)].push_back({r});
+    for (int c = 0; c < world; ++c) start.contributors[ix(r)].push_back({r});
   }
   frames.push_back(start);
   const size_t steps = spans[0]->ring.size();
@@ -51,7 +51,7 @@ std::vector<RingFrame> frames_from(const std::vector<const CommSpan*>& spans, in
     f.phase = spans[0]->ring[k].phase;
     f.step = spans[0]->ring[k].step;
     f.contributors = prev.contributors;
-    for (int r = 0; r < W; ++r) {
+    for (int r = 0; r < world; ++r) {
       const RingStep& st = spans[ix(r)]->ring.at(k);
       f.moves.push_back({r, st.send_to, st.send_chunk, st.bytes, st.seconds});
       f.values.push_back(st.after);
@@ -113,41 +113,41 @@ RingDemo run_ring_demo(const RingDemoConfig& config) {
   // The ring records its values as the in-process ranks' host threads pass them.
   check(devices.kind == DeviceKind::Cpu, "the ring runs on in-process CPU ranks (cpu:W), got " + run.devices,
         ErrorClass::ValueError);
-  const int W = devices.count;
-  check(W >= 2 && W <= 8, "the ring needs 2 to 8 ranks, got " + std::to_string(W), ErrorClass::ValueError);
-  check(run.batch >= W, "the global batch (" + std::to_string(run.batch) + ") must hold at least one sample per rank (" +
-                            std::to_string(W) + " ranks)", ErrorClass::ValueError);
+  const int world = devices.count;
+  check(world >= 2 && world <= 8, "the ring needs 2 to 8 ranks, got " + std::to_string(world), ErrorClass::ValueError);
+  check(run.batch >= world, "the global batch (" + std::to_string(run.batch) + ") must hold at least one sample per rank (" +
+                            std::to_string(world) + " ranks)", ErrorClass::ValueError);
   const ModelSpec spec = run.model_spec();
   Model model(spec);
   const TensorMap state = model.initial_state(run.seed);
   const Dataset data = make_data_for_model(spec, run.batch, run.seed + 1);
 
   DdpTrainer trainer(DeviceSet::create(run.devices), Model(spec), state, ddp_options(run));
-  for (int r = 0; r < W; ++r) record_ring_values(trainer.group(r), SIZE_MAX);
+  for (int r = 0; r < world; ++r) record_ring_values(trainer.group(r), SIZE_MAX);
   EventLog log;
   DdpIteration it(trainer, data.inputs, data.targets, &log);
   it.run_to_end();
 
   RingDemo demo;
   demo.config = config;
-  demo.world_size = W;
+  demo.world_size = world;
   for (const auto& shard : it.shards()) demo.shards.push_back(static_cast<int64_t>(shard.size()));
   // The bucket that was all-reduced first (PyTorch's bucket 0 holds the last layer's parameters,
   // whose gradients are ready first).
-  std::vector<const CommSpan*> spans(ix(W), nullptr);
+  std::vector<const CommSpan*> spans(ix(world), nullptr);
   for (const StageEvent& e : log.events)
     for (const CommSpan& c : e.comm)
-      if (c.bucket == 0 && c.device >= 0 && c.device < W) spans[ix(c.device)] = &c;
-  for (int r = 0; r < W; ++r) check(spans[ix(r)] != nullptr, "rank " + std::to_string(r) + " reported no all-reduce of bucket 0");
+      if (c.bucket == 0 && c.device >= 0 && c.device < world) spans[ix(c.device)] = &c;
+  for (int r = 0; r < world; ++r) check(spans[ix(r)] != nullptr, "rank " + std::to_string(r) + " reported no all-reduce of bucket 0");
   const CommSpan& first = *spans[0];
   demo.bucket = first.bucket;
   demo.params = first.params;
   demo.bytes = first.report.bytes;
   demo.numel = static_cast<int64_t>(first.ring.empty() ? 0 : first.ring[0].before.size());
-  demo.chunk_offsets = ring_chunk_offsets(demo.numel, W);
-  demo.frames = frames_from(spans, W);
+  demo.chunk_offsets = ring_chunk_offsets(demo.numel, world);
+  demo.frames = frames_from(spans, world);
   for (const RingStep& st : first.ring) demo.bytes_sent_per_rank += st.bytes;
-  demo.formula_bytes = 2.0 * (W - 1) / W * static_cast<double>(demo.bytes);
+  demo.formula_bytes = 2.0 * (world - 1) / world * static_cast<double>(demo.bytes);
   demo.seconds = first.report.seconds;
   demo.busbw = first.report.busbw;
   demo.algbw = first.report.algbw;

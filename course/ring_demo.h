@@ -18,7 +18,7 @@ namespace dpv::course {
 RunSpec default_ring_run();
 
 struct RingDemoConfig {
-  // run.devices is cpu:W, the W in-process ranks (2 to 8); the model, global batch, seed and
+  // run.devices is cpu:K, the world in-process ranks (2 to 8); the model, global batch, seed and
   // optimizer are those of both the DDP and the DataParallel iteration; run.strategy is not read.
   RunSpec run = default_ring_run();
 };
@@ -35,7 +35,7 @@ struct RingMove {
 // The ring after one step (frame 0: before the first step).
 struct RingFrame {
   std::string phase;  // "start", "reduce-scatter", "all-gather"
-  int step = -1;      // 0 .. W-2 within the phase; -1 at the start
+  int step = -1;      // 0 .. world-2 within the phase; -1 at the start
   std::vector<RingMove> moves;              // one per rank (empty at the start)
   std::vector<std::vector<double>> values;  // [rank][element]: the bucket on each rank after the step
   // [rank][chunk]: the ranks whose gradients the chunk holds, from the moves the engine reported
@@ -64,16 +64,16 @@ struct RingDemo {
   size_t bytes = 0;                  // the bucket's size
   std::vector<int64_t> chunk_offsets;   // chunk c is [chunk_offsets[c], chunk_offsets[c+1])
   std::vector<int64_t> shards;          // rows per rank (DistributedSampler)
-  std::vector<RingFrame> frames;        // 1 + 2(W-1)
+  std::vector<RingFrame> frames;        // 1 + 2(world-1)
   size_t bytes_sent_per_rank = 0;       // the engine's step bytes, summed, on rank 0
-  double formula_bytes = 0;             // 2(W-1)/W * bytes: what the ring's cost formula says
+  double formula_bytes = 0;             // 2(world-1)/world * bytes: what the ring's cost formula says
   double seconds = 0;                   // the all-reduce as rank 0 measured it
   double busbw = 0, algbw = 0;          // GB/s, nccl-tests definitions (the engine's report)
   DpReduceDemo dp;
 };
 
-// Runs one DDP iteration on cpu:W in-process ranks with the ring recording its values, and one
-// DataParallel iteration on another cpu:W set, same model, seed and global batch. Throws dpv::Error
+// Runs one DDP iteration on cpu:K in-process ranks with the ring recording its values, and one
+// DataParallel iteration on another cpu:K set, same model, seed and global batch. Throws dpv::Error
 // on bad settings (an unknown preset, fewer than 2 ranks, a batch smaller than the ranks).
 RingDemo run_ring_demo(const RingDemoConfig& config);
 

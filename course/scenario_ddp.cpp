@@ -93,7 +93,7 @@ std::string shown_indices(const std::vector<int64_t>& v) {
 }  // namespace
 
 ScenarioResult run_sampler(const Params& p) {
-  const int W = p.integer("devices");
+  const int world = p.integer("devices");
   const int64_t n = p.integer("dataset");
   const std::string ask = p.text("ask");
   SamplerOptions opt;
@@ -101,16 +101,16 @@ ScenarioResult run_sampler(const Params& p) {
   opt.drop_last = p.flag("drop_last");
   ScenarioResult r;
   r.title = "DistributedSampler(shuffle=False" + std::string(opt.drop_last ? ", drop_last=True" : "") + ") over " +
-            std::to_string(n) + " samples, " + std::to_string(W) + " ranks";
+            std::to_string(n) + " samples, " + std::to_string(world) + " ranks";
   std::map<int64_t, int> seen;
   int64_t counted = 0;
   std::vector<std::vector<int64_t>> shards;
-  for (int rank = 0; rank < W; ++rank) {
-    shards.push_back(distributed_sampler_indices(n, W, rank, opt));
+  for (int rank = 0; rank < world; ++rank) {
+    shards.push_back(distributed_sampler_indices(n, world, rank, opt));
     for (int64_t i : shards.back()) ++seen[i], ++counted;
     r.lines.push_back("Rank " + std::to_string(rank) + ": samples " + shown_indices(shards.back()));
   }
-  const int64_t per_rank = sampler_num_samples(n, W, opt.drop_last);
+  const int64_t per_rank = sampler_num_samples(n, world, opt.drop_last);
   r.lines.push_back("num_samples = " + std::to_string(per_rank) + " per rank, " + std::to_string(counted) +
                     " in all for a data set of " + std::to_string(n) + ".");
   std::vector<int64_t> twice, missing;
@@ -120,7 +120,7 @@ ScenarioResult run_sampler(const Params& p) {
   }
   r.lines.push_back("Seen more than once (padding): " + index_list(twice) + "; never seen: " + index_list(missing) + ".");
   // DataParallel's contiguous chunks of the same samples, for contrast.
-  const auto chunks = chunk_sizes(n, W);
+  const auto chunks = chunk_sizes(n, world);
   int64_t start = 0;
   std::string dp;
   for (size_t d = 0; d < chunks.size(); ++d) {
@@ -132,7 +132,7 @@ ScenarioResult run_sampler(const Params& p) {
   r.facts = {{"per rank", std::to_string(per_rank)}, {"counted", std::to_string(counted)}, {"padding", index_list(twice)}};
   if (ask == "rank_indices") {
     const int rank = p.integer("rank");
-    check(rank >= 0 && rank < W, "'rank' must be between 0 and devices - 1", ErrorClass::ValueError);
+    check(rank >= 0 && rank < world, "'rank' must be between 0 and devices - 1", ErrorClass::ValueError);
     r.answer_value = join_ints(shards[static_cast<size_t>(rank)]);
   } else if (ask == "counted") {
     r.answer_value = std::to_string(counted);
@@ -143,7 +143,7 @@ ScenarioResult run_sampler(const Params& p) {
     const int64_t steps = (per_rank + batch - 1) / batch;
     r.lines.push_back("DataLoader(batch_size=" + std::to_string(batch) + ") on each rank: ceil(" + std::to_string(per_rank) +
                       " / " + std::to_string(batch) + ") = " + std::to_string(steps) + " steps per epoch; each step trains on " +
-                      std::to_string(batch * W) + " samples (" + std::to_string(batch) + " per rank x " + std::to_string(W) +
+                      std::to_string(batch * world) + " samples (" + std::to_string(batch) + " per rank x " + std::to_string(world) +
                       " ranks).");
     r.facts.push_back({"steps per epoch", std::to_string(steps)});
     r.answer_value = std::to_string(steps);
@@ -152,25 +152,25 @@ ScenarioResult run_sampler(const Params& p) {
 }
 
 ScenarioResult run_ddp_loss(const Params& p) {
-  const int W = p.integer("devices"), batch = p.integer("batch");
+  const int world = p.integer("devices"), batch = p.integer("batch");
   const ModelSpec spec = scenario_model(p, "simple");
   const Batch b = ddp_batch(spec, batch, 29);
-  auto ddp = run_ddp(W, spec, b.input, b.target, DdpOptions{});
+  auto ddp = run_ddp(world, spec, b.input, b.target, DdpOptions{});
   const double rank0 = ddp->trainer->rank(0).loss();
   const double mean = ddp->iteration->mean_rank_loss();
   const auto& shard0 = ddp->iteration->shards().front();
   const double own = one_device(spec, b, shard0)->iteration->loss();
   const double whole = one_device(spec, b, {})->iteration->loss();
   ScenarioResult r;
-  r.title = "loss.item() on every rank: DDP on cpu:" + std::to_string(W) + ", global batch " + std::to_string(batch);
-  for (int k = 0; k < W; ++k)
+  r.title = "loss.item() on every rank: DDP on cpu:" + std::to_string(world) + ", global batch " + std::to_string(batch);
+  for (int k = 0; k < world; ++k)
     r.lines.push_back("Rank " + std::to_string(k) + " (samples " + join_ints(ddp->iteration->shards()[static_cast<size_t>(k)], ", ") +
                       "): loss " + number(ddp->trainer->rank(k).loss()));
   r.lines.push_back("print(loss.item()) on rank 0 shows " + number(rank0) + ".");
   r.lines.push_back("One device on rank 0's samples alone: " + number(own) + "; on the whole batch: " + number(whole) +
                     "; the mean of the ranks' losses: " + number(mean) + ".");
   r.lines.push_back("DDP averages gradients, never losses: to report the global loss, all-reduce it yourself and divide by " +
-                    std::to_string(W) + ".");
+                    std::to_string(world) + ".");
   r.facts = {{"rank 0 loss", number(rank0)}, {"mean over ranks", number(mean)}, {"whole batch", number(whole)}};
   const auto same = [](double a, double c) { return std::fabs(a - c) < 1e-5 * std::max(1.0, std::fabs(c)); };
   r.answer_value = same(rank0, whole) ? "global" : same(rank0, own) ? "rank0" : "other";
@@ -178,21 +178,21 @@ ScenarioResult run_ddp_loss(const Params& p) {
 }
 
 ScenarioResult run_ddp_gradients(const Params& p) {
-  const int W = p.integer("devices"), batch = p.integer("batch");
+  const int world = p.integer("devices"), batch = p.integer("batch");
   const std::string ask = p.text("ask");
   const ModelSpec spec = scenario_model(p, "simple");
   const Batch b = ddp_batch(spec, batch, 31);
   DdpOptions opt;
   if (p.j.contains("lr")) opt.lr = p.j.at("lr").get<double>();
-  auto ddp = run_ddp(W, spec, b.input, b.target, opt);
+  auto ddp = run_ddp(world, spec, b.input, b.target, opt);
   const TensorMap& averaged = ddp->trainer->rank(0).grads();
   ScenarioResult r;
-  r.title = "Gradients after one DDP backward: cpu:" + std::to_string(W) + ", global batch " + std::to_string(batch);
+  r.title = "Gradients after one DDP backward: cpu:" + std::to_string(world) + ", global batch " + std::to_string(batch);
   std::string shards;
   for (const auto& s : ddp->iteration->shards()) shards += (shards.empty() ? "" : " | ") + join_ints(s, ",");
   r.lines.push_back("Shards (DistributedSampler): " + shards);
   bool equal_on_ranks = true;
-  for (int k = 1; k < W; ++k) equal_on_ranks = equal_on_ranks && max_difference(ddp->trainer->rank(k).grads(), averaged) < 1e-7;
+  for (int k = 1; k < world; ++k) equal_on_ranks = equal_on_ranks && max_difference(ddp->trainer->rank(k).grads(), averaged) < 1e-7;
   r.lines.push_back(equal_on_ranks ? "Every rank holds the same .grad after the backward."
                                    : "The ranks' .grad differ (they should not).");
   if (ask == "reduction") {
@@ -205,10 +205,10 @@ ScenarioResult run_ddp_gradients(const Params& p) {
     }
     const TensorMap total = sum_maps(maps);
     const double c = ratio(averaged, total);
-    r.lines.push_back("DDP's .grad / (sum of the " + std::to_string(W) + " ranks' own gradients) = " + number(c) +
-                      " (1/" + std::to_string(W) + " = " + number(1.0 / W) + ").");
+    r.lines.push_back("DDP's .grad / (sum of the " + std::to_string(world) + " ranks' own gradients) = " + number(c) +
+                      " (1/" + std::to_string(world) + " = " + number(1.0 / world) + ").");
     const auto near = [](double x, double y) { return std::fabs(x - y) < 1e-4; };
-    r.answer_value = near(c, 1.0 / W) ? "mean" : near(c, 1.0) ? "sum" : "other";
+    r.answer_value = near(c, 1.0 / world) ? "mean" : near(c, 1.0) ? "sum" : "other";
     r.facts = {{"ratio to the sum", number(c)}};
   } else if (ask == "vs_single") {
     auto single = one_device(spec, b, {});
@@ -219,19 +219,19 @@ ScenarioResult run_ddp_gradients(const Params& p) {
     if (used != batch)
       r.lines.push_back("The ranks trained on " + std::to_string(used) + " samples, not " + std::to_string(batch) +
                         ": the sampler padded with repeats, so those samples weigh twice.");
-    r.answer_value = compare_to(averaged, single->trainer->grads(), W);
+    r.answer_value = compare_to(averaged, single->trainer->grads(), world);
     r.facts = {{"max difference", number(gap)}, {"samples trained on", std::to_string(used)}};
   } else if (ask == "vs_dp") {
-    auto dp = run_iteration(W, spec, b.input, b.target, TrainOptions{});
+    auto dp = run_iteration(world, spec, b.input, b.target, TrainOptions{});
     if (!dp->error.empty()) throw Error(dp->error);
     const double gap = max_difference(averaged, dp->trainer->grads());
-    r.lines.push_back("DataParallel on the same cpu:" + std::to_string(W) + " and batch (contiguous chunks " +
+    r.lines.push_back("DataParallel on the same cpu:" + std::to_string(world) + " and batch (contiguous chunks " +
                       join_ints(dp->chunks, ", ") + ", replica gradients SUMMED onto GPU 0): largest |difference| = " +
                       number(gap) + ".");
     r.lines.push_back("DP sums gradients of a loss already divided by " + std::to_string(batch) + "; DDP averages " +
-                      std::to_string(W) + " gradients of losses divided by " +
+                      std::to_string(world) + " gradients of losses divided by " +
                       std::to_string(ddp->iteration->shards().front().size()) + ": the same when the shards are equal.");
-    r.answer_value = compare_to(averaged, dp->trainer->grads(), W);
+    r.answer_value = compare_to(averaged, dp->trainer->grads(), world);
     r.facts = {{"max difference", number(gap)}};
   } else {  // matching_step: which one-device run takes the same optimizer step?
     const TensorMap& after = ddp->trainer->rank(0).params();
@@ -242,11 +242,11 @@ ScenarioResult run_ddp_gradients(const Params& p) {
     };
     std::vector<Candidate> candidates;
     candidates.push_back({"global@lr", "whole batch, lr " + number(opt.lr), one_device(spec, b, {}, opt.lr)});
-    candidates.push_back({"global@Wlr", "whole batch, lr " + number(opt.lr * W), one_device(spec, b, {}, opt.lr * W)});
+    candidates.push_back({"global@Wlr", "whole batch, lr " + number(opt.lr * world), one_device(spec, b, {}, opt.lr * world)});
     candidates.push_back({"shard@lr", "rank 0's " + std::to_string(shard0.size()) + " samples, lr " + number(opt.lr),
                           one_device(spec, b, shard0, opt.lr)});
-    candidates.push_back({"shard@Wlr", "rank 0's " + std::to_string(shard0.size()) + " samples, lr " + number(opt.lr * W),
-                          one_device(spec, b, shard0, opt.lr * W)});
+    candidates.push_back({"shard@Wlr", "rank 0's " + std::to_string(shard0.size()) + " samples, lr " + number(opt.lr * world),
+                          one_device(spec, b, shard0, opt.lr * world)});
     r.answer_value = "none";
     for (auto& c : candidates) {
       const double gap = max_difference(after, c.run->trainer->state());

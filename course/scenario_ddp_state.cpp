@@ -52,7 +52,7 @@ ModelSpec bucket_model() {
 }  // namespace
 
 ScenarioResult run_ddp_buffers(const Params& p) {
-  const int W = p.integer("devices"), batch = p.integer("batch"), features = p.integer("features", 3);
+  const int world = p.integer("devices"), batch = p.integer("batch"), features = p.integer("features", 3);
   const std::string ask = p.text("ask");
   DdpOptions opt;
   opt.broadcast_buffers = p.flag("broadcast_buffers", true);
@@ -61,18 +61,18 @@ ScenarioResult run_ddp_buffers(const Params& p) {
   // Rows drift with their index, so the ranks' strided shards have different means.
   const Tensor x = make_input({batch, features}, spec.dtype, 37, 0.5);
   const Tensor t = make_targets(batch, 2, 37);
-  auto run = run_ddp(W, spec, x, t, opt);
+  auto run = run_ddp(world, spec, x, t, opt);
   const std::string name = "0.running_mean";
   auto buffer = [&](int rank) { return run->trainer->rank(rank).buffers().at(name).to_doubles(); };
   ScenarioResult r;
   r.title = std::string(opt.sync_bn ? "SyncBatchNorm" : "BatchNorm1d") + "(" + std::to_string(features) +
-            ") under DDP on cpu:" + std::to_string(W) + ", global batch " + std::to_string(batch) +
+            ") under DDP on cpu:" + std::to_string(world) + ", global batch " + std::to_string(batch) +
             (opt.broadcast_buffers ? "" : ", broadcast_buffers=False");
   if (opt.sync_bn) r.lines.push_back("SyncBatchNorm on CPU devices is dpviz's extension: PyTorch runs it on GPUs only.");
   r.lines.push_back("running_mean before training: " + format_values(run->initial_state.at(name).to_doubles()));
-  const int last = W - 1;
+  const int last = world - 1;
   const std::vector<double> rank0 = buffer(0), own = buffer(last);
-  for (int k = 0; k < W; ++k) r.lines.push_back("After step 1, rank " + std::to_string(k) + "'s running_mean: " + format_values(buffer(k)));
+  for (int k = 0; k < world; ++k) r.lines.push_back("After step 1, rank " + std::to_string(k) + "'s running_mean: " + format_values(buffer(k)));
   const auto gap = [](const std::vector<double>& a, const std::vector<double>& b) {
     double m = 0;
     for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
@@ -105,7 +105,7 @@ ScenarioResult run_ddp_buffers(const Params& p) {
 }
 
 ScenarioResult run_ddp_memory(const Params& p) {
-  const int W = p.integer("devices"), batch = p.integer("batch");
+  const int world = p.integer("devices"), batch = p.integer("batch");
   const ModelSpec spec = scenario_model(p, "mnist-mlp");
   check(!spec.layers.empty() && spec.layers.front().kind == LayerKind::Linear,
         "this scenario needs a model whose first layer is linear (it feeds rows of features)", ErrorClass::ValueError);
@@ -116,14 +116,14 @@ ScenarioResult run_ddp_memory(const Params& p) {
   TrainOptions dp_opt;
   DdpOptions ddp_opt;
   if (momentum) dp_opt.momentum = ddp_opt.momentum = 0.9;
-  auto dp = run_iteration(W, spec, x, t, dp_opt);
+  auto dp = run_iteration(world, spec, x, t, dp_opt);
   if (!dp->error.empty()) throw Error(dp->error);
-  auto ddp = run_ddp(W, spec, x, t, ddp_opt);
-  const auto dp_peak = peaks_of(dp->recorder, W), ddp_peak = peaks_of(ddp->recorder, W);
+  auto ddp = run_ddp(world, spec, x, t, ddp_opt);
+  const auto dp_peak = peaks_of(dp->recorder, world), ddp_peak = peaks_of(ddp->recorder, world);
   ScenarioResult r;
-  r.title = "Peak memory per device over one iteration: DataParallel and DDP on cpu:" + std::to_string(W) + ", batch " +
+  r.title = "Peak memory per device over one iteration: DataParallel and DDP on cpu:" + std::to_string(world) + ", batch " +
             std::to_string(batch) + (momentum ? ", SGD with momentum" : "");
-  for (int d = 0; d < W; ++d)
+  for (int d = 0; d < world; ++d)
     r.lines.push_back("Device " + std::to_string(d) + ": DataParallel " + kib(dp_peak[static_cast<size_t>(d)]) + ", DDP " +
                       kib(ddp_peak[static_cast<size_t>(d)]));
   const auto top = [](const std::vector<int64_t>& v) {
@@ -154,7 +154,7 @@ ScenarioResult run_ddp_memory(const Params& p) {
 }
 
 ScenarioResult run_ddp_buckets(const Params& p) {
-  const int W = p.integer("devices"), batch = p.integer("batch");
+  const int world = p.integer("devices"), batch = p.integer("batch");
   const std::string ask = p.text("ask");
   const ModelSpec spec = p.j.contains("model") || p.j.contains("preset") ? scenario_model(p, "simple") : bucket_model();
   check(!spec.layers.empty() && spec.layers.front().kind == LayerKind::Linear,
@@ -162,14 +162,14 @@ ScenarioResult run_ddp_buckets(const Params& p) {
   const Shape shape = {batch, spec.layers.front().in_features};
   const Tensor x = make_input(shape, spec.dtype, 43);
   const Tensor t = make_targets(batch, model_classes(spec, shape), 43);
-  auto ddp = run_ddp(W, spec, x, t, DdpOptions{});
+  auto ddp = run_ddp(world, spec, x, t, DdpOptions{});
   const auto first = ddp->trainer->rank(0).reducer().bucket_names();
   ddp->recorder.events.clear();
   ddp->iteration = std::make_unique<DdpIteration>(*ddp->trainer, x, t, &ddp->recorder);
   ddp->iteration->run_to_end();
   const auto second = ddp->trainer->rank(0).reducer().bucket_names();
   ScenarioResult r;
-  r.title = "DDP's gradient buckets over two iterations: " + Model(spec).describe_short() + " on cpu:" + std::to_string(W);
+  r.title = "DDP's gradient buckets over two iterations: " + Model(spec).describe_short() + " on cpu:" + std::to_string(world);
   const auto describe = [](const std::vector<std::vector<std::string>>& buckets) {
     std::string out;
     for (size_t b = 0; b < buckets.size(); ++b) {
@@ -209,7 +209,7 @@ ScenarioResult run_ddp_buckets(const Params& p) {
     return r;
   }
   // why_faster: DataParallel's second iteration on the same devices, for contrast.
-  auto dp = run_iteration(W, spec, x, t, TrainOptions{});
+  auto dp = run_iteration(world, spec, x, t, TrainOptions{});
   if (!dp->error.empty()) throw Error(dp->error);
   Recorder dp2;
   Iteration again(*dp->trainer, x, t, &dp2);

@@ -1,5 +1,5 @@
 #pragma once
-// DistributedDataParallel on the devices of one DeviceSet (cpu:W, or GPUs), one in-process rank
+// DistributedDataParallel on the devices of one DeviceSet (cpu:K, or GPUs), one in-process rank
 // per device, as an explicit plan of stages that runs straight through or one stage at a time
 // through the same code (DdpIteration::step), each stage's work running on every rank in
 // parallel (on the ranks' device threads) and reported to the Observer like DataParallel's.

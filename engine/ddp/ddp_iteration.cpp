@@ -44,10 +44,10 @@ StrategyTensors DdpTrainer::tensors() const {
 void DdpTrainer::run_ranks(const std::function<void(int)>& fn, std::vector<double>& busy_start,
                            std::vector<double>& busy_end, bool independent) {
   check(!broken_, "a DDP rank failed earlier; start a new trainer");
-  const int W = world_size();
-  busy_start.assign(static_cast<size_t>(W), now());
+  const int world = world_size();
+  busy_start.assign(static_cast<size_t>(world), now());
   busy_end = busy_start;
-  auto errors = devices_->run_parallel_collect(W, [&](int r) {
+  auto errors = devices_->run_parallel_collect(world, [&](int r) {
     busy_start[static_cast<size_t>(r)] = now();
     try {
       fn(r);
@@ -62,7 +62,7 @@ void DdpTrainer::run_ranks(const std::function<void(int)>& fn, std::vector<doubl
   }, independent ? DeviceSet::kIndependentWork : -1);
   // The cause is the first rank whose error is its own, not a collective woken by another's abort.
   int pick = -1;
-  for (int r = 0; r < W && pick < 0; ++r) {
+  for (int r = 0; r < world && pick < 0; ++r) {
     if (!errors[static_cast<size_t>(r)]) continue;
     try {
       std::rethrow_exception(errors[static_cast<size_t>(r)]);
@@ -72,7 +72,7 @@ void DdpTrainer::run_ranks(const std::function<void(int)>& fn, std::vector<doubl
       pick = r;
     }
   }
-  for (int r = 0; r < W && pick < 0; ++r)
+  for (int r = 0; r < world && pick < 0; ++r)
     if (errors[static_cast<size_t>(r)]) pick = r;
   if (pick < 0) return;
   broken_ = true;
@@ -106,7 +106,7 @@ std::vector<DdpRankResult> DdpTrainer::results() const {
 DdpIteration::DdpIteration(DdpTrainer& trainer, const Tensor& input, const Tensor& target, Observer* observer,
                            SamplerOptions sampler)
     : trainer_(trainer), input_(input), target_(target), observer_(observer) {
-  const int W = trainer.world_size();
+  const int world = trainer.world_size();
   const Model& model = trainer.model();
   // One iteration per step: the messages are built only when they are thrown.
   if (input.ndim() < 1) throw Error("the input must have a batch dimension; got a 0-dimensional tensor", ErrorClass::ValueError);
@@ -119,9 +119,9 @@ DdpIteration::DdpIteration(DdpTrainer& trainer, const Tensor& input, const Tenso
                     std::to_string(target.dim(0)) + ").",
                 ErrorClass::ValueError);
   model.check_input(input);  // dtype, shapes, empty batch: what every rank's forward would raise
-  for (int r = 0; r < W; ++r) {
-    shards_.push_back(distributed_sampler_indices(input.dim(0), W, r, sampler));
-    padding_.push_back(distributed_sampler_padding(input.dim(0), W, r, sampler));
+  for (int r = 0; r < world; ++r) {
+    shards_.push_back(distributed_sampler_indices(input.dim(0), world, r, sampler));
+    padding_.push_back(distributed_sampler_padding(input.dim(0), world, r, sampler));
   }
   snapshots_ = observer && observer->wants_snapshots();
   const int L = model.num_layers();
@@ -168,17 +168,17 @@ StageEvent DdpIteration::step() {
   StageEvent e;
   e.index = next_;
   e.stage = plan_[static_cast<size_t>(next_)];
-  const int W = trainer_.world_size();
+  const int world = trainer_.world_size();
   for (const auto& s : shards_) e.chunk_sizes.push_back(static_cast<int64_t>(s.size()));
   e.t_start = trainer_.now() - t0_;
-  std::vector<std::vector<CollectiveReport>> reports(static_cast<size_t>(W));
+  std::vector<std::vector<CollectiveReport>> reports(static_cast<size_t>(world));
   const int layer = e.stage.layer;
   // Whether the ranks' jobs of this stage never wait for one another: then a rank whose thread has
   // not started yet may run on another rank's thread (DeviceSet's stealing), as DataParallel's
   // replicas do. Not so for a collective the ranks' own threads meet in: the buffer broadcast,
   // construction, and SyncBatchNorm's statistics. Bucket all-reduces are started, not waited for,
   // during the backward, and at Finalize every rank has started all of them.
-  const bool sync_bn_layer = layer >= 0 && trainer_.options().sync_bn && W > 1 &&
+  const bool sync_bn_layer = layer >= 0 && trainer_.options().sync_bn && world > 1 &&
                              trainer_.model().layer(layer).is_batchnorm();
   const bool independent = e.stage.kind != StageKind::Construct && e.stage.kind != StageKind::BroadcastBuffers &&
                            !sync_bn_layer;
@@ -210,7 +210,7 @@ StageEvent DdpIteration::step() {
       case StageKind::Forward:
         if (layer == 0) bn_stats_.clear();
         on_ranks([&](DdpRank& rank, int r) { reports[static_cast<size_t>(r)] = rank.forward_layer(layer); });
-        for (int r = 0; r < W; ++r)
+        for (int r = 0; r < world; ++r)
           for (const auto& s : trainer_.rank(r).batchnorm_stats())
             if (s.layer == layer && (s.device >= 0 || r == 0)) e.batchnorm.push_back(s);
         bn_stats_.insert(bn_stats_.end(), e.batchnorm.begin(), e.batchnorm.end());
@@ -235,7 +235,7 @@ StageEvent DdpIteration::step() {
       case StageKind::Finalize:
         on_ranks([&](DdpRank& rank, int) { rank.finalize(); });
         finalized_ = true;
-        for (int r = 0; r < W; ++r) {
+        for (int r = 0; r < world; ++r) {
           const DdpRank& rank = trainer_.rank(r);
           const auto names = rank.reducer().bucket_names();
           for (const BucketRun& b : rank.reducer().runs()) {
@@ -318,7 +318,7 @@ void DdpIteration::run_to_end() {
 }
 
 void DdpIteration::run_ranks_through() {
-  const int W = trainer_.world_size();
+  const int world = trainer_.world_size();
   const Model& model = trainer_.model();
   const int L = model.num_layers();
   try {
@@ -339,7 +339,7 @@ void DdpIteration::run_ranks_through() {
   // What the Forward stages collect: per layer, every rank's own statistics and the global ones once.
   bn_stats_.clear();
   for (int layer = 0; layer < L; ++layer)
-    for (int r = 0; r < W; ++r)
+    for (int r = 0; r < world; ++r)
       for (const auto& s : trainer_.rank(r).batchnorm_stats())
         if (s.layer == layer && (s.device >= 0 || r == 0)) bn_stats_.push_back(s);
   backward_started_ = loss_computed_ = finalized_ = true;

@@ -1,5 +1,5 @@
 #pragma once
-// The one assembly of `dpv step --ddp`'s output from the W per-rank results (the in-process
+// The one assembly of `dpv step --ddp`'s output from every rank's result (the in-process
 // driver passes its ranks' results; a launched run gathers them to rank 0 first):
 //   state/<name>                  rank 0's state dict after the last step
 //   grad/<param>                  the averaged gradients of the last step

@@ -93,13 +93,13 @@ void DdpRank::construct(const TensorMap& state) {
     throw Error("DistributedDataParallel is not needed when a module doesn't have any parameter that requires a "
                 "gradient.");
   model_.check_state(state);
-  const int W = group_.size(), me = group_.rank();
+  const int world = group_.size(), me = group_.rank();
   // _verify_param_shape_across_processes: first the counts (all-gather), then rank 0's sizes.
   Tensor count = Tensor::from_int64({1}, {static_cast<int64_t>(decls.size())}).to(device_);
-  Tensor counts = Tensor::zeros({W}, DType::Int64, device_);
+  Tensor counts = Tensor::zeros({world}, DType::Int64, device_);
   comm_.run([&] { group_.all_gather(count, counts); });
   const auto all = counts.to_int64();
-  for (int i = 0; i < W; ++i)
+  for (int i = 0; i < world; ++i)
     check(all[static_cast<size_t>(i)] == static_cast<int64_t>(decls.size()),
           "DDP expects same model across all ranks, but Rank " + std::to_string(me) + " has " +
               std::to_string(decls.size()) + " params, while rank " + std::to_string(i) + " has inconsistent " +

@@ -1,4 +1,4 @@
-// The Reducer: buckets, 1/W copies, in-order launches on the communication thread, finalize.
+// The Reducer: buckets, 1/world copies, in-order launches on the communication thread, finalize.
 #include "engine/ddp/reducer.h"
 
 #include <chrono>
@@ -67,7 +67,7 @@ void Reducer::prepare_for_backward() {
   }
   marked_.assign(params_.size(), false);
   // Nobody looks at a bucket before its all-reduce when the gradients live in it: the started ring
-  // can apply the 1/W (premultiplied sum) instead of a pass of its own over every bucket.
+  // can apply the 1/world (premultiplied sum) instead of a pass of its own over every bucket.
   premultiply_ = gradients_in_buckets_ && !comm_.threaded() && group_.size() > 1;
   ready_order_.clear();
   next_launch_ = 0;
@@ -91,7 +91,7 @@ void Reducer::mark_ready(size_t index, const Tensor& grad) {
   // backward wrote into its bucket view (gradient_views) is scaled where it is.
   Tensor view = flat_[static_cast<size_t>(b)].slice0(offset, offset + grad.numel());
   if (grad.raw() != view.raw()) view.copy_from(grad);
-  // With premultiply_, the ring multiplies it by 1/W as it first touches it, with the same bits.
+  // With premultiply_, the ring multiplies it by 1/world as it first touches it, with the same bits.
   if (!premultiply_) device_->backend().scale_inplace(view, 1.0 / static_cast<double>(group_.size()));
   if (--pending_[static_cast<size_t>(b)] == 0) runs_[static_cast<size_t>(b)].ready = clock_();
   launch_ready_buckets();

@@ -4,7 +4,7 @@
 //  - iteration 1 uses one bucket with every parameter; before the second forward the buckets are
 //    rebuilt once from the order gradients became ready, with limits [1 MiB, bucket_cap_mb];
 //  - when a parameter's gradient is ready (mark_ready, called by the backward right after the
-//    layer produced it) it is copied into its bucket slot multiplied by 1/W;
+//    layer produced it) it is copied into its bucket slot multiplied by 1/world;
 //  - a bucket whose gradients are all in is all-reduced (SUM) as soon as every earlier bucket has
 //    been launched: buckets go out strictly in index order, so every rank issues the same sequence,
 //    and the all-reduce overlaps the rest of the backward. It runs on the group's communication
@@ -50,7 +50,7 @@ class Reducer {
   bool prepare_for_forward();
   // Before each backward: fresh bucket buffers, nothing ready.
   void prepare_for_backward();
-  // The gradient of parameter `index` is complete: copy grad * (1/W) into its bucket slot and
+  // The gradient of parameter `index` is complete: copy grad * (1/world) into its bucket slot and
   // launch every bucket that can go.
   void mark_ready(size_t index, const Tensor& grad);
   // Waits for every bucket's all-reduce and copies the averaged gradients into grads[name]
@@ -77,7 +77,7 @@ class Reducer {
   // all-reduce runs on (the communication thread may be writing it: read its size, not its values).
   const std::vector<Tensor>& bucket_buffers() const { return flat_; }
   bool all_reduce_finished(int bucket) const;
-  // The first `max_count` values of a bucket's flat buffer once every gradient is in (×1/W, then
+  // The first `max_count` values of a bucket's flat buffer once every gradient is in (×1/world, then
   // the mean once all-reduced); empty while it fills (the rest is uninitialised), while its
   // all-reduce is in flight (reading would race the communication thread), or without a buffer.
   std::vector<double> bucket_values(int bucket, size_t max_count) const;
@@ -102,7 +102,7 @@ class Reducer {
   std::vector<size_t> ready_order_;
   std::vector<std::pair<int, int64_t>> slot_;  // per parameter: (bucket, offset in elements)
   bool gradients_in_buckets_ = false;
-  bool premultiply_ = false;  // this backward's buckets get their 1/W in the ring (see prepare_for_backward)
+  bool premultiply_ = false;  // this backward's buckets get their 1/world in the ring (see prepare_for_backward)
   std::vector<Tensor> flat_;                   // per bucket: [numel of its parameters], kept until a rebuild
   std::vector<int> pending_;                   // per bucket: gradients still to come
   std::vector<bool> marked_;

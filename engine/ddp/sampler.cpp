@@ -23,7 +23,7 @@ std::vector<int64_t> torch_randperm(int64_t n, uint64_t seed) {
 
 int64_t sampler_num_samples(int64_t n, int world_size, bool drop_last) {
   check(world_size >= 1, "world_size must be at least 1, got " + std::to_string(world_size), ErrorClass::ValueError);
-  if (drop_last && n % world_size != 0) return (n - world_size + world_size - 1) / world_size;  // ceil((N-W)/W)
+  if (drop_last && n % world_size != 0) return (n - world_size + world_size - 1) / world_size;  // ceil((N-world)/world)
   return (n + world_size - 1) / world_size;
 }
 

@@ -1,11 +1,11 @@
 #pragma once
 // torch.utils.data.distributed.DistributedSampler (PyTorch 1.13): which samples each rank sees.
-//   num_samples = ceil(N / W)  (drop_last and N % W != 0: ceil((N - W) / W) = floor(N / W))
-//   total       = num_samples * W
+//   num_samples = ceil(N / world)  (drop_last and N % world != 0: ceil((N - world) / world) = floor(N / world))
+//   total       = num_samples * world
 //   indices     = range(N), or torch.randperm(N, generator=manual_seed(seed + epoch)) when shuffling;
 //                 padded by repeating from the start up to total (or truncated with drop_last);
-//   rank r      = indices[r : total : W]   (strided, not contiguous chunks)
-// N=10, W=4: [0,4,8] [1,5,9] [2,6,0] [3,7,1].
+//   rank r      = indices[r : total : world]   (strided, not contiguous chunks)
+// N=10, world=4: [0,4,8] [1,5,9] [2,6,0] [3,7,1].
 #include <cstdint>
 #include <vector>
 
@@ -30,7 +30,7 @@ std::vector<int64_t> distributed_sampler_indices(int64_t dataset_size, int world
                                                  const SamplerOptions& options);
 
 // Per index of distributed_sampler_indices(...): true where it is padding, a repeat of an earlier
-// sample added so that every rank gets num_samples (position r + k*W of the padded list >= N).
+// sample added so that every rank gets num_samples (position r + k*world of the padded list >= N).
 std::vector<bool> distributed_sampler_padding(int64_t dataset_size, int world_size, int rank,
                                               const SamplerOptions& options);
 

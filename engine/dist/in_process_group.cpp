@@ -1,4 +1,4 @@
-// The in-process ring: W endpoints over one hub (see in_process_group.h).
+// The in-process ring: world endpoints over one hub (see in_process_group.h).
 #include "engine/dist/in_process_group.h"
 
 #include <chrono>
@@ -61,7 +61,7 @@ class InProcessHub {
   const Tensor& posted(int rank) const { return *posted_[static_cast<size_t>(rank)].tensor; }
 
   // Every rank of the group meets here. Throws once the hub is aborted. A ring all-reduce passes
-  // 2W-1 of these, so it is a spinning barrier (engine/spin_wait.h): microseconds per step, no
+  // 2 world - 1 of these, so it is a spinning barrier (engine/spin_wait.h): microseconds per step, no
   // mutex, and parked threads when a rank is slow.
   void wait_all() {
     if (generation_.load(std::memory_order_acquire) & kAborted) throw aborted_error();
@@ -115,20 +115,20 @@ class InProcessGroup final : public ProcessGroup {
 
   CollectiveReport all_reduce_sum(Tensor& buf, std::vector<RingStep>* steps) override {
     const auto t0 = std::chrono::steady_clock::now();
-    const int W = size();
-    CollectiveReport r{CollectiveOp::AllReduce, W, buf.nbytes()};
+    const int world = size();
+    CollectiveReport r{CollectiveOp::AllReduce, world, buf.nbytes()};
     if (steps) steps->clear();
     hub_->post_and_wait(rank_, &buf, "all_reduce");
     Tensor mine = flat(buf);
-    const auto off = ring_chunk_offsets(buf.numel(), W);
+    const auto off = ring_chunk_offsets(buf.numel(), world);
     const size_t esize = dtype_size(buf.dtype());
-    const int from = (rank_ + W - 1) % W, to = (rank_ + 1) % W;
-    for (int phase = 0; phase < 2 && W > 1; ++phase) {
-      for (int s = 0; s < W - 1; ++s) {
+    const int from = (rank_ + world - 1) % world, to = (rank_ + 1) % world;
+    for (int phase = 0; phase < 2 && world > 1; ++phase) {
+      for (int s = 0; s < world - 1; ++s) {
         std::vector<double> before;
         if (steps && record_values_ > 0) before = mine.to_doubles(record_values_);
         const auto ts = std::chrono::steady_clock::now();
-        const auto [send, recv] = ring_move(phase, rank_, s, W);
+        const auto [send, recv] = ring_move(phase, rank_, s, world);
         ring_receive(phase, mine, flat(hub_->posted(from)), recv, off);
         hub_->wait_all();  // nobody reads a chunk of step s+1 before every rank finished step s
         if (steps) {
@@ -160,15 +160,15 @@ class InProcessGroup final : public ProcessGroup {
 
   CollectiveReport all_gather(const Tensor& in, Tensor& out) override {
     const auto t0 = std::chrono::steady_clock::now();
-    const int W = size();
-    check(out.numel() == in.numel() * W && out.dtype() == in.dtype(),
+    const int world = size();
+    check(out.numel() == in.numel() * world && out.dtype() == in.dtype(),
           "all_gather: the output must hold world_size * " + std::to_string(in.numel()) + " " + dtype_name(in.dtype()) +
               " elements, got " + std::to_string(out.numel()) + " " + dtype_name(out.dtype()));
-    CollectiveReport r{CollectiveOp::AllGather, W, out.nbytes()};
+    CollectiveReport r{CollectiveOp::AllGather, world, out.nbytes()};
     hub_->post_and_wait(rank_, &in, "all_gather");
     const Tensor dst = flat(out);
     const int64_t n = in.numel();
-    for (int w = 0; w < W; ++w) {
+    for (int w = 0; w < world; ++w) {
       Tensor part = dst.slice0(w * n, (w + 1) * n);
       part.copy_from(flat(hub_->posted(w)));
     }

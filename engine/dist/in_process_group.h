@@ -1,8 +1,8 @@
 #pragma once
-// W ProcessGroup endpoints over one shared hub, for ranks that are threads of this process (one
+// world ProcessGroup endpoints over one shared hub, for ranks that are threads of this process (one
 // simulated or real device each). The all-reduce is a ring, as NCCL and Gloo run it: a
-// reduce-scatter of W-1 steps (rank r sends chunk (r - s) mod W to rank r+1, which adds it to its
-// own copy of that chunk) then an all-gather of W-1 steps (the completed chunks travel on around
+// reduce-scatter of world-1 steps (rank r sends chunk (r - s) mod world to rank r+1, which adds it to its
+// own copy of that chunk) then an all-gather of world-1 steps (the completed chunks travel on around
 // the ring). Every step is reported as a RingStep so the app can animate which chunk moves where.
 //
 // Ranks read their neighbour's buffer directly (shared memory stands in for the link) and meet at
@@ -20,7 +20,7 @@ namespace dpv {
 
 class InProcessHub;
 
-// Makes the W endpoints of one group; endpoint r is rank r. The hub lives as long as any endpoint.
+// Makes the world endpoints of one group; endpoint r is rank r. The hub lives as long as any endpoint.
 std::vector<std::unique_ptr<ProcessGroup>> make_in_process_group(int world_size);
 
 // Wakes every rank waiting in a collective of `group`'s hub and makes it (and every later
@@ -33,8 +33,8 @@ void abort_in_process_group(ProcessGroup& group, const std::string& reason);
 // steps are wanted. `group` must come from make_in_process_group.
 void record_ring_values(ProcessGroup& group, size_t max_values);
 
-// The chunk boundaries of a ring over `numel` elements and W ranks: chunk c is
-// [offsets[c], offsets[c+1]); the first numel % W chunks hold one element more.
+// The chunk boundaries of a ring over `numel` elements and world ranks: chunk c is
+// [offsets[c], offsets[c+1]); the first numel % world chunks hold one element more.
 std::vector<int64_t> ring_chunk_offsets(int64_t numel, int world_size);
 
 }  // namespace dpv

@@ -1,5 +1,5 @@
 #pragma once
-// One rank's view of a group of W ranks: the seam between the DDP plan and the transport.
+// One rank's view of a group of world ranks: the seam between the DDP plan and the transport.
 // Three implementations:
 //   - in-process ranks (threads of one process, one simulated device each): a ring all-reduce
 //     whose every step (which chunk moves from which rank to which, bytes, time) is reported;
@@ -24,10 +24,10 @@ namespace dpv {
 // One step of a ring collective as this rank saw it: what it sent to whom and what it received.
 struct RingStep {
   std::string phase;   // "reduce-scatter" or "all-gather"
-  int step = 0;        // 0 .. W-2 within the phase
-  int send_to = -1;    // rank this rank sent to (rank + 1 mod W)
-  int recv_from = -1;  // rank this rank received from (rank - 1 mod W)
-  int send_chunk = -1; // index of the chunk (0 .. W-1) of the buffer that was sent
+  int step = 0;        // 0 .. world-2 within the phase
+  int send_to = -1;    // rank this rank sent to (rank + 1 mod world)
+  int recv_from = -1;  // rank this rank received from (rank - 1 mod world)
+  int send_chunk = -1; // index of the chunk (0 .. world-1) of the buffer that was sent
   int recv_chunk = -1; // index of the chunk received (and, in reduce-scatter, added)
   size_t bytes = 0;    // bytes sent in this step
   double seconds = 0;  // time of this step on this rank
@@ -66,7 +66,7 @@ class ProcessGroup {
   virtual CollectiveReport all_reduce_sum(Tensor& buf, std::vector<RingStep>* steps = nullptr) = 0;
   // Every rank's buf becomes root's.
   virtual CollectiveReport broadcast(Tensor& buf, int root) = 0;
-  // out ([W * numel(in)] elements, same dtype) = every rank's `in` concatenated in rank order.
+  // out ([world * numel(in)] elements, same dtype) = every rank's `in` concatenated in rank order.
   virtual CollectiveReport all_gather(const Tensor& in, Tensor& out) = 0;
   virtual void barrier() = 0;
 
@@ -79,7 +79,7 @@ class ProcessGroup {
   // nullptr: the group cannot (Gloo, NCCL, device memory); the caller runs all_reduce_sum on a
   // communication thread of its own instead. `premultiply` (NCCL's PreMulSum): every rank's values
   // are multiplied by it before they are summed, in the same pass as the ring's first touch of them,
-  // with the bits of a separate multiplication first (DDP's 1/W without its own pass over the bucket).
+  // with the bits of a separate multiplication first (DDP's 1/world without its own pass over the bucket).
   virtual std::shared_ptr<Work> start_all_reduce_sum(Tensor& buf, double premultiply = 1.0) {
     (void)buf;
     (void)premultiply;

@@ -17,7 +17,7 @@ constexpr uint32_t kRunning = 0, kDone = 1, kFailed = 2;
 
 std::string aborted_message(const std::string& reason) { return "the in-process group was aborted: " + reason; }
 
-// Ring step `step` of an all-reduce's 2(W-1): its phase (0 reduce-scatter, 1 all-gather) and its
+// Ring step `step` of an all-reduce's 2(world-1): its phase (0 reduce-scatter, 1 all-gather) and its
 // step within that phase.
 struct PhaseStep {
   int phase;
@@ -28,7 +28,7 @@ PhaseStep phase_step_of(int step, int world_size) {
 }
 }  // namespace
 
-// One all-reduce, shared by the W ranks' Work handles.
+// One all-reduce, shared by the world ranks' Work handles.
 struct RingExecutor::Job {
   explicit Job(int world_size)
       : bufs(static_cast<size_t>(world_size)),
@@ -41,10 +41,10 @@ struct RingExecutor::Job {
   int arrived = 0;            // ranks that started it (under the executor's mutex)
 
   // Set when it is taken from the queue (under the executor's mutex), read by every participant.
-  // Part k is rank k % W's part of ring step k / W (the 2(W-1) steps of both phases in order).
+  // Part k is rank k % world's part of ring step k / world (the 2(world-1) steps of both phases in order).
   std::vector<int64_t> offsets;  // ring_chunk_offsets
   size_t element_size = 0;
-  int parts = 0;                 // 2 (W - 1) W
+  int parts = 0;                 // 2 (world - 1) world
   // Unrecorded, on host memory: the last reduce-scatter step also writes each finished chunk into
   // the successor's buffer (ring_receive_and_forward), and the first all-gather step moves nothing.
   bool forward_in_last_reduce = false;
@@ -210,9 +210,9 @@ bool RingExecutor::run_next_ready(bool communication_thread) {
 }
 
 bool RingExecutor::prepare(Job& job) {
-  const int W = world_size_;
+  const int world = world_size_;
   const Tensor& first = job.bufs[0];
-  for (int r = 1; r < W; ++r) {
+  for (int r = 1; r < world; ++r) {
     const Tensor& b = job.bufs[static_cast<size_t>(r)];
     if (b.numel() != first.numel() || b.dtype() != first.dtype()) {
       job.error = "all_reduce: rank " + std::to_string(r) + " brought " + std::to_string(b.numel()) + " " +
@@ -227,16 +227,16 @@ bool RingExecutor::prepare(Job& job) {
   // then (and on one rank, where nothing moves) make that pass here.
   bool recorded = false;
   for (size_t keep : job.record) recorded = recorded || keep > 0;
-  if (job.premultiply != 1.0 && (recorded || W == 1)) {
+  if (job.premultiply != 1.0 && (recorded || world == 1)) {
     for (Tensor& b : job.bufs) premultiply_in_place(b, job.premultiply);
     job.premultiply = 1.0;
   }
   bool on_host = true;
   for (const Tensor& b : job.bufs) on_host = on_host && b.on_host_memory();
-  job.forward_in_last_reduce = !recorded && on_host && W >= 2;
-  job.offsets = ring_chunk_offsets(first.numel(), W);
+  job.forward_in_last_reduce = !recorded && on_host && world >= 2;
+  job.offsets = ring_chunk_offsets(first.numel(), world);
   job.element_size = dtype_size(first.dtype());
-  job.parts = 2 * (W - 1) * W;
+  job.parts = 2 * (world - 1) * world;
   const size_t parts = static_cast<size_t>(job.parts);
   job.part_begin.assign(parts, {});
   job.part_end.assign(parts, {});
@@ -251,27 +251,27 @@ bool RingExecutor::prepare(Job& job) {
 }
 
 void RingExecutor::run_parts(Job& job) {
-  const int W = world_size_;
+  const int world = world_size_;
   for (;;) {
     const int part = job.next_part.fetch_add(1, std::memory_order_relaxed);
     if (part >= job.parts) return;
-    const int step = part / W, rank = part % W;
+    const int step = part / world, rank = part % world;
     // Step s reads chunks that step s-1 wrote: wait until every part of the earlier steps is done.
-    for (int done = job.done_parts.load(std::memory_order_acquire); done < step * W;)
+    for (int done = job.done_parts.load(std::memory_order_acquire); done < step * world;)
       done = wait_for_change(job.done_parts, done);
     const size_t k = static_cast<size_t>(part);
     try {
-      const auto [phase, phase_step] = phase_step_of(step, W);
+      const auto [phase, phase_step] = phase_step_of(step, world);
       Tensor& mine = job.bufs[static_cast<size_t>(rank)];
       const size_t keep = job.record[static_cast<size_t>(rank)];
       if (keep > 0) job.part_before[k] = mine.to_doubles(keep);
       job.part_begin[k] = Clock::now();
-      const Tensor& from = job.bufs[static_cast<size_t>((rank + W - 1) % W)];
-      const int recv_chunk = ring_move(phase, rank, phase_step, W).recv_chunk;
+      const Tensor& from = job.bufs[static_cast<size_t>((rank + world - 1) % world)];
+      const int recv_chunk = ring_move(phase, rank, phase_step, world).recv_chunk;
       // With forward_in_last_reduce the first all-gather step's chunk arrived with the step before.
-      const bool already_moved = job.forward_in_last_reduce && step == W - 1;
-      if (job.forward_in_last_reduce && step == W - 2)
-        ring_receive_and_forward(phase_step, mine, from, job.bufs[static_cast<size_t>((rank + 1) % W)], recv_chunk,
+      const bool already_moved = job.forward_in_last_reduce && step == world - 1;
+      if (job.forward_in_last_reduce && step == world - 2)
+        ring_receive_and_forward(phase_step, mine, from, job.bufs[static_cast<size_t>((rank + 1) % world)], recv_chunk,
                                  job.offsets, job.premultiply);
       else if (phase == 0 && job.premultiply != 1.0)
         ring_receive_premultiplied(phase_step, mine, from, recv_chunk, job.offsets, job.premultiply);
@@ -284,7 +284,7 @@ void RingExecutor::run_parts(Job& job) {
       if (job.part_error.empty()) job.part_error = e.what();
     }
     const int done = job.done_parts.fetch_add(1, std::memory_order_acq_rel) + 1;
-    if (done % W == 0) job.done_parts.notify_all();  // a step is complete: release its successors
+    if (done % world == 0) job.done_parts.notify_all();  // a step is complete: release its successors
     if (done == job.parts) {
       {
         std::lock_guard lock(mutex_);
@@ -305,7 +305,7 @@ void RingExecutor::run_parts(Job& job) {
 }
 
 void RingExecutor::finish(Job& job) {
-  const int W = world_size_;
+  const int world = world_size_;
   job.finished = Clock::now();
   if (!job.part_error.empty()) {
     job.error = job.part_error;
@@ -315,28 +315,28 @@ void RingExecutor::finish(Job& job) {
   }
   for (auto& s : job.steps) s.clear();
   // Each step's time is its wall time over all ranks' parts (what a barrier would have released every rank at).
-  for (int step = 0; step < 2 * (W - 1); ++step) {
-    const size_t first = static_cast<size_t>(step * W);
+  for (int step = 0; step < 2 * (world - 1); ++step) {
+    const size_t first = static_cast<size_t>(step * world);
     Clock::time_point begin = job.part_begin[first], end = job.part_end[first];
-    for (size_t k = first; k < first + static_cast<size_t>(W); ++k) {
+    for (size_t k = first; k < first + static_cast<size_t>(world); ++k) {
       begin = std::min(begin, job.part_begin[k]);
       end = std::max(end, job.part_end[k]);
     }
     const double seconds = std::chrono::duration<double>(end - begin).count();
-    const auto [phase, phase_step] = phase_step_of(step, W);
-    for (int r = 0; r < W; ++r) {
-      const auto [send, recv] = ring_move(phase, r, phase_step, W);
+    const auto [phase, phase_step] = phase_step_of(step, world);
+    for (int r = 0; r < world; ++r) {
+      const auto [send, recv] = ring_move(phase, r, phase_step, world);
       const size_t k = first + static_cast<size_t>(r);
       const size_t bytes = static_cast<size_t>(job.offsets[static_cast<size_t>(send) + 1] -
                                                job.offsets[static_cast<size_t>(send)]) * job.element_size;
       job.steps[static_cast<size_t>(r)].push_back({phase == 0 ? "reduce-scatter" : "all-gather", phase_step,
-                                                   (r + 1) % W, (r + W - 1) % W, send, recv, bytes, seconds,
+                                                   (r + 1) % world, (r + world - 1) % world, send, recv, bytes, seconds,
                                                    std::move(job.part_before[k]), std::move(job.part_after[k])});
     }
   }
   const double seconds = std::chrono::duration<double>(job.finished - job.started).count();
   for (auto& report : job.reports) {
-    report = {CollectiveOp::AllReduce, W, job.bufs[0].nbytes()};
+    report = {CollectiveOp::AllReduce, world, job.bufs[0].nbytes()};
     report.seconds = seconds;
     finish_report(report);
   }

@@ -1,13 +1,13 @@
 #pragma once
 // The in-process group's communication thread for started all-reduces
 // (ProcessGroup::start_all_reduce_sum). Each rank starts its n-th all-reduce and goes on with its
-// own work; when the last of the W ranks has started it, the thread runs that all-reduce's whole
+// own work; when the last of the world ranks has started it, the thread runs that all-reduce's whole
 // ring: step by step, every rank's part of step s (ring_steps.h) before step s+1, so the chunks,
 // partial sums, bytes and the order of the additions are exactly the ring's, and the sums are
-// bit-identical to W threads meeting at 2W-1 barriers. Ranks that wait for an all-reduce join in:
+// bit-identical to world threads meeting at 2 world - 1 barriers. Ranks that wait for an all-reduce join in:
 // the thread and the waiters claim the ranks' parts of each step, which touch different memory, and
-// run them at once. What it saves: W threads that must all be awake at once for every step (on a
-// machine with fewer cores than ranks, each barrier could wait for a scheduler tick), W
+// run them at once. What it saves: world threads that must all be awake at once for every step (on a
+// machine with fewer cores than ranks, each barrier could wait for a scheduler tick), world
 // communication threads, and a queue hop per bucket per rank. Each step's reported time is the
 // step's wall time over all ranks' parts (what a barrier would have released every rank at).
 // Unless values are recorded, the last reduce-scatter step also hands each finished chunk to the
@@ -72,7 +72,7 @@ class RingExecutor {
   bool aborted_ = false;
   std::string abort_reason_;
   std::thread thread_;                         // started with the first all-reduce
-  alignas(64) std::atomic<uint32_t> ready_{0};  // the thread's wake-ups: an all-reduce has all W ranks
+  alignas(64) std::atomic<uint32_t> ready_{0};  // the thread's wake-ups: an all-reduce has all world ranks
   alignas(64) std::atomic<uint32_t> progress_{0};  // the waiting ranks' wake-ups
   std::atomic<int> waiting_ranks_{0};              // ranks inside wait_for
 };

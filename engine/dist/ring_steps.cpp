@@ -46,7 +46,7 @@ void add_chunk(Tensor dst, const Tensor& src) {
 }
 // dst = dst + src, or with a premultiply p: dst = p*dst + p*src (first step) or p*dst + src, with
 // p*x as the backend's scale_inplace rounds it (kernels/math/elementwise.h: in T, with p converted
-// to T once). kForward: each result is also stored in `forward`, which is `src` itself when W = 2
+// to T once). kForward: each result is also stored in `forward`, which is `src` itself when world = 2
 // (each element is read before it is written).
 template <typename T, bool kForward>
 void add_received(T* dst, const T* src, T* forward, int64_t n, double premultiply, bool first_step) {

@@ -4,9 +4,9 @@
 // rank's part of a step before the next step): the same chunks, the same additions in the same
 // order, so both give bit-identical sums and the same RingStep records.
 //
-// Step s of phase 0 (reduce-scatter): rank r sends chunk (r - s) mod W to rank r+1, and receives
-// chunk (r - 1 - s) mod W from rank r-1, adding it to its own copy. Phase 1 (all-gather): rank r
-// sends chunk (r + 1 - s) mod W and receives chunk (r - s) mod W, overwriting its own copy. Within
+// Step s of phase 0 (reduce-scatter): rank r sends chunk (r - s) mod world to rank r+1, and receives
+// chunk (r - 1 - s) mod world from rank r-1, adding it to its own copy. Phase 1 (all-gather): rank r
+// sends chunk (r + 1 - s) mod world and receives chunk (r - s) mod world, overwriting its own copy. Within
 // one step every rank writes a different chunk index of its own buffer from the one its successor
 // reads, so the ranks' parts of a step may run in any order, or at once.
 #include <cstdint>
@@ -39,7 +39,7 @@ void ring_receive_premultiplied(int step, Tensor& mine, const Tensor& from, int 
 // or ring_receive_premultiplied when premultiply != 1), with each finished element also written
 // into `successor`'s buffer, which is exactly what the successor receives from this rank in the
 // first all-gather step. Within that step no other part reads or writes those elements of the
-// successor (with W = 2 the successor is `from`, read here element by element before the write),
+// successor (with world = 2 the successor is `from`, read here element by element before the write),
 // so the parts still run in any order, and the sums are bit-identical to the two steps one after
 // the other. The first all-gather step then has nothing left to move.
 void ring_receive_and_forward(int step, Tensor& mine, const Tensor& from, Tensor& successor, int recv_chunk,

@@ -239,9 +239,9 @@ double drawStepTime(QCustomPlot* p, const CompareResult& r, const ModeColours& c
 // parts the engine's snapshots report at the device's fullest stage boundary, and on top what
 // lived only inside a stage. A kind neither mode holds is left out of the legend. Returns the top
 // of its highest stacked bar.
-double drawMemory(QCustomPlot* p, const CompareResult& r, const ModeColours& c, int W) {
+double drawMemory(QCustomPlot* p, const CompareResult& r, const ModeColours& c, int world) {
   auto ticks = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
-  for (int d = 0; d < W; ++d) ticks->addTick(d, QStringLiteral("%1").arg(d));
+  for (int d = 0; d < world; ++d) ticks->addTick(d, QStringLiteral("%1").arg(d));
   p->xAxis->setTicker(ticks);
   p->xAxis->setLabel(CompareCharts::tr("GPU: DP bar left, DDP right"));
   p->xAxis->grid()->setVisible(false);
@@ -263,7 +263,7 @@ double drawMemory(QCustomPlot* p, const CompareResult& r, const ModeColours& c, 
       }
       if (below[m]) b->moveAbove(below[m]);
       below[m] = b;
-      for (int d = 0; d < W; ++d)
+      for (int d = 0; d < world; ++d)
         if (static_cast<size_t>(d) < runs[m]->peak_parts.size())
           b->addData(d + (m == 0 ? -0.2 : 0.2), part.bytes(*runs[m], static_cast<size_t>(d)) / 1e3);
     }
@@ -279,7 +279,7 @@ double drawMemory(QCustomPlot* p, const CompareResult& r, const ModeColours& c, 
   p->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
   p->legend->setVisible(true);
   p->rescaleAxes();
-  p->xAxis->setRange(-0.6, W - 0.4);
+  p->xAxis->setRange(-0.6, world - 0.4);
   p->yAxis->setRangeLower(0);
   return p->yAxis->range().upper;
 }
@@ -352,12 +352,12 @@ void CompareCharts::showResult(const CompareResult& r) {
     p->xAxis->grid()->setVisible(true);
     p->yAxis->grid()->setVisible(true);
   }
-  const int W = dpv::course::compare_world_size(r.config);
+  const int world = dpv::course::compare_world_size(r.config);
 
   drawLoss(plot(Loss), r, c);
   drawParamDiff(plot(ParamDiff), r, c);
   barTop_[StepTime] = drawStepTime(plot(StepTime), r, c);
-  barTop_[Memory] = drawMemory(plot(Memory), r, c, W);
+  barTop_[Memory] = drawMemory(plot(Memory), r, c, world);
   drawBytes(plot(Bytes), r, c);
   drawSpeedup(plot(Speedup), r, c);
   for (QCustomPlot* p : plots_) {

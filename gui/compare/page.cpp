@@ -212,13 +212,13 @@ void ComparePage::showResult(const dpv::course::CompareResult& r) {
   result_ = r;
   hasResult_ = true;
   const auto& c = r.config;
-  const int W = dpv::course::compare_world_size(c);
+  const int world = dpv::course::compare_world_size(c);
   QStringList dpRows, ddpRows;
   for (auto n : r.dp.rows) dpRows << QString::number(n);
   for (auto n : r.ddp.rows) ddpRows << QString::number(n);
   status_->setText(tr("%1, cpu:%2, global batch %3 (DataParallel chunks %4; DDP shards %5), %6 iterations, seed %7, lr %8")
                        .arg(QString::fromStdString(c.run.preset))
-                       .arg(W)
+                       .arg(world)
                        .arg(c.run.batch)
                        .arg(dpRows.join(QStringLiteral(", ")), ddpRows.join(QStringLiteral(", ")))
                        .arg(c.iterations)
@@ -255,7 +255,7 @@ void ComparePage::showResult(const dpv::course::CompareResult& r) {
           .arg(shortValue(s.one_device))
           .arg(valueList(s.dp_replicas))
           .arg(shortValue(s.dp_reduced))
-          .arg(W)
+          .arg(world)
           .arg(valueList(s.ddp_bucket))
           .arg(shortValue(s.ddp_reduced)) +
       (r.has_batchnorm ? tr(" <i>Here the three differ because every device's BatchNorm normalised its own rows; with "

@@ -2,7 +2,7 @@
 // What the tensor inspector shows for a clicked part of the DDP picture, built only from the
 // engine's recorded DDP snapshots (StageEvent::ranks): a rank's shard (one row per sample with its
 // index in the global batch and its input values, padding repeats marked), a bucket on every rank
-// (its flat buffer: gradients ×1/W while filling, the mean once all-reduced), the watched
+// (its flat buffer: gradients ×1/world while filling, the mean once all-reduced), the watched
 // gradient on every rank before averaging (the last Backward) and after it (Finalize on), and the
 // watched parameter or buffer on every rank.
 #include <QList>

@@ -156,18 +156,18 @@ void DdpScene::revealOnArrival(QGraphicsItem* item, int order) {
 
 void DdpScene::addFlights(const DdpSceneState& previous) {
   using K = dpv::StageKind;
-  const int W = static_cast<int>(state_.ranks.size());
+  const int world = static_cast<int>(state_.ranks.size());
   auto at = [](const QGraphicsItem* item) { return item ? item->sceneBoundingRect().topLeft() : QPointF(); };
   switch (state_.kind) {
     case K::Sample: {
-      // Every index leaves the sampler's strip at once, like cards dealt: position p = k*W + r
+      // Every index leaves the sampler's strip at once, like cards dealt: position p = k*world + r
       // goes to cell k of rank r, so two chips never cross (a later position is never in an
       // earlier cell) and the ranks' rows keep them apart vertically.
       const qint64 total = stripCells_.size();
-      for (int r = 0; r < W; ++r) {
+      for (int r = 0; r < world; ++r) {
         const QList<QGraphicsRectItem*> cells = samples_.value(r);
         for (int k = 0; k < cells.size(); ++k) {
-          const qint64 p = static_cast<qint64>(k) * W + r;
+          const qint64 p = static_cast<qint64>(k) * world + r;
           if (p >= total) continue;
           const QRectF cell = cells[k]->sceneBoundingRect();
           addFlight(QString::number(state_.ranks[r].samples[k].index), dpv::TensorRole::Input,
@@ -182,7 +182,7 @@ void DdpScene::addFlights(const DdpSceneState& previous) {
       // Rank 0's parameters and buffers (at construction) or its buffers (each forward) to every
       // other rank, one rank after the other.
       const bool params = state_.kind == K::Construct;
-      for (int r = 1; r < W; ++r) {
+      for (int r = 1; r < world; ++r) {
         if (params && params_.value(0) && params_.value(r))
           addFlight(tr("rank 0's weights"), dpv::TensorRole::Param, {at(params_.value(0)), at(params_.value(r))}, kStateChip, r - 1);
         if (buffers_.value(0) && buffers_.value(r))
@@ -192,10 +192,10 @@ void DdpScene::addFlights(const DdpSceneState& previous) {
     }
     case K::Backward:
     case K::Finalize: {
-      // Fresh gradients into their buckets (×1/W), from the layer that made them.
+      // Fresh gradients into their buckets (×1/world), from the layer that made them.
       int order = 0;
       bool filled = false;
-      for (int r = 0; r < W && state_.kind == K::Backward; ++r) {
+      for (int r = 0; r < world && state_.kind == K::Backward; ++r) {
         const DdpRankView& now = state_.ranks[r];
         const DdpRankView* before = r < previous.ranks.size() ? &previous.ranks[r] : nullptr;
         int k = 0;
@@ -215,15 +215,15 @@ void DdpScene::addFlights(const DdpSceneState& previous) {
       if (filled) order = 3;
       // Every bucket launched in this stage goes round the ring, in bucket order: each rank
       // sends to the next, the last back up to rank 0 along the ring.
-      const DdpRankView* now0 = W > 0 ? &state_.ranks[0] : nullptr;
+      const DdpRankView* now0 = world > 0 ? &state_.ranks[0] : nullptr;
       const DdpRankView* before0 = previous.ranks.isEmpty() ? nullptr : &previous.ranks[0];
       auto launched = [](BucketPhase p) { return p == BucketPhase::AllReducing || p == BucketPhase::Done; };
       for (const DdpBucketView& b : now0 ? now0->buckets : QList<DdpBucketView>()) {
         const bool was = before0 && b.bucket < before0->buckets.size() && before0->buckets[b.bucket].params == b.params &&
                          launched(before0->buckets[b.bucket].phase);
-        if (!launched(b.phase) || was || W < 2) continue;
-        for (int r = 0; r < W; ++r) {
-          const int next = (r + 1) % W;
+        if (!launched(b.phase) || was || world < 2) continue;
+        for (int r = 0; r < world; ++r) {
+          const int next = (r + 1) % world;
           const QPointF from = at(buckets_.value(key(r, b.bucket))) + QPointF(2, 5);
           const QPointF to = at(buckets_.value(key(next, b.bucket))) + QPointF(2, 5);
           QList<QPointF> path{from, to};
@@ -236,7 +236,7 @@ void DdpScene::addFlights(const DdpSceneState& previous) {
         order += 2;  // the next bucket's wave when this one is half-way
       }
       // Finalize: every bucket's averaged values land in .grad on every rank.
-      for (int r = 0; r < W && state_.kind == K::Finalize; ++r) {
+      for (int r = 0; r < world && state_.kind == K::Finalize; ++r) {
         if (state_.ranks[r].grads != dpv::GradState::Averaged || !grads_.value(r)) continue;
         for (const DdpBucketView& b : state_.ranks[r].buckets)
           addFlight(tr("mean"), dpv::TensorRole::Grad, {at(buckets_.value(key(r, b.bucket))) + QPointF(2, 5), at(grads_.value(r))},
@@ -246,7 +246,7 @@ void DdpScene::addFlights(const DdpSceneState& previous) {
     }
     case K::Step:
       // Every rank applies the same averaged gradient to its own weights.
-      for (int r = 0; r < W; ++r)
+      for (int r = 0; r < world; ++r)
         if (grads_.value(r) && params_.value(r))
           addFlight(tr("−lr·grad"), dpv::TensorRole::Grad, {at(grads_.value(r)), at(params_.value(r))}, kStateChip, 0);
       break;
@@ -325,8 +325,8 @@ void DdpScene::mousePressEvent(QGraphicsSceneMouseEvent* event) {
 }
 
 void DdpScene::drawRing() {
-  const int W = static_cast<int>(state_.ranks.size());
-  if (W < 2 || !state_.ranks.front().constructed) return;
+  const int world = static_cast<int>(state_.ranks.size());
+  if (world < 2 || !state_.ranks.front().constructed) return;
   const SceneColors& c = sceneColors(theme_);
   bool busy = false;
   for (const auto& rank : state_.ranks)
@@ -339,13 +339,13 @@ void DdpScene::drawRing() {
     path.lineTo(tip);
     path.lineTo(tip - QPointF(dx * 6 + dy * 4, dy * 6 + dx * 4));
   };
-  for (int r = 0; r + 1 < W; ++r) {
+  for (int r = 0; r + 1 < world; ++r) {
     path.moveTo(x, mid(r) + 6);
     path.lineTo(x, mid(r + 1) - 6);
     arrowHead(QPointF(x, mid(r + 1) - 6), 0, 1);
   }
-  path.moveTo(x + 2, mid(W - 1));
-  path.lineTo(back, mid(W - 1));
+  path.moveTo(x + 2, mid(world - 1));
+  path.lineTo(back, mid(world - 1));
   path.lineTo(back, mid(0));
   path.lineTo(x + 4, mid(0));
   arrowHead(QPointF(x + 4, mid(0)), -1, 0);
@@ -357,11 +357,11 @@ void DdpScene::drawRing() {
 
 void DdpScene::drawBatchStrips(qreal top) {
   const SceneColors& c = sceneColors(theme_);
-  const int W = static_cast<int>(state_.ranks.size());
-  if (W == 0 || state_.batchRows <= 0) return;
-  // DDP: the padded index list, position p going to rank p % W.
-  const qint64 perRank = (state_.batchRows + W - 1) / W;
-  const qint64 total = perRank * W;
+  const int world = static_cast<int>(state_.ranks.size());
+  if (world == 0 || state_.batchRows <= 0) return;
+  // DDP: the padded index list, position p going to rank p % world.
+  const qint64 perRank = (state_.batchRows + world - 1) / world;
+  const qint64 total = perRank * world;
   const qreal labelW = 160;
   const qreal cell = std::min<qreal>(26, (kWidth - kMargin - kMargin - labelW) / static_cast<qreal>(total));
   const bool numbers = cell >= 15;
@@ -369,7 +369,7 @@ void DdpScene::drawBatchStrips(qreal top) {
   for (qint64 p = 0; p < total; ++p) {
     const qint64 sample = p % state_.batchRows;
     const bool pad = p >= state_.batchRows;
-    const int rank = static_cast<int>(p % W);
+    const int rank = static_cast<int>(p % world);
     const QColor fill = state_.sampled ? rankColor(rank) : c.idleFill;
     auto* b = box(QRectF(kMargin + labelW + p * cell, top, cell - 1, 22), fill, pad ? kPadding : QColor());
     if (pad) b->setPen(QPen(kPadding, 2, Qt::DashLine));
@@ -395,7 +395,7 @@ void DdpScene::drawBatchStrips(qreal top) {
     start += state_.dpChunks[k];
   }
   text(tr("strided shards (rank r: r, r+%1, …), padded to %2; DataParallel: contiguous chunks")
-           .arg(W)
+           .arg(world)
            .arg(total),
        kMargin, y2 + 28, c.subtext, 11);
 }

@@ -15,7 +15,7 @@ namespace gui {
 // Where a bucket stands on one rank.
 enum class BucketPhase {
   Empty,        // no gradient of this backward yet
-  Filling,      // some of its gradients are in (copied in times 1/W)
+  Filling,      // some of its gradients are in (copied in times 1/world)
   Waiting,      // full, but an earlier bucket has not launched yet (buckets go out in order)
   AllReducing,  // its all-reduce was launched on the communication thread
   Done          // its all-reduce has finished

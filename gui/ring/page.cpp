@@ -283,13 +283,13 @@ void RingPage::refreshPanels() {
     return;
   }
   const auto& d = *demo_;
-  const int W = d.world_size, f = frame();
+  const int world = d.world_size, f = frame();
   const auto& fr = d.frames[ix(f)];
   frameLabel_->setText(f == 0 ? tr("start (step 0 of %1)").arg(frameCount() - 1)
                               : tr("%1 %2 of %3 (step %4 of %5)")
                                     .arg(QString::fromStdString(fr.phase))
                                     .arg(fr.step + 1)
-                                    .arg(W - 1)
+                                    .arg(world - 1)
                                     .arg(f)
                                     .arg(frameCount() - 1));
 
@@ -298,7 +298,7 @@ void RingPage::refreshPanels() {
     html = tr("<p><b>Start.</b> Each rank's bucket holds <i>its own</i> gradients divided by W = %1: DDP divides "
               "before it sums, so the sum is the mean over ranks. The ring cuts the bucket's %2 values into %1 "
               "chunks; each cell shows a chunk's first value.</p>")
-               .arg(W)
+               .arg(world)
                .arg(d.numel);
   } else {
     const auto& prev = d.frames[ix(f - 1)];
@@ -306,11 +306,11 @@ void RingPage::refreshPanels() {
     html = reduce ? tr("<p><b>Reduce-scatter, step %1 of %2.</b> Every rank sends one chunk to the next rank, which "
                        "<b>adds</b> it to its own copy of that chunk.</p>")
                         .arg(fr.step + 1)
-                        .arg(W - 1)
+                        .arg(world - 1)
                   : tr("<p><b>All-gather, step %1 of %2.</b> Every rank passes a <b>finished</b> chunk on; the next "
                        "rank overwrites its copy with it.</p>")
                         .arg(fr.step + 1)
-                        .arg(W - 1);
+                        .arg(world - 1);
     html += QStringLiteral("<table cellspacing=2>");
     for (const auto& m : fr.moves) {
       const auto first = static_cast<size_t>(d.chunk_offsets[ix(m.chunk)]);
@@ -320,9 +320,9 @@ void RingPage::refreshPanels() {
       html += tr("<tr><td>%1 → %2</td><td>chunk %3</td><td>%4</td></tr>").arg(m.from).arg(m.to).arg(m.chunk).arg(what);
     }
     html += QStringLiteral("</table>");
-    if (reduce && fr.step == W - 2)
-      html += tr("<p>Every rank now holds one <b>complete</b> chunk (the sum over all %1 ranks).</p>").arg(W);
-    if (!reduce && fr.step == W - 2) html += tr("<p>Every rank holds the whole summed bucket: the all-reduce is done.</p>");
+    if (reduce && fr.step == world - 2)
+      html += tr("<p>Every rank now holds one <b>complete</b> chunk (the sum over all %1 ranks).</p>").arg(world);
+    if (!reduce && fr.step == world - 2) html += tr("<p>Every rank holds the whole summed bucket: the all-reduce is done.</p>");
   }
   step_->setHtml(html);
 
@@ -343,7 +343,7 @@ void RingPage::refreshPanels() {
     cost += tr("This step: each rank sends one chunk, up to %1; slowest rank %2.<br>").arg(bytesText(static_cast<double>(stepBytes)), microseconds(stepSeconds));
   cost += tr("Per rank over 2(W−1) = %1 steps the engine sent <b>%2</b>; the ring's cost formula "
              "2(W−1)/W × bytes = <b>%3</b>.<br>Measured on rank 0: <b>%4</b> (algbw %5 GB/s, busbw %6 GB/s).")
-              .arg(2 * (W - 1))
+              .arg(2 * (world - 1))
               .arg(bytesText(static_cast<double>(d.bytes_sent_per_rank)))
               .arg(bytesText(d.formula_bytes))
               .arg(microseconds(d.seconds))

@@ -1,7 +1,7 @@
 #pragma once
 // The Ring page: one real DDP gradient bucket all-reduced by the engine's in-process ring, step by
 // step (reduce-scatter, then all-gather), scrubbable with the slider or the arrow keys; the bytes
-// of each step and the ring's cost formula 2(W-1)/W × bytes beside the measured time; and
+// of each step and the ring's cost formula 2(world-1)/world × bytes beside the measured time; and
 // DataParallel's reduce of the same gradients onto device 0 for contrast. The run happens on the
 // engine's worker thread (course::run_ring_demo); the page only draws what comes back.
 #include <memory>

@@ -82,7 +82,7 @@ void RingView::paintEvent(QPaintEvent*) {
     return;
   }
   const auto& demo = *demo_;
-  const int W = demo.world_size;
+  const int world = demo.world_size;
   const auto& frame = demo.frames[ix(frame_)];
   const QColor grad = c.chipGrad;
 
@@ -91,18 +91,18 @@ void RingView::paintEvent(QPaintEvent*) {
 
   // Right: the grid of every rank's bucket; left: the ring of ranks in the space that is left.
   const double rowLabelW = 58, headerH = 34, captionH = 36;
-  const double cellW = std::clamp((width() * (W > 4 ? 0.7 : 0.62) - rowLabelW) / W, 40.0, 96.0);
-  const double cellH = std::clamp((height() - headerH - captionH - 8) / W, 30.0, 58.0);
-  const double gridW = rowLabelW + W * cellW, gridH = headerH + W * cellH;
+  const double cellW = std::clamp((width() * (world > 4 ? 0.7 : 0.62) - rowLabelW) / world, 40.0, 96.0);
+  const double cellH = std::clamp((height() - headerH - captionH - 8) / world, 30.0, 58.0);
+  const double gridW = rowLabelW + world * cellW, gridH = headerH + world * cellH;
   const double gx = width() - gridW - 8;
   const double gy = std::max(4.0, (height() - gridH - captionH) / 2);
   const double ringW = gx - 8;
   const QPointF centre(ringW / 2, height() / 2.0 - 10);
-  const double radius = std::max(40.0, std::min(ringW, static_cast<double>(height())) / 2 - (W > 4 ? 30 : 48));
+  const double radius = std::max(40.0, std::min(ringW, static_cast<double>(height())) / 2 - (world > 4 ? 30 : 48));
   const double node = std::clamp(radius * 0.2, 14.0, 24.0);
   std::vector<QPointF> at;
-  for (int r = 0; r < W; ++r) {
-    const double a = -M_PI / 2 + 2 * M_PI * r / W;
+  for (int r = 0; r < world; ++r) {
+    const double a = -M_PI / 2 + 2 * M_PI * r / world;
     at.emplace_back(centre.x() + radius * std::cos(a), centre.y() + radius * std::sin(a));
   }
   for (const auto& m : frame.moves) {
@@ -112,10 +112,10 @@ void RingView::paintEvent(QPaintEvent*) {
     if (len < 1) continue;
     dir /= len;
     const QPointF s = a + dir * (node + 3), e = b - dir * (node + 3);
-    // Bend outwards so the W arrows read as a ring.
+    // Bend outwards so the world arrows read as a ring.
     const QPointF mid = (s + e) / 2, out = mid - centre;
     const double outLen = std::hypot(out.x(), out.y());
-    const QPointF ctrl = outLen > 1 ? mid + out / outLen * (W == 2 ? radius * 0.5 : radius * 0.18) : mid;
+    const QPointF ctrl = outLen > 1 ? mid + out / outLen * (world == 2 ? radius * 0.5 : radius * 0.18) : mid;
     QPainterPath path(s);
     path.quadTo(ctrl, e);
     p.setPen(QPen(c.accent, 2.2));
@@ -129,10 +129,10 @@ void RingView::paintEvent(QPaintEvent*) {
     p.setPen(c.text);
     const QPointF label = path.pointAtPercent(0.5) + (outLen > 1 ? out / outLen * 12 : QPointF());
     p.drawText(QRectF(label.x() - 40, label.y() - 9, 80, 18), Qt::AlignCenter,
-               W > 4 ? tr("c%1").arg(m.chunk) : tr("chunk %1").arg(m.chunk));
+               world > 4 ? tr("c%1").arg(m.chunk) : tr("chunk %1").arg(m.chunk));
   }
   p.setFont(font());
-  for (int r = 0; r < W; ++r) {
+  for (int r = 0; r < world; ++r) {
     p.setPen(QPen(c.panelBorder, 1.5));
     p.setBrush(c.panel);
     p.drawEllipse(at[ix(r)], node, node);
@@ -146,15 +146,15 @@ void RingView::paintEvent(QPaintEvent*) {
 
   // Every rank's bucket, chunk by chunk.
   p.setFont(small);
-  for (int ch = 0; ch < W; ++ch) {
+  for (int ch = 0; ch < world; ++ch) {
     const QRectF h(gx + rowLabelW + ch * cellW, gy, cellW, headerH - 4);
     p.setPen(c.text);
-    p.drawText(h, Qt::AlignHCenter | Qt::AlignTop, W > 4 ? tr("c%1").arg(ch) : tr("chunk %1").arg(ch));
+    p.drawText(h, Qt::AlignHCenter | Qt::AlignTop, world > 4 ? tr("c%1").arg(ch) : tr("chunk %1").arg(ch));
     p.setPen(c.subtext);
     p.drawText(h, Qt::AlignHCenter | Qt::AlignBottom,
                tr("[%1, %2)").arg(demo.chunk_offsets[ix(ch)]).arg(demo.chunk_offsets[ix(ch) + 1]));
   }
-  for (int r = 0; r < W; ++r) {
+  for (int r = 0; r < world; ++r) {
     const double y = gy + headerH + r * cellH;
     p.setPen(c.text);
     p.drawText(QRectF(gx, y, rowLabelW - 6, cellH), Qt::AlignVCenter | Qt::AlignRight, tr("rank %1").arg(r));
@@ -162,10 +162,10 @@ void RingView::paintEvent(QPaintEvent*) {
     if (!frame.moves.empty())
       for (const auto& m : frame.moves)
         if (m.to == r) received = m.chunk;
-    for (int ch = 0; ch < W; ++ch) {
+    for (int ch = 0; ch < world; ++ch) {
       const QRectF cell(gx + rowLabelW + ch * cellW + 2, y + 2, cellW - 4, cellH - 4);
       const int n = cellContributors(r, ch);
-      const double share = W > 1 ? static_cast<double>(n - 1) / (W - 1) : 1.0;
+      const double share = world > 1 ? static_cast<double>(n - 1) / (world - 1) : 1.0;
       p.setBrush(mix(c.panel, grad, 0.15 + 0.75 * share));
       p.setPen(ch == received ? QPen(c.accent, 2.6) : QPen(c.panelBorder, 1));
       p.drawRoundedRect(cell, 4, 4);
@@ -180,9 +180,9 @@ void RingView::paintEvent(QPaintEvent*) {
       p.setFont(valueFont);
       p.drawText(cell.adjusted(1, 1, -1, -cell.height() / 2 + 2), Qt::AlignCenter, value);
       p.setFont(small);
-      QString sigma = n == W ? tr("Σ all %1").arg(W) : QStringLiteral("Σ ") + who.join(QLatin1Char(','));
-      if (QFontMetricsF(small).horizontalAdvance(sigma) > cell.width() - 4) sigma = tr("Σ %1 of %2").arg(n).arg(W);
-      if (QFontMetricsF(small).horizontalAdvance(sigma) > cell.width() - 4) sigma = tr("%1/%2").arg(n).arg(W);
+      QString sigma = n == world ? tr("Σ all %1").arg(world) : QStringLiteral("Σ ") + who.join(QLatin1Char(','));
+      if (QFontMetricsF(small).horizontalAdvance(sigma) > cell.width() - 4) sigma = tr("Σ %1 of %2").arg(n).arg(world);
+      if (QFontMetricsF(small).horizontalAdvance(sigma) > cell.width() - 4) sigma = tr("%1/%2").arg(n).arg(world);
       p.drawText(cell.adjusted(1, cell.height() / 2 - 2, -1, -1), Qt::AlignCenter, sigma);
     }
   }

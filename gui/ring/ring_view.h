@@ -1,5 +1,5 @@
 #pragma once
-// The ring drawn: W ranks on a circle, each holding the bucket cut into W chunks. A cell shows the
+// The ring drawn: world ranks on a circle, each holding the bucket cut into world chunks. A cell shows the
 // chunk's first value as the engine's ring left it after the current step and how many ranks'
 // gradients it already holds (shaded by that count; "Σ 0,1,3" names them). The step's moves are
 // arrows from each rank to the next, labelled with the chunk and its bytes; the chunk each rank

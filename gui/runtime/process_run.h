@@ -1,5 +1,5 @@
 #pragma once
-// Runs the app's model as W real processes: `dpv launch --nproc-per-node W -- train --ddp ...` in a
+// Runs the app's model as world real processes: `dpv launch --nproc-per-node world -- train --ddp ...` in a
 // QProcess, the `dpv` binary found beside the app, writing its merged trace into a QTemporaryDir.
 // The launcher starts the ranks (Gloo over TCP on 127.0.0.1, rank 0 hosting the store on a free
 // port); rank 0's progress lines come back as progress(), the end as finished() with the merged
@@ -22,7 +22,7 @@ namespace gui {
 
 struct ProcessRunRequest {
   QString dpvPath;        // the dpv binary; empty: findDpv() beside the app
-  // What the ranks train, as the app's run (runSpecFromSettings): devices (cpu:W runs W processes
+  // What the ranks train, as the app's run (runSpecFromSettings): devices (cpu:K runs world processes
   // over Gloo, cuda:... one GPU each over NCCL), preset, the global batch (DistributedSampler gives
   // each rank its strided share), lr, seed and SyncBatchNorm. The ranks always run DDP with dpv
   // train's own bucket sizes: arguments() reads neither `strategy` nor `ddp`.
@@ -53,7 +53,7 @@ class ProcessRun : public QObject {
   // The dpv binary beside this program: the same folder (installed: bin/dpviz and bin/dpv), or the
   // build tree's cli/dpv seen from gui/ or tests/gui/. "" when none is there; `searched` lists where.
   static QString findDpv(QStringList* searched = nullptr);
-  // How many processes `devices` asks for (cpu:W or cuda:0,1,...); 0 with `error` set when it cannot run as processes.
+  // How many processes `devices` asks for (cpu:K or cuda:0,1,...); 0 with `error` set when it cannot run as processes.
   static int processCount(const QString& devices, QString* error);
   // dpv's arguments for `request`, writing the merged trace to `tracePath`: the one place the
   // request's RunSpec becomes a dpv command line.

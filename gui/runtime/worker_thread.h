@@ -1,5 +1,5 @@
 #pragma once
-// The one way a long-lived worker runs off the GUI thread: WorkerThread<W> owns a QThread and a W
+// The one way a long-lived worker runs off the GUI thread: WorkerThread<Worker> owns a QThread and a Worker
 // (a QObject) living on it. The owner talks to the worker only through queued signals and slots
 // carrying plain values. stop() (also run by the destructor) optionally runs a shutdown slot on the
 // worker's thread and waits for it, then ends the thread's event loop and waits; the worker is

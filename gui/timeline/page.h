@@ -8,7 +8,7 @@
 // File > Open trace shows a Chrome trace from a file instead: one of `dpv train --trace`, or a
 // merged multi-process one (`dpv trace merge`, `dpv launch`), with one lane per rank and track.
 // "Run as W processes" makes such a trace itself: the current model, batch and devices trained as
-// W real processes by `dpv launch` (gui/runtime/process_run.h), then opened here.
+// world real processes by `dpv launch` (gui/runtime/process_run.h), then opened here.
 #include <QVector>
 #include <memory>
 #include <optional>

@@ -1,5 +1,5 @@
 // The Timeline page's "Run as W processes": the settings bar's model, batch and devices trained by
-// W real processes (`dpv launch ... -- train --ddp`, gui/runtime/process_run.h), whose merged trace
+// world real processes (`dpv launch ... -- train --ddp`, gui/runtime/process_run.h), whose merged trace
 // then opens here with one group of lanes per rank. Rank 0's progress line shows while it runs;
 // Cancel stops every worker; an error is shown in the launcher's words and the page stays usable.
 #include <QLabel>

@@ -41,22 +41,22 @@ namespace {
 // piece's ring keeps at most two chunks of bytes/(2W) in flight per socket, which fits in the
 // default buffers of any Linux machine (wmem_max 208 KiB, rmem 128 KiB and up): no send waits
 // for its reader, so the ring cannot deadlock.
-// (Whole messages of 1-4 MiB this way stalled for 0.3-0.4 s at W=4. Pieces of 512 KiB and 1 MiB
-// at W=4 on 2 cores: a 64 MiB all-reduce took 0.5-1.5 s, as a send that waits for its reader often
-// waits for a process that has no core; 1 MiB at W=2 was faster than 256 KiB, but not safe in general.)
+// (Whole messages of 1-4 MiB this way stalled for 0.3-0.4 s at world=4. Pieces of 512 KiB and 1 MiB
+// at world=4 on 2 cores: a 64 MiB all-reduce took 0.5-1.5 s, as a send that waits for its reader often
+// waits for a process that has no core; 1 MiB at world=2 was faster than 256 KiB, but not safe in general.)
 // A message of one piece or less runs on a ring kept ready over a staging buffer (the copies are
 // cheaper than registering buffers anew); a larger one runs in place, one ring made per piece
 // over the tensor's own memory: two staging copies of 64 MiB cost 20-35 ms on this machine, a
-// third of the all-reduce at W=2.
+// third of the all-reduce at world=2.
 constexpr size_t kSyncAllreducePieceBytes = 256 * 1024;
 // From this size on, with three ranks or more, an all-reduce runs Gloo's asynchronous ring
 // (gloo::allreduce on the other context, as PyTorch does) instead of synchronous pieces. A large
 // message pays the async path's hand-offs once per big segment, while pieces pay a blocking
 // exchange per 256 KiB / (2W) chunk; with more processes than cores, each such exchange often waits
-// for a peer to get a core. Measured on 2 cores (busbw GB/s, 3 A/B runs): W=4 sync 0.63-0.72 at
-// 8-64 MiB, async 0.78-0.93; W=3 from 8 MiB async 1.01-1.24, sync 0.84-0.95; at 4 MiB they were
-// even at W=3 and W=4 (async worse in one run of three), and at W=2 sync was as fast or faster
-// at every size, so W=2 keeps the pieces.
+// for a peer to get a core. Measured on 2 cores (busbw GB/s, 3 A/B runs): world=4 sync 0.63-0.72 at
+// 8-64 MiB, async 0.78-0.93; world=3 from 8 MiB async 1.01-1.24, sync 0.84-0.95; at 4 MiB they were
+// even at world=3 and world=4 (async worse in one run of three), and at world=2 sync was as fast or faster
+// at every size, so world=2 keeps the pieces.
 constexpr size_t kAsyncAllreduceMinBytes = 8u << 20;
 constexpr int kAsyncAllreduceMinRanks = 3;
 // Broadcasts up to this size go over the synchronous pairs too (BatchNorm buffers every step under
@@ -293,7 +293,7 @@ class GlooGroup final : public ProcessGroup {
 // and Linux makes it at least ~4.6 KB. A synchronous ring keeps two chunks in flight, so after a
 // first all-reduce of 4 KiB, the two 4 KiB chunks of a 16 KiB one did not fit: the second send
 // waited for the peer's TCP to acknowledge the first, which it may delay (up to 40 ms), and at
-// W=2 now and then a 16 KiB all-reduce took 2-19 ms on average instead of 60 us. So every
+// world=2 now and then a 16 KiB all-reduce took 2-19 ms on average instead of 60 us. So every
 // synchronous pair first carries one message of kSyncSendBufferBytes each way, which sizes its
 // send buffer for any two chunks of a piece and any synchronous broadcast. Pairs go in the same
 // order on every rank (the lower rank sends first), so no send waits on a peer that is itself
