@@ -21,7 +21,7 @@
 #include "cli/validators.h"
 #include "engine/backend_registry.h"
 #include "engine/device.h"
-#include "engine/dist/multiprocess/init_process_group.h"
+#include "engine/process_groups/multiprocess/init_process_group.h"
 #include "engine/error.h"
 #include "engine/io/atomic_file.h"
 

@@ -1,5 +1,5 @@
 // `dpv bench ring`: the in-process ring all-reduce that DDP's in-process ranks use (float32 sum,
-// world threads, engine/dist/in_process_group.h) against a plain memcpy of the same bytes on this
+// world threads, engine/process_groups/in_process_group.h) against a plain memcpy of the same bytes on this
 // machine. busbw = algbw * 2(world-1)/world (nccl-tests), so a ring as fast as the memory would reach
 // about the memcpy rate (each step copies or adds n/world bytes per rank). A benchmark: figures only.
 #include <algorithm>
@@ -15,7 +15,7 @@
 #include "cli/int_options.h"
 #include "cli/output_paths.h"
 #include "cli/validators.h"
-#include "engine/dist/in_process_group.h"
+#include "engine/process_groups/in_process_group.h"
 #include "engine/error.h"
 #include "engine/io/atomic_file.h"
 

@@ -9,7 +9,7 @@
 #include "engine/ddp/ddp_output.h"
 #include "engine/ddp/ddp_rank.h"
 #include "engine/ddp/gather_rank_results.h"
-#include "engine/dist/multiprocess/rank_env.h"
+#include "engine/process_groups/multiprocess/rank_env.h"
 #include "engine/error.h"
 #include "engine/io/safetensors.h"
 #include "engine/model_spec.h"

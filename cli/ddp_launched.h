@@ -11,7 +11,7 @@
 #include "engine/ddp/ddp_output.h"
 #include "engine/ddp/ddp_rank.h"
 #include "engine/device.h"
-#include "engine/dist/multiprocess/init_process_group.h"
+#include "engine/process_groups/multiprocess/init_process_group.h"
 
 namespace dpv::cli {
 

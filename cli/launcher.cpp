@@ -16,7 +16,7 @@
 #include <optional>
 #include <utility>
 
-#include "engine/dist/multiprocess/init_process_group.h"
+#include "engine/process_groups/multiprocess/init_process_group.h"
 #include "engine/error.h"
 
 extern char** environ;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/dist/multiprocess/process_group_backend.h"
+#include "engine/process_groups/multiprocess/process_group_backend.h"
 #include "engine/error.h"
 
 namespace dpv::cli {

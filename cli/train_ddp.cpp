@@ -9,7 +9,7 @@
 #include "cli/flag_errors.h"
 #include "cli/train_loop.h"
 #include "engine/ddp/ddp_rank_strategy.h"
-#include "engine/dist/gather_bytes.h"
+#include "engine/process_groups/gather_bytes.h"
 #include "engine/error.h"
 #include "engine/io/atomic_file.h"
 #include "engine/io/trace_merge.h"

@@ -11,7 +11,7 @@
 #include "engine/data_parallel.h"
 #include "engine/ddp/ddp.h"
 #include "engine/device.h"
-#include "engine/dist/in_process_group.h"
+#include "engine/process_groups/in_process_group.h"
 #include "engine/error.h"
 #include "engine/model.h"
 #include "engine/model_data.h"

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "engine/collectives.h"
-#include "engine/dist/process_group.h"
+#include "engine/process_groups/process_group.h"
 #include "engine/dtype.h"
 #include "engine/tensor.h"
 

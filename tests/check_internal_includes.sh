@@ -10,9 +10,9 @@ set -u
 root=${1:?usage: check_internal_includes.sh <source root>}
 cd "$root" || exit 2
 
-front_end_internal='engine/backend\.h|engine/backends/|engine/cuda/|engine/cpu/|engine/parallel/|engine/ddp/ddp_rank_codec\.h|engine/dist/multiprocess/(socket|store|tcp_store|c10d_store|gloo_group|gloo_store)\.h'
+front_end_internal='engine/backend\.h|engine/backends/|engine/cuda/|engine/cpu/|engine/parallel/|engine/ddp/ddp_rank_codec\.h|engine/process_groups/multiprocess/(socket|store|tcp_store|c10d_store|gloo_group|gloo_store)\.h'
 core_internal='engine/backend_registry\.h|engine/backends/|engine/cuda/'
-core_folders=(engine/*.h engine/*.cpp engine/cpu engine/io engine/layers engine/parallel engine/ddp engine/dist/*.h engine/dist/*.cpp engine/run)
+core_folders=(engine/*.h engine/*.cpp engine/cpu engine/io engine/layers engine/parallel engine/ddp engine/process_groups/*.h engine/process_groups/*.cpp engine/run)
 
 status=0
 report() {  # $1: what the rule says; $2: grep's file:line:text hits. Not in a pipe: it sets status.
@@ -22,7 +22,7 @@ report() {  # $1: what the rule says; $2: grep's file:line:text hits. Not in a p
     status=1
   fi
 }
-report "front ends include engine internals (use the public headers: engine/backend_registry.h, engine/core_backends.h, engine/dist/multiprocess/init_process_group.h, engine/ddp/gather_rank_results.h)" \
+report "front ends include engine internals (use the public headers: engine/backend_registry.h, engine/core_backends.h, engine/process_groups/multiprocess/init_process_group.h, engine/ddp/gather_rank_results.h)" \
   "$(grep -rnE --include='*.cpp' --include='*.h' "^#include \"($front_end_internal)" cli gui course)"
 report "the engine core includes the backends or CUDA target (reach them through the hook of engine/core_backends.h)" \
   "$(grep -rnE --include='*.cpp' --include='*.h' "^#include \"($core_internal)" "${core_folders[@]}" |

@@ -7,7 +7,7 @@
 #include "engine/backend.h"
 #include "engine/collectives.h"
 #include "engine/device.h"
-#include "engine/dist/process_group.h"
+#include "engine/process_groups/process_group.h"
 #include "engine/error.h"
 
 #ifdef DPV_HAVE_CUDA

@@ -4,7 +4,7 @@
 #include "engine/backend.h"
 #include "engine/ddp/ddp.h"
 #include "engine/ddp/rank_snapshot.h"
-#include "engine/dist/in_process_group.h"
+#include "engine/process_groups/in_process_group.h"
 #include "engine/error.h"
 
 namespace dpv {

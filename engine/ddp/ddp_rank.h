@@ -23,7 +23,7 @@
 
 #include "engine/ddp/comm_thread.h"
 #include "engine/ddp/reducer.h"
-#include "engine/dist/process_group.h"
+#include "engine/process_groups/process_group.h"
 #include "engine/layer.h"
 #include "engine/model.h"
 #include "engine/observer.h"

@@ -1,6 +1,6 @@
 #pragma once
 // A DdpRankResult as bytes and back: how a launched rank sends what it computed to rank 0
-// (through the process group, engine/dist/gather_bytes.h), so rank 0 can assemble the same
+// (through the process group, engine/process_groups/gather_bytes.h), so rank 0 can assemble the same
 // `dpv step --ddp` output the in-process ranks give. Tensors travel as safetensors (exact bits),
 // the rest (loss, BatchNorm statistics, buckets) as JSON with round-trip doubles.
 #include <string>

@@ -5,7 +5,7 @@
 
 #include "engine/ddp/reducer.h"
 #include "engine/ddp/sampler.h"
-#include "engine/dist/process_group.h"
+#include "engine/process_groups/process_group.h"
 #include "engine/error.h"
 
 namespace dpv {

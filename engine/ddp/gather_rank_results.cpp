@@ -3,7 +3,7 @@
 #include <string>
 
 #include "engine/ddp/ddp_rank_codec.h"
-#include "engine/dist/gather_bytes.h"
+#include "engine/process_groups/gather_bytes.h"
 
 namespace dpv {
 

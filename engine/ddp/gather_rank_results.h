@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "engine/ddp/ddp_rank.h"
-#include "engine/dist/process_group.h"
+#include "engine/process_groups/process_group.h"
 
 namespace dpv {
 

@@ -18,7 +18,7 @@
 
 #include "engine/ddp/buckets.h"
 #include "engine/ddp/comm_thread.h"
-#include "engine/dist/process_group.h"
+#include "engine/process_groups/process_group.h"
 #include "engine/tensor_map.h"
 
 namespace dpv {

@@ -11,7 +11,7 @@
 
 #include "engine/collectives.h"
 #include "engine/ddp/comm_thread.h"
-#include "engine/dist/process_group.h"
+#include "engine/process_groups/process_group.h"
 #include "engine/layers/batchnorm.h"
 #include "engine/observer.h"
 

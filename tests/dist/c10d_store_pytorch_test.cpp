@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
-#include "engine/dist/multiprocess/c10d_store.h"
+#include "engine/process_groups/multiprocess/c10d_store.h"
 #include "engine/error.h"
 
 namespace dpv::dist {

@@ -13,8 +13,8 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/dist/multiprocess/c10d_store.h"
-#include "engine/dist/multiprocess/socket.h"
+#include "engine/process_groups/multiprocess/c10d_store.h"
+#include "engine/process_groups/multiprocess/socket.h"
 #include "engine/error.h"
 #include "tests/support/errors.h"
 

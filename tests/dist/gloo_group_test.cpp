@@ -19,8 +19,8 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
-#include "engine/dist/multiprocess/gloo_group.h"
-#include "engine/dist/multiprocess/tcp_store.h"
+#include "engine/process_groups/multiprocess/gloo_group.h"
+#include "engine/process_groups/multiprocess/tcp_store.h"
 #include "engine/error.h"
 #include "tests/support/wait.h"
 
@@ -419,7 +419,7 @@ TEST(GlooGroup, UnknownInterfaceIsAClearError) {
 }  // namespace
 }  // namespace dpv::dist
 
-#include "engine/dist/gather_bytes.h"
+#include "engine/process_groups/gather_bytes.h"
 
 namespace dpv::dist {
 namespace {

@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/dist/multiprocess/init_process_group.h"
-#include "engine/dist/multiprocess/process_group_backend.h"
+#include "engine/process_groups/multiprocess/init_process_group.h"
+#include "engine/process_groups/multiprocess/process_group_backend.h"
 #include "engine/error.h"
 #include "tests/support/errors.h"
 

@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/dist/multiprocess/init_process_group.h"
-#include "engine/dist/multiprocess/rank_env.h"
+#include "engine/process_groups/multiprocess/init_process_group.h"
+#include "engine/process_groups/multiprocess/rank_env.h"
 #include "engine/error.h"
 
 namespace dpv::dist {

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/dist/multiprocess/tcp_store.h"
+#include "engine/process_groups/multiprocess/tcp_store.h"
 #include "engine/error.h"
 #include "tests/support/errors.h"
 #include "tests/support/wait.h"

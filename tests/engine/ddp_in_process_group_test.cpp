@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "engine/device.h"
-#include "engine/dist/in_process_group.h"
+#include "engine/process_groups/in_process_group.h"
 #include "engine/error.h"
 
 using namespace dpv;

@@ -10,7 +10,7 @@
 #include "engine/ddp/ddp.h"
 #include "engine/ddp/ddp_rank_strategy.h"
 #include "engine/ddp/sampler.h"
-#include "engine/dist/in_process_group.h"
+#include "engine/process_groups/in_process_group.h"
 #include "engine/model_data.h"
 #include "engine/model_spec.h"
 

@@ -10,7 +10,7 @@
 #include "tests/support/errors.h"
 #include "engine/ddp/ddp.h"
 #include "engine/ddp/ddp_output.h"
-#include "engine/dist/in_process_group.h"
+#include "engine/process_groups/in_process_group.h"
 #include "engine/error.h"
 #include "engine/trace.h"
 

@@ -11,7 +11,7 @@
 
 #include "engine/backend.h"
 #include "engine/device.h"
-#include "engine/dist/in_process_group.h"
+#include "engine/process_groups/in_process_group.h"
 #include "engine/error.h"
 
 using namespace dpv;

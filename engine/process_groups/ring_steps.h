@@ -25,7 +25,7 @@ RingMove ring_move(int phase, int rank, int step, int world_size);
 
 // Rank `rank`'s part of one step: its chunk `recv_chunk` += (phase 0) or = (phase 1) the same chunk
 // of its predecessor's buffer. `mine` and `from` are the two ranks' whole buffers; `offsets` from
-// ring_chunk_offsets (engine/dist/in_process_group.h).
+// ring_chunk_offsets (engine/process_groups/in_process_group.h).
 void ring_receive(int phase, Tensor& mine, const Tensor& from, int recv_chunk, const std::vector<int64_t>& offsets);
 // The same reduce-scatter receive for a premultiplied sum (host memory): mine = p*mine + p*from at
 // the first step (both chunks are touched for the first time) and mine = p*mine + from later (the

@@ -1,5 +1,5 @@
 // The in-process ring: world endpoints over one hub (see in_process_group.h).
-#include "engine/dist/in_process_group.h"
+#include "engine/process_groups/in_process_group.h"
 
 #include <chrono>
 #include <atomic>
@@ -7,8 +7,8 @@
 
 #include "engine/backend.h"
 #include "engine/device.h"
-#include "engine/dist/ring_executor.h"
-#include "engine/dist/ring_steps.h"
+#include "engine/process_groups/ring_executor.h"
+#include "engine/process_groups/ring_steps.h"
 #include "engine/error.h"
 #include "engine/spin_wait.h"
 

@@ -1,4 +1,4 @@
-#include "engine/dist/multiprocess/socket.h"
+#include "engine/process_groups/multiprocess/socket.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

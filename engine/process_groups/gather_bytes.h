@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/dist/process_group.h"
+#include "engine/process_groups/process_group.h"
 
 namespace dpv {
 

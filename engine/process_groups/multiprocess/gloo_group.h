@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/dist/process_group.h"
+#include "engine/process_groups/process_group.h"
 
 namespace dpv::dist {
 

@@ -1,4 +1,4 @@
-#include "engine/dist/multiprocess/tcp_store.h"
+#include "engine/process_groups/multiprocess/tcp_store.h"
 
 #include <cstring>
 

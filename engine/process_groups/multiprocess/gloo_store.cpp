@@ -1,6 +1,6 @@
-#include "engine/dist/multiprocess/gloo_store.h"
+#include "engine/process_groups/multiprocess/gloo_store.h"
 
-#include "engine/dist/multiprocess/store.h"
+#include "engine/process_groups/multiprocess/store.h"
 
 namespace dpv::dist {
 

@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "engine/dist/multiprocess/socket.h"
-#include "engine/dist/multiprocess/store.h"
+#include "engine/process_groups/multiprocess/socket.h"
+#include "engine/process_groups/multiprocess/store.h"
 
 namespace dpv::dist {
 

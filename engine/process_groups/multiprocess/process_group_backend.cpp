@@ -1,4 +1,4 @@
-#include "engine/dist/multiprocess/process_group_backend.h"
+#include "engine/process_groups/multiprocess/process_group_backend.h"
 
 #include "engine/error.h"
 

@@ -1,4 +1,4 @@
-#include "engine/dist/gather_bytes.h"
+#include "engine/process_groups/gather_bytes.h"
 
 #include <algorithm>
 #include <cstring>

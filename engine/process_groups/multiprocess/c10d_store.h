@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/dist/multiprocess/socket.h"
-#include "engine/dist/multiprocess/store.h"
+#include "engine/process_groups/multiprocess/socket.h"
+#include "engine/process_groups/multiprocess/store.h"
 #include "engine/error.h"
 
 namespace dpv::dist {

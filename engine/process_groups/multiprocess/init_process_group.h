@@ -10,10 +10,10 @@
 #include <memory>
 #include <string>
 
-#include "engine/dist/multiprocess/process_group_backend.h"
-#include "engine/dist/multiprocess/rank_env.h"
-#include "engine/dist/multiprocess/tcp_store.h"
-#include "engine/dist/process_group.h"
+#include "engine/process_groups/multiprocess/process_group_backend.h"
+#include "engine/process_groups/multiprocess/rank_env.h"
+#include "engine/process_groups/multiprocess/tcp_store.h"
+#include "engine/process_groups/process_group.h"
 
 namespace dpv::dist {
 

@@ -1,4 +1,4 @@
-#include "engine/dist/multiprocess/c10d_store.h"
+#include "engine/process_groups/multiprocess/c10d_store.h"
 
 #include <type_traits>
 

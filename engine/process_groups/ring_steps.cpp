@@ -1,5 +1,5 @@
 // One ring all-reduce step's chunks and its receive (see ring_steps.h).
-#include "engine/dist/ring_steps.h"
+#include "engine/process_groups/ring_steps.h"
 
 #include <type_traits>
 

@@ -1,4 +1,4 @@
-#include "engine/dist/multiprocess/store.h"
+#include "engine/process_groups/multiprocess/store.h"
 
 namespace dpv::dist {
 

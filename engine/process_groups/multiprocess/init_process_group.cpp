@@ -1,11 +1,11 @@
-#include "engine/dist/multiprocess/init_process_group.h"
+#include "engine/process_groups/multiprocess/init_process_group.h"
 
 #include <thread>
 
 #include "engine/backend_registry.h"
-#include "engine/dist/multiprocess/c10d_store.h"
-#include "engine/dist/multiprocess/gloo_group.h"
-#include "engine/dist/multiprocess/socket.h"
+#include "engine/process_groups/multiprocess/c10d_store.h"
+#include "engine/process_groups/multiprocess/gloo_group.h"
+#include "engine/process_groups/multiprocess/socket.h"
 #include "engine/error.h"
 
 namespace dpv::dist {

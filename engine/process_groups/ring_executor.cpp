@@ -1,10 +1,10 @@
 // The in-process group's communication thread (see ring_executor.h).
-#include "engine/dist/ring_executor.h"
+#include "engine/process_groups/ring_executor.h"
 
 #include <chrono>
 
-#include "engine/dist/in_process_group.h"
-#include "engine/dist/ring_steps.h"
+#include "engine/process_groups/in_process_group.h"
+#include "engine/process_groups/ring_steps.h"
 #include "engine/error.h"
 #include "engine/spin_wait.h"
 

@@ -1,4 +1,4 @@
-#include "engine/dist/multiprocess/gloo_group.h"
+#include "engine/process_groups/multiprocess/gloo_group.h"
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
@@ -20,10 +20,10 @@
 #include <tuple>
 #include <vector>
 
-#include "engine/dist/multiprocess/gloo_store.h"
-#include "engine/dist/multiprocess/process_group_backend.h"
-#include "engine/dist/multiprocess/socket.h"
-#include "engine/dist/multiprocess/store.h"
+#include "engine/process_groups/multiprocess/gloo_store.h"
+#include "engine/process_groups/multiprocess/process_group_backend.h"
+#include "engine/process_groups/multiprocess/socket.h"
+#include "engine/process_groups/multiprocess/store.h"
 #include "engine/error.h"
 
 namespace dpv::dist {

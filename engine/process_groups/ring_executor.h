@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/dist/process_group.h"
+#include "engine/process_groups/process_group.h"
 
 namespace dpv {
 

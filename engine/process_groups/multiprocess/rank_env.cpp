@@ -1,4 +1,4 @@
-#include "engine/dist/multiprocess/rank_env.h"
+#include "engine/process_groups/multiprocess/rank_env.h"
 
 #include <cstdlib>
 #include <vector>
