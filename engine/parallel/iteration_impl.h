@@ -19,7 +19,7 @@ struct FlowLabel {
   const char* what = "";
   int layer = 0;
   bool numbered = false;
-  std::string text() const { return numbered ? what + (" " + std::to_string(layer)) : std::string(what); }
+  std::string text() const { return numbered ? std::string(what) + " " + std::to_string(layer) : std::string(what); }
 };
 
 struct Iteration::Impl {
@@ -91,6 +91,7 @@ struct Iteration::Impl {
   void list_module_and_batch(MemoryListing& list) const;
   void list_replica(MemoryListing& list, int d, const Stage& stage, bool backward_started) const;
   void list_layer_caches(MemoryListing& list, const Replica& rep) const;
+  void list_flow(MemoryListing& list, int d, const Stage& stage, bool backward_started) const;
   void list_batchnorm_stats(MemoryListing& list, int d) const;
   // What flow[d] stands for after `stage` when BatchNorm + ReLU ran in one pass: after the
   // BatchNorm's forward, its own output (rebuilt; the flow already went through the ReLU); after

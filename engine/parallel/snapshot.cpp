@@ -99,15 +99,19 @@ void Iteration::Impl::list_replica(MemoryListing& list, int d, const Stage& stag
                "Replica " + std::to_string(d) + "'s copy of a buffer; its updates are thrown away with the replica.");
   }
   list_layer_caches(list, rep);
-  // The current activation (or its gradient), after what the layers keep.
+  list_flow(list, d, stage, backward_started);
+  for (const auto& [name, g] : rep.grads.items())
+      list.add(g, "grad " + name, TensorRole::Grad, Kind::Gradients,
+               "This replica's gradient from its own chunk; the reduce sums it onto GPU 0.");
+}
+
+void Iteration::Impl::list_flow(MemoryListing& list, int d, const Stage& stage, bool backward_started) const {
+  // The current activation (or its gradient), listed after what the layers keep.
   const Tensor f = flow_as_seen(d, stage);
   if (f.defined() && stage.kind != StageKind::Scatter)
     list.add(f, flow_name[ix(d)].text(), backward_started ? TensorRole::Grad : TensorRole::Activation, Kind::Activations,
              backward_started ? "The gradient flowing back through this replica's layers."
                               : "What this replica's next layer takes as input.");
-  for (const auto& [name, g] : rep.grads.items())
-      list.add(g, "grad " + name, TensorRole::Grad, Kind::Gradients,
-               "This replica's gradient from its own chunk; the reduce sums it onto GPU 0.");
 }
 
 void Iteration::Impl::list_layer_caches(MemoryListing& list, const Replica& rep) const {
