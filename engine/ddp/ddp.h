@@ -102,6 +102,16 @@ class DdpIteration : public StrategyIteration {
 
  private:
   void run_ranks_through();  // run_to_end without an observer: each rank's stages on its own thread
+  // One stage of step(), in the pieces it is made of.
+  using RankReports = std::vector<std::vector<CollectiveReport>>;  // [world] each rank's collectives
+  using RankJob = std::function<void(DdpRank&, int)>;               // (rank, its index)
+  StageEvent begin_event() const;  // the event's index, stage, shard sizes and start time
+  bool ranks_independent(const Stage& stage) const;
+  void on_ranks(bool independent, const RankJob& fn);  // fn on every rank, on the ranks' threads, timed
+  void run_stage(StageEvent& e, RankReports& reports, bool independent);
+  void sample_stage(StageEvent& e, bool independent);
+  void forward_stage(StageEvent& e, RankReports& reports, bool independent);
+  void finalize_stage(StageEvent& e, RankReports& reports, bool independent);
   void fill_devices(StageEvent& e) const;
   void fill_ranks(StageEvent& e) const;
 

@@ -165,96 +165,11 @@ std::vector<RankOutput> DdpIteration::rank_outputs() const {
 StageEvent DdpIteration::step() {
   check(!failed_, "this iteration stopped at an error; start a new one");
   check(!finished(), "the iteration is complete; start a new one");
-  StageEvent e;
-  e.index = next_;
-  e.stage = plan_[static_cast<size_t>(next_)];
-  const int world = trainer_.world_size();
-  for (const auto& s : shards_) e.chunk_sizes.push_back(static_cast<int64_t>(s.size()));
-  e.t_start = trainer_.now() - t0_;
-  std::vector<std::vector<CollectiveReport>> reports(static_cast<size_t>(world));
-  const int layer = e.stage.layer;
-  // Whether the ranks' jobs of this stage never wait for one another: then a rank whose thread has
-  // not started yet may run on another rank's thread (DeviceSet's stealing), as DataParallel's
-  // replicas do. Not so for a collective the ranks' own threads meet in: the buffer broadcast,
-  // construction, and SyncBatchNorm's statistics. Bucket all-reduces are started, not waited for,
-  // during the backward, and at Finalize every rank has started all of them.
-  const bool sync_bn_layer = layer >= 0 && trainer_.options().sync_bn && world > 1 &&
-                             trainer_.model().layer(layer).is_batchnorm();
-  const bool independent = e.stage.kind != StageKind::Construct && e.stage.kind != StageKind::BroadcastBuffers &&
-                           !sync_bn_layer;
-  auto on_ranks = [&](const std::function<void(DdpRank&, int)>& fn) {
-    trainer_.run_ranks([&](int r) { fn(trainer_.rank(r), r); }, busy_start_, busy_end_, independent);
-  };
+  StageEvent e = begin_event();
+  RankReports reports(static_cast<size_t>(trainer_.world_size()));
+  const bool independent = ranks_independent(e.stage);
   try {
-    switch (e.stage.kind) {
-      case StageKind::Construct:
-        trainer_.construct();
-        e.summary = "Every rank checks that all ranks hold the same parameters (an all-gather of the counts, then "
-                    "rank 0's shapes), and rank 0's whole state dict is broadcast, so every rank starts equal.";
-        break;
-      case StageKind::Sample:
-        on_ranks([&](DdpRank& rank, int r) {
-          // Stage by stage, .grad is a tensor of its own (PyTorch's default layout): snapshots show
-          // it before the averaging, and memory listings the buckets beside it.
-          rank.set_gradients_in_buckets(false);
-          rank.set_batch(input_, target_, shards_[static_cast<size_t>(r)]);
-        });
-        e.summary = "DistributedSampler: rank r takes indices r, r+W, r+2W, ... of the padded global batch (" +
-                    std::to_string(input_.dim(0)) + " samples, " + std::to_string(shards_[0].size()) + " per rank).";
-        break;
-      case StageKind::BroadcastBuffers:
-        on_ranks([&](DdpRank& rank, int r) { reports[static_cast<size_t>(r)] = rank.sync_buffers(); });
-        e.summary = "broadcast_buffers=True: rank 0's BatchNorm running statistics overwrite every other rank's "
-                    "before the forward.";
-        break;
-      case StageKind::Forward:
-        if (layer == 0) bn_stats_.clear();
-        on_ranks([&](DdpRank& rank, int r) { reports[static_cast<size_t>(r)] = rank.forward_layer(layer); });
-        for (int r = 0; r < world; ++r)
-          for (const auto& s : trainer_.rank(r).batchnorm_stats())
-            if (s.layer == layer && (s.device >= 0 || r == 0)) e.batchnorm.push_back(s);
-        bn_stats_.insert(bn_stats_.end(), e.batchnorm.begin(), e.batchnorm.end());
-        e.summary = "Every rank runs " + trainer_.model().layer(layer).describe() + " on its own shard.";
-        break;
-      case StageKind::Loss:
-        on_ranks([&](DdpRank& rank, int) { rank.compute_loss(); });
-        loss_computed_ = true;
-        e.loss = trainer_.rank(0).loss();
-        e.summary = "Every rank computes the mean cross-entropy of its own shard; losses are not averaged "
-                    "(rank 0 prints its own).";
-        break;
-      case StageKind::Backward:
-        backward_started_ = true;
-        on_ranks([&](DdpRank& rank, int r) {
-          reports[static_cast<size_t>(r)] = rank.backward_layer(layer);
-        });
-        e.summary = "Every rank back-propagates through " + trainer_.model().layer(layer).describe() +
-                    "; each finished gradient is copied into its bucket times 1/W, and a full bucket starts its "
-                    "all-reduce on the communication thread while the backward goes on.";
-        break;
-      case StageKind::Finalize:
-        on_ranks([&](DdpRank& rank, int) { rank.finalize(); });
-        finalized_ = true;
-        for (int r = 0; r < world; ++r) {
-          const DdpRank& rank = trainer_.rank(r);
-          const auto names = rank.reducer().bucket_names();
-          for (const BucketRun& b : rank.reducer().runs()) {
-            CommSpan span{r, b.bucket, b.launch - t0_, b.start - t0_, b.end - t0_, b.bytes,
-                          names[static_cast<size_t>(b.bucket)], b.report, b.ring};
-            e.comm.push_back(span);
-            if (r == 0) reports[0].push_back(b.report);
-          }
-        }
-        e.summary = "Each rank waits for its bucket all-reduces and copies the averaged gradients back into "
-                    ".grad: every rank now holds the MEAN of the ranks' gradients.";
-        break;
-      case StageKind::Step:
-        on_ranks([&](DdpRank& rank, int) { rank.optimizer_step(); });
-        e.summary = "optimizer.step() on every rank with the same averaged gradients: the parameters stay equal "
-                    "without being broadcast.";
-        break;
-      default: throw Error(std::string("not a DDP stage: ") + stage_kind_name(e.stage.kind));
-    }
+    run_stage(e, reports, independent);
   } catch (Error& error) {
     failed_ = true;
     error.at_stage(e.index);
@@ -264,6 +179,7 @@ StageEvent DdpIteration::step() {
     throw;
   }
   e.t_end = trainer_.now() - t0_;
+  // The event reports rank 0's collectives, as it reports rank 0's loss.
   e.collectives = reports[0];
   for (const auto& r : e.collectives) e.bytes_moved += r.bytes;
   fill_devices(e);
@@ -271,6 +187,113 @@ StageEvent DdpIteration::step() {
   ++next_;
   if (observer_) observer_->on_stage(e);
   return e;
+}
+
+StageEvent DdpIteration::begin_event() const {
+  StageEvent e;
+  e.index = next_;
+  e.stage = plan_[static_cast<size_t>(next_)];
+  for (const auto& s : shards_) e.chunk_sizes.push_back(static_cast<int64_t>(s.size()));
+  e.t_start = trainer_.now() - t0_;
+  return e;
+}
+
+bool DdpIteration::ranks_independent(const Stage& stage) const {
+  // Whether the ranks' jobs of this stage never wait for one another: then a rank whose thread has
+  // not started yet may run on another rank's thread (DeviceSet's stealing), as DataParallel's
+  // replicas do. Not so for a collective the ranks' own threads meet in: the buffer broadcast,
+  // construction, and SyncBatchNorm's statistics. Bucket all-reduces are started, not waited for,
+  // during the backward, and at Finalize every rank has started all of them.
+  const int layer = stage.layer;
+  const bool sync_bn_layer = layer >= 0 && trainer_.options().sync_bn && trainer_.world_size() > 1 &&
+                             trainer_.model().layer(layer).is_batchnorm();
+  return stage.kind != StageKind::Construct && stage.kind != StageKind::BroadcastBuffers && !sync_bn_layer;
+}
+
+void DdpIteration::on_ranks(bool independent, const RankJob& fn) {
+  trainer_.run_ranks([&](int r) { fn(trainer_.rank(r), r); }, busy_start_, busy_end_, independent);
+}
+
+void DdpIteration::run_stage(StageEvent& e, RankReports& reports, bool independent) {
+  const int layer = e.stage.layer;
+  switch (e.stage.kind) {
+    case StageKind::Construct:
+      trainer_.construct();
+      e.summary = "Every rank checks that all ranks hold the same parameters (an all-gather of the counts, then "
+                  "rank 0's shapes), and rank 0's whole state dict is broadcast, so every rank starts equal.";
+      break;
+    case StageKind::Sample: sample_stage(e, independent); break;
+    case StageKind::BroadcastBuffers:
+      on_ranks(independent, [&](DdpRank& rank, int r) { reports[static_cast<size_t>(r)] = rank.sync_buffers(); });
+      e.summary = "broadcast_buffers=True: rank 0's BatchNorm running statistics overwrite every other rank's "
+                  "before the forward.";
+      break;
+    case StageKind::Forward: forward_stage(e, reports, independent); break;
+    case StageKind::Loss:
+      on_ranks(independent, [&](DdpRank& rank, int) { rank.compute_loss(); });
+      loss_computed_ = true;
+      e.loss = trainer_.rank(0).loss();
+      e.summary = "Every rank computes the mean cross-entropy of its own shard; losses are not averaged "
+                  "(rank 0 prints its own).";
+      break;
+    case StageKind::Backward:
+      backward_started_ = true;
+      on_ranks(independent, [&](DdpRank& rank, int r) {
+        reports[static_cast<size_t>(r)] = rank.backward_layer(layer);
+      });
+      e.summary = "Every rank back-propagates through " + trainer_.model().layer(layer).describe() +
+                  "; each finished gradient is copied into its bucket times 1/W, and a full bucket starts its "
+                  "all-reduce on the communication thread while the backward goes on.";
+      break;
+    case StageKind::Finalize: finalize_stage(e, reports, independent); break;
+    case StageKind::Step:
+      on_ranks(independent, [&](DdpRank& rank, int) { rank.optimizer_step(); });
+      e.summary = "optimizer.step() on every rank with the same averaged gradients: the parameters stay equal "
+                  "without being broadcast.";
+      break;
+    default: throw Error(std::string("not a DDP stage: ") + stage_kind_name(e.stage.kind));
+  }
+}
+
+void DdpIteration::sample_stage(StageEvent& e, bool independent) {
+  on_ranks(independent, [&](DdpRank& rank, int r) {
+    // Stage by stage, .grad is a tensor of its own (PyTorch's default layout): snapshots show
+    // it before the averaging, and memory listings the buckets beside it.
+    rank.set_gradients_in_buckets(false);
+    rank.set_batch(input_, target_, shards_[static_cast<size_t>(r)]);
+  });
+  e.summary = "DistributedSampler: rank r takes indices r, r+W, r+2W, ... of the padded global batch (" +
+              std::to_string(input_.dim(0)) + " samples, " + std::to_string(shards_[0].size()) + " per rank).";
+}
+
+void DdpIteration::forward_stage(StageEvent& e, RankReports& reports, bool independent) {
+  const int layer = e.stage.layer;
+  if (layer == 0) bn_stats_.clear();
+  on_ranks(independent, [&](DdpRank& rank, int r) { reports[static_cast<size_t>(r)] = rank.forward_layer(layer); });
+  // Every rank's own statistics, and the global ones (device < 0) once, from rank 0.
+  for (int r = 0; r < trainer_.world_size(); ++r)
+    for (const auto& s : trainer_.rank(r).batchnorm_stats())
+      if (s.layer == layer && (s.device >= 0 || r == 0)) e.batchnorm.push_back(s);
+  bn_stats_.insert(bn_stats_.end(), e.batchnorm.begin(), e.batchnorm.end());
+  e.summary = "Every rank runs " + trainer_.model().layer(layer).describe() + " on its own shard.";
+}
+
+void DdpIteration::finalize_stage(StageEvent& e, RankReports& reports, bool independent) {
+  on_ranks(independent, [&](DdpRank& rank, int) { rank.finalize(); });
+  finalized_ = true;
+  // Every rank's bucket runs go on the timeline; rank 0's reports stand for the stage's collectives.
+  for (int r = 0; r < trainer_.world_size(); ++r) {
+    const DdpRank& rank = trainer_.rank(r);
+    const auto names = rank.reducer().bucket_names();
+    for (const BucketRun& b : rank.reducer().runs()) {
+      CommSpan span{r, b.bucket, b.launch - t0_, b.start - t0_, b.end - t0_, b.bytes,
+                    names[static_cast<size_t>(b.bucket)], b.report, b.ring};
+      e.comm.push_back(span);
+      if (r == 0) reports[0].push_back(b.report);
+    }
+  }
+  e.summary = "Each rank waits for its bucket all-reduces and copies the averaged gradients back into "
+              ".grad: every rank now holds the MEAN of the ranks' gradients.";
 }
 
 void DdpIteration::fill_devices(StageEvent& e) const {

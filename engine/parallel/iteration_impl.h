@@ -11,13 +11,15 @@
 
 namespace dpv {
 
+class MemoryListing;  // engine/memory_listing.h
+
 // What a replica's `flow` tensor is, for snapshots: "input chunk", "activation 2", "grad of
 // activation 1". Kept as its parts and written out only when a snapshot lists the tensor.
 struct FlowLabel {
   const char* what = "";
   int layer = 0;
   bool numbered = false;
-  std::string text() const { return numbered ? what + (" " + std::to_string(layer)) : std::string(what); }
+  std::string text() const { return numbered ? std::string(what) + " " + std::to_string(layer) : std::string(what); }
 };
 
 struct Iteration::Impl {
@@ -82,6 +84,15 @@ struct Iteration::Impl {
   void free_graph();
 
   void fill_snapshot(StageEvent& e) const;
+  // fill_snapshot's pieces: one device's state without its tensors, then its tensors by who holds
+  // them (device 0's module and batch, replica d's chunk, copies, saved tensors and gradients, the
+  // BatchNorm statistics kept for reporting).
+  DeviceState device_header(int d) const;
+  void list_module_and_batch(MemoryListing& list) const;
+  void list_replica(MemoryListing& list, int d, const Stage& stage, bool backward_started) const;
+  void list_layer_caches(MemoryListing& list, const Replica& rep) const;
+  void list_flow(MemoryListing& list, int d, const Stage& stage, bool backward_started) const;
+  void list_batchnorm_stats(MemoryListing& list, int d) const;
   // What flow[d] stands for after `stage` when BatchNorm + ReLU ran in one pass: after the
   // BatchNorm's forward, its own output (rebuilt; the flow already went through the ReLU); after
   // the ReLU's backward, which passed the gradient through, the gradient with the ReLU's mask.

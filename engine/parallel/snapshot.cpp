@@ -24,107 +24,130 @@ void Iteration::Impl::fill_snapshot(StageEvent& e) const {
   const StageKind kind = e.stage.kind;
   const bool backward_started = kind == StageKind::GradScatter || kind == StageKind::Backward ||
                                 kind == StageKind::ReduceGrads || kind == StageKind::Step;
-  const Model& model = tr.model();
   for (int d = 0; d < devs.size(); ++d) {
-    DeviceState s;
-    s.device = d;
-    s.label = devs[d].label();
-    s.chunk_rows = d < R ? it.chunks_[ix(d)] : 0;
-    // Replica 0 is the module itself; the others exist from Replicate until the backward is over.
-    const bool copy_alive = d > 0 && d < R && !replicas[ix(d)].params.items().empty();
-    s.has_replica = d < R && (d == 0 || copy_alive);
-    s.replica_discarded = d > 0 && d < R && multi && graph_freed;
-    s.memory_bytes = devs[d].memory().current.load();
-    s.memory_peak = devs[d].memory().peak.load();
-    s.busy_start = busy_start[ix(d)];
-    s.busy_end = busy_end[ix(d)];
+    DeviceState s = device_header(d);
     MemoryListing list(s);
-
-    if (d == 0) {
-      list.add(input_dev0, "inputs", TensorRole::Input, Kind::Batch,
-               "The whole batch: `.cuda()` in your code copied it to GPU 0 before model(inputs).", 0);
-      list.add(target_dev0, "labels", TensorRole::Target, Kind::Batch,
-               "The labels: `.cuda()` copied them to GPU 0, where the loss will be computed.");
-      for (const auto& decl : model.parameter_decls())
-        list.add(tr.state().at(decl.name), decl.name, TensorRole::Param, Kind::Parameters,
-                 "The module's parameter (model.cuda()); replica 0 computes with this very tensor, "
-                 "optimizer.step() updates it.");
-      for (const auto& decl : model.buffer_decls())
-        list.add(tr.state().at(decl.name), decl.name, TensorRole::Buffer, Kind::Parameters,
-                 "A buffer of the module (model.cuda()); replica 0 updates this very tensor.");
-      for (const auto& [name, m] : tr.momentum().items())
-        list.add(m, "momentum " + name, TensorRole::Optimizer, Kind::Optimizer,
-                 "SGD's momentum buffer: optimizer state, kept on GPU 0 only, from the first step on.");
-      for (const auto& [name, g] : tr.grads().items())
-        list.add(g, grads_reduced ? "grad " + name : "grad " + name + " (last step)", TensorRole::Grad, Kind::Gradients,
-                 grads_reduced ? "The parameter's .grad: the replicas' gradients summed onto GPU 0."
-                               : "The parameter's .grad from the last step; this iteration's sum replaces it.");
-      list.add(it.output_, "output", TensorRole::Output, Kind::Output,
-               multi ? "The replicas' outputs concatenated on GPU 0 (the output device): GPU 0's extra load."
-                     : "The model's output; your code holds it in `outputs`.");
-      list.add(dlogits, "grad of output", TensorRole::Grad, Kind::Output,
-               "d loss / d output, the size of the whole output; freed when the backward is over.");
-      list.add(loss_tensor, "loss", TensorRole::Loss, Kind::Output, "The 0-dim loss your code holds in `loss`.");
-    }
-    if (d < R) {
-      const Replica& rep = replicas[ix(d)];
-      if (d < static_cast<int>(chunk_inputs.size()) && chunk_inputs[ix(d)].defined()) {
-        const int64_t begin = chunk_begin[ix(d)];
-        const std::string rows = rows_text(begin, it.chunks_[ix(d)]);
-        list.add(chunk_inputs[ix(d)], "input chunk " + std::to_string(d), TensorRole::Input, Kind::Batch,
-                 d == 0 ? "Chunk 0 of the scatter, " + rows + " of the batch: a view of inputs on GPU 0, no copy."
-                        : "Chunk " + std::to_string(d) + " of the scatter: " + rows + " of the batch, copied here.",
-                 begin);
-      }
-      if (d > 0) {
-        for (const auto& [name, t] : rep.params.items())
-          list.add(t, name, TensorRole::Param, Kind::Parameters,
-                   "Replica " + std::to_string(d) + "'s copy, broadcast from GPU 0 by replicate; freed after backward.");
-        for (const auto& [name, t] : rep.buffers.items())
-          list.add(t, name, TensorRole::Buffer, Kind::Parameters,
-                   "Replica " + std::to_string(d) + "'s copy of a buffer; its updates are thrown away with the replica.");
-      }
-      // What the layers keep for backward, newest last; the current activation (or its gradient) too.
-      for (int layer = 0; layer < static_cast<int>(rep.caches.size()); ++layer) {
-        const LayerCache& c = rep.caches[ix(layer)];
-        const std::string l = std::to_string(layer);
-        list.add(c.input, "input of layer " + l, TensorRole::Activation, Kind::Activations,
-                 "Saved by layer " + l + " for its backward.");
-        list.add(c.output, "activation " + l, TensorRole::Activation, Kind::Activations,
-                 "Output of layer " + l + " on this chunk; kept until backward has used it.");
-        list.add(c.aux, "layer " + l + (model.layer(layer).is_batchnorm() ? " saved mean" : " saved columns"),
-                 TensorRole::Activation, Kind::Activations, "Saved by layer " + l + " for its backward.");
-        list.add(c.aux2, "layer " + l + " saved invstd", TensorRole::Activation, Kind::Activations,
-                 "Saved by layer " + l + " for its backward.");
-        list.add(c.var_b, "layer " + l + " saved variance", TensorRole::Activation, Kind::Activations,
-                 "The variance this chunk was normalised with.");
-        list.add(c.relu_output, "activation " + std::to_string(layer + 1), TensorRole::Activation, Kind::Activations,
-                 "Output of layer " + std::to_string(layer + 1) + " (ReLU), written in the same pass as BatchNorm " +
-                     l + "'s; both layers' backward read it.");
-      }
-      const Tensor f = flow_as_seen(d, e.stage);
-      if (f.defined() && kind != StageKind::Scatter)
-        list.add(f, flow_name[ix(d)].text(), backward_started ? TensorRole::Grad : TensorRole::Activation, Kind::Activations,
-                 backward_started ? "The gradient flowing back through this replica's layers."
-                                  : "What this replica's next layer takes as input.");
-      for (const auto& [name, g] : rep.grads.items())
-          list.add(g, "grad " + name, TensorRole::Grad, Kind::Gradients,
-                   "This replica's gradient from its own chunk; the reduce sums it onto GPU 0.");
-    }
-    // BatchNorm statistics the iteration keeps to report them (most alias what the layers saved).
-    for (const auto& st : it.bn_device_stats_) {
-      const int on = st.device < 0 ? 0 : st.device;
-      if (on != d) continue;
-      const std::string l = std::to_string(st.layer);
-      list.add(st.mean, "layer " + l + (st.device < 0 ? " global mean" : " chunk mean"), TensorRole::Activation,
-               Kind::Activations, "BatchNorm's batch statistics of layer " + l + ".");
-      list.add(st.var_b, "layer " + l + " chunk variance", TensorRole::Activation, Kind::Activations,
-               "BatchNorm's batch statistics of layer " + l + ".");
-      list.add(st.invstd, "layer " + l + " global invstd", TensorRole::Activation, Kind::Activations,
-               "SyncBatchNorm's statistics of the whole batch.");
-    }
+    // The order matters: a storage is counted, in its kind, with the first tensor listed on it.
+    if (d == 0) list_module_and_batch(list);
+    if (d < R) list_replica(list, d, e.stage, backward_started);
+    list_batchnorm_stats(list, d);
     list.finish();
     e.devices.push_back(std::move(s));
+  }
+}
+
+DeviceState Iteration::Impl::device_header(int d) const {
+  DeviceState s;
+  s.device = d;
+  s.label = devs[d].label();
+  s.chunk_rows = d < R ? it.chunks_[ix(d)] : 0;
+  // Replica 0 is the module itself; the others exist from Replicate until the backward is over.
+  const bool copy_alive = d > 0 && d < R && !replicas[ix(d)].params.items().empty();
+  s.has_replica = d < R && (d == 0 || copy_alive);
+  s.replica_discarded = d > 0 && d < R && multi && graph_freed;
+  s.memory_bytes = devs[d].memory().current.load();
+  s.memory_peak = devs[d].memory().peak.load();
+  s.busy_start = busy_start[ix(d)];
+  s.busy_end = busy_end[ix(d)];
+  return s;
+}
+
+void Iteration::Impl::list_module_and_batch(MemoryListing& list) const {
+  const Model& model = tr.model();
+  list.add(input_dev0, "inputs", TensorRole::Input, Kind::Batch,
+           "The whole batch: `.cuda()` in your code copied it to GPU 0 before model(inputs).", 0);
+  list.add(target_dev0, "labels", TensorRole::Target, Kind::Batch,
+           "The labels: `.cuda()` copied them to GPU 0, where the loss will be computed.");
+  for (const auto& decl : model.parameter_decls())
+    list.add(tr.state().at(decl.name), decl.name, TensorRole::Param, Kind::Parameters,
+             "The module's parameter (model.cuda()); replica 0 computes with this very tensor, "
+             "optimizer.step() updates it.");
+  for (const auto& decl : model.buffer_decls())
+    list.add(tr.state().at(decl.name), decl.name, TensorRole::Buffer, Kind::Parameters,
+             "A buffer of the module (model.cuda()); replica 0 updates this very tensor.");
+  for (const auto& [name, m] : tr.momentum().items())
+    list.add(m, "momentum " + name, TensorRole::Optimizer, Kind::Optimizer,
+             "SGD's momentum buffer: optimizer state, kept on GPU 0 only, from the first step on.");
+  for (const auto& [name, g] : tr.grads().items())
+    list.add(g, grads_reduced ? "grad " + name : "grad " + name + " (last step)", TensorRole::Grad, Kind::Gradients,
+             grads_reduced ? "The parameter's .grad: the replicas' gradients summed onto GPU 0."
+                           : "The parameter's .grad from the last step; this iteration's sum replaces it.");
+  list.add(it.output_, "output", TensorRole::Output, Kind::Output,
+           multi ? "The replicas' outputs concatenated on GPU 0 (the output device): GPU 0's extra load."
+                 : "The model's output; your code holds it in `outputs`.");
+  list.add(dlogits, "grad of output", TensorRole::Grad, Kind::Output,
+           "d loss / d output, the size of the whole output; freed when the backward is over.");
+  list.add(loss_tensor, "loss", TensorRole::Loss, Kind::Output, "The 0-dim loss your code holds in `loss`.");
+}
+
+void Iteration::Impl::list_replica(MemoryListing& list, int d, const Stage& stage, bool backward_started) const {
+  const Replica& rep = replicas[ix(d)];
+  if (d < static_cast<int>(chunk_inputs.size()) && chunk_inputs[ix(d)].defined()) {
+    const int64_t begin = chunk_begin[ix(d)];
+    const std::string rows = rows_text(begin, it.chunks_[ix(d)]);
+    list.add(chunk_inputs[ix(d)], "input chunk " + std::to_string(d), TensorRole::Input, Kind::Batch,
+             d == 0 ? "Chunk 0 of the scatter, " + rows + " of the batch: a view of inputs on GPU 0, no copy."
+                    : "Chunk " + std::to_string(d) + " of the scatter: " + rows + " of the batch, copied here.",
+             begin);
+  }
+  if (d > 0) {
+    for (const auto& [name, t] : rep.params.items())
+      list.add(t, name, TensorRole::Param, Kind::Parameters,
+               "Replica " + std::to_string(d) + "'s copy, broadcast from GPU 0 by replicate; freed after backward.");
+    for (const auto& [name, t] : rep.buffers.items())
+      list.add(t, name, TensorRole::Buffer, Kind::Parameters,
+               "Replica " + std::to_string(d) + "'s copy of a buffer; its updates are thrown away with the replica.");
+  }
+  list_layer_caches(list, rep);
+  list_flow(list, d, stage, backward_started);
+  for (const auto& [name, g] : rep.grads.items())
+      list.add(g, "grad " + name, TensorRole::Grad, Kind::Gradients,
+               "This replica's gradient from its own chunk; the reduce sums it onto GPU 0.");
+}
+
+void Iteration::Impl::list_flow(MemoryListing& list, int d, const Stage& stage, bool backward_started) const {
+  // The current activation (or its gradient), listed after what the layers keep.
+  const Tensor f = flow_as_seen(d, stage);
+  if (f.defined() && stage.kind != StageKind::Scatter)
+    list.add(f, flow_name[ix(d)].text(), backward_started ? TensorRole::Grad : TensorRole::Activation, Kind::Activations,
+             backward_started ? "The gradient flowing back through this replica's layers."
+                              : "What this replica's next layer takes as input.");
+}
+
+void Iteration::Impl::list_layer_caches(MemoryListing& list, const Replica& rep) const {
+  // What the layers keep for backward, newest last.
+  const Model& model = tr.model();
+  for (int layer = 0; layer < static_cast<int>(rep.caches.size()); ++layer) {
+    const LayerCache& c = rep.caches[ix(layer)];
+    const std::string l = std::to_string(layer);
+    list.add(c.input, "input of layer " + l, TensorRole::Activation, Kind::Activations,
+             "Saved by layer " + l + " for its backward.");
+    list.add(c.output, "activation " + l, TensorRole::Activation, Kind::Activations,
+             "Output of layer " + l + " on this chunk; kept until backward has used it.");
+    list.add(c.aux, "layer " + l + (model.layer(layer).is_batchnorm() ? " saved mean" : " saved columns"),
+             TensorRole::Activation, Kind::Activations, "Saved by layer " + l + " for its backward.");
+    list.add(c.aux2, "layer " + l + " saved invstd", TensorRole::Activation, Kind::Activations,
+             "Saved by layer " + l + " for its backward.");
+    list.add(c.var_b, "layer " + l + " saved variance", TensorRole::Activation, Kind::Activations,
+             "The variance this chunk was normalised with.");
+    list.add(c.relu_output, "activation " + std::to_string(layer + 1), TensorRole::Activation, Kind::Activations,
+             "Output of layer " + std::to_string(layer + 1) + " (ReLU), written in the same pass as BatchNorm " +
+                 l + "'s; both layers' backward read it.");
+  }
+}
+
+void Iteration::Impl::list_batchnorm_stats(MemoryListing& list, int d) const {
+  // BatchNorm statistics the iteration keeps to report them (most alias what the layers saved).
+  for (const auto& st : it.bn_device_stats_) {
+    const int on = st.device < 0 ? 0 : st.device;
+    if (on != d) continue;
+    const std::string l = std::to_string(st.layer);
+    list.add(st.mean, "layer " + l + (st.device < 0 ? " global mean" : " chunk mean"), TensorRole::Activation,
+             Kind::Activations, "BatchNorm's batch statistics of layer " + l + ".");
+    list.add(st.var_b, "layer " + l + " chunk variance", TensorRole::Activation, Kind::Activations,
+             "BatchNorm's batch statistics of layer " + l + ".");
+    list.add(st.invstd, "layer " + l + " global invstd", TensorRole::Activation, Kind::Activations,
+             "SyncBatchNorm's statistics of the whole batch.");
   }
 }
 
