@@ -211,13 +211,18 @@ nlohmann::json layers_json(const Measurement& m, const ModelSpec& spec) {
   return j;
 }
 
-void run_bench(const BenchOptions& o) {
-  // Every entry of every list, and the JSON output, is checked before the first measurement: a bad
-  // second device or model must not fail minutes into the run.
+// Every entry of every list, and the JSON output, is checked before the first measurement: a bad
+// second device or model must not fail minutes into the run. Returns the device sets to measure.
+std::vector<std::string> checked_device_specs(const BenchOptions& o) {
   if (!o.json.empty()) check_output_path(o.json, "--json");
   const std::vector<std::string> device_specs = o.devices.empty() ? default_devices() : o.devices;
   for (const std::string& preset : o.models) (void)preset_model(preset);
   for (const std::string& spec : device_specs) (void)devices_from_flag(spec);
+  return device_specs;
+}
+
+// The JSON document before any figure: the machine, the settings and the empty result lists.
+nlohmann::json bench_json_skeleton(const BenchOptions& o) {
   nlohmann::json out;
   out["machine"] = {{"hardware_threads", std::thread::hardware_concurrency()},
                     {"openblas", openblas_get_config()},
@@ -225,9 +230,12 @@ void run_bench(const BenchOptions& o) {
   out["iters"] = o.iters;
   out["results"] = nlohmann::json::array();
   out["ddp"] = nlohmann::json::array();  // DDP on the multi-device sets, same model and global batch
+  return out;
+}
 
-  // What one stage's hand-off to the device threads costs, before any model: the floor under every
-  // stage of DataParallel and DDP on simulated devices.
+// What one stage's hand-off to the device threads costs, before any model: the floor under every
+// stage of DataParallel and DDP on simulated devices.
+void bench_handoffs(const std::vector<std::string>& device_specs, nlohmann::json& out) {
   out["handoff"] = nlohmann::json::array();
   for (const std::string& spec : device_specs) {
     if (DeviceSet::create(spec)->size() < 2) continue;
@@ -236,81 +244,106 @@ void run_bench(const BenchOptions& o) {
                       h.p90_us, h.calls);
     out["handoff"].push_back({{"devices", spec}, {"median_us", h.median_us}, {"p90_us", h.p90_us}, {"calls", h.calls}});
   }
+}
+
+// The DataParallel (or one-device) row: printed, with its stage and layer lines, and added to out["results"].
+void report_dp(const std::string& preset, const std::string& spec, const Measurement& m, double speedup,
+               nlohmann::json& out) {
+  std::cout << strf("%-10s %5lld %-8s %-14s %9.3f %9.1f %11.0f %8s\n", preset.c_str(),
+                    static_cast<long long>(m.batch), spec.c_str(), list_str(m.chunks).c_str(),
+                    1e3 * m.seconds_per_step, 1.0 / m.seconds_per_step, m.batch / m.seconds_per_step,
+                    speedup > 0 ? strf("%.2fx", speedup).c_str() : "-");
+  std::cout << "           time per stage: " << stages_line(m.stages) << "\n";
+  // Per layer on one device, where a layer's stage is its own work (on several devices it
+  // also holds the hand-off to the workers).
+  const ModelSpec model_spec = preset_model(preset);
+  if (m.device_count == 1 && m.stage_iters > 0)
+    std::cout << "           per layer, ms fwd+bwd: " << layers_line(m, model_spec) << "\n";
+  nlohmann::json r = {{"model", preset},
+                      {"batch", m.batch},
+                      {"devices", spec},
+                      {"device_count", m.device_count},
+                      {"chunks", m.chunks},
+                      {"ms_per_step", 1e3 * m.seconds_per_step},
+                      {"steps_per_s", 1.0 / m.seconds_per_step},
+                      {"samples_per_s", m.batch / m.seconds_per_step},
+                      {"stage_ms_per_step", stages_json(m.stages, m.stage_iters)},
+                      {"layer_ms_per_step", layers_json(m, model_spec)}};
+  if (speedup > 0) r["speedup_vs_one_device"] = speedup;
+  out["results"].push_back(r);
+}
+
+// The DDP row on the same device set, measured, printed and added to out["ddp"]; compared with the
+// DataParallel measurement m and the one-device time.
+void bench_ddp(const std::string& preset, const std::string& spec, const BenchOptions& o, const Measurement& m,
+               double one_device, nlohmann::json& out) {
+  const DdpMeasurement dm = measure_ddp(preset, spec, o);
+  const double ddp = dm.seconds_per_step;
+  std::cout << strf("%-10s %5lld %-8s %-14s %9.3f %9.1f %11.0f %8s  DDP: %.2fx DataParallel's speed\n",
+                    preset.c_str(), static_cast<long long>(m.batch), (spec + " ddp").c_str(), "sampler",
+                    1e3 * ddp, 1.0 / ddp, m.batch / ddp,
+                    one_device > 0 ? strf("%.2fx", one_device / ddp).c_str() : "-", m.seconds_per_step / ddp);
+  if (dm.stage_iters > 0) std::cout << "           time per stage: " << stages_line(dm.stages) << "\n";
+  nlohmann::json d = {{"model", preset},         {"batch", m.batch},         {"devices", spec},
+                      {"ms_per_step", 1e3 * ddp}, {"steps_per_s", 1.0 / ddp}, {"samples_per_s", m.batch / ddp},
+                      {"ddp_speed_vs_dp", m.seconds_per_step / ddp},
+                      {"stage_ms_per_step", stages_json(dm.stages, dm.stage_iters)}};
+  if (one_device > 0) d["speedup_vs_one_device"] = one_device / ddp;
+  out["ddp"].push_back(d);
+}
+
+// The GEMM yardstick's line and out["gemm"]: the engine's GEMM rate in a step against its library's
+// and OpenBLAS's alone on the same shapes.
+void report_gemm(const std::string& preset, const std::string& spec, const Measurement& m, nlohmann::json& out) {
+  const GemmRate &floor = m.floor, &blas = m.blas;
+  const double engine_gflops = floor.flops_per_step / m.seconds_per_step / 1e9;
+  const double ratio = engine_gflops / floor.gflops(), to_openblas = engine_gflops / blas.gflops();
+  std::cout << strf("           GEMM: %.2f GFLOP per step; %s alone %.1f GFLOP/s (%.2f ms), OpenBLAS alone "
+                    "%.1f GFLOP/s; engine step %.1f GFLOP/s = %.0f%% of %s (%.0f%% of OpenBLAS)\n",
+                    floor.flops_per_step / 1e9, m.gemm_library.c_str(), floor.gflops(), 1e3 * floor.seconds,
+                    blas.gflops(), engine_gflops, 100 * ratio, m.gemm_library.c_str(), 100 * to_openblas);
+  const auto& shapes = m.gemm_shapes;
+  nlohmann::json shapes_json = nlohmann::json::array();
+  for (const auto& s : shapes) shapes_json.push_back({{"what", s.what}, {"M", s.M}, {"N", s.N}, {"K", s.K}});
+  out["gemm"] = {{"model", preset},
+                 {"devices", spec},
+                 {"batch", m.batch},
+                 {"shapes", shapes_json},
+                 {"flops_per_step", floor.flops_per_step},
+                 {"gemm_library", m.gemm_library},
+                 {"floor_gflops", floor.gflops()},
+                 {"floor_ms", 1e3 * floor.seconds},
+                 {"openblas_gflops", blas.gflops()},
+                 {"openblas_ms", 1e3 * blas.seconds},
+                 {"engine_gflops", engine_gflops},
+                 {"engine_to_floor", ratio},
+                 {"engine_to_openblas", to_openblas}};
+}
+
+// One model on every device set; one_device is the first one-device time, the speed-ups' base.
+void bench_model(const std::string& preset, const std::vector<std::string>& device_specs, const BenchOptions& o,
+                 nlohmann::json& out) {
+  double one_device = 0;
+  for (const std::string& spec : device_specs) {
+    // The GEMM yardstick: the large MLP on one device, against its GEMM library on the same shapes.
+    const bool gemm_reference = preset == "mlp-large" && !out.contains("gemm") && DeviceSet::create(spec)->size() == 1;
+    Measurement m = measure(preset, spec, o, gemm_reference);
+    if (m.device_count == 1 && one_device == 0) one_device = m.seconds_per_step;
+    const double speedup = one_device > 0 ? one_device / m.seconds_per_step : 0;
+    report_dp(preset, spec, m, speedup, out);
+    if (o.ddp && m.device_count > 1) bench_ddp(preset, spec, o, m, one_device, out);
+
+    if (gemm_reference) report_gemm(preset, spec, m, out);
+  }
+}
+
+void run_bench(const BenchOptions& o) {
+  const std::vector<std::string> device_specs = checked_device_specs(o);
+  nlohmann::json out = bench_json_skeleton(o);
+  bench_handoffs(device_specs, out);
   std::cout << strf("%-10s %5s %-8s %-14s %9s %9s %11s %8s\n", "model", "batch", "devices", "chunks", "ms/step",
                     "steps/s", "samples/s", "vs 1 dev");
-  for (const std::string& preset : o.models) {
-    double one_device = 0;
-    for (const std::string& spec : device_specs) {
-      // The GEMM yardstick: the large MLP on one device, against its GEMM library on the same shapes.
-      const bool gemm_reference = preset == "mlp-large" && !out.contains("gemm") && DeviceSet::create(spec)->size() == 1;
-      Measurement m = measure(preset, spec, o, gemm_reference);
-      if (m.device_count == 1 && one_device == 0) one_device = m.seconds_per_step;
-      const double speedup = one_device > 0 ? one_device / m.seconds_per_step : 0;
-      std::cout << strf("%-10s %5lld %-8s %-14s %9.3f %9.1f %11.0f %8s\n", preset.c_str(),
-                        static_cast<long long>(m.batch), spec.c_str(), list_str(m.chunks).c_str(),
-                        1e3 * m.seconds_per_step, 1.0 / m.seconds_per_step, m.batch / m.seconds_per_step,
-                        speedup > 0 ? strf("%.2fx", speedup).c_str() : "-");
-      std::cout << "           time per stage: " << stages_line(m.stages) << "\n";
-      // Per layer on one device, where a layer's stage is its own work (on several devices it
-      // also holds the hand-off to the workers).
-      const ModelSpec model_spec = preset_model(preset);
-      if (m.device_count == 1 && m.stage_iters > 0)
-        std::cout << "           per layer, ms fwd+bwd: " << layers_line(m, model_spec) << "\n";
-      nlohmann::json r = {{"model", preset},
-                          {"batch", m.batch},
-                          {"devices", spec},
-                          {"device_count", m.device_count},
-                          {"chunks", m.chunks},
-                          {"ms_per_step", 1e3 * m.seconds_per_step},
-                          {"steps_per_s", 1.0 / m.seconds_per_step},
-                          {"samples_per_s", m.batch / m.seconds_per_step},
-                          {"stage_ms_per_step", stages_json(m.stages, m.stage_iters)},
-                          {"layer_ms_per_step", layers_json(m, model_spec)}};
-      if (speedup > 0) r["speedup_vs_one_device"] = speedup;
-      out["results"].push_back(r);
-      if (o.ddp && m.device_count > 1) {
-        const DdpMeasurement dm = measure_ddp(preset, spec, o);
-        const double ddp = dm.seconds_per_step;
-        std::cout << strf("%-10s %5lld %-8s %-14s %9.3f %9.1f %11.0f %8s  DDP: %.2fx DataParallel's speed\n",
-                          preset.c_str(), static_cast<long long>(m.batch), (spec + " ddp").c_str(), "sampler",
-                          1e3 * ddp, 1.0 / ddp, m.batch / ddp,
-                          one_device > 0 ? strf("%.2fx", one_device / ddp).c_str() : "-", m.seconds_per_step / ddp);
-        if (dm.stage_iters > 0) std::cout << "           time per stage: " << stages_line(dm.stages) << "\n";
-        nlohmann::json d = {{"model", preset},         {"batch", m.batch},         {"devices", spec},
-                            {"ms_per_step", 1e3 * ddp}, {"steps_per_s", 1.0 / ddp}, {"samples_per_s", m.batch / ddp},
-                            {"ddp_speed_vs_dp", m.seconds_per_step / ddp},
-                            {"stage_ms_per_step", stages_json(dm.stages, dm.stage_iters)}};
-        if (one_device > 0) d["speedup_vs_one_device"] = one_device / ddp;
-        out["ddp"].push_back(d);
-      }
-
-      if (gemm_reference) {
-        const GemmRate &floor = m.floor, &blas = m.blas;
-        const double engine_gflops = floor.flops_per_step / m.seconds_per_step / 1e9;
-        const double ratio = engine_gflops / floor.gflops(), to_openblas = engine_gflops / blas.gflops();
-        std::cout << strf("           GEMM: %.2f GFLOP per step; %s alone %.1f GFLOP/s (%.2f ms), OpenBLAS alone "
-                          "%.1f GFLOP/s; engine step %.1f GFLOP/s = %.0f%% of %s (%.0f%% of OpenBLAS)\n",
-                          floor.flops_per_step / 1e9, m.gemm_library.c_str(), floor.gflops(), 1e3 * floor.seconds,
-                          blas.gflops(), engine_gflops, 100 * ratio, m.gemm_library.c_str(), 100 * to_openblas);
-        const auto& shapes = m.gemm_shapes;
-        nlohmann::json shapes_json = nlohmann::json::array();
-        for (const auto& s : shapes) shapes_json.push_back({{"what", s.what}, {"M", s.M}, {"N", s.N}, {"K", s.K}});
-        out["gemm"] = {{"model", preset},
-                       {"devices", spec},
-                       {"batch", m.batch},
-                       {"shapes", shapes_json},
-                       {"flops_per_step", floor.flops_per_step},
-                       {"gemm_library", m.gemm_library},
-                       {"floor_gflops", floor.gflops()},
-                       {"floor_ms", 1e3 * floor.seconds},
-                       {"openblas_gflops", blas.gflops()},
-                       {"openblas_ms", 1e3 * blas.seconds},
-                       {"engine_gflops", engine_gflops},
-                       {"engine_to_floor", ratio},
-                       {"engine_to_openblas", to_openblas}};
-      }
-    }
-  }
+  for (const std::string& preset : o.models) bench_model(preset, device_specs, o, out);
   if (!o.json.empty()) {
     write_file_atomic(o.json, out.dump(1) + "\n");
     std::cout << "JSON -> " << o.json << "\n";

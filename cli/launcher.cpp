@@ -180,6 +180,166 @@ void signal_all(std::vector<Worker>& workers, int sig) {
     if (w.running) ::kill(-w.pid, sig);
 }
 
+// The plan's own contradictions, found before anything is started.
+void check_plan(const LaunchPlan& plan) {
+  if (plan.command.empty())
+    throw Error("nothing to launch: give the dpv subcommand after --, e.g. `dpv launch --nproc-per-node 2 -- bench allreduce`",
+                ErrorClass::ValueError);
+  if (plan.node_rank >= plan.nnodes) {
+    throw Error("--node-rank " + std::to_string(plan.node_rank) + " is out of range for --nnodes " +
+                    std::to_string(plan.nnodes) + " (node ranks are 0 .. nnodes - 1)",
+                ErrorClass::ValueError);
+  }
+  if (plan.command[0] == "launch") throw Error("`dpv launch -- launch ...` would launch launchers; give a worker command", ErrorClass::ValueError);
+  if (plan.master_port == 0 && plan.nnodes > 1)
+    throw Error("--master-port 0 (pick a free port) works on one node only: the other nodes must be told the port, "
+                "so give --master-port P on every node", ErrorClass::ValueError);
+}
+
+// The node that hosts the store checks its port first: a port in use is an error before any worker
+// starts. Port 0 asks the system for a free one, which the workers are then given.
+int resolve_master_port(const LaunchPlan& plan) {
+  int master_port = plan.master_port;
+  if (plan.node_rank == 0) {
+    try {
+      master_port = dist::check_store_port(plan.master_addr, plan.master_port);
+    } catch (const Error& e) {
+      throw e.reworded(e.what() + launch_flags_hint(e));
+    }
+  }
+  return master_port;
+}
+
+// The handlers the launcher replaced, put back once the workers are gone.
+struct SavedHandlers {
+  struct sigaction old_int {}, old_term {};
+};
+
+// SIGINT and SIGTERM go into g_signal_pipe for the poll loop; SIGPIPE is ignored.
+SavedHandlers install_signal_handlers() {
+  if (::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+    throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  SavedHandlers saved;
+  ::sigaction(SIGINT, &sa, &saved.old_int);
+  ::sigaction(SIGTERM, &sa, &saved.old_term);
+  ::signal(SIGPIPE, SIG_IGN);
+  return saved;
+}
+
+// All of this node's workers, or none: if one cannot start, those already started are killed and reaped.
+std::vector<Worker> start_workers(const LaunchPlan& plan, int master_port, const std::string& exe) {
+  std::vector<Worker> workers;
+  try {
+    LaunchPlan resolved = plan;
+    resolved.master_port = master_port;
+    for (int i = 0; i < plan.nproc_per_node; ++i) workers.push_back(start_worker(resolved, exe, i));
+  } catch (...) {
+    signal_all(workers, SIGKILL);
+    for (Worker& w : workers) ::waitpid(w.pid, nullptr, 0);
+    throw;
+  }
+  return workers;
+}
+
+// What the poll loop tracks while the workers run.
+struct Supervision {
+  std::vector<Worker> workers;
+  double grace_s = 0;
+  std::optional<size_t> first_failure;
+  int stop_signal = 0;  // SIGINT/SIGTERM received by the launcher
+  std::optional<Clock::time_point> kill_at;
+
+  // Sends sig to every running worker; the first stop also sets when the stragglers get SIGKILL.
+  void begin_stop(int sig) {
+    signal_all(workers, sig);
+    if (!kill_at) kill_at = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(grace_s * 1000));
+  }
+};
+
+size_t count_running(const std::vector<Worker>& workers) {
+  size_t running = 0;
+  for (const Worker& w : workers) running += w.running;
+  return running;
+}
+
+// Waits up to 50 ms for a signal or worker output, so exits are noticed promptly without spinning.
+void wait_for_activity(const std::vector<Worker>& workers) {
+  std::vector<pollfd> fds{{g_signal_pipe[0], POLLIN, 0}};
+  for (const Worker& w : workers)
+    if (w.err_fd >= 0) fds.push_back({w.err_fd, POLLIN, 0});
+  ::poll(fds.data(), fds.size(), 50);
+}
+
+// Passes every signal the launcher received on to the workers; the first one is the stop reason.
+void forward_signals(Supervision& s) {
+  unsigned char sig = 0;
+  while (::read(g_signal_pipe[0], &sig, 1) == 1) {
+    if (!s.stop_signal) s.stop_signal = sig;
+    s.begin_stop(sig);
+  }
+}
+
+// Records the workers that exited; the first failure (not caused by a stop) stops the others.
+void reap_exited(Supervision& s) {
+  for (size_t i = 0; i < s.workers.size(); ++i) {
+    Worker& w = s.workers[i];
+    if (!w.running) continue;
+    int status = 0;
+    pid_t r = ::waitpid(w.pid, &status, WNOHANG);
+    if (r != w.pid) continue;
+    w.running = false;
+    w.status = status;
+    ::kill(-w.pid, SIGKILL);  // anything the worker left behind in its process group
+    if (failed(status) && !s.first_failure && !s.stop_signal) {
+      s.first_failure = i;
+      s.begin_stop(SIGTERM);
+    }
+  }
+}
+
+// Forwards output and signals until every worker has exited.
+void supervise(Supervision& s) {
+  for (;;) {
+    if (count_running(s.workers) == 0) break;
+    wait_for_activity(s.workers);
+    forward_signals(s);
+    for (Worker& w : s.workers) drain(w, false);
+    reap_exited(s);
+    if (s.kill_at && Clock::now() >= *s.kill_at) signal_all(s.workers, SIGKILL);
+  }
+}
+
+// The rest of the workers' output, then the launcher's own signal handling undone.
+void finish(std::vector<Worker>& workers, const SavedHandlers& saved) {
+  for (Worker& w : workers) drain(w, true);
+  for (Worker& w : workers)
+    if (w.err_fd >= 0) ::close(w.err_fd);
+  ::sigaction(SIGINT, &saved.old_int, nullptr);
+  ::sigaction(SIGTERM, &saved.old_term, nullptr);
+  ::close(g_signal_pipe[0]);
+  ::close(g_signal_pipe[1]);
+}
+
+// A stop or a failed worker is the launcher's error; a clean run returns.
+void report_outcome(const Supervision& s) {
+  if (s.stop_signal) {
+    throw Error(std::string("stopped by ") + (s.stop_signal == SIGINT ? "SIGINT (Ctrl-C)" : "SIGTERM") + ": sent it to " +
+                std::to_string(s.workers.size()) + " worker(s) and waited for them to exit");
+  }
+  if (s.first_failure) {
+    const Worker& w = s.workers[*s.first_failure];
+    int others = static_cast<int>(s.workers.size()) - 1;
+    throw Error("rank " + std::to_string(w.rank) + " (local rank " + std::to_string(w.local_rank) + ", pid " +
+                std::to_string(w.pid) + ") " + describe_status(w.status) +
+                (w.last_error.empty() ? std::string() : ": " + w.last_error) +
+                (others > 0 ? " (stopped the other " + std::to_string(others) + " worker(s) of this node)" : ""));
+  }
+}
+
 }  // namespace
 
 // The variables of worker_environment that come from a flag of `dpv launch`.
@@ -207,112 +367,16 @@ bool launched_by_dpv_launch() {
 }
 
 void run_launch(const LaunchPlan& plan) {
-  if (plan.command.empty())
-    throw Error("nothing to launch: give the dpv subcommand after --, e.g. `dpv launch --nproc-per-node 2 -- bench allreduce`",
-                ErrorClass::ValueError);
-  if (plan.node_rank >= plan.nnodes) {
-    throw Error("--node-rank " + std::to_string(plan.node_rank) + " is out of range for --nnodes " +
-                    std::to_string(plan.nnodes) + " (node ranks are 0 .. nnodes - 1)",
-                ErrorClass::ValueError);
-  }
-  if (plan.command[0] == "launch") throw Error("`dpv launch -- launch ...` would launch launchers; give a worker command", ErrorClass::ValueError);
-  if (plan.master_port == 0 && plan.nnodes > 1)
-    throw Error("--master-port 0 (pick a free port) works on one node only: the other nodes must be told the port, "
-                "so give --master-port P on every node", ErrorClass::ValueError);
-  // The node that hosts the store checks its port first: a port in use is an error before any worker
-  // starts. Port 0 asks the system for a free one, which the workers are then given.
-  int master_port = plan.master_port;
-  if (plan.node_rank == 0) {
-    try {
-      master_port = dist::check_store_port(plan.master_addr, plan.master_port);
-    } catch (const Error& e) {
-      throw e.reworded(e.what() + launch_flags_hint(e));
-    }
-  }
-
-  if (::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
-    throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  struct sigaction old_int {}, old_term {};
-  ::sigaction(SIGINT, &sa, &old_int);
-  ::sigaction(SIGTERM, &sa, &old_term);
-  ::signal(SIGPIPE, SIG_IGN);
-
+  check_plan(plan);
+  const int master_port = resolve_master_port(plan);
+  const SavedHandlers saved = install_signal_handlers();
   const std::string exe = self_executable();
-  std::vector<Worker> workers;
-  std::optional<size_t> first_failure;
-  int stop_signal = 0;  // SIGINT/SIGTERM received by the launcher
-  std::optional<Clock::time_point> kill_at;
-  try {
-    LaunchPlan resolved = plan;
-    resolved.master_port = master_port;
-    for (int i = 0; i < plan.nproc_per_node; ++i) workers.push_back(start_worker(resolved, exe, i));
-  } catch (...) {
-    signal_all(workers, SIGKILL);
-    for (Worker& w : workers) ::waitpid(w.pid, nullptr, 0);
-    throw;
-  }
-
-  auto begin_stop = [&](int sig) {
-    signal_all(workers, sig);
-    if (!kill_at) kill_at = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(plan.grace_s * 1000));
-  };
-
-  for (;;) {
-    size_t running = 0;
-    for (const Worker& w : workers) running += w.running;
-    if (running == 0) break;
-
-    std::vector<pollfd> fds{{g_signal_pipe[0], POLLIN, 0}};
-    for (const Worker& w : workers)
-      if (w.err_fd >= 0) fds.push_back({w.err_fd, POLLIN, 0});
-    ::poll(fds.data(), fds.size(), 50);
-
-    unsigned char sig = 0;
-    while (::read(g_signal_pipe[0], &sig, 1) == 1) {
-      if (!stop_signal) stop_signal = sig;
-      begin_stop(sig);
-    }
-    for (Worker& w : workers) drain(w, false);
-    for (size_t i = 0; i < workers.size(); ++i) {
-      Worker& w = workers[i];
-      if (!w.running) continue;
-      int status = 0;
-      pid_t r = ::waitpid(w.pid, &status, WNOHANG);
-      if (r != w.pid) continue;
-      w.running = false;
-      w.status = status;
-      ::kill(-w.pid, SIGKILL);  // anything the worker left behind in its process group
-      if (failed(status) && !first_failure && !stop_signal) {
-        first_failure = i;
-        begin_stop(SIGTERM);
-      }
-    }
-    if (kill_at && Clock::now() >= *kill_at) signal_all(workers, SIGKILL);
-  }
-  for (Worker& w : workers) drain(w, true);
-  for (Worker& w : workers)
-    if (w.err_fd >= 0) ::close(w.err_fd);
-  ::sigaction(SIGINT, &old_int, nullptr);
-  ::sigaction(SIGTERM, &old_term, nullptr);
-  ::close(g_signal_pipe[0]);
-  ::close(g_signal_pipe[1]);
-
-  if (stop_signal) {
-    throw Error(std::string("stopped by ") + (stop_signal == SIGINT ? "SIGINT (Ctrl-C)" : "SIGTERM") + ": sent it to " +
-                std::to_string(workers.size()) + " worker(s) and waited for them to exit");
-  }
-  if (first_failure) {
-    const Worker& w = workers[*first_failure];
-    int others = static_cast<int>(workers.size()) - 1;
-    throw Error("rank " + std::to_string(w.rank) + " (local rank " + std::to_string(w.local_rank) + ", pid " +
-                std::to_string(w.pid) + ") " + describe_status(w.status) +
-                (w.last_error.empty() ? std::string() : ": " + w.last_error) +
-                (others > 0 ? " (stopped the other " + std::to_string(others) + " worker(s) of this node)" : ""));
-  }
+  Supervision s;
+  s.grace_s = plan.grace_s;
+  s.workers = start_workers(plan, master_port, exe);
+  supervise(s);
+  finish(s.workers, saved);
+  report_outcome(s);
 }
 
 }  // namespace dpv::cli
