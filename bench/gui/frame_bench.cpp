@@ -58,6 +58,208 @@ class FrameTimer {
   double cpu_ = 0;
 };
 
+// The engine's settings every phase starts from: the devices and preset from the command line.
+AppSettings benchSettings(const QString& devices, const QString& preset) {
+  AppSettings settings;
+  settings.devices = devices;
+  settings.preset = preset;
+  settings.batchSize = 64;
+  return settings;
+}
+
+// Phases 1 and 2: the Iteration scene rendered at every stage of the first iteration, then the GUI
+// thread's stalls over kStallIterations more while the engine trains on its worker thread. A class
+// rather than a function so that its engine, scene and view live to the end of main(), as they
+// did when all of this was main()'s body: the later phases run beside them.
+class IterationPhase {
+ public:
+  IterationPhase(QApplication& app, const AppSettings& settings) : app_(app), view_(&scene_) {
+    engine_.applySettings(settings);
+    view_.resize(900, 640);
+    heartbeat_.setInterval(1);
+    connectEngine();
+    QObject::connect(&heartbeat_, &QTimer::timeout, &app_, [this] {
+      if (tick_.isValid()) stalls.push_back(tick_.nsecsElapsed() / 1e6);
+      tick_.restart();
+    });
+  }
+
+  int run() {
+    engine_.requestIteration();
+    return app_.exec();
+  }
+
+  Frames frameMs;
+  std::vector<double> stalls;
+
+ private:
+  static constexpr int kStallIterations = 20;
+
+  void renderFrames(const dpv::StageEvent* event) {
+    scene_.showState(sceneStateFor(engine_.info(), event), false);
+    QImage image(view_.viewport()->size(), QImage::Format_ARGB32_Premultiplied);
+    for (int i = 0; i < 5; ++i) {
+      FrameTimer t;
+      QPainter p(&image);
+      view_.render(&p);
+      p.end();
+      t.stop(frameMs);
+    }
+  }
+
+  void connectEngine() {
+    QObject::connect(&engine_, &EngineController::iterationStarted, &app_, [this](const IterationInfo& info) {
+      if (iterations_ == 0) {
+        scene_.setInfo(info);
+        view_.fit();
+        renderFrames(nullptr);
+      }
+    });
+    QObject::connect(&engine_, &EngineController::stageRecorded, &app_, [this](const dpv::StageEvent& event) {
+      if (iterations_ == 0) renderFrames(&event);
+    });
+    QObject::connect(&engine_, &EngineController::engineError, &app_, [this](const QString& message) {
+      std::fprintf(stderr, "engine error: %s\n", qPrintable(message));
+      app_.exit(1);
+    });
+    QObject::connect(&engine_, &EngineController::iterationCompleted, &app_, [this] { onIterationCompleted(); });
+  }
+
+  void onIterationCompleted() {
+    ++iterations_;
+    if (iterations_ == 1) {
+      heartbeat_.start();  // phase 2: train on the worker while the GUI thread ticks
+      tick_.start();
+    }
+    if (iterations_ > kStallIterations) {
+      heartbeat_.stop();
+      app_.quit();
+      return;
+    }
+    engine_.requestIteration();
+  }
+
+  QApplication& app_;
+  EngineController engine_;
+  IterationScene scene_;
+  SceneView view_;
+  int iterations_ = 0;
+  QElapsedTimer tick_;
+  QTimer heartbeat_;  // 1 ms timer on the GUI thread: the gaps between its ticks are the stalls
+};
+
+// Phase 3: the DDP view, 8 ranks, every stage of two iterations (the second has rebuilt buckets).
+int runDdpPhase(QApplication& app, const AppSettings& settings, Frames& ddpFrameMs) {
+  EngineController ddpEngine;
+  AppSettings ddp = settings;
+  ddp.ddp = true;
+  ddpEngine.applySettings(ddp);
+  DdpScene ddpScene;
+  SceneView ddpView(&ddpScene);
+  ddpView.resize(900, 640);
+  int done = 0;
+  auto renderDdp = [&](const dpv::StageEvent* event) {
+    QImage image(ddpView.viewport()->size(), QImage::Format_ARGB32_Premultiplied);
+    for (int i = 0; i < 5; ++i) {
+      FrameTimer t;
+      ddpScene.showState(ddpSceneStateFor(ddpEngine.info(), event));  // a new stage is a rebuild and a paint
+      QPainter p(&image);
+      ddpView.render(&p);
+      p.end();
+      t.stop(ddpFrameMs);
+    }
+  };
+  QObject::connect(&ddpEngine, &EngineController::iterationStarted, &app, [&](const IterationInfo& info) {
+    ddpScene.setInfo(info);
+    ddpView.fit();
+    renderDdp(nullptr);
+  });
+  QObject::connect(&ddpEngine, &EngineController::stageRecorded, &app, [&](const dpv::StageEvent& event) { renderDdp(&event); });
+  QObject::connect(&ddpEngine, &EngineController::engineError, &app, [&](const QString& message) {
+    std::fprintf(stderr, "DDP engine error: %s\n", qPrintable(message));
+    app.exit(1);
+  });
+  QObject::connect(&ddpEngine, &EngineController::iterationCompleted, &app, [&] {
+    if (++done >= 2) return app.quit();
+    ddpEngine.requestIteration();
+  });
+  ddpEngine.requestIteration();
+  return app.exec();
+}
+
+// Phase 4, timing: every frame of the ring scrubbed forward and back. A step repaints the ring
+// view; the side panels' text changes too (setFrame), and the page around them only when Qt
+// decides to repaint it, so the whole page is timed separately.
+void scrubRingPage(RingPage& page, Frames& ringFrameMs, Frames& ringPageMs) {
+  QImage viewImage(page.view()->size(), QImage::Format_ARGB32_Premultiplied);
+  QImage pageImage(page.size(), QImage::Format_ARGB32_Premultiplied);
+  for (int pass = 0; pass < 2; ++pass)
+    for (int k = 0; k < page.frameCount(); ++k) {
+      const int f = pass == 0 ? k : page.frameCount() - 1 - k;
+      FrameTimer t;
+      page.setFrame(f);
+      QPainter p(&viewImage);
+      page.view()->render(&p);
+      p.end();
+      t.stop(ringFrameMs);
+      t.restart();
+      QPainter whole(&pageImage);
+      page.render(&whole);
+      whole.end();
+      t.stop(ringPageMs);
+    }
+}
+
+// Phase 4: the Ring page with as many ranks as devices, every frame of the ring scrubbed forward
+// and back: setFrame (the view's state and the side panels) and the whole page painted.
+int runRingPhase(QApplication& app, const AppSettings& settings, Frames& ringFrameMs, Frames& ringPageMs) {
+  EngineController ringEngine;
+  ringEngine.applySettings(settings);
+  AppContext context;
+  context.setEngine(&ringEngine);
+  RingPage page(&context);
+  page.resize(1280, 800);
+  page.show();
+  page.setPreset(settings.preset);
+  const int ranks = settings.devices.section(QLatin1Char(':'), 1).toInt();
+  page.setWorldSize(ranks > 1 ? ranks : 8);
+  QObject::connect(&page, &RingPage::demoShown, &app, [&] { app.quit(); });
+  QObject::connect(&page, &RingPage::failed, &app, [&](const QString& message) {
+    std::fprintf(stderr, "ring page error: %s\n", qPrintable(message));
+    app.exit(1);
+  });
+  page.run();
+  const int rc = app.exec();
+  if (rc != 0) return rc;
+  scrubRingPage(page, ringFrameMs, ringPageMs);
+  return 0;
+}
+
+struct Stats {
+  double mean, median, p95, max;
+};
+
+Stats stats(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  double sum = 0;
+  for (double x : v) sum += x;
+  return {sum / v.size(), v[v.size() / 2], v[std::min(v.size() - 1, v.size() * 95 / 100)], v.back()};
+}
+
+void report(const char* what, const std::vector<double>& v, double target) {
+  if (v.empty()) return;
+  const auto w = stats(v);
+  std::printf("%-36s n=%zu mean=%.3f ms median=%.3f ms p95=%.3f ms max=%.3f ms (target < %.0f ms)\n", what, v.size(),
+              w.mean, w.median, w.p95, w.max, target);
+}
+
+void reportFrames(const char* what, const Frames& f, double target) {
+  if (f.wall.empty()) return;
+  report(what, f.wall, target);
+  const auto c = stats(f.cpu);
+  std::printf("%-36s GUI thread CPU: median=%.3f ms p95=%.3f ms max=%.3f ms\n", "", c.median, c.p95, c.max);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -67,180 +269,23 @@ int main(int argc, char** argv) {
   registerEngineMetaTypes();
   const QString devices = argc > 1 ? QString::fromLocal8Bit(argv[1]) : QStringLiteral("cpu:8");
   const QString preset = argc > 2 ? QString::fromLocal8Bit(argv[2]) : QStringLiteral("mlp-bn");
+  const AppSettings settings = benchSettings(devices, preset);
 
-  EngineController engine;
-  AppSettings settings;
-  settings.devices = devices;
-  settings.preset = preset;
-  settings.batchSize = 64;
-  engine.applySettings(settings);
-
-  IterationScene scene;
-  SceneView view(&scene);
-  view.resize(900, 640);
-  Frames frameMs;
-  std::vector<double> stalls;
-  int iterations = 0;
-  constexpr int kStallIterations = 20;
-  QElapsedTimer tick;
-  QTimer heartbeat;  // 1 ms timer on the GUI thread: the gaps between its ticks are the stalls
-  heartbeat.setInterval(1);
-
-  auto renderFrames = [&](const dpv::StageEvent* event) {
-    scene.showState(sceneStateFor(engine.info(), event), false);
-    QImage image(view.viewport()->size(), QImage::Format_ARGB32_Premultiplied);
-    for (int i = 0; i < 5; ++i) {
-      FrameTimer t;
-      QPainter p(&image);
-      view.render(&p);
-      p.end();
-      t.stop(frameMs);
-    }
-  };
-
-  QObject::connect(&engine, &EngineController::iterationStarted, &app, [&](const IterationInfo& info) {
-    if (iterations == 0) {
-      scene.setInfo(info);
-      view.fit();
-      renderFrames(nullptr);
-    }
-  });
-  QObject::connect(&engine, &EngineController::stageRecorded, &app, [&](const dpv::StageEvent& event) {
-    if (iterations == 0) renderFrames(&event);
-  });
-  QObject::connect(&engine, &EngineController::engineError, &app, [&](const QString& message) {
-    std::fprintf(stderr, "engine error: %s\n", qPrintable(message));
-    app.exit(1);
-  });
-  QObject::connect(&heartbeat, &QTimer::timeout, &app, [&] {
-    if (tick.isValid()) stalls.push_back(tick.nsecsElapsed() / 1e6);
-    tick.restart();
-  });
-  QObject::connect(&engine, &EngineController::iterationCompleted, &app, [&] {
-    ++iterations;
-    if (iterations == 1) {
-      heartbeat.start();  // phase 2: train on the worker while the GUI thread ticks
-      tick.start();
-    }
-    if (iterations > kStallIterations) {
-      heartbeat.stop();
-      app.quit();
-      return;
-    }
-    engine.requestIteration();
-  });
-  engine.requestIteration();
-  int rc = app.exec();
+  IterationPhase iteration(app, settings);
+  int rc = iteration.run();
+  if (rc != 0) return rc;
+  Frames ddpFrameMs;
+  rc = runDdpPhase(app, settings, ddpFrameMs);
+  if (rc != 0) return rc;
+  Frames ringFrameMs, ringPageMs;
+  rc = runRingPhase(app, settings, ringFrameMs, ringPageMs);
   if (rc != 0) return rc;
 
-  // Phase 3: the DDP view, 8 ranks, every stage of two iterations (the second has rebuilt buckets).
-  Frames ddpFrameMs;
-  {
-    EngineController ddpEngine;
-    AppSettings ddp = settings;
-    ddp.ddp = true;
-    ddpEngine.applySettings(ddp);
-    DdpScene ddpScene;
-    SceneView ddpView(&ddpScene);
-    ddpView.resize(900, 640);
-    int done = 0;
-    auto renderDdp = [&](const dpv::StageEvent* event) {
-      QImage image(ddpView.viewport()->size(), QImage::Format_ARGB32_Premultiplied);
-      for (int i = 0; i < 5; ++i) {
-        FrameTimer t;
-        ddpScene.showState(ddpSceneStateFor(ddpEngine.info(), event));  // a new stage is a rebuild and a paint
-        QPainter p(&image);
-        ddpView.render(&p);
-        p.end();
-        t.stop(ddpFrameMs);
-      }
-    };
-    QObject::connect(&ddpEngine, &EngineController::iterationStarted, &app, [&](const IterationInfo& info) {
-      ddpScene.setInfo(info);
-      ddpView.fit();
-      renderDdp(nullptr);
-    });
-    QObject::connect(&ddpEngine, &EngineController::stageRecorded, &app, [&](const dpv::StageEvent& event) { renderDdp(&event); });
-    QObject::connect(&ddpEngine, &EngineController::engineError, &app, [&](const QString& message) {
-      std::fprintf(stderr, "DDP engine error: %s\n", qPrintable(message));
-      app.exit(1);
-    });
-    QObject::connect(&ddpEngine, &EngineController::iterationCompleted, &app, [&] {
-      if (++done >= 2) return app.quit();
-      ddpEngine.requestIteration();
-    });
-    ddpEngine.requestIteration();
-    rc = app.exec();
-    if (rc != 0) return rc;
-  }
-
-  // Phase 4: the Ring page with as many ranks as devices, every frame of the ring scrubbed forward
-  // and back: setFrame (the view's state and the side panels) and the whole page painted.
-  Frames ringFrameMs, ringPageMs;
-  {
-    EngineController ringEngine;
-    ringEngine.applySettings(settings);
-    AppContext context;
-    context.setEngine(&ringEngine);
-    RingPage page(&context);
-    page.resize(1280, 800);
-    page.show();
-    page.setPreset(preset);
-    const int ranks = devices.section(QLatin1Char(':'), 1).toInt();
-    page.setWorldSize(ranks > 1 ? ranks : 8);
-    QObject::connect(&page, &RingPage::demoShown, &app, [&] { app.quit(); });
-    QObject::connect(&page, &RingPage::failed, &app, [&](const QString& message) {
-      std::fprintf(stderr, "ring page error: %s\n", qPrintable(message));
-      app.exit(1);
-    });
-    page.run();
-    rc = app.exec();
-    if (rc != 0) return rc;
-    // A step repaints the ring view; the side panels' text changes too (setFrame), and the page
-    // around them only when Qt decides to repaint it, so the whole page is timed separately.
-    QImage viewImage(page.view()->size(), QImage::Format_ARGB32_Premultiplied);
-    QImage pageImage(page.size(), QImage::Format_ARGB32_Premultiplied);
-    for (int pass = 0; pass < 2; ++pass)
-      for (int k = 0; k < page.frameCount(); ++k) {
-        const int f = pass == 0 ? k : page.frameCount() - 1 - k;
-        FrameTimer t;
-        page.setFrame(f);
-        QPainter p(&viewImage);
-        page.view()->render(&p);
-        p.end();
-        t.stop(ringFrameMs);
-        t.restart();
-        QPainter whole(&pageImage);
-        page.render(&whole);
-        whole.end();
-        t.stop(ringPageMs);
-      }
-  }
-
-  auto stats = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    double sum = 0;
-    for (double x : v) sum += x;
-    struct { double mean, median, p95, max; } r{sum / v.size(), v[v.size() / 2], v[std::min(v.size() - 1, v.size() * 95 / 100)], v.back()};
-    return r;
-  };
-  auto report = [&](const char* what, const std::vector<double>& v, double target) {
-    if (v.empty()) return;
-    const auto w = stats(v);
-    std::printf("%-36s n=%zu mean=%.3f ms median=%.3f ms p95=%.3f ms max=%.3f ms (target < %.0f ms)\n", what, v.size(),
-                w.mean, w.median, w.p95, w.max, target);
-  };
-  auto report_frames = [&](const char* what, const Frames& f, double target) {
-    if (f.wall.empty()) return;
-    report(what, f.wall, target);
-    const auto c = stats(f.cpu);
-    std::printf("%-36s GUI thread CPU: median=%.3f ms p95=%.3f ms max=%.3f ms\n", "", c.median, c.p95, c.max);
-  };
   std::printf("dpviz_frame_bench: %s, preset %s, batch 64, view 900x640, offscreen\n", qPrintable(devices), qPrintable(preset));
-  report_frames("frame render (Iteration scene)", frameMs, 8);
-  report("GUI thread gap while training", stalls, 16);
-  report_frames("frame (DDP view, state + render)", ddpFrameMs, 8);
-  report_frames("frame (Ring page: step + ring view)", ringFrameMs, 8);
-  report_frames("Ring page, whole page repainted", ringPageMs, 8);
+  reportFrames("frame render (Iteration scene)", iteration.frameMs, 8);
+  report("GUI thread gap while training", iteration.stalls, 16);
+  reportFrames("frame (DDP view, state + render)", ddpFrameMs, 8);
+  reportFrames("frame (Ring page: step + ring view)", ringFrameMs, 8);
+  reportFrames("Ring page, whole page repainted", ringPageMs, 8);
   return 0;
 }

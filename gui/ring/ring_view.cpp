@@ -71,6 +71,45 @@ int RingView::cellContributors(int rank, int chunk) const {
   return static_cast<int>(demo_->frames[ix(frame_)].contributors[ix(rank)][ix(chunk)].size());
 }
 
+// The geometry of one paint: the grid of buckets on the right, the ring of ranks in the space left
+// of it, and the smaller font the labels use.
+struct RingView::Layout {
+  int world = 0;
+  QFont small;
+  double rowLabelW = 58, headerH = 34, captionH = 36;
+  double cellW = 0, cellH = 0, gridW = 0, gridH = 0, gx = 0, gy = 0;
+  double ringW = 0, radius = 0, node = 0;
+  QPointF centre;
+  std::vector<QPointF> at;  // each rank's place on the ring
+};
+
+RingView::Layout RingView::computeLayout() const {
+  Layout l;
+  const int world = demo_->world_size;
+  l.world = world;
+  l.small = font();
+  l.small.setPointSizeF(font().pointSizeF() * 0.85);
+  // Right: the grid of every rank's bucket; left: the ring of ranks in the space that is left.
+  l.cellW = std::clamp((width() * (world > 4 ? 0.7 : 0.62) - l.rowLabelW) / world, 40.0, 96.0);
+  l.cellH = std::clamp((height() - l.headerH - l.captionH - 8) / world, 30.0, 58.0);
+  l.gridW = l.rowLabelW + world * l.cellW;
+  l.gridH = l.headerH + world * l.cellH;
+  l.gx = width() - l.gridW - 8;
+  l.gy = std::max(4.0, (height() - l.gridH - l.captionH) / 2);
+  l.ringW = l.gx - 8;
+  l.centre = QPointF(l.ringW / 2, height() / 2.0 - 10);
+  l.radius = std::max(40.0, std::min(l.ringW, static_cast<double>(height())) / 2 - (world > 4 ? 30 : 48));
+  l.node = std::clamp(l.radius * 0.2, 14.0, 24.0);
+  for (int r = 0; r < world; ++r) {
+    const double a = -M_PI / 2 + 2 * M_PI * r / world;
+    l.at.emplace_back(l.centre.x() + l.radius * std::cos(a), l.centre.y() + l.radius * std::sin(a));
+  }
+  return l;
+}
+
+// The helpers run in this order and rely on the painter's pen, brush and font each one leaves
+// behind (the grid's row labels, for one, use the small font the header set), so the picture is
+// the one a single pass drew.
 void RingView::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.setRenderHint(QPainter::Antialiasing);
@@ -81,114 +120,125 @@ void RingView::paintEvent(QPaintEvent*) {
     p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap, tr("Press “Run the ring” to all-reduce a real gradient bucket."));
     return;
   }
-  const auto& demo = *demo_;
-  const int world = demo.world_size;
-  const auto& frame = demo.frames[ix(frame_)];
-  const QColor grad = c.chipGrad;
+  const Layout l = computeLayout();
+  drawMoves(p, l, c);
+  drawRanks(p, l, c);
+  drawHeader(p, l, c);
+  drawCells(p, l, c);
+  drawCaption(p, l, c);
+}
 
-  QFont small = font();
-  small.setPointSizeF(font().pointSizeF() * 0.85);
+void RingView::drawMoves(QPainter& p, const Layout& l, const SceneColors& c) const {
+  for (const auto& m : demo_->frames[ix(frame_)].moves) drawMove(p, l, c, m);
+}
 
-  // Right: the grid of every rank's bucket; left: the ring of ranks in the space that is left.
-  const double rowLabelW = 58, headerH = 34, captionH = 36;
-  const double cellW = std::clamp((width() * (world > 4 ? 0.7 : 0.62) - rowLabelW) / world, 40.0, 96.0);
-  const double cellH = std::clamp((height() - headerH - captionH - 8) / world, 30.0, 58.0);
-  const double gridW = rowLabelW + world * cellW, gridH = headerH + world * cellH;
-  const double gx = width() - gridW - 8;
-  const double gy = std::max(4.0, (height() - gridH - captionH) / 2);
-  const double ringW = gx - 8;
-  const QPointF centre(ringW / 2, height() / 2.0 - 10);
-  const double radius = std::max(40.0, std::min(ringW, static_cast<double>(height())) / 2 - (world > 4 ? 30 : 48));
-  const double node = std::clamp(radius * 0.2, 14.0, 24.0);
-  std::vector<QPointF> at;
-  for (int r = 0; r < world; ++r) {
-    const double a = -M_PI / 2 + 2 * M_PI * r / world;
-    at.emplace_back(centre.x() + radius * std::cos(a), centre.y() + radius * std::sin(a));
-  }
-  for (const auto& m : frame.moves) {
-    const QPointF a = at[ix(m.from)], b = at[ix(m.to)];
-    QPointF dir = b - a;
-    const double len = std::hypot(dir.x(), dir.y());
-    if (len < 1) continue;
-    dir /= len;
-    const QPointF s = a + dir * (node + 3), e = b - dir * (node + 3);
-    // Bend outwards so the world arrows read as a ring.
-    const QPointF mid = (s + e) / 2, out = mid - centre;
-    const double outLen = std::hypot(out.x(), out.y());
-    const QPointF ctrl = outLen > 1 ? mid + out / outLen * (world == 2 ? radius * 0.5 : radius * 0.18) : mid;
-    QPainterPath path(s);
-    path.quadTo(ctrl, e);
-    p.setPen(QPen(c.accent, 2.2));
-    p.setBrush(Qt::NoBrush);
-    p.drawPath(path);
-    QPointF tipDir = e - ctrl;
-    tipDir /= std::max(1e-9, std::hypot(tipDir.x(), tipDir.y()));
-    p.setBrush(c.accent);
-    drawHead(p, e, tipDir, 9);
-    p.setFont(small);
-    p.setPen(c.text);
-    const QPointF label = path.pointAtPercent(0.5) + (outLen > 1 ? out / outLen * 12 : QPointF());
-    p.drawText(QRectF(label.x() - 40, label.y() - 9, 80, 18), Qt::AlignCenter,
-               world > 4 ? tr("c%1").arg(m.chunk) : tr("chunk %1").arg(m.chunk));
-  }
+// One send: a curved arrow from rank to rank, labelled with the chunk it carries.
+void RingView::drawMove(QPainter& p, const Layout& l, const SceneColors& c, const dpv::course::RingMove& m) const {
+  const QPointF a = l.at[ix(m.from)], b = l.at[ix(m.to)];
+  QPointF dir = b - a;
+  const double len = std::hypot(dir.x(), dir.y());
+  if (len < 1) return;
+  dir /= len;
+  const QPointF s = a + dir * (l.node + 3), e = b - dir * (l.node + 3);
+  // Bend outwards so the world arrows read as a ring.
+  const QPointF mid = (s + e) / 2, out = mid - l.centre;
+  const double outLen = std::hypot(out.x(), out.y());
+  const QPointF ctrl = outLen > 1 ? mid + out / outLen * (l.world == 2 ? l.radius * 0.5 : l.radius * 0.18) : mid;
+  QPainterPath path(s);
+  path.quadTo(ctrl, e);
+  p.setPen(QPen(c.accent, 2.2));
+  p.setBrush(Qt::NoBrush);
+  p.drawPath(path);
+  QPointF tipDir = e - ctrl;
+  tipDir /= std::max(1e-9, std::hypot(tipDir.x(), tipDir.y()));
+  p.setBrush(c.accent);
+  drawHead(p, e, tipDir, 9);
+  p.setFont(l.small);
+  p.setPen(c.text);
+  const QPointF label = path.pointAtPercent(0.5) + (outLen > 1 ? out / outLen * 12 : QPointF());
+  p.drawText(QRectF(label.x() - 40, label.y() - 9, 80, 18), Qt::AlignCenter,
+             l.world > 4 ? tr("c%1").arg(m.chunk) : tr("chunk %1").arg(m.chunk));
+}
+
+// The ranks as numbered circles on top of the arrows, and the ring's caption under them.
+void RingView::drawRanks(QPainter& p, const Layout& l, const SceneColors& c) const {
   p.setFont(font());
-  for (int r = 0; r < world; ++r) {
+  for (int r = 0; r < l.world; ++r) {
     p.setPen(QPen(c.panelBorder, 1.5));
     p.setBrush(c.panel);
-    p.drawEllipse(at[ix(r)], node, node);
+    p.drawEllipse(l.at[ix(r)], l.node, l.node);
     p.setPen(c.text);
-    p.drawText(QRectF(at[ix(r)].x() - node, at[ix(r)].y() - node, 2 * node, 2 * node), Qt::AlignCenter, QString::number(r));
+    p.drawText(QRectF(l.at[ix(r)].x() - l.node, l.at[ix(r)].y() - l.node, 2 * l.node, 2 * l.node), Qt::AlignCenter,
+               QString::number(r));
   }
   p.setPen(c.subtext);
-  p.setFont(small);
-  p.drawText(QRectF(4, centre.y() + radius + node + 8, ringW - 8, 36), Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap,
-             tr("ranks on the ring; arrows: this step's sends"));
+  p.setFont(l.small);
+  p.drawText(QRectF(4, l.centre.y() + l.radius + l.node + 8, l.ringW - 8, 36),
+             Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap, tr("ranks on the ring; arrows: this step's sends"));
+}
 
-  // Every rank's bucket, chunk by chunk.
-  p.setFont(small);
-  for (int ch = 0; ch < world; ++ch) {
-    const QRectF h(gx + rowLabelW + ch * cellW, gy, cellW, headerH - 4);
+// The grid's column headers: each chunk's name and the range of the bucket it covers.
+void RingView::drawHeader(QPainter& p, const Layout& l, const SceneColors& c) const {
+  const auto& demo = *demo_;
+  p.setFont(l.small);
+  for (int ch = 0; ch < l.world; ++ch) {
+    const QRectF h(l.gx + l.rowLabelW + ch * l.cellW, l.gy, l.cellW, l.headerH - 4);
     p.setPen(c.text);
-    p.drawText(h, Qt::AlignHCenter | Qt::AlignTop, world > 4 ? tr("c%1").arg(ch) : tr("chunk %1").arg(ch));
+    p.drawText(h, Qt::AlignHCenter | Qt::AlignTop, l.world > 4 ? tr("c%1").arg(ch) : tr("chunk %1").arg(ch));
     p.setPen(c.subtext);
     p.drawText(h, Qt::AlignHCenter | Qt::AlignBottom,
                tr("[%1, %2)").arg(demo.chunk_offsets[ix(ch)]).arg(demo.chunk_offsets[ix(ch) + 1]));
   }
-  for (int r = 0; r < world; ++r) {
-    const double y = gy + headerH + r * cellH;
+}
+
+// Every rank's bucket, chunk by chunk: a row per rank, its label on the left.
+void RingView::drawCells(QPainter& p, const Layout& l, const SceneColors& c) const {
+  const auto& frame = demo_->frames[ix(frame_)];
+  for (int r = 0; r < l.world; ++r) {
+    const double y = l.gy + l.headerH + r * l.cellH;
     p.setPen(c.text);
-    p.drawText(QRectF(gx, y, rowLabelW - 6, cellH), Qt::AlignVCenter | Qt::AlignRight, tr("rank %1").arg(r));
+    p.drawText(QRectF(l.gx, y, l.rowLabelW - 6, l.cellH), Qt::AlignVCenter | Qt::AlignRight, tr("rank %1").arg(r));
     int received = -1;
     if (!frame.moves.empty())
       for (const auto& m : frame.moves)
         if (m.to == r) received = m.chunk;
-    for (int ch = 0; ch < world; ++ch) {
-      const QRectF cell(gx + rowLabelW + ch * cellW + 2, y + 2, cellW - 4, cellH - 4);
-      const int n = cellContributors(r, ch);
-      const double share = world > 1 ? static_cast<double>(n - 1) / (world - 1) : 1.0;
-      p.setBrush(mix(c.panel, grad, 0.15 + 0.75 * share));
-      p.setPen(ch == received ? QPen(c.accent, 2.6) : QPen(c.panelBorder, 1));
-      p.drawRoundedRect(cell, 4, 4);
-      QStringList who;
-      for (int q : frame.contributors[ix(r)][ix(ch)]) who << QString::number(q);
-      p.setPen(share > 0.6 ? c.chipText : c.text);
-      // Narrow cells (many ranks) get a smaller font and a count instead of the list of ranks.
-      const QString value = cellText(r, ch);
-      QFont valueFont = font();
-      while (QFontMetricsF(valueFont).horizontalAdvance(value) > cell.width() - 4 && valueFont.pointSizeF() > 6)
-        valueFont.setPointSizeF(valueFont.pointSizeF() - 0.5);
-      p.setFont(valueFont);
-      p.drawText(cell.adjusted(1, 1, -1, -cell.height() / 2 + 2), Qt::AlignCenter, value);
-      p.setFont(small);
-      QString sigma = n == world ? tr("Σ all %1").arg(world) : QStringLiteral("Σ ") + who.join(QLatin1Char(','));
-      if (QFontMetricsF(small).horizontalAdvance(sigma) > cell.width() - 4) sigma = tr("Σ %1 of %2").arg(n).arg(world);
-      if (QFontMetricsF(small).horizontalAdvance(sigma) > cell.width() - 4) sigma = tr("%1/%2").arg(n).arg(world);
-      p.drawText(cell.adjusted(1, cell.height() / 2 - 2, -1, -1), Qt::AlignCenter, sigma);
-    }
+    for (int ch = 0; ch < l.world; ++ch) drawCell(p, l, c, r, ch, ch == received);
   }
+}
+
+// One cell: shaded by how many ranks' gradients it holds, the value on top and who it holds below;
+// outlined when it is the chunk the rank just received.
+void RingView::drawCell(QPainter& p, const Layout& l, const SceneColors& c, int rank, int chunk, bool received) const {
+  const int world = l.world;
+  const double y = l.gy + l.headerH + rank * l.cellH;
+  const QRectF cell(l.gx + l.rowLabelW + chunk * l.cellW + 2, y + 2, l.cellW - 4, l.cellH - 4);
+  const int n = cellContributors(rank, chunk);
+  const double share = world > 1 ? static_cast<double>(n - 1) / (world - 1) : 1.0;
+  p.setBrush(mix(c.panel, c.chipGrad, 0.15 + 0.75 * share));
+  p.setPen(received ? QPen(c.accent, 2.6) : QPen(c.panelBorder, 1));
+  p.drawRoundedRect(cell, 4, 4);
+  QStringList who;
+  for (int q : demo_->frames[ix(frame_)].contributors[ix(rank)][ix(chunk)]) who << QString::number(q);
+  p.setPen(share > 0.6 ? c.chipText : c.text);
+  // Narrow cells (many ranks) get a smaller font and a count instead of the list of ranks.
+  const QString value = cellText(rank, chunk);
+  QFont valueFont = font();
+  while (QFontMetricsF(valueFont).horizontalAdvance(value) > cell.width() - 4 && valueFont.pointSizeF() > 6)
+    valueFont.setPointSizeF(valueFont.pointSizeF() - 0.5);
+  p.setFont(valueFont);
+  p.drawText(cell.adjusted(1, 1, -1, -cell.height() / 2 + 2), Qt::AlignCenter, value);
+  p.setFont(l.small);
+  QString sigma = n == world ? tr("Σ all %1").arg(world) : QStringLiteral("Σ ") + who.join(QLatin1Char(','));
+  if (QFontMetricsF(l.small).horizontalAdvance(sigma) > cell.width() - 4) sigma = tr("Σ %1 of %2").arg(n).arg(world);
+  if (QFontMetricsF(l.small).horizontalAdvance(sigma) > cell.width() - 4) sigma = tr("%1/%2").arg(n).arg(world);
+  p.drawText(cell.adjusted(1, cell.height() / 2 - 2, -1, -1), Qt::AlignCenter, sigma);
+}
+
+// The grid's caption: how to read a cell.
+void RingView::drawCaption(QPainter& p, const Layout& l, const SceneColors& c) const {
   p.setPen(c.subtext);
-  p.setFont(small);
-  p.drawText(QRectF(gx, gy + gridH + 4, gridW, captionH), Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap,
+  p.setFont(l.small);
+  p.drawText(QRectF(l.gx, l.gy + l.gridH + 4, l.gridW, l.captionH), Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap,
              tr("Each cell: the chunk's first value as the engine's ring left it; Σ: the ranks whose gradients it "
                 "holds. Outlined: the chunk received in this step."));
 }

@@ -9,7 +9,11 @@
 
 #include "course/ring_demo.h"
 
+class QPainter;
+
 namespace gui {
+
+struct SceneColors;
 
 class RingView : public QWidget {
   Q_OBJECT
@@ -31,6 +35,18 @@ class RingView : public QWidget {
   void paintEvent(QPaintEvent* event) override;
 
  private:
+  // Where the ring and the grid go in the widget's current size; computed once per paint so the
+  // drawing helpers below agree on it.
+  struct Layout;
+  Layout computeLayout() const;  // not layout(): that is QWidget's
+  void drawMoves(QPainter& p, const Layout& l, const SceneColors& c) const;
+  void drawMove(QPainter& p, const Layout& l, const SceneColors& c, const dpv::course::RingMove& m) const;
+  void drawRanks(QPainter& p, const Layout& l, const SceneColors& c) const;
+  void drawHeader(QPainter& p, const Layout& l, const SceneColors& c) const;
+  void drawCells(QPainter& p, const Layout& l, const SceneColors& c) const;
+  void drawCell(QPainter& p, const Layout& l, const SceneColors& c, int rank, int chunk, bool received) const;
+  void drawCaption(QPainter& p, const Layout& l, const SceneColors& c) const;
+
   std::shared_ptr<const dpv::course::RingDemo> demo_;
   int frame_ = 0;
   QString theme_ = QStringLiteral("light");
