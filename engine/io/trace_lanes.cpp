@@ -35,6 +35,21 @@ double number_field(const Json& e, const char* key) {
 
 }  // namespace
 
+std::string lane_thread_label(const std::string& process, const std::string& thread) {
+  auto trimmed = [](std::string text) {
+    const size_t first = text.find_first_not_of(' ');
+    if (first == std::string::npos) return std::string();
+    return text.substr(first, text.find_last_not_of(' ') - first + 1);
+  };
+  if (process.empty() || thread.rfind(process + " ", 0) != 0) return thread;
+  std::string rest = trimmed(thread.substr(process.size() + 1));
+  const size_t close = rest.find(')');
+  if (!rest.empty() && rest[0] == '(' && close != std::string::npos && close > 0)
+    rest = rest.substr(1, close - 1) + rest.substr(close + 1);
+  rest = trimmed(rest);
+  return rest.empty() ? thread : rest;
+}
+
 TraceLanes read_trace_lanes(const std::string& json_text, const std::string& source) {
   Json root;
   try {
@@ -96,6 +111,8 @@ TraceLanes read_trace_lanes(const std::string& json_text, const std::string& sou
     lane.process = p == process_names.end() ? "process " + std::to_string(key.first) : p->second;
     const auto t = thread_names.find(key);
     lane.thread = t == thread_names.end() ? "thread " + std::to_string(key.second) : t->second;
+    lane.process_label = lane.process.substr(0, lane.process.find(':'));  // "rank 1: dpviz DDP" -> "rank 1"
+    lane.thread_label = lane_thread_label(lane.process_label, lane.thread);
     out.lanes.push_back(std::move(lane));
     seen_process[key.first] = true;
   }

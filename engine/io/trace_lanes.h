@@ -11,7 +11,16 @@ struct TraceLane {
   int pid = 0, tid = 0;
   std::string process;  // process_name ("rank 1: dpviz DDP"), or "process <pid>"
   std::string thread;   // thread_name ("cpu:0"), or "thread <tid>"
+  // The same, short, for a row label "rank 1 · cpu:0": the process name up to its ':' ("rank 1"),
+  // and the thread name without a repeat of it (lane_thread_label).
+  std::string process_label;
+  std::string thread_label;
 };
+
+// A launched rank names its threads after itself ("rank 1 (cpu:0)", "rank 1 communication
+// thread"): under "rank 1 ·" that is said once ("cpu:0", "communication thread"); "rank 1 (cpu:0)
+// communication" is "cpu:0 communication". A thread not named after `process` keeps its name.
+std::string lane_thread_label(const std::string& process, const std::string& thread);
 
 struct TraceSpan {
   int lane = 0;          // index into TraceLanes::lanes

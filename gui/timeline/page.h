@@ -136,10 +136,6 @@ class TimelinePage : public Page {
   OffThreadRunner* runner_;
 };
 
-// A trace lane's thread name without the process's own name repeated: under "rank 1", the thread
-// "rank 1 (cpu:0)" is "cpu:0" and "rank 1 communication thread" is "communication thread".
-QString laneThreadLabel(const QString& process, const QString& thread);
-
 // DDP: the seconds of bucket all-reduce that ran while the same rank's Backward stages were busy,
 // and (in commSeconds) all bucket all-reduce seconds, from one iteration's events.
 double ddpOverlapSeconds(const QVector<dpv::StageEvent>& events, double* commSeconds);

@@ -19,17 +19,6 @@
 
 namespace gui {
 
-QString laneThreadLabel(const QString& process, const QString& thread) {
-  // A launched rank names its threads after itself ("rank 1 (cpu:0)", "rank 1 communication thread"):
-  // under "rank 1 ·" that is said once ("cpu:0", "communication thread").
-  // "rank 1 (cpu:0) communication" is "cpu:0 communication".
-  if (process.isEmpty() || !thread.startsWith(process + QLatin1Char(' '))) return thread;
-  QString rest = thread.mid(process.size() + 1).trimmed();
-  const qsizetype close = rest.indexOf(QLatin1Char(')'));
-  if (rest.startsWith(QLatin1Char('(')) && close > 0) rest = rest.mid(1, close - 1) + rest.mid(close + 1);
-  return rest.trimmed().isEmpty() ? thread : rest.trimmed();
-}
-
 QString TimelinePage::openTrace(const QString& path, const QString& command) {
   QFile file(path);
   if (!file.open(QIODevice::ReadOnly)) return tr("Cannot open %1: %2").arg(path, file.errorString());
@@ -83,8 +72,7 @@ double TimelinePage::drawLanes(const dpv::TraceLanes& t) {
   // Rows from the top: lane 0 (rank 0's first track) first.
   QStringList rows;
   for (const dpv::TraceLane& lane : t.lanes) {
-    const QString process = QString::fromStdString(lane.process).section(QLatin1Char(':'), 0, 0);  // "rank 1: dpviz DDP" -> "rank 1"
-    rows << QStringLiteral("%1 · %2").arg(process, laneThreadLabel(process, QString::fromStdString(lane.thread)));
+    rows << QStringLiteral("%1 · %2").arg(QString::fromStdString(lane.process_label), QString::fromStdString(lane.thread_label));
   }
   setRows(rows);
   plot_->xAxis->setLabel(tr("time in the trace (ms)"));
@@ -113,7 +101,7 @@ double TimelinePage::drawLanes(const dpv::TraceLanes& t) {
       const QJsonObject r = c.toObject();
       const int row = table_->rowCount();
       table_->insertRow(row);
-      const QStringList cells = {QStringLiteral("%1 (%2)").arg(QString::fromStdString(span.name), QString::fromStdString(lane.process).section(QLatin1Char(':'), 0, 0)),
+      const QStringList cells = {QStringLiteral("%1 (%2)").arg(QString::fromStdString(span.name), QString::fromStdString(lane.process_label)),
                                  r.value(QStringLiteral("op")).toString(), QString::number(r.value(QStringLiteral("ranks")).toInt()),
                                  formatBytes(r.value(QStringLiteral("bytes")).toDouble()),
                                  QString::number(r.value(QStringLiteral("seconds")).toDouble() * 1e6, 'f', 1),

@@ -23,6 +23,8 @@ TEST(TraceLanes, MergedTraceHasALaneGroupPerRank) {
   EXPECT_EQ(t.processes, 3);
   ASSERT_EQ(t.lanes.size(), 6u);
   EXPECT_EQ(t.lanes[0].process, "rank 0: dpviz DDP");
+  EXPECT_EQ(t.lanes[0].process_label, "rank 0");
+  EXPECT_EQ(t.lanes[1].thread_label, "cpu:0");
   EXPECT_EQ(t.lanes[0].thread, "host");
   EXPECT_EQ(t.lanes[1].thread, "cpu:0");
   EXPECT_EQ(t.lanes[5].process, "rank 2: dpviz DDP");
@@ -60,3 +62,12 @@ TEST(TraceLanes, FieldsOfTheWrongTypeAreSkippedNotThrownAsJsonErrors) {
 
 }  // namespace
 }  // namespace dpv
+
+TEST(TraceLanes, ALaunchedRanksThreadsAreNotNamedTwice) {
+  EXPECT_EQ(dpv::lane_thread_label("rank 1", "rank 1 (cpu:0)"), "cpu:0");
+  EXPECT_EQ(dpv::lane_thread_label("rank 1", "rank 1 communication thread"), "communication thread");
+  EXPECT_EQ(dpv::lane_thread_label("rank 1", "rank 1 (cpu:0) communication"), "cpu:0 communication");
+  EXPECT_EQ(dpv::lane_thread_label("rank 1", "rank 10 (cpu:0)"), "rank 10 (cpu:0)");
+  EXPECT_EQ(dpv::lane_thread_label("dpviz DDP", "GPU 0 (simulated on CPU)"), "GPU 0 (simulated on CPU)");
+  EXPECT_EQ(dpv::lane_thread_label("rank 1", "rank 1 "), "rank 1 ");
+}

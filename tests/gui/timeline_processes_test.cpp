@@ -118,14 +118,6 @@ TEST_F(TimelineProcessesTest, TheSettingsBecomeThisCommandLine) {
   }
 }
 
-TEST(TimelineLanes, ALaunchedRanksThreadsAreNotNamedTwice) {
-  EXPECT_EQ(laneThreadLabel(QStringLiteral("rank 1"), QStringLiteral("rank 1 (cpu:0)")), QStringLiteral("cpu:0"));
-  EXPECT_EQ(laneThreadLabel(QStringLiteral("rank 1"), QStringLiteral("rank 1 communication thread")), QStringLiteral("communication thread"));
-  EXPECT_EQ(laneThreadLabel(QStringLiteral("rank 1"), QStringLiteral("rank 1 (cpu:0) communication")), QStringLiteral("cpu:0 communication"));
-  EXPECT_EQ(laneThreadLabel(QStringLiteral("rank 1"), QStringLiteral("rank 10 (cpu:0)")), QStringLiteral("rank 10 (cpu:0)"));
-  EXPECT_EQ(laneThreadLabel(QStringLiteral("dpviz DDP"), QStringLiteral("GPU 0 (simulated on CPU)")), QStringLiteral("GPU 0 (simulated on CPU)"));
-}
-
 TEST_F(TimelineProcessesTest, TwoProcessesGiveTwoRanksOfLanesWithTheirCommunication) {
   EXPECT_EQ(page_->processButtonEnabled(), true);
   ASSERT_TRUE(run(page_->processRequest())) << page_->processStatus().toStdString();
@@ -137,7 +129,7 @@ TEST_F(TimelineProcessesTest, TwoProcessesGiveTwoRanksOfLanesWithTheirCommunicat
   std::set<QString> ranks, commRanks;
   std::set<int> commLanes;
   for (size_t i = 0; i < t.lanes.size(); ++i) {
-    const QString process = QString::fromStdString(t.lanes[i].process).section(QLatin1Char(':'), 0, 0);
+    const QString process = QString::fromStdString(t.lanes[i].process_label);
     ranks.insert(process);
     if (QString::fromStdString(t.lanes[i].thread).contains(QLatin1String("communication"))) {
       commLanes.insert(static_cast<int>(i));
