@@ -2,13 +2,29 @@
 // given after --, as ranks of a job of --nnodes x --nproc-per-node processes that meet at
 // --master-addr:--master-port (rank 0 hosts the store there). See cli/launcher.h.
 #include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/int_options.h"
 #include "cli/launcher.h"
+#include "cli/output_paths.h"
+#include "engine/error.h"
+#include "engine/io/atomic_file.h"
 #include "cli/validators.h"
 
 namespace dpv::cli {
+namespace {
+
+// The job's error as values, for a program that runs dpv launch (the app's "Run as processes"):
+// {"error_class": "RuntimeError", "message": "...", "rank": 1} (rank -1 when no rank failed).
+void write_error_file(const std::string& path, const Error& e) {
+  const nlohmann::json doc{{"error_class", e.kind()}, {"message", e.what()}, {"rank", e.site().rank}};
+  write_file_atomic(path, doc.dump(2) + "\n");
+}
+
+}  // namespace
 
 void add_launch_command(CLI::App& app, Action& run) {
   auto plan = std::make_shared<LaunchPlan>();
@@ -35,10 +51,21 @@ void add_launch_command(CLI::App& app, Action& run) {
       ->capture_default_str()
       ->check(at_least(0.001));
   sub->add_option("--iface", plan->iface, "Network interface for Gloo (sets GLOO_SOCKET_IFNAME); default: the one that routes to the master");
+  auto error_file = std::make_shared<std::string>();
+  sub->add_option("--error-file", *error_file,
+                  "When the job fails, write its error here as JSON (error_class, message, rank)");
   sub->add_option("command", plan->command, "The dpv subcommand and its arguments, after --")->required();
-  sub->callback([plan, backend_name, &run] {
+  sub->callback([plan, backend_name, error_file, &run] {
     plan->backend = dist::parse_process_group_backend(*backend_name);
-    run = [plan] { run_launch(*plan); };
+    run = [plan, error_file] {
+      if (!error_file->empty()) check_output_path(*error_file, "--error-file");
+      try {
+        run_launch(*plan);
+      } catch (const Error& e) {
+        if (!error_file->empty()) write_error_file(*error_file, e);
+        throw;
+      }
+    };
   });
 }
 

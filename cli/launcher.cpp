@@ -336,7 +336,8 @@ void report_outcome(const Supervision& s) {
     throw Error("rank " + std::to_string(w.rank) + " (local rank " + std::to_string(w.local_rank) + ", pid " +
                 std::to_string(w.pid) + ") " + describe_status(w.status) +
                 (w.last_error.empty() ? std::string() : ": " + w.last_error) +
-                (others > 0 ? " (stopped the other " + std::to_string(others) + " worker(s) of this node)" : ""));
+                (others > 0 ? " (stopped the other " + std::to_string(others) + " worker(s) of this node)" : ""))
+        .at_rank(w.rank);
   }
 }
 

@@ -63,6 +63,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);  // prints help, or the parse error and a hint
     return code == 0 ? 0 : 2;
+  } catch (const dpv::Error& e) {
+    // A subcommand's callback that turns an option into a value may refuse it (no abort for that).
+    std::cerr << "dpv: error: " << one_line(e.full()) << std::endl;
+    return 2;
   }
 
   try {

@@ -1,5 +1,11 @@
 #include "gui/runtime/process_run.h"
 
+#include <QFile>
+
+#include <QJsonObject>
+
+#include <QJsonDocument>
+
 #include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
@@ -83,6 +89,11 @@ int ProcessRun::processCount(const QString& devices, QString* error) {
 
 dpv::RunSpec ProcessRunRequest::defaultRun() { return runSpecFromSettings(AppSettings{}); }
 
+// Where the launcher writes the job's error (--error-file): beside the trace, in the run's folder.
+QString ProcessRun::errorFileBeside(const QString& tracePath) {
+  return QFileInfo(tracePath).dir().filePath(QStringLiteral("error.json"));
+}
+
 QStringList ProcessRun::arguments(const ProcessRunRequest& r, const QString& tracePath) {
   const dpv::RunSpec& run = r.run;
   const QString devices = QString::fromStdString(run.devices);
@@ -93,7 +104,8 @@ QStringList ProcessRun::arguments(const ProcessRunRequest& r, const QString& tra
   QStringList args{QStringLiteral("launch"), QStringLiteral("--nproc-per-node"), QString::number(w),
                    QStringLiteral("--master-addr"), QStringLiteral("127.0.0.1"), QStringLiteral("--master-port"),
                    QStringLiteral("0"), QStringLiteral("--backend"), gpus ? QStringLiteral("nccl") : QStringLiteral("gloo"),
-                   QStringLiteral("--timeout"), QString::number(r.timeoutS), QStringLiteral("--"),
+                   QStringLiteral("--timeout"), QString::number(r.timeoutS), QStringLiteral("--error-file"),
+                   errorFileBeside(tracePath), QStringLiteral("--"),
                    QStringLiteral("train"), QStringLiteral("--ddp"), QStringLiteral("--devices"),
                    gpus ? QStringLiteral("cuda") : QStringLiteral("cpu:%1").arg(w), QStringLiteral("--preset"),
                    QString::fromStdString(run.preset), QStringLiteral("--batch"), QString::number(run.batch),
@@ -194,13 +206,17 @@ void ProcessRun::readStderr() {
   if (stderrText_.size() > kKeep) stderrText_.remove(0, stderrText_.size() - kKeep);
 }
 
-QString ProcessRun::errorFromStderr(int exitCode) const {
-  const QStringList lines = QString::fromUtf8(stderrText_).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
-  // The launcher's own verdict ("dpv: error: ... rank 1 (local rank 1, pid ...) exited ...: why") is
-  // its last unprefixed error line; workers' lines come as "[rank r] ...".
-  const QString tag = QStringLiteral("dpv: error: ");
-  for (auto it = lines.crbegin(); it != lines.crend(); ++it)
-    if (it->startsWith(tag)) return it->mid(tag.size()).trimmed();
+QString ProcessRun::errorOfRun(int exitCode) const {
+  // The launcher's verdict as values (--error-file): "RuntimeError: rank 1 (local rank 1, pid ...)
+  // exited with status 2: why", the line dpv prints.
+  QFile file(errorFileBeside(tracePath_));
+  if (file.open(QIODevice::ReadOnly)) {
+    const QJsonObject error = QJsonDocument::fromJson(file.read(kMaxErrorFileBytes)).object();
+    const QString message = error.value(QStringLiteral("message")).toString().simplified();
+    if (!message.isEmpty()) return error.value(QStringLiteral("error_class")).toString() + QStringLiteral(": ") + message;
+  }
+  // No verdict written (the launcher itself failed to start or crashed): its last words, as they are.
+  QStringList lines = QString::fromUtf8(stderrText_).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
   QStringList tail = lines.mid(std::max<qsizetype>(0, lines.size() - 3));
   for (QString& l : tail) l = l.trimmed();
   return tr("dpv exited with status %1%2").arg(exitCode).arg(tail.isEmpty() ? QString() : QStringLiteral(": ") + tail.join(QLatin1Char(' ')));
@@ -217,9 +233,9 @@ void ProcessRun::onFinished(int exitCode, bool crashed) {
   } else if (!stopReason_.isEmpty()) {
     r.error = tr("Stopped: %1 (dpv launch --timeout only bounds each wait; try fewer processes or a smaller batch).").arg(stopReason_);
   } else if (crashed) {
-    r.error = tr("The launcher crashed: %1").arg(errorFromStderr(exitCode));
+    r.error = tr("The launcher crashed: %1").arg(errorOfRun(exitCode));
   } else if (exitCode != 0) {
-    r.error = errorFromStderr(exitCode);
+    r.error = errorOfRun(exitCode);
   } else if (!QFileInfo::exists(tracePath_)) {
     r.error = tr("dpv finished but wrote no merged trace at %1").arg(tracePath_);
   } else {

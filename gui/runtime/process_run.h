@@ -58,6 +58,8 @@ class ProcessRun : public QObject {
   // dpv's arguments for `request`, writing the merged trace to `tracePath`: the one place the
   // request's RunSpec becomes a dpv command line.
   static QStringList arguments(const ProcessRunRequest& request, const QString& tracePath);
+  // The --error-file the arguments name: error.json in the trace's folder.
+  static QString errorFileBeside(const QString& tracePath);
 
   // Starts the job unless one is running; returns false (and emits finished() with the error) when it cannot start.
   bool start(const ProcessRunRequest& request);
@@ -77,7 +79,9 @@ class ProcessRun : public QObject {
   void onStartError();
   void stop(const QString& reason);  // SIGTERM now, SIGKILL after the launcher's grace period
   void finish(ProcessRunResult result);
-  QString errorFromStderr(int exitCode) const;
+  // The job's error: the launcher's --error-file when it wrote one, else its last stderr lines.
+  QString errorOfRun(int exitCode) const;
+  static constexpr qint64 kMaxErrorFileBytes = 1 << 20;
 
   QProcess* process_ = nullptr;
   QTimer* wallTimer_;

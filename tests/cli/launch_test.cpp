@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -231,4 +232,31 @@ TEST(LaunchOtherLaunchers, MpirunAndSlurmVariables) {
 }
 
 }  // namespace
+}  // namespace dpv::testing
+
+namespace dpv::testing {
+
+TEST(Launch, ErrorFileHoldsTheFailingRanksErrorAsValues) {
+  const std::string path = ::testing::TempDir() + "launch_error_file_test.json";
+  std::remove(path.c_str());
+  RunResult r = run_dpv({"launch", "--nproc-per-node", "2", "--master-port", "0", "--error-file", path, "--", "train",
+                         "--ddp", "--no-such-option"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  std::ifstream in(path);
+  ASSERT_TRUE(in.good()) << "no error file at " << path << "; stderr: " << r.err;
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string json = text.str();
+  EXPECT_NE(json.find("\"error_class\": \"RuntimeError\""), std::string::npos) << json;
+  const bool rank0 = json.find("\"rank\": 0") != std::string::npos, rank1 = json.find("\"rank\": 1") != std::string::npos;
+  EXPECT_TRUE(rank0 != rank1) << "one failing rank: " << json;
+  EXPECT_NE(json.find("--no-such-option"), std::string::npos) << json;
+  std::remove(path.c_str());
+  // An error file in a missing folder is refused before any worker starts.
+  r = run_dpv({"launch", "--nproc-per-node", "1", "--error-file", "/no-such-folder-for-dpv/error.json", "--", "bench",
+               "allreduce"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--error-file"), std::string::npos) << r.err;
+}
+
 }  // namespace dpv::testing

@@ -5,6 +5,10 @@
 // leave the page usable.
 #include <gtest/gtest.h>
 
+#include <QJsonObject>
+
+#include <QJsonDocument>
+
 #include <QDir>
 #include <QFile>
 #include <QRegularExpression>
@@ -108,7 +112,8 @@ TEST_F(TimelineProcessesTest, TheSettingsBecomeThisCommandLine) {
     const QStringList expected{
         QStringLiteral("launch"), QStringLiteral("--nproc-per-node"), QStringLiteral("3"), QStringLiteral("--master-addr"),
         QStringLiteral("127.0.0.1"), QStringLiteral("--master-port"), QStringLiteral("0"), QStringLiteral("--backend"),
-        QStringLiteral("gloo"), QStringLiteral("--timeout"), QStringLiteral("60"), QStringLiteral("--"), QStringLiteral("train"),
+        QStringLiteral("gloo"), QStringLiteral("--timeout"), QStringLiteral("60"), QStringLiteral("--error-file"),
+        QStringLiteral("/tmp/x/error.json"), QStringLiteral("--"), QStringLiteral("train"),
         QStringLiteral("--ddp"), QStringLiteral("--devices"), QStringLiteral("cpu:3"), QStringLiteral("--preset"),
         QStringLiteral("mlp-bn"), QStringLiteral("--batch"), QStringLiteral("12"), QStringLiteral("--lr"),
         QStringLiteral("0.29999999999999999"), QStringLiteral("--seed"), QStringLiteral("42"), QStringLiteral("--steps"),
@@ -184,6 +189,14 @@ TEST_F(TimelineProcessesTest, AnOptionDpvRefusesIsTheLaunchersErrorWithTheRank) 
   EXPECT_NE(status.find("exited with status 2"), std::string::npos) << status;
   EXPECT_NE(status.find("--no-such-option"), std::string::npos) << status;
   EXPECT_TRUE(page_->processStatus().contains(QRegularExpression(QStringLiteral("rank [01] \\(local rank [01], pid \\d+\\)")))) << status;
+  // The status is the launcher's verdict as it wrote it to --error-file, with the failing rank.
+  QFile errorFile(QDir(page_->processRunner()->workFolder()).filePath(QStringLiteral("error.json")));
+  ASSERT_TRUE(errorFile.open(QIODevice::ReadOnly)) << errorFile.fileName().toStdString();
+  const QJsonObject error = QJsonDocument::fromJson(errorFile.readAll()).object();
+  EXPECT_EQ(error.value(QStringLiteral("error_class")).toString(), QStringLiteral("RuntimeError"));
+  const int rank = error.value(QStringLiteral("rank")).toInt(-1);
+  EXPECT_TRUE(rank == 0 || rank == 1) << rank;
+  EXPECT_TRUE(page_->processStatus().contains(QStringLiteral("rank %1 (local rank %1,").arg(rank))) << status;
   EXPECT_TRUE(page_->processButtonEnabled());
   EXPECT_FALSE(page_->showingOpenedTrace());
 }
