@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "course/batchnorm_stats.h"
+#include "course/tensor_difference.h"
 #include "engine/device.h"
 #include "engine/error.h"
 #include "engine/model_spec.h"
@@ -115,15 +116,7 @@ dpv::Dataset bnlab_batch(const dpv::Dataset& data, const BnLabConfig& config, in
 
 double bnlab_max_abs_difference(const dpv::TensorMap& a, const dpv::TensorMap& b,
                                 const std::vector<std::string>& names) {
-  double worst = -1;
-  for (const auto& name : names) {
-    const dpv::Tensor* x = a.find(name);
-    const dpv::Tensor* y = b.find(name);
-    if (!x || !y || !x->defined() || !y->defined() || x->numel() != y->numel()) continue;
-    const std::vector<double> xs = x->to_doubles(), ys = y->to_doubles();
-    for (size_t i = 0; i < xs.size(); ++i) worst = std::max(worst, std::fabs(xs[i] - ys[i]));
-  }
-  return worst < 0 ? BnLabModelStep::kNaN : worst;
+  return max_abs_difference(a, b, names).value_or(BnLabModelStep::kNaN);
 }
 
 BnLabSession::BnLabSession(const BnLabConfig& config)

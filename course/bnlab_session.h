@@ -35,7 +35,8 @@ dpv::Dataset bnlab_dataset(const BnLabConfig& config);
 // rebuild any batch the lab used.
 dpv::Dataset bnlab_batch(const dpv::Dataset& data, const BnLabConfig& config, int64_t step);
 
-// max |a - b| over the tensors both maps hold under the same name (NaN when none are shared).
+// course::max_abs_difference (course/tensor_difference.h), NaN when no tensor is shared: how the lab
+// shows "no distance".
 double bnlab_max_abs_difference(const dpv::TensorMap& a, const dpv::TensorMap& b,
                                 const std::vector<std::string>& names);
 

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <thread>
 
+#include "course/tensor_difference.h"
 #include "engine/data_parallel.h"
 #include "engine/ddp/ddp.h"
 #include "engine/device.h"
@@ -303,18 +304,6 @@ RunSpec compare_run_defaults() {
 
 int compare_world_size(const CompareConfig& config) { return parse_device_spec(config.run.devices).count; }
 
-double max_abs_difference(const TensorMap& a, const TensorMap& b, const std::vector<std::string>& names) {
-  double worst = 0;
-  for (const auto& name : names) {
-    const Tensor* x = a.find(name);
-    const Tensor* y = b.find(name);
-    if (!x || !y || !x->defined() || !y->defined() || x->numel() != y->numel()) continue;
-    const std::vector<double> xs = x->to_doubles(), ys = y->to_doubles();
-    for (size_t i = 0; i < xs.size(); ++i) worst = std::max(worst, std::fabs(xs[i] - ys[i]));
-  }
-  return worst;
-}
-
 CompareResult run_comparison(const CompareConfig& c, const std::function<void(const std::string&, double)>& progress,
                              const std::function<bool()>& keep_going) {
   const DeviceSpec devices = parse_device_spec(c.run.devices);
@@ -355,7 +344,7 @@ CompareResult run_comparison(const CompareConfig& c, const std::function<void(co
     for (size_t m = 0; m < runs.size(); ++m) {
       ModeRun& run = *runs[m].second;
       record_iteration(*strategies[m], batches[ix(i)], world, run);
-      run.max_param_diff.push_back(max_abs_difference(*strategies[m]->tensors().params, one_params, params));
+      run.max_param_diff.push_back(max_abs_difference(*strategies[m]->tensors().params, one_params, params).value_or(0.0));
     }
   }
   if (!out.ddp.rows.empty())

@@ -109,8 +109,4 @@ CompareResult run_comparison(const CompareConfig& config,
                              const std::function<void(const std::string&, double)>& progress = {},
                              const std::function<bool()>& keep_going = {});
 
-// max |a - b| over the tensors both maps hold under `names` (0 when none is shared); the maps may
-// live on devices.
-double max_abs_difference(const TensorMap& a, const TensorMap& b, const std::vector<std::string>& names);
-
 }  // namespace dpv::course

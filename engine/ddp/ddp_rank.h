@@ -30,16 +30,22 @@
 
 namespace dpv {
 
-struct DdpOptions {
-  double lr = 0.01;
-  double momentum = 0.0;
-  double weight_decay = 0.0;
-  bool sync_bn = false;            // BatchNorm layers run as SyncBatchNorm over the group
+// DistributedDataParallel's constructor arguments the engine honours (a run description's DDP part).
+struct DdpSettings {
   bool broadcast_buffers = true;   // DistributedDataParallel(broadcast_buffers=True)
   double bucket_cap_mb = 25.0;     // DistributedDataParallel(bucket_cap_mb=25)
   // dist._DEFAULT_FIRST_BUCKET_BYTES when DDP was constructed: the limit of the first rebuilt
   // bucket. The app makes it small so a small model still gets several buckets to watch.
   size_t first_bucket_bytes = kDdpFirstBucketBytes;
+  bool operator==(const DdpSettings&) const = default;
+};
+
+// What one DDP rank is built with: the optimizer's and BatchNorm's settings and DDP's own.
+struct DdpOptions : DdpSettings {
+  double lr = 0.01;
+  double momentum = 0.0;
+  double weight_decay = 0.0;
+  bool sync_bn = false;            // BatchNorm layers run as SyncBatchNorm over the group
 };
 
 // Where the gradients of one layer become ready, first to last (AccumulateGrad order in PyTorch's

@@ -20,13 +20,11 @@ TrainOptions train_options(const RunSpec& spec) {
 
 DdpOptions ddp_options(const RunSpec& spec) {
   DdpOptions options;
+  static_cast<DdpSettings&>(options) = spec.ddp;
   options.lr = spec.optimizer.lr;
   options.momentum = spec.optimizer.momentum;
   options.weight_decay = spec.optimizer.weight_decay;
   options.sync_bn = spec.sync_bn;
-  options.broadcast_buffers = spec.ddp.broadcast_buffers;
-  options.bucket_cap_mb = spec.ddp.bucket_cap_mb;
-  options.first_bucket_bytes = spec.ddp.first_bucket_bytes;
   return options;
 }
 

@@ -11,7 +11,6 @@
 #include <string>
 
 #include "engine/data_parallel.h"
-#include "engine/ddp/buckets.h"
 #include "engine/ddp/ddp_rank.h"
 #include "engine/device.h"
 #include "engine/model_spec.h"
@@ -28,15 +27,6 @@ struct OptimizerSettings {
   bool operator==(const OptimizerSettings&) const = default;
 };
 
-// DistributedDataParallel's constructor arguments the engine honours.
-struct DdpSettings {
-  bool broadcast_buffers = true;   // DistributedDataParallel(broadcast_buffers=True)
-  double bucket_cap_mb = 25.0;     // DistributedDataParallel(bucket_cap_mb=25)
-  // dist._DEFAULT_FIRST_BUCKET_BYTES when DDP was constructed (the first rebuilt bucket's limit).
-  size_t first_bucket_bytes = kDdpFirstBucketBytes;
-  bool operator==(const DdpSettings&) const = default;
-};
-
 struct RunSpec {
   std::string devices = "cpu:1";          // a device spec (engine/device.h)
   std::string preset = "mlp-bn";          // a preset_model name, used when `model` is empty
@@ -46,7 +36,7 @@ struct RunSpec {
   bool sync_bn = false;                   // BatchNorm layers compute the whole batch's statistics
   uint64_t seed = 0;                      // the model's initial state
   StrategyKind strategy = StrategyKind::DataParallel;
-  DdpSettings ddp;                        // only DistributedDataParallel reads these
+  DdpSettings ddp;                        // only DistributedDataParallel reads these (engine/ddp/ddp_rank.h)
 
   // The model to build: `model` when set, the preset's otherwise (dpv::Error for an unknown preset).
   ModelSpec model_spec() const;
