@@ -1,15 +1,18 @@
-// Several timed DataParallel iterations, summarised (see timeline_series.h).
+// Several timed iterations of one strategy, summarised (see timeline_series.h).
 #include "course/timeline_series.h"
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <thread>
+#include <utility>
 
 #include "engine/data_parallel.h"
 #include "engine/device.h"
 #include "engine/error.h"
 #include "engine/model.h"
 #include "engine/model_spec.h"
+#include "engine/strategy.h"
 
 #ifdef __linux__
 #include <sched.h>
@@ -27,29 +30,39 @@ std::string one_device_spec(const DeviceSpec& spec) {
   return "cuda:" + std::to_string(spec.gpus.empty() ? 0 : spec.gpus.front());
 }
 
-// The events of each timed iteration (after one warm-up) on `devices`; `titles`, when given,
-// receives the devices' names and details.
-std::vector<std::vector<StageEvent>> run_iterations(const std::string& devices, const ModelSpec& spec, const TensorMap& state,
-                                                    const TrainOptions& options, const Dataset& batch, int timed,
-                                                    const std::function<bool()>& keep_going,
+// The events of each timed iteration (after one warm-up) of `run` on its devices; `titles`, when
+// given, receives the devices' names and details.
+std::vector<std::vector<StageEvent>> run_iterations(const RunSpec& run, const TensorMap& state, const Dataset& batch,
+                                                    int timed, const std::function<bool()>& keep_going,
                                                     std::vector<DeviceTitle>* titles = nullptr) {
-  Trainer trainer(DeviceSet::create(devices), Model(spec), state, options);
+  const std::unique_ptr<Strategy> strategy = make_strategy(run, DeviceSet::create(run.devices), &state);
   if (titles) {
-    const DeviceSet& set = trainer.devices();
+    const DeviceSet& set = strategy->devices();
     for (int d = 0; d < set.size(); ++d)
       titles->push_back(DeviceTitle{set[d].display_name(), set[d].detail(), set[d].kind() == DeviceKind::Cpu});
   }
   std::vector<std::vector<StageEvent>> runs;
   for (int i = 0; i <= timed; ++i) {
     if (i > 0 && keep_going && !keep_going()) break;
-    Iteration iteration(trainer, batch.inputs, batch.targets);
+    const std::unique_ptr<StrategyIteration> iteration = strategy->begin_iteration(batch.inputs, batch.targets);
     // Snapshots carry the devices' busy spans; they are built after each stage's clock stopped.
-    iteration.set_snapshots(true);
+    iteration->set_snapshots(true);
     std::vector<StageEvent> events;
-    while (!iteration.finished()) events.push_back(iteration.step());
+    while (!iteration->finished()) events.push_back(iteration->step());
     if (i > 0) runs.push_back(std::move(events));  // the first one warms caches and threads up
   }
   return runs;
+}
+
+// [start, end] intervals merged into disjoint ones, in order.
+std::vector<std::pair<double, double>> merged(std::vector<std::pair<double, double>> spans) {
+  std::sort(spans.begin(), spans.end());
+  std::vector<std::pair<double, double>> out;
+  for (const auto& s : spans) {
+    if (!out.empty() && s.first <= out.back().second) out.back().second = std::max(out.back().second, s.second);
+    else out.push_back(s);
+  }
+  return out;
 }
 
 double total_of(const std::vector<StageEvent>& events) {
@@ -59,6 +72,55 @@ double total_of(const std::vector<StageEvent>& events) {
 }
 
 }  // namespace
+
+IterationWork measured_work(const std::vector<StageEvent>& events) {
+  IterationWork out;
+  std::vector<std::pair<double, double>> work;
+  for (const StageEvent& e : events) {
+    if (e.stage.kind == StageKind::Construct) {
+      out.construct_seconds += e.t_end - e.t_start;
+      continue;
+    }
+    out.events.push_back(e);
+    work.push_back({e.t_start, e.t_end});
+    for (const DeviceState& d : e.devices)
+      if (d.busy_end > d.busy_start) work.push_back({d.busy_start, d.busy_end});
+    for (const CommSpan& c : e.comm) work.push_back({c.t_start, c.t_end});
+  }
+  const auto spans = merged(std::move(work));
+  // A time on the engine's clock to the work clock: less the idle time before it; a time inside
+  // an idle stretch goes to that stretch's start.
+  auto on_work_clock = [&spans](double t) {
+    double idle = 0, last_end = 0;
+    for (const auto& [start, end] : spans) {
+      if (t < start) return last_end - idle;  // inside the idle stretch before this span
+      idle += start - last_end;
+      if (t <= end) return t - idle;
+      last_end = end;
+    }
+    return last_end - idle;
+  };
+  double last_end = 0;
+  for (const auto& [start, end] : spans) {
+    out.idle_seconds += start - last_end;
+    last_end = end;
+  }
+  out.seconds = last_end - out.idle_seconds;
+  for (StageEvent& e : out.events) {
+    e.t_start = on_work_clock(e.t_start);
+    e.t_end = on_work_clock(e.t_end);
+    for (DeviceState& d : e.devices) {
+      d.busy_start = on_work_clock(d.busy_start);
+      d.busy_end = on_work_clock(d.busy_end);
+    }
+    for (CommSpan& c : e.comm) {
+      c.t_launch = on_work_clock(c.t_launch);
+      c.t_start = on_work_clock(c.t_start);
+      c.t_end = on_work_clock(c.t_end);
+    }
+  }
+  return out;
+}
 
 RunSpec default_timeline_run() {
   RunSpec run;
@@ -95,7 +157,6 @@ TimelineSeries measure_timeline(const TimelineConfig& c, const Dataset& batch, c
   const DeviceSpec devices = parse_device_spec(c.run.devices);
   const ModelSpec spec = c.run.model_spec();
   const TensorMap state = Model(spec).initial_state(c.run.seed);
-  const TrainOptions options = train_options(c.run);
 
   TimelineSeries out;
   out.config = c;
@@ -104,7 +165,7 @@ TimelineSeries measure_timeline(const TimelineConfig& c, const Dataset& batch, c
   out.host_cores = host_cpu_count();
 
   std::vector<DeviceTitle> titles;
-  const auto runs = run_iterations(c.run.devices, spec, state, options, batch, c.iterations, keep_going, &titles);
+  const auto runs = run_iterations(c.run, state, batch, c.iterations, keep_going, &titles);
   if (runs.empty()) return out;  // stopped before a timed iteration: nothing measured, no device rows
   out.device_titles = std::move(titles);
   for (const auto& events : runs) out.totals.push_back(total_of(events));
@@ -143,8 +204,10 @@ TimelineSeries measure_timeline(const TimelineConfig& c, const Dataset& batch, c
   if (devices.count == 1) {
     out.one_device_total = out.total;
   } else {
+    RunSpec one_device = c.run;
+    one_device.devices = one_device_spec(devices);
     std::vector<double> one;
-    for (const auto& events : run_iterations(one_device_spec(devices), spec, state, options, batch, c.iterations, keep_going))
+    for (const auto& events : run_iterations(one_device, state, batch, c.iterations, keep_going))
       one.push_back(total_of(events));
     out.one_device_total = spread_of(one);
   }

@@ -1,6 +1,6 @@
 #pragma once
-// The Timeline page's measurement: several whole DataParallel iterations of the same model and
-// batch, timed by the engine, summarised per stage and per device as median and spread (min..max),
+// The Timeline page's measurement: several whole iterations of the same model and batch, under
+// the strategy the run names (DataParallel or DDP, the Iteration page's mode), timed by the engine, summarised per stage and per device as median and spread (min..max),
 // and the same iterations on one device for the speed-up. One iteration is one noisy sample; the
 // median of several is what the learner should read. Also says whether the devices are threads
 // sharing fewer CPU cores than there are devices (then their work cannot all run at once).
@@ -19,8 +19,8 @@ namespace dpv::course {
 RunSpec default_timeline_run();
 
 struct TimelineConfig {
-  // Devices, model, optimizer, BatchNorm mode and the seed of the model's initial state; the
-  // batch is measure_timeline's argument, and the run is DataParallel whatever run.strategy says.
+  // Devices, model, optimizer, BatchNorm mode, the seed of the model's initial state and the
+  // strategy measured (run.strategy); the batch is measure_timeline's argument.
   RunSpec run = default_timeline_run();
   int iterations = 7;  // timed iterations, after one warm-up that is not counted
 };
@@ -67,16 +67,45 @@ struct TimelineSeries {
   std::vector<StageEvent> median_events;
   bool simulated = false;            // the devices are CPU threads (cpu:K)
   int device_count = 0;
-  unsigned host_cores = 0;           // CPUs this process may run on
+  unsigned host_cores = 0;           // One iteration's events cut down to its measured work, for drawing one iteration. The engine's
+// clocks start when the iteration object is made (for the app: when it is prepared, long before the
+// learner's first step) and run on while the learner reads between steps; neither is work. Every
+// time is moved so the first stage starts at 0 and stretches in which no stage ran and no bucket
+// all-reduce was in flight are taken out. DDP's Construct stage (iteration 1 only: DDP's
+// constructor, which runs once before training) is left out of the events and reported apart.
+struct IterationWork {
+  std::vector<StageEvent> events;  // the iteration's stages without Construct, on the work clock
+  double seconds = 0;              // the last stage's or all-reduce's end on that clock
+  double construct_seconds = 0;    // DDP's Construct stage (0 when the iteration has none)
+  double idle_seconds = 0;         // the time taken out
+};
+IterationWork measured_work(const std::vector<StageEvent>& events);
+
+// CPUs this process may run on
   // Simulated devices outnumber the cores: at most host_cores of them compute at a time.
   bool threads_share_cores() const { return simulated && host_cores > 0 && static_cast<unsigned>(device_count) > host_cores; }
 };
 
+// One iteration's events cut down to its measured work, for drawing one iteration. The engine's
+// clocks start when the iteration object is made (for the app: when it is prepared, long before the
+// learner's first step) and run on while the learner reads between steps; neither is work. Every
+// time is moved so the first stage starts at 0 and stretches in which no stage ran and no bucket
+// all-reduce was in flight are taken out. DDP's Construct stage (iteration 1 only: DDP's
+// constructor, which runs once before training) is left out of the events and reported apart.
+struct IterationWork {
+  std::vector<StageEvent> events;  // the iteration's stages without Construct, on the work clock
+  double seconds = 0;              // the last stage's or all-reduce's end on that clock
+  double construct_seconds = 0;    // DDP's Construct stage (0 when the iteration has none)
+  double idle_seconds = 0;         // the time taken out
+};
+IterationWork measured_work(const std::vector<StageEvent>& events);
+
 // CPUs this process may run on (its affinity mask; std::thread::hardware_concurrency otherwise).
 unsigned host_cpu_count();
 
-// Runs config.iterations + 1 iterations on config.devices and as many on one device (cpu:1, or
-// the first GPU of a cuda spec), each from the same initial state and on `batch`. `keep_going` is
+// Runs config.iterations + 1 iterations of config.run (its devices and strategy) and as many on one
+// device (cpu:1, or the first GPU of a cuda spec), each from the same initial state and on `batch`;
+// the first of each is a warm-up (under DDP it also constructs DDP) and is not counted. `keep_going` is
 // asked between iterations; when it says stop, what finished is summarised. Throws dpv::Error on
 // bad settings or a failing iteration (with the engine's message).
 TimelineSeries measure_timeline(const TimelineConfig& config, const Dataset& batch,

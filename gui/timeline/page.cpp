@@ -27,6 +27,8 @@
 #include "gui/common/scene_model.h"
 #include "gui/runtime/engine_controller.h"
 #include "gui/runtime/run_off_thread.h"
+#include "gui/runtime/run_spec_from_settings.h"
+#include "course/run_caption.h"
 #include "engine/error.h"
 
 namespace gui {
@@ -49,10 +51,10 @@ TimelinePage::TimelinePage(AppContext* context, QWidget* parent)
   summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   measureButton_ = new QPushButton(QIcon(QStringLiteral(":/icons/run.svg")), tr("Measure %1 iterations").arg(kMeasuredIterations), chartBox);
   measureButton_->setObjectName(QStringLiteral("primary"));
-  measureButton_->setToolTip(tr("Runs %1 whole DataParallel iterations with the current settings (and the same on one device), "
+  measureButton_->setToolTip(tr("Runs %1 whole iterations in the Iteration page's mode (DataParallel or DDP) with the current settings (and the same on one device), "
                                 "then charts each stage's median with its spread").arg(kMeasuredIterations));
   runButton_ = new QPushButton(tr("Run one iteration"), chartBox);
-  runButton_->setToolTip(tr("Runs one whole DataParallel iteration on the engine and charts it (one sample)"));
+  runButton_->setToolTip(tr("Runs one whole iteration in the Iteration page's mode on the engine and charts it (one sample)"));
   processButton_ = new QPushButton(chartBox);
   processButton_->setObjectName(QStringLiteral("runAsProcesses"));
   cancelButton_ = new QPushButton(tr("Cancel"), chartBox);
@@ -67,6 +69,11 @@ TimelinePage::TimelinePage(AppContext* context, QWidget* parent)
   top->addWidget(summary_, 1);
   top->addLayout(buttons);
   cl->addLayout(top);
+  runCaption_ = new QLabel(chartBox);
+  runCaption_->setObjectName(QStringLiteral("runCaption"));
+  runCaption_->setWordWrap(true);
+  runCaption_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  cl->addWidget(runCaption_);
   speedup_ = new QLabel(chartBox);
   speedup_->setObjectName(QStringLiteral("speedup"));
   cores_ = new QLabel(chartBox);
@@ -91,6 +98,10 @@ TimelinePage::TimelinePage(AppContext* context, QWidget* parent)
   cl->addWidget(emptyHint_);
   plot_ = new QCustomPlot();
   plot_->setMouseTracking(true);
+  // The time axis also along the top, so it is in view whichever end of a scrolled chart shows.
+  plot_->xAxis2->setVisible(true);
+  plot_->xAxis2->setTickLabels(true);
+  connect(plot_->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), plot_->xAxis2, qOverload<const QCPRange&>(&QCPAxis::setRange));
   // Rows keep a readable height; with many devices the chart scrolls instead of squeezing them.
   plotScroll_ = new QScrollArea(chartBox);
   plotScroll_->setWidget(plot_);
@@ -191,7 +202,7 @@ void TimelinePage::applyTheme() {
   const SceneColors& c = sceneColors(theme);
   const QColor bg = theme == QLatin1String("dark") ? c.panel : QColor(Qt::white);
   plot_->setBackground(bg);
-  for (QCPAxis* axis : {plot_->xAxis, plot_->yAxis}) {
+  for (QCPAxis* axis : {plot_->xAxis, plot_->xAxis2, plot_->yAxis}) {
     axis->setBasePen(QPen(c.subtext));
     axis->setTickPen(QPen(c.subtext));
     axis->setSubTickPen(QPen(c.subtext));
@@ -231,6 +242,8 @@ int TimelinePage::collectiveRows() const { return table_->rowCount(); }
 
 QString TimelinePage::summary() const { return summary_->text(); }
 
+QString TimelinePage::runCaption() const { return runCaption_->text(); }
+
 void TimelinePage::setRows(const QStringList& labels) {
   rows_ = static_cast<int>(labels.size());
   QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
@@ -238,9 +251,10 @@ void TimelinePage::setRows(const QStringList& labels) {
   plot_->yAxis->setTicker(ticker);
   plot_->yAxis->setSubTicks(false);
   plot_->yAxis->setRange(-0.7, std::max(0, rows_ - 1) + 0.7);
-  // About 30 px a row plus the axis: eight devices stay readable and the area scrolls when short.
-  const int rowPx = std::max(26, fontMetrics().height() + 12);
-  plot_->setMinimumHeight(rowPx * std::max(rows_, 2) + 3 * fontMetrics().height() + 24);
+  // A row a line of text high plus a little: eight lanes fit a 1024x640 window's chart with both
+  // time axes, and the area scrolls only when even that is short.
+  const int rowPx = std::max(18, fontMetrics().height() + 4);
+  plot_->setMinimumHeight(rowPx * std::max(rows_, 2) + 5 * fontMetrics().height() + 24);
 }
 
 void TimelinePage::refresh() {
@@ -256,10 +270,13 @@ void TimelinePage::refresh() {
   cores_->setVisible(false);
   summary_->setToolTip(QString());
   if (opened_) {
+    runCaption_->setText(tr("Data: the trace %1").arg(openedCommand_.isEmpty() ? QFileInfo(openedPath_).fileName() : openedCommand_));
     drawOpenedTrace();
   } else if (series_) {
+    runCaption_->setText(tr("Data: %1").arg(QString::fromStdString(dpv::course::run_caption(series_->config.run))));
     drawSeries();
   } else {
+    runCaption_->setText(tr("Data: the Iteration page's run, %1").arg(QString::fromStdString(dpv::course::run_caption(runSpecFromSettings(context()->settings())))));
     drawLastIteration();
   }
   showLegend();
@@ -304,14 +321,12 @@ void TimelinePage::drawLastIteration() {
     bars_.append(Bar{row, s, t, kind, text});
     endMs = std::max(endMs, t);
   };
-  // Stages are laid end to end by their measured durations: when the learner steps through an
-  // iteration, the pauses between stages are their reading time, not the engine's.
-  double offsetMs = 0;
-  for (const auto& ev : events) {
+  // The engine's clock also ran while the iteration waited for its first step and while the
+  // learner read between steps: the course layer takes that out (measured_work).
+  const dpv::course::IterationWork work = dpv::course::measured_work(std::vector<dpv::StageEvent>(events.begin(), events.end()));
+  for (const auto& ev : work.events) {
     const int kind = static_cast<int>(ev.stage.kind);
-    const double shift = offsetMs - ev.t_start * 1e3;
-    const double s = offsetMs, t = ev.t_end * 1e3 + shift;
-    offsetMs = t;
+    const double s = ev.t_start * 1e3, t = ev.t_end * 1e3;
     perKindMs[kind] += t - s;
     QString text = tr("%1\n%2 – %3 ms (%4 ms)").arg(QString::fromStdString(ev.stage.title)).arg(s, 0, 'f', 3).arg(t, 0, 'f', 3).arg(t - s, 0, 'f', 3);
     if (ev.bytes_moved) text += tr("\n%1 moved").arg(formatBytes(static_cast<double>(ev.bytes_moved)));
@@ -322,7 +337,7 @@ void TimelinePage::drawLastIteration() {
     addBar(0, s, t, kind, text);
     for (const auto& d : ev.devices) {
       if (d.busy_end <= d.busy_start || d.device < 0 || d.device >= devices) continue;
-      const double ds = d.busy_start * 1e3 + shift, dt = d.busy_end * 1e3 + shift;
+      const double ds = d.busy_start * 1e3, dt = d.busy_end * 1e3;
       addBar(1 + d.device, ds, dt, kind,
              tr("%1 on %2\n%3 – %4 ms (%5 ms)\nmemory %6, peak %7").arg(QString::fromStdString(ev.stage.title), info.deviceTitles.at(static_cast<size_t>(d.device)).name)
                  .arg(ds, 0, 'f', 3).arg(dt, 0, 'f', 3).arg(dt - ds, 0, 'f', 3)
@@ -346,12 +361,13 @@ void TimelinePage::drawLastIteration() {
   }
   QStringList parts;
   for (const auto& [kind, ms] : perKindMs) parts << QStringLiteral("%1 %2 ms").arg(stageShortTitle(static_cast<dpv::StageKind>(kind))).arg(ms, 0, 'f', 3);
-  summary_->setText(tr("<b>Iteration %1</b> on %2 (%3)%4: %5 ms of engine time, scatter to step (pauses between steps left out). "
-                       "This is <b>one sample</b>: “Measure %6 iterations” gives the median and the spread.%7")
+  summary_->setText(tr("<b>Iteration %1</b> of DataParallel on %2 (%3)%4: %5 ms of engine time, scatter to step%6. "
+                       "This is <b>one sample</b>: “Measure %7 iterations” gives the median and the spread.%8")
                         .arg(info.iteration)
                         .arg(info.deviceSpec, info.transport)
                         .arg(complete ? QString() : tr(", in progress"))
-                        .arg(endMs, 0, 'f', 3)
+                        .arg(work.seconds * 1e3, 0, 'f', 3)
+                        .arg(idleText(work))
                         .arg(kMeasuredIterations)
                         .arg(simulated ? tr(" Simulated devices are CPU threads: CPU times, not GPU times.") : QString()));
   summary_->setToolTip(tr("Time per stage: %1").arg(parts.join(QStringLiteral(", "))));

@@ -78,6 +78,7 @@ class TimelinePage : public Page {
   const std::optional<dpv::course::TimelineSeries>& series() const { return series_; }
   int collectiveRows() const;
   QString summary() const;
+  QString runCaption() const;  // "Data: model … · seed … · batch … · mode · devices": whose numbers these are
   QString speedupText() const;
   QString coresNote() const;  // "" when the devices are not threads sharing fewer cores
   QString lessonText() const;
@@ -109,6 +110,7 @@ class TimelinePage : public Page {
   QCustomPlot* plot_;
   QScrollArea* plotScroll_;
   QLabel* summary_;
+  QLabel* runCaption_;
   QLabel* speedup_;
   QLabel* cores_;
   QLabel* emptyHint_;
@@ -139,5 +141,7 @@ class TimelinePage : public Page {
 // DDP: the seconds of bucket all-reduce that ran while the same rank's Backward stages were busy,
 // and (in commSeconds) all bucket all-reduce seconds, from one iteration's events.
 double ddpOverlapSeconds(const QVector<dpv::StageEvent>& events, double* commSeconds);
+// " (N ms of waiting before and between steps left out)", or "" when the iteration never waited.
+QString idleText(const dpv::course::IterationWork& work);
 
 }  // namespace gui

@@ -45,7 +45,9 @@ void TimelinePage::measure() {
   const AppSettings settings = context()->settings();
   const quint64 generation = seriesGeneration_.next();
   measureButton_->setEnabled(false);
-  summary_->setText(tr("Measuring %1 iterations on %2, then the same on one device …").arg(kMeasuredIterations).arg(settings.devices));
+  summary_->setText(tr("Measuring %1 iterations of %2 on %3, then the same on one device …")
+                        .arg(kMeasuredIterations)
+                        .arg(QString::fromLatin1(dpv::strategy_name(runSpecFromSettings(settings).strategy)), settings.devices));
   std::shared_ptr<std::atomic<bool>> cancel = cancel_;
   runner_->run(
       [settings, cancel] {
@@ -155,10 +157,11 @@ void TimelinePage::drawSeries() {
 
   QStringList parts;
   for (const auto& [kind, ms] : perKindMs) parts << QStringLiteral("%1 %2 ms").arg(stageShortTitle(static_cast<dpv::StageKind>(kind))).arg(ms, 0, 'f', 3);
-  summary_->setText(tr("<b>%1 iterations</b> on %2 from the same weights and batch, scatter to step: %3. "
-                       "Bars are medians; whiskers run from the fastest to the slowest iteration.%4")
+  summary_->setText(tr("<b>%1 iterations of %2</b> (the Iteration page's mode) on %3 from the same weights and batch, "
+                       "first stage to last: %4. Bars are medians; whiskers run from the fastest to the slowest iteration.%5")
                         .arg(s.totals.size())
-                        .arg(QString::fromStdString(s.config.run.devices))
+                        .arg(QString::fromLatin1(dpv::strategy_name(s.config.run.strategy)),
+                             QString::fromStdString(s.config.run.devices))
                         .arg(msText(s.total))
                         .arg(s.simulated ? tr(" Simulated devices are CPU threads: CPU times, not GPU times.") : QString()));
   summary_->setToolTip(tr("Median time per stage: %1").arg(parts.join(QStringLiteral(", "))));

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <QScrollArea>
+#include <limits>
 #include <qcustomplot.h>
 
 #include "course/timeline_series.h"
@@ -100,8 +101,12 @@ TEST_F(TimelinePageTest, EightDevicesScrollInsteadOfSqueezingTheRows) {
   ASSERT_NE(page_->plotScroll(), nullptr);
   EXPECT_EQ(page_->plotScroll()->widget(), page_->plot());
   const int rows = 9;  // the stages' row and eight devices
-  EXPECT_GE(page_->plot()->minimumHeight(), rows * 26) << "each row keeps a readable height";
+  EXPECT_GE(page_->plot()->minimumHeight(), rows * 18) << "each row keeps a readable height";
   EXPECT_GT(page_->plot()->minimumHeight(), page_->plotScroll()->viewport()->height()) << "the rows scroll at this size";
+  // Scrolled to the top, the time axis is still in view: it runs along the top too, same range.
+  EXPECT_TRUE(page_->plot()->xAxis2->visible());
+  EXPECT_TRUE(page_->plot()->xAxis2->tickLabels());
+  EXPECT_EQ(page_->plot()->xAxis2->range(), page_->plot()->xAxis->range());
 }
 
 TEST_F(TimelinePageTest, NewSettingsDropAMeasurement) {
@@ -111,6 +116,37 @@ TEST_F(TimelinePageTest, NewSettingsDropAMeasurement) {
   context_->setSettings(settingsFor(QStringLiteral("cpu:3"), QStringLiteral("simple"), 10));
   EXPECT_FALSE(page_->series().has_value());
   EXPECT_TRUE(page_->speedupText().isEmpty());
+}
+
+// Under DDP, "Run one iteration" charts only the iteration's work: it starts at 0 (not at the
+// iteration's preparation), DDP's construction is left out and said apart; "Measure" times DDP
+// too, and both say whose run they show.
+TEST_F(TimelinePageTest, DdpModeChartsOnlyTheIterationsWorkAndMeasuresDdp) {
+  AppSettings settings = settingsFor(QStringLiteral("cpu:2"), QStringLiteral("simple"), 10);
+  settings.ddp = true;
+  start(settings);
+  int completed = 0;
+  QObject::connect(engine_.get(), &EngineController::iterationCompleted, page_.get(), [&] { ++completed; });
+  page_->runIteration();
+  ASSERT_TRUE(waitUntil([&] { return completed == 1; }, 60000));
+  ASSERT_FALSE(page_->bars().isEmpty());
+  double first = std::numeric_limits<double>::infinity(), last = 0;
+  for (const TimelinePage::Bar& bar : page_->bars()) {
+    EXPECT_NE(bar.stageKind, static_cast<int>(dpv::StageKind::Construct));
+    first = std::min(first, bar.startMs);
+    last = std::max(last, bar.endMs);
+  }
+  EXPECT_EQ(first, 0.0);
+  EXPECT_LE(page_->plot()->xAxis->range().upper, last * 1.03 + 1e-9);  // the axis ends with the work
+  EXPECT_TRUE(page_->summary().contains(QLatin1String("construction"))) << page_->summary().toStdString();
+  EXPECT_TRUE(page_->runCaption().contains(QStringLiteral("DistributedDataParallel · cpu:2"))) << page_->runCaption().toStdString();
+  EXPECT_TRUE(page_->runCaption().contains(QLatin1String("batch 10")));
+
+  ASSERT_TRUE(measure());
+  ASSERT_TRUE(page_->series().has_value());
+  EXPECT_EQ(page_->series()->config.run.strategy, dpv::StrategyKind::DistributedDataParallel);
+  EXPECT_TRUE(page_->summary().contains(QLatin1String("of DistributedDataParallel"))) << page_->summary().toStdString();
+  EXPECT_TRUE(page_->runCaption().contains(QLatin1String("DistributedDataParallel"))) << page_->runCaption().toStdString();
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // the speed-up against one device, and whether simulated devices share fewer cores.
 #include <gtest/gtest.h>
 
+#include "course/sample_program.h"
 #include "course/timeline_series.h"
 #include "engine/error.h"
 #include "engine/model_data.h"
@@ -97,6 +98,68 @@ TEST(MeasureTimeline, StopsWhenAskedAndRejectsBadCounts) {
   EXPECT_LT(series.totals.size(), 6u);
   config.iterations = 0;
   EXPECT_THROW(measure_timeline(config, batchFor("simple", 6)), Error);
+}
+
+}  // namespace
+}  // namespace dpv::course
+
+namespace dpv::course {
+namespace {
+
+StageEvent eventAt(StageKind kind, double start, double end) {
+  StageEvent e;
+  e.stage.kind = kind;
+  e.t_start = start;
+  e.t_end = end;
+  return e;
+}
+
+// The app's DDP iteration: its clock started when the iteration was prepared (14 s before the first
+// step), the learner paused 6 s before Forward, and iteration 1 began with DDP's construction.
+TEST(MeasuredWork, LeavesOutTheWaitTheLearnersPausesAndDdpsConstruction) {
+  std::vector<StageEvent> events{eventAt(StageKind::Construct, 0.0, 0.005), eventAt(StageKind::Sample, 14.0, 14.001),
+                                 eventAt(StageKind::Forward, 20.0, 20.002)};
+  DeviceState busy;
+  busy.busy_start = 14.0002;
+  busy.busy_end = 14.0008;
+  events[1].devices.push_back(busy);
+  CommSpan allreduce;
+  allreduce.t_start = 20.0015;
+  allreduce.t_end = 20.003;  // outlives its stage: still work
+  events[2].comm.push_back(allreduce);
+
+  const IterationWork work = measured_work(events);
+  EXPECT_DOUBLE_EQ(work.construct_seconds, 0.005);
+  ASSERT_EQ(work.events.size(), 2u);  // no Construct
+  EXPECT_NEAR(work.events[0].t_start, 0.0, 1e-12);
+  EXPECT_NEAR(work.events[0].t_end, 0.001, 1e-9);
+  EXPECT_NEAR(work.events[0].devices[0].busy_start, 0.0002, 1e-9);
+  EXPECT_NEAR(work.events[0].devices[0].busy_end, 0.0008, 1e-9);
+  EXPECT_NEAR(work.events[1].t_start, 0.001, 1e-9);  // right after Sample: the pause is gone
+  EXPECT_NEAR(work.events[1].comm[0].t_end, 0.004, 1e-9);
+  EXPECT_NEAR(work.seconds, 0.004, 1e-9);
+  EXPECT_NEAR(work.idle_seconds, 14.0 + 5.999, 1e-9);
+}
+
+// "Measure" times the strategy the run names: the Iteration page's DDP mode gives DDP's stages.
+TEST(MeasureTimeline, MeasuresDdpWhenTheRunIsDdp) {
+  TimelineConfig config;
+  config.run.devices = "cpu:2";
+  config.run.preset = "simple";
+  config.run.strategy = StrategyKind::DistributedDataParallel;
+  config.iterations = 3;
+  const TimelineSeries series = measure_timeline(config, program_data("simple", 10, 0));
+  ASSERT_EQ(series.totals.size(), 3u);
+  EXPECT_EQ(series.config.run.strategy, StrategyKind::DistributedDataParallel);
+  bool finalize = false, scatter = false;
+  for (const TimedStage& s : series.stages) {
+    finalize |= s.stage.kind == StageKind::Finalize;
+    scatter |= s.stage.kind == StageKind::Scatter;
+    EXPECT_NE(s.stage.kind, StageKind::Construct);  // the warm-up constructed DDP; it is not timed
+  }
+  EXPECT_TRUE(finalize);
+  EXPECT_FALSE(scatter);
+  EXPECT_GT(series.one_device_total.median, 0);
 }
 
 }  // namespace
