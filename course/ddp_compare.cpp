@@ -318,13 +318,17 @@ CompareResult run_comparison(const CompareConfig& c, const std::function<void(co
   const Model model(spec);
   const TensorMap state = model.initial_state(c.run.seed);
   const std::vector<std::string> params = param_names(model);
+  CompareResult out;
+  out.first_batch_seed = c.run.seed + 1;
   std::vector<Dataset> batches;
   for (int i = 0; i < c.iterations; ++i)
-    batches.push_back(make_data_for_model(spec, c.run.batch, c.run.seed + 1 + static_cast<uint64_t>(i)));
+    batches.push_back(make_data_for_model(spec, c.run.batch, out.first_batch_seed + static_cast<uint64_t>(i)));
+  out.batches = c.iterations;
 
-  CompareResult out;
   out.config = c;
   out.hardware_threads = std::thread::hardware_concurrency();
+  out.simulated = devices.kind == DeviceKind::Cpu;
+  out.most_devices = std::max(world, c.max_speedup_devices);
   for (const LayerSpec& l : spec.layers) out.has_batchnorm = out.has_batchnorm || is_batchnorm(l.kind);
   out.one.name = "one device";
   out.dp.name = "DataParallel";
@@ -346,6 +350,10 @@ CompareResult run_comparison(const CompareConfig& c, const std::function<void(co
       record_iteration(*strategies[m], batches[ix(i)], world, run);
       run.max_param_diff.push_back(max_abs_difference(*strategies[m]->tensors().params, one_params, params).value_or(0.0));
     }
+  }
+  if (!out.one.loss.empty()) {
+    out.loss_low = *std::min_element(out.one.loss.begin(), out.one.loss.end());
+    out.loss_high = *std::max_element(out.one.loss.begin(), out.one.loss.end());
   }
   if (!out.ddp.rows.empty())
     out.ddp_padding = std::accumulate(out.ddp.rows.begin(), out.ddp.rows.end(), int64_t{0}) - c.run.batch;

@@ -100,7 +100,22 @@ struct CompareResult {
   int64_t ddp_padding = 0;     // samples DistributedSampler repeated to even out the shards
   SumVsMean sum_mean;
   std::vector<SpeedupPoint> speedup;
-  unsigned hardware_threads = 0;
+  unsigned hardware_threads = 0;  // std::thread::hardware_concurrency()
+  // The data: iteration i trains on a NEW batch drawn with seed first_batch_seed + i
+  // (make_data_for_model), the same one for the three modes. Each loss is that batch's, so it moves
+  // from batch to batch (one device's lowest and highest below) even while training goes well.
+  uint64_t first_batch_seed = 0;
+  int batches = 0;
+  double loss_low = 0, loss_high = 0;
+  bool simulated = false;  // the devices are CPU threads standing in for GPUs
+  int most_devices = 0;    // the most devices any timed run used (the run's, or the sweep's last)
+  // Simulated devices outnumber the hardware threads: the times are threads taking turns on shared
+  // cores, not GPUs each computing on its own.
+  bool threads_share_cores() const {
+    return simulated && hardware_threads > 0 && static_cast<unsigned>(most_devices) > hardware_threads;
+  }
+  // DDP's steady step took longer than DataParallel's on this machine.
+  bool ddp_slower() const { return ddp.steady.total > dp.steady.total && dp.steady.total > 0; }
 };
 
 // Progress: (what is running, fraction done 0..1). Return false from `keep_going` to stop early

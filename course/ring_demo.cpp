@@ -11,7 +11,7 @@
 #include "engine/process_groups/in_process_group.h"
 #include "engine/error.h"
 #include "engine/model.h"
-#include "engine/model_data.h"
+#include "course/sample_program.h"
 
 namespace dpv::course {
 
@@ -120,7 +120,10 @@ RingDemo run_ring_demo(const RingDemoConfig& config) {
   const ModelSpec spec = run.model_spec();
   Model model(spec);
   const TensorMap state = model.initial_state(run.seed);
-  const Dataset data = make_data_for_model(spec, run.batch, run.seed + 1);
+  // The Iteration page's batch for this run (course/sample_program.h), so the ring all-reduces the
+  // gradients of that page's iteration 1, not of other data.
+  check(!run.model, "the ring runs a preset model (the Iteration page's), not a model file", ErrorClass::ValueError);
+  const Dataset data = program_data(run.preset, run.batch, run.seed);
 
   DdpTrainer trainer(DeviceSet::create(run.devices), Model(spec), state, ddp_options(run));
   for (int r = 0; r < world; ++r) record_ring_values(trainer.group(r), SIZE_MAX);

@@ -3,7 +3,9 @@
 // in-process ring, every step with each rank's buffer as the ring left it (the partial sums of the
 // reduce-scatter, the copies of the all-gather), which chunk moved from which rank to which, its
 // bytes and time; and for contrast DataParallel's reduce of the same parameters' gradients onto
-// device 0 (ReduceAddCoalesced) on the same model, seed and global batch.
+// device 0 (ReduceAddCoalesced) on the same model, seed and global batch. The batch is the one the
+// Iteration page trains on for the same run (course::program_data), so the ring's starting values
+// are that page's iteration-1 gradients under DDP.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,8 +20,9 @@ namespace dpv::course {
 RunSpec default_ring_run();
 
 struct RingDemoConfig {
-  // run.devices is cpu:K, the world in-process ranks (2 to 8); the model, global batch, seed and
-  // optimizer are those of both the DDP and the DataParallel iteration; run.strategy is not read.
+  // run.devices is cpu:K, the world in-process ranks (2 to 8); the model (a preset), global batch,
+  // seed, optimizer and DDP settings are those of both the DDP and the DataParallel iteration;
+  // run.strategy is not read.
   RunSpec run = default_ring_run();
 };
 
@@ -73,7 +76,7 @@ struct RingDemo {
 };
 
 // Runs one DDP iteration on cpu:K in-process ranks with the ring recording its values, and one
-// DataParallel iteration on another cpu:K set, same model, seed and global batch. Throws dpv::Error
+// DataParallel iteration on another cpu:K set, same model, seed and global batch (program_data). Throws dpv::Error
 // on bad settings (an unknown preset, fewer than 2 ranks, a batch smaller than the ranks).
 RingDemo run_ring_demo(const RingDemoConfig& config);
 

@@ -50,4 +50,23 @@ void bnlab_style_plot(QCustomPlot* plot, const QPalette& palette) {
   plot->legend->setFont(small);
 }
 
+void place_legend_below(QCustomPlot* plot, int columns) {
+  QCPLayoutInset* inset = plot->axisRect()->insetLayout();
+  for (int i = 0; i < inset->elementCount(); ++i) {
+    if (inset->elementAt(i) != plot->legend) continue;
+    inset->take(plot->legend);
+    inset->simplify();
+    break;
+  }
+  QCPLayoutGrid* grid = plot->plotLayout();
+  if (plot->legend->layout() != grid) {
+    const int row = grid->rowCount();
+    grid->addElement(row, 0, plot->legend);
+    grid->setRowStretchFactor(row, 0.001);  // as tall as its entries, the rest for the axes
+  }
+  plot->legend->setFillOrder(QCPLegend::foColumnsFirst, false);
+  plot->legend->setWrap(columns);
+  plot->legend->setFillOrder(QCPLegend::foColumnsFirst, true);
+}
+
 }  // namespace gui

@@ -1,5 +1,6 @@
 #pragma once
-// Colours and axis styling for the BatchNorm lab's charts, derived from the widget palette so the
+// Colours, axis styling and legend placement for the app's QCustomPlot charts (the BatchNorm lab's,
+// the DP vs DDP page's), derived from the widget palette so the
 // charts follow the light and dark themes (no hard-coded white backgrounds).
 #include <QColor>
 #include <QPalette>
@@ -25,5 +26,8 @@ struct BnLabChartColours {
 BnLabChartColours bnlab_chart_colours(const QPalette& palette);
 // Background, axes, ticks, labels, grid and legend of `plot` from `palette`.
 void bnlab_style_plot(QCustomPlot* plot, const QPalette& palette);
+// Moves `plot`'s legend out of the axis rect into a row of its own below it, `columns` entries a
+// row, so it never covers a curve or a bar at any chart size.
+void place_legend_below(QCustomPlot* plot, int columns);
 
 }  // namespace gui

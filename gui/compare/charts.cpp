@@ -72,6 +72,7 @@ QCPBars* bars(const QString& name, const QColor& colour, QCPAxis* key, QCPAxis* 
 void raiseValueAxisAboveLegend(QCustomPlot* plot, double barTop) {
   const double axisHeight = plot->axisRect()->rect().height();
   if (!plot->legend->visible() || barTop <= 0 || axisHeight <= 0) return;
+  if (plot->legend->layout() != plot->axisRect()->insetLayout()) return;  // below the axes: nothing to clear
   // The legend's bottom edge (it is inset with a margin below the axis top), and a gap of 6 px.
   const double legendShare = (plot->legend->outerRect().bottom() - plot->axisRect()->top() + 6) / axisHeight;
   const double upper = barTop / std::max(0.2, 1.0 - legendShare);
@@ -128,6 +129,8 @@ CompareCharts::CompareCharts(QWidget* parent) : QWidget(parent) {
     plot->plotLayout()->insertRow(0);
     auto* heading = new QCPTextElement(plot, title(static_cast<Chart>(i)), QFont(font().family(), font().pointSize(), QFont::Bold));
     plot->plotLayout()->addElement(0, 0, heading);
+    // Under the axes: an inset legend covered curves and bars in the small charts.
+    place_legend_below(plot, 2);
     plots_[static_cast<size_t>(i)] = plot;
     connect(plot, &QCustomPlot::afterLayout, this,
             [this, plot, i] { raiseValueAxisAboveLegend(plot, barTop_[static_cast<size_t>(i)]); });
@@ -228,7 +231,6 @@ double drawStepTime(QCustomPlot* p, const CompareResult& r, const ModeColours& c
     replicate->addData(i + 1, 1e3 * runs[i]->steady.replicate);
   }
   p->legend->setVisible(true);
-  p->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
   p->rescaleAxes();
   p->xAxis->setRange(0.4, 3.6);
   p->yAxis->setRangeLower(0);

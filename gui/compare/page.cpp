@@ -16,6 +16,7 @@
 #include "gui/common/lesson_panel.h"
 #include "gui/ring/ring_view.h"
 #include "gui/runtime/engine_controller.h"
+#include "course/run_caption.h"
 
 namespace gui {
 
@@ -82,6 +83,21 @@ ComparePage::ComparePage(AppContext* context, QWidget* parent) : Page(context, p
   status_->setObjectName(QStringLiteral("hintLabel"));
   status_->setWordWrap(true);
   outer->addWidget(status_);
+  runCaption_ = new QLabel(this);
+  runCaption_->setObjectName(QStringLiteral("runCaption"));
+  runCaption_->setWordWrap(true);
+  runCaption_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  outer->addWidget(runCaption_);
+  // When the simulated devices share the machine's cores the time charts mislead: said large, first.
+  coresBanner_ = new QLabel(this);
+  coresBanner_->setObjectName(QStringLiteral("notice"));  // the theme's warning box, light and dark
+  coresBanner_->setWordWrap(true);
+  coresBanner_->setTextFormat(Qt::RichText);
+  QFont bannerFont = coresBanner_->font();
+  bannerFont.setPointSizeF(bannerFont.pointSizeF() * 1.15);
+  coresBanner_->setFont(bannerFont);
+  coresBanner_->setVisible(false);
+  outer->addWidget(coresBanner_);
 
   note_ = new QLabel(tr("One device, DataParallel and DDP from the same start on the same batches. Press “Run”."), this);
   note_->setWordWrap(true);
@@ -206,6 +222,34 @@ void ComparePage::run() {
 }
 
 QString ComparePage::sumMeanText() const { return sumMean_->text(); }
+QString ComparePage::runCaption() const { return runCaption_->text(); }
+QString ComparePage::coresBannerText() const { return coresBanner_->isHidden() ? QString() : coresBanner_->text(); }
+
+QString ComparePage::dataText(const dpv::course::CompareResult& r) {
+  return tr("<b>The data:</b> each of the %1 iterations trains on a <b>new random batch</b> (seeds %2 to %3), the "
+            "same one for all three at that step. A loss is that batch's loss, so it moves from batch to batch "
+            "(one device: %4 to %5) even while training goes well: compare the three at the same step. ")
+      .arg(r.batches)
+      .arg(r.first_batch_seed)
+      .arg(r.first_batch_seed + static_cast<quint64>(std::max(0, r.batches - 1)))
+      .arg(shortValue(r.loss_low), shortValue(r.loss_high));
+}
+
+QString ComparePage::coresText(const dpv::course::CompareResult& r) {
+  if (!r.threads_share_cores()) return QString();
+  QString text = tr("⚠ <b>These times measure threads sharing %1 CPU hardware thread%2, not GPUs.</b> Up to %3 simulated "
+                    "devices run as %3 threads here, so at most %1 compute at once and the rest wait for a core.")
+                     .arg(r.hardware_threads)
+                     .arg(r.hardware_threads == 1 ? QString() : QStringLiteral("s"))
+                     .arg(r.most_devices);
+  if (r.ddp_slower())
+    text += tr(" <b>That is why DDP looks slower here</b> (%1 a step against DataParallel's %2): every DDP rank runs a "
+               "whole forward and backward and meets the others in each bucket all-reduce, so ranks waiting for a "
+               "core hold up the rest. On real GPUs each rank has its own device and DDP is the faster one, as the "
+               "lesson says.")
+                .arg(ms(r.ddp.steady.total), ms(r.dp.steady.total));
+  return text;
+}
 QString ComparePage::noteText() const { return note_->text(); }
 
 void ComparePage::showResult(const dpv::course::CompareResult& r) {
@@ -242,7 +286,10 @@ void ComparePage::showResult(const dpv::course::CompareResult& r) {
                 .arg(ms(r.dp.steady.replicate), ms(r.ddp.parts.front().replicate), ms(r.ddp.steady.overlapped),
                      ms(r.ddp.steady.communication))
                 .arg(r.hardware_threads);
-  note_->setText(note);
+  note_->setText(dataText(r) + note);
+  runCaption_->setText(tr("Data: %1").arg(QString::fromStdString(dpv::course::run_caption(c.run, 0, "one device, DataParallel and DDP"))));
+  coresBanner_->setText(coresText(r));
+  coresBanner_->setVisible(!coresBanner_->text().isEmpty());
 
   const auto& s = r.sum_mean;
   sumMean_->setText(

@@ -37,6 +37,8 @@ class ComparePage : public Page {
   LessonPanel* lessonPanel() const { return lesson_; }  // lessons/ddp/dp-vs-ddp.md
   QString sumMeanText() const;
   QString noteText() const;
+  QString runCaption() const;        // "Data: model … · seed … · batch … · modes · devices"
+  QString coresBannerText() const;   // "" unless the simulated devices share fewer hardware threads
   QString errorText() const { return error_; }
   bool lessonBelowCharts() const;  // on a narrow page the lesson goes under the charts
 
@@ -50,6 +52,8 @@ class ComparePage : public Page {
  private:
   void showResult(const dpv::course::CompareResult& result);
   void placeLesson();
+  static QString dataText(const dpv::course::CompareResult& r);   // the batches, from the run's facts
+  static QString coresText(const dpv::course::CompareResult& r);  // "" when every device has a thread
 
   QComboBox* preset_;
   QSpinBox* devices_;
@@ -59,6 +63,8 @@ class ComparePage : public Page {
   QPushButton* runButton_;
   QLabel* status_;
   QLabel* note_;
+  QLabel* runCaption_;
+  QLabel* coresBanner_;
   QLabel* sumMean_;
   CompareCharts* charts_;
   LessonPanel* lesson_;

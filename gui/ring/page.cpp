@@ -18,6 +18,8 @@
 #include "gui/ring/ring_view.h"
 #include "gui/runtime/engine_controller.h"
 #include "gui/runtime/run_spec_from_settings.h"
+#include "course/run_caption.h"
+#include "engine/device.h"
 
 namespace gui {
 
@@ -76,6 +78,11 @@ RingPage::RingPage(AppContext* context, QWidget* parent) : Page(context, parent)
                              this);
   caption->setWordWrap(true);
   outer->addWidget(caption);
+  runCaption_ = new QLabel(this);
+  runCaption_->setObjectName(QStringLiteral("runCaption"));
+  runCaption_->setWordWrap(true);
+  runCaption_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  outer->addWidget(runCaption_);
 
   auto* controls = new QHBoxLayout();
   controls->addWidget(new QLabel(tr("Model"), this));
@@ -147,9 +154,33 @@ RingPage::RingPage(AppContext* context, QWidget* parent) : Page(context, parent)
   connect(back_, &QPushButton::clicked, this, [this] { setFrame(frame() - 1); });
   connect(forward_, &QPushButton::clicked, this, [this] { setFrame(frame() + 1); });
   connect(context, &AppContext::themeChanged, this, &RingPage::applyTheme);
+  connect(context, &AppContext::settingsChanged, this, &RingPage::followSettings);
+  followSettings(context->settings());
   applyTheme();
   refreshPanels();
 }
+
+void RingPage::followSettings(const AppSettings& settings) {
+  // The Iteration page's model, and its ranks when they are 2 to 8 CPU devices (the ring's range).
+  const dpv::RunSpec run = runSpecFromSettings(settings);
+  if (preset_->findData(settings.preset) < 0) preset_->addItem(settings.preset, settings.preset);
+  preset_->setCurrentIndex(preset_->findData(settings.preset));
+  try {
+    const dpv::DeviceSpec devices = dpv::parse_device_spec(run.devices);
+    if (devices.kind == dpv::DeviceKind::Cpu && devices.count >= 2 && devices.count <= 8) ranks_->setValue(devices.count);
+  } catch (const dpv::Error&) {
+    // A device spec the settings bar has not accepted yet: the page keeps its ranks.
+  }
+}
+
+dpv::RunSpec RingPage::ringRun() const {
+  dpv::RunSpec run = runSpecFromSettings(context()->settings());
+  run.preset = preset_->currentData().toString().toStdString();
+  run.devices = "cpu:" + std::to_string(ranks_->value());
+  return run;
+}
+
+QString RingPage::runCaption() const { return runCaption_->text(); }
 
 void RingPage::applyTheme() { view_->setTheme(context()->theme()); }
 
@@ -173,9 +204,7 @@ void RingPage::setFrame(int frame) {
 void RingPage::run() {
   EngineController* engine = context()->engine();
   if (!engine || running_) return;
-  const AppSettings settings = context()->settings();
-  const std::string preset = preset_->currentData().toString().toStdString();
-  const int ranks = ranks_->value();
+  const dpv::RunSpec run = ringRun();
   const quint64 request = ++request_;
   running_ = true;
   error_.clear();
@@ -183,16 +212,12 @@ void RingPage::run() {
   status_->setText(tr("running on the engine…"));
   const bool queued = engine->runJob(
       this,
-      [settings, preset, ranks] {
+      [run] {
         RingRun out;
         try {
-          // The page's own model and ranks, the demo's batch; the seed and optimizer of the settings.
-          const dpv::RunSpec fromSettings = runSpecFromSettings(settings);
+          // The Iteration page's run (model, batch, seed, optimizer, DDP settings) on the page's ranks.
           dpv::course::RingDemoConfig config;
-          config.run.preset = preset;
-          config.run.devices = "cpu:" + std::to_string(ranks);
-          config.run.seed = fromSettings.seed;
-          config.run.optimizer = fromSettings.optimizer;
+          config.run = run;
           out.demo = std::make_shared<const dpv::course::RingDemo>(dpv::course::run_ring_demo(config));
         } catch (const dpv::Error& e) {
           out.error = QString::fromStdString(e.full());
@@ -225,6 +250,20 @@ void RingPage::showDemo(std::shared_ptr<const dpv::course::RingDemo> demo) {
   const auto& d = *demo_;
   QStringList shards;
   for (auto n : d.shards) shards << QString::number(n);
+  // Whose gradients: the run's description, and whether it is the Iteration page's (typed compare).
+  // (RunSpec has no ==: a model spec does not compare; the app's runs name presets.)
+  const dpv::RunSpec iterationRun = runSpecFromSettings(context()->settings());
+  const dpv::RunSpec& shown = d.config.run;
+  const bool same = shown.preset == iterationRun.preset && shown.devices == iterationRun.devices &&
+                    shown.batch == iterationRun.batch && shown.seed == iterationRun.seed &&
+                    shown.optimizer == iterationRun.optimizer && shown.sync_bn == iterationRun.sync_bn;
+  runCaption_->setText(same
+                           ? tr("Data: the Iteration page's run, iteration 1 (from the seed's weights): %1")
+                                 .arg(QString::fromStdString(dpv::course::run_caption(d.config.run)))
+                           : tr("Data: %1, iteration 1. <b>Not the Iteration page's run</b> (it runs %2): the model or "
+                                "ranks were changed here.")
+                                 .arg(QString::fromStdString(dpv::course::run_caption(d.config.run)),
+                                      QString::fromStdString(dpv::course::run_caption(iterationRun))));
   status_->setText(tr("W = %1 ranks on cpu:%1, global batch %2 (shards %3), seed %4; bucket %5 of the first iteration")
                        .arg(d.world_size)
                        .arg(d.config.run.batch)

@@ -8,6 +8,7 @@
 
 #include "course/ring_demo.h"
 #include "gui/common/page.h"
+#include "gui/runtime/settings.h"
 
 class QComboBox;
 class QLabel;
@@ -26,10 +27,11 @@ class RingPage : public Page {
  public:
   RingPage(AppContext* context, QWidget* parent = nullptr);
   QList<Shot> screenshots() override;
-  // Its own model, device and batch controls; the seed is the settings' (shown in the status line).
+  // Its own model and rank controls, which follow the Iteration page's settings; the batch, seed,
+  // optimizer and DDP settings are that page's (the run caption names them).
   bool usesSettingsBar() const override { return false; }
 
-  // Runs the ring with the page's model and rank count (and the settings' seed) on the engine.
+  // Runs the ring on the engine: the Iteration page's run with the page's model and rank count.
   void run();
   void setWorldSize(int ranks);
   void setPreset(const QString& preset);
@@ -42,6 +44,8 @@ class RingPage : public Page {
   RingView* view() const { return view_; }
   QString stepText() const;  // the side panel's account of the current step
   QString costText() const;
+  QString runCaption() const;  // "Data: … model … · seed … · batch … · mode · devices"
+  dpv::RunSpec ringRun() const;  // what run() runs
   LessonPanel* lessonPanel() const { return lesson_; }  // lessons/ddp/ring.md
 
  signals:
@@ -53,8 +57,10 @@ class RingPage : public Page {
   void refreshPanels();
   void showDpPanel();
   void applyTheme();
+  void followSettings(const AppSettings& settings);
 
   QComboBox* preset_;
+  QLabel* runCaption_;
   QSpinBox* ranks_;
   QPushButton* runButton_;
   QLabel* status_;

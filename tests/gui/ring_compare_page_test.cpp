@@ -17,6 +17,7 @@
 #include "gui/compare/page.h"
 #include "gui/ring/page.h"
 #include "gui/ring/ring_view.h"
+#include "gui/runtime/run_spec_from_settings.h"
 #include "gui/runtime/engine_controller.h"
 #include "gui_test_support.h"
 
@@ -40,11 +41,15 @@ TEST(RingPage, EveryCellAtEveryStepIsTheEnginesPartialSum) {
   ASSERT_TRUE(waitUntil([&] { return page.demo() != nullptr || !page.errorText().isEmpty(); }));
   ASSERT_TRUE(page.errorText().isEmpty()) << page.errorText().toStdString();
 
+  // The Iteration page's run (its batch and seed) on the page's model and ranks.
   dpv::course::RingDemoConfig config;
+  config.run = runSpecFromSettings(e.context.settings());
   config.run.preset = "simple";
   config.run.devices = "cpu:3";
-  config.run.seed = e.context.settings().seed;
-  config.run.optimizer.lr = e.context.settings().learningRate;
+  EXPECT_EQ(page.ringRun().batch, config.run.batch);
+  EXPECT_EQ(page.ringRun().seed, config.run.seed);
+  EXPECT_EQ(page.ringRun().preset, config.run.preset);
+  EXPECT_EQ(page.ringRun().devices, config.run.devices);
   const dpv::course::RingDemo fresh = dpv::course::run_ring_demo(config);
   ASSERT_EQ(page.frameCount(), static_cast<int>(fresh.frames.size()));
   ASSERT_EQ(page.frameCount(), 1 + 2 * 2);
@@ -182,27 +187,27 @@ double highestBarTopPixel(QCustomPlot* plot) {
   return plot->yAxis->coordToPixel(top);
 }
 
-// The two stacked-bar charts (time per step, memory per GPU) carry their legend inset at the top:
-// at a small and a large page size the legend ends above the highest bar instead of covering it
-// (a fixed 1.15x or 2.6x headroom left it over the bars in short charts).
+// Every chart with a legend keeps it out of the axis rect (a row under the axes), so at a small and
+// a large page size no legend covers a curve or a bar (inset, they covered the loss curves).
 class CompareLegend : public ::testing::TestWithParam<QSize> {};
 
-TEST_P(CompareLegend, StackedBarChartsKeepTheirLegendAboveTheBars) {
+TEST_P(CompareLegend, LegendsStayOutsideThePlotArea) {
   Engine e;
   ComparePage page(&e.context);
   page.resize(GetParam());
   page.show();
   ASSERT_NO_FATAL_FAILURE(runComparison(page, 4, 32));
   settleEvents();
-  for (CompareCharts::Chart chart : {CompareCharts::StepTime, CompareCharts::Memory}) {
-    QCustomPlot* plot = page.charts()->plot(chart);
+  for (int chart = 0; chart < CompareCharts::kChartCount; ++chart) {
+    QCustomPlot* plot = page.charts()->plot(static_cast<CompareCharts::Chart>(chart));
     plot->replot();
-    ASSERT_TRUE(plot->legend->visible());
-    const double legendBottom = plot->legend->outerRect().bottom();
-    const double barTop = highestBarTopPixel(plot);
-    EXPECT_LE(legendBottom, barTop) << "chart " << chart << " " << plot->width() << "x" << plot->height()
-                                    << ": the legend ends at y " << legendBottom << ", the highest bar starts at " << barTop;
-    EXPECT_GT(barTop, plot->axisRect()->top() + 0.0) << "the bars are drawn inside the axis";
+    if (!plot->legend->visible()) continue;
+    const QRect legend = plot->legend->outerRect();
+    const QRect axes = plot->axisRect()->rect();
+    EXPECT_FALSE(legend.intersects(axes)) << "chart " << chart << " " << plot->width() << "x" << plot->height()
+                                          << ": legend y " << legend.top() << ".." << legend.bottom() << ", axes y "
+                                          << axes.top() << ".." << axes.bottom();
+    EXPECT_GE(highestBarTopPixel(plot), axes.top() - 1.0) << "the bars are drawn inside the axis";
   }
 }
 
@@ -249,6 +254,31 @@ TEST(ComparePage, ConfigTakesTheSeedFromTheSettingsAndTheRestFromThePage) {
   EXPECT_EQ(config.iterations, expected.iterations);
   EXPECT_EQ(config.max_speedup_devices, expected.max_speedup_devices);
   EXPECT_EQ(config.speedup_iters, expected.speedup_iters);
+}
+
+// The page says whose run it shows, why the loss jumps (a new random batch each step, from the
+// run's seeds), and, when the simulated devices outnumber the hardware threads, in a banner of its
+// own that the times are threads sharing cores, not GPUs.
+TEST(ComparePage, SaysWhoseRunWhyTheLossJumpsAndWhenThreadsShareCores) {
+  Engine e;
+  ComparePage page(&e.context);
+  page.resize(1100, 760);
+  page.show();
+  ASSERT_NO_FATAL_FAILURE(runComparison(page, 2, 16));
+  const dpv::course::CompareResult& r = page.result();
+  EXPECT_EQ(r.batches, 3);
+  EXPECT_EQ(r.first_batch_seed, r.config.run.seed + 1);
+  EXPECT_LE(r.loss_low, r.loss_high);
+  EXPECT_TRUE(page.runCaption().contains(QStringLiteral("model mlp-bn · seed 0 · batch 16"))) << page.runCaption().toStdString();
+  EXPECT_TRUE(page.runCaption().contains(QLatin1String("cpu:2")));
+  const QString note = page.noteText();
+  EXPECT_TRUE(note.contains(QLatin1String("new random batch"))) << note.toStdString();
+  EXPECT_TRUE(note.contains(QStringLiteral("seeds %1 to %2").arg(r.first_batch_seed).arg(r.first_batch_seed + 2))) << note.toStdString();
+  EXPECT_EQ(r.most_devices, 2);  // the sweep went to 2 devices
+  EXPECT_EQ(page.coresBannerText().isEmpty(), !r.threads_share_cores());
+  if (r.threads_share_cores()) {
+    EXPECT_TRUE(page.coresBannerText().contains(QLatin1String("not GPUs"))) << page.coresBannerText().toStdString();
+  }
 }
 
 TEST(ComparePage, AnEngineErrorIsShownNotThrown) {

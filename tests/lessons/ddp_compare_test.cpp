@@ -7,6 +7,10 @@
 
 #include "course/ddp_compare.h"
 #include "course/ring_demo.h"
+#include "course/sample_program.h"
+#include "engine/device.h"
+#include "engine/run/run_spec.h"
+#include "engine/strategy.h"
 #include "engine/error.h"
 
 namespace dpv::course {
@@ -85,6 +89,39 @@ TEST(RingDemo, ABucketOfAModelWithBatchNormOnThreeRanks) {
   expect_partial_sums(demo, 3);
   EXPECT_FALSE(demo.params.empty());
   EXPECT_EQ(demo.dp.replica_grads.size(), 3u);
+}
+
+// The ring all-reduces the Iteration page's gradients: the same RunSpec and the same batch
+// (program_data) run by the strategy the page makes give, after iteration 1, exactly the mean the
+// ring ends with, and the ring's starting values add up to it (each rank puts g_r / W in).
+TEST(RingDemo, AllReducesTheIterationPagesIterationOneGradients) {
+  RingDemoConfig config;
+  config.run.preset = "simple";
+  config.run.devices = "cpu:4";
+  config.run.batch = 32;
+  config.run.seed = 0;
+  const RingDemo demo = run_ring_demo(config);
+
+  for (const StrategyKind kind : {StrategyKind::DistributedDataParallel, StrategyKind::DataParallel}) {
+    RunSpec run = config.run;
+    run.strategy = kind;
+    const std::unique_ptr<Strategy> strategy = make_strategy(run, DeviceSet::create(run.devices));
+    const Dataset batch = program_data(run.preset, run.batch, run.seed);
+    strategy->begin_iteration(batch.inputs, batch.targets)->run_to_end();
+    std::vector<double> grads;  // the bucket's parameters' gradients, flattened in bucket order
+    for (const std::string& name : demo.params) {
+      const std::vector<double> g = strategy->tensors().grads->at(name).to_doubles();
+      grads.insert(grads.end(), g.begin(), g.end());
+    }
+    const std::vector<double>& ring_result = demo.frames.back().values[0];
+    ASSERT_EQ(grads.size(), ring_result.size());
+    for (size_t i = 0; i < grads.size(); ++i) {
+      double inputs = 0;
+      for (const auto& rank : demo.frames.front().values) inputs += rank[i];
+      EXPECT_NEAR(ring_result[i], grads[i], 1e-5) << strategy_name(kind) << " element " << i;
+      EXPECT_NEAR(inputs, grads[i], 1e-5) << strategy_name(kind) << " element " << i;
+    }
+  }
 }
 
 TEST(RingDemo, RefusesOneRankAndTooSmallABatch) {
@@ -166,6 +203,23 @@ TEST(DdpCompare, PerDeviceBatchNormDriftsFromOneDevice) {
   EXPECT_GT(r.dp.max_param_diff.back(), 1e-6);
   EXPECT_GT(r.ddp.max_param_diff.back(), 1e-6);
   EXPECT_TRUE(r.speedup.empty());
+}
+
+// Whether the timed devices are threads sharing fewer hardware threads: a typed fact of the run.
+TEST(DdpCompare, SaysWhenSimulatedDevicesOutnumberTheHardwareThreads) {
+  CompareResult r;
+  r.simulated = true;
+  r.hardware_threads = 2;
+  r.most_devices = 4;
+  EXPECT_TRUE(r.threads_share_cores());
+  r.hardware_threads = 8;
+  EXPECT_FALSE(r.threads_share_cores());
+  r.hardware_threads = 2;
+  r.simulated = false;  // real GPUs: each rank has its own device
+  EXPECT_FALSE(r.threads_share_cores());
+  r.dp.steady.total = 1;
+  r.ddp.steady.total = 4;
+  EXPECT_TRUE(r.ddp_slower());
 }
 
 }  // namespace
