@@ -1,6 +1,7 @@
 #include "course/bnlab_session.h"
 
 #include <algorithm>
+#include <numeric>
 #include <cmath>
 #include <exception>
 
@@ -240,6 +241,11 @@ void BnLabSession::measureDistances(BnLabStep& out) {
   }
 }
 
+void BnLabSession::setBatchSize(int64_t rows) {
+  dpv::check(rows >= 1, "the batch needs at least one row, got " + std::to_string(rows), dpv::ErrorClass::ValueError);
+  config_.batchSize = rows;
+}
+
 BnLabStep BnLabSession::step() {
   if (failed())
     throw dpv::Error("the lab stopped after an error in every model (first: " + failedModel_ + "); reset it to train again");
@@ -268,6 +274,9 @@ BnLabStep BnLabSession::step() {
   // Keep only the devices that held rows (chunk_sizes(0, k) gives k zeros).
   out.chunks.erase(std::remove(out.chunks.begin(), out.chunks.end(), int64_t{0}), out.chunks.end());
   measureDistances(out);
+  out.batchRows = batch.inputs.dim(0);
+  if (!out.shards.empty())
+    out.ddpPadding = std::accumulate(out.shards.begin(), out.shards.end(), int64_t{0}) - out.batchRows;
   out.step = ++steps_;
   return out;
 }

@@ -60,6 +60,10 @@ class BnLabSession {
   // `modelStopped()` says so and `modelError()` holds the engine's text. Only when every model has stopped is
   // the session failed: `failed()` is true, `failure()` holds the first error, further steps throw.
   BnLabStep step();
+  // The global batch of the next steps, taken while the lab trains (as TensorFlow Playground takes
+  // its settings): the models keep their weights and the next step draws `rows` rows. Throws
+  // dpv::Error (ValueError) for rows < 1.
+  void setBatchSize(int64_t rows);
   bool failed() const { return !failure_.empty(); }
   bool modelStopped(BnLabModel which) const { return !modelErrors_[static_cast<size_t>(which)].empty(); }
   // The engine's text for a stopped model ("" while it trains).

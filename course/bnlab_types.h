@@ -71,6 +71,11 @@ struct BnLabStep {
   int64_t step = 0;              // steps taken so far, this one included (1-based)
   std::vector<int64_t> chunks;   // rows per device with a replica (DataParallel's scatter)
   std::vector<int64_t> shards;   // rows per DDP rank (DistributedSampler, padded)
+  // Samples DistributedSampler repeated so every rank gets an equal shard (the shards' total minus
+  // the batch: a batch of 10 on 4 ranks is padded to 12). The DDP models' statistics, losses and
+  // gradients then count those samples twice, so even DDP's SyncBatchNorm is not the reference.
+  int64_t ddpPadding = 0;
+  int64_t batchRows = 0;         // the global batch of this step
   std::array<BnLabModelStep, kBnLabModelCount> models;
 };
 

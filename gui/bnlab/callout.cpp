@@ -75,6 +75,25 @@ static QStringList paragraphs_with_marks(const BnLabCalloutInput& in) {
                    .arg(in.probeModel) +
                QLatin1Char(' ') + kQuoteOpen + in.probeError + kQuoteClose;
   }
+  if (in.ddpPadding > 0 && !in.ddpShards.isEmpty()) {
+    QStringList shards;
+    qint64 padded = 0;
+    for (qint64 n : in.ddpShards) {
+      shards << QString::number(n);
+      padded += n;
+    }
+    const auto distance = [](double v) { return std::isfinite(v) ? QString::number(v, 'g', 2) : tr_("none (stopped)"); };
+    out << tr_("DDP pads the batch: DistributedSampler gives each of the %1 ranks an equal shard (%2), so the batch "
+               "of %3 becomes %4 rows, %5 sample(s) repeated. Both DDP models count those twice in their statistics, "
+               "losses and gradients, so DDP's SyncBatchNorm is not the one-device result here: its distance from the "
+               "reference is %6 after this step (DataParallel's SyncBatchNorm, which pads nothing: %7).")
+               .arg(in.ddpShards.size())
+               .arg(shards.join(QStringLiteral(", ")))
+               .arg(in.ddpBatchRows)
+               .arg(padded)
+               .arg(in.ddpPadding)
+               .arg(distance(in.ddpSyncDistance), distance(in.dpSyncDistance));
+  }
   if (in.steps >= kBnLabResultSteps) {
     const auto loss = [](double v) { return std::isfinite(v) ? QString::number(v, 'f', 2) : tr_("none (stopped)"); };
     const QString setup = tr_("Result after %1 steps (%2, batch %3 on %4 devices): ")

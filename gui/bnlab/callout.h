@@ -21,6 +21,12 @@ struct BnLabCalloutInput {
   qint64 steps = 0;
   bool classSorted = true;
   double firstLossPerDevice = 0, lossPerDevice = 0, lossSync = 0, lossReference = 0;
+  // DDP's DistributedSampler padding in the latest step (course BnLabStep::ddpPadding), the shards
+  // it made, and both synchronised models' distance from the reference after that step.
+  qint64 ddpPadding = 0;
+  qint64 ddpBatchRows = 0;  // the global batch before the padding
+  QList<qint64> ddpShards;
+  double ddpSyncDistance = 0, dpSyncDistance = 0;
 };
 // Steps after which the callout states the result.
 inline constexpr qint64 kBnLabResultSteps = 50;

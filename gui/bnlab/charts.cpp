@@ -96,7 +96,7 @@ QString BnLabCharts::runningSeries(BnLabModel m) { return model_short(m); }
 QString BnLabCharts::device0EmaSeries() { return QStringLiteral("GPU 0's chunks"); }
 QString BnLabCharts::lossSeries(BnLabModel m) { return model_short(m); }
 QString BnLabCharts::accuracySeries(BnLabModel m) { return model_short(m) + QStringLiteral(" accuracy"); }
-QString BnLabCharts::paramDistanceSeries(BnLabModel m) { return model_short(m); }  // solid; the gradients dashed
+QString BnLabCharts::paramDistanceSeries(BnLabModel m) { return model_short(m); }  // a line; the gradients dots
 QString BnLabCharts::gradDistanceSeries(BnLabModel m) { return model_short(m) + QStringLiteral(": gradients"); }
 
 QString BnLabCharts::seriesHelp(Chart chart) {
@@ -112,10 +112,10 @@ QString BnLabCharts::seriesHelp(Chart chart) {
       return tr("The running statistic each model keeps (DDP: rank 0's). \"GPU 0's chunks\": the running statistic "
                 "rebuilt from GPU 0's chunks alone with BatchNorm's update rule; it lies on the per-device curve because "
                 "only replica 0's buffers survive a DataParallel forward.");
-    case LossAccuracy: return tr("Solid: training loss (left axis). Dashed: accuracy on the batch (right axis), same colours.");
+    case LossAccuracy: return tr("Lines: training loss (left axis; DDP's dash-dot). Dots: accuracy on the batch (right axis), same colours.");
     case Distance:
-      return tr("The largest difference from the one-device reference: solid, the parameters after the step; dashed, "
-                "the gradients of the step. Exact zeros are drawn at 1e-12.");
+      return tr("The largest difference from the one-device reference: lines, the parameters after the step (DDP's "
+                "dash-dot); dots, the gradients of the step. Exact zeros are drawn at 1e-12.");
   }
   return {};
 }

@@ -109,7 +109,7 @@ void BnLabCharts::buildRunningCharts() {
   }
 }
 
-// Loss (left axis, solid) and accuracy (right axis, dashed).
+// Loss (left axis, lines) and accuracy (right axis, dots).
 void BnLabCharts::buildLossChart() {
   QCustomPlot* plot = plots_[LossAccuracy];
   plot->yAxis2->setVisible(true);
@@ -121,12 +121,12 @@ void BnLabCharts::buildLossChart() {
   for (int m : {BnLabReference, BnLabSync, BnLabPerDevice, BnLabDdpSync, BnLabDdpPerRank}) {
     accuracyGraphs_[m] = plot->addGraph(plot->xAxis, plot->yAxis2);
     accuracyGraphs_[m]->setName(accuracySeries(static_cast<BnLabModel>(m)));
-    accuracyGraphs_[m]->removeFromLegend();  // same colour as the loss; the axis label says "dashed"
-    accuracyGraphs_[m]->setAntialiased(false);  // antialiased dashes cost most of this chart's redraw
+    accuracyGraphs_[m]->removeFromLegend();  // same colour as the loss; the axis label says "dots"
+    accuracyGraphs_[m]->setAntialiased(false);  // antialiased markers cost most of this chart's redraw
   }
   plot->xAxis->setLabel(tr("training step"));
-  plot->yAxis->setLabel(tr("loss (nats), solid"));
-  plot->yAxis2->setLabel(tr("accuracy (%), dashed"));
+  plot->yAxis->setLabel(tr("loss (nats), lines"));
+  plot->yAxis2->setLabel(tr("accuracy (%), dots"));
   plot->yAxis2->setRange(0, 100);
 }
 
@@ -139,7 +139,7 @@ void BnLabCharts::buildDistanceChart() {
     if (bnlab_is_ddp(m)) paramDistanceGraphs_[m]->setAntialiased(false);  // dash-dot
     gradDistanceGraphs_[m] = plot->addGraph();
     gradDistanceGraphs_[m]->setName(gradDistanceSeries(m));
-    gradDistanceGraphs_[m]->removeFromLegend();  // same colour as the parameters, dashed; the axis label says so
+    gradDistanceGraphs_[m]->removeFromLegend();  // same colour as the parameters, dots; the axis label says so
     gradDistanceGraphs_[m]->setAntialiased(false);
   }
   plot->yAxis->setScaleType(QCPAxis::stLogarithmic);
@@ -147,7 +147,7 @@ void BnLabCharts::buildDistanceChart() {
   plot->yAxis->setNumberFormat(QStringLiteral("eb"));
   plot->yAxis->setNumberPrecision(0);
   plot->xAxis->setLabel(tr("training step"));
-  plot->yAxis->setLabel(tr("max |Δ| (dashed: grads)"));
+  plot->yAxis->setLabel(tr("max |Δ| (lines: params, dots: grads)"));
   plot->yAxis->setRange(1e-9, 1);
 }
 
@@ -189,11 +189,19 @@ void BnLabCharts::applyPalette() {
   for (int m = 0; m < kBnLabModelCount; ++m) {
     lossGraphs_[m]->setPen(bnlab_is_ddp(static_cast<BnLabModel>(m)) ? ddpPen(static_cast<BnLabModel>(m), 1.5)
                                                                     : QPen(model[m], m == BnLabReference ? 3.5 : 1.5));
-    accuracyGraphs_[m]->setPen(QPen(model[m], m == BnLabReference ? 2.5 : 1.2, Qt::DashLine));
+    // Accuracy as dots, not a line: dashes were taken by the DDP models' dash-dot curves.
+    QColor dots = model[m];
+    dots.setAlpha(170);
+    accuracyGraphs_[m]->setPen(QPen(dots, 1));
+    accuracyGraphs_[m]->setLineStyle(QCPGraph::lsNone);
+    accuracyGraphs_[m]->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, m == BnLabReference ? 4 : 3));
   }
   for (BnLabModel m : kComparedModels) {
     paramDistanceGraphs_[m]->setPen(bnlab_is_ddp(m) ? ddpPen(m, 2) : QPen(model[m], 2));
-    gradDistanceGraphs_[m]->setPen(QPen(model[m], 1.5, Qt::DashLine));
+    // The gradients as dots: a dashed line read as one of the DDP models' dash-dot curves.
+    gradDistanceGraphs_[m]->setPen(QPen(model[m], 1));
+    gradDistanceGraphs_[m]->setLineStyle(QCPGraph::lsNone);
+    gradDistanceGraphs_[m]->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 3));
   }
   markDirty();
 }

@@ -49,6 +49,9 @@ class BatchNormLabPage : public Page {
   QString calloutText() const;
   bool calloutVisible() const;
   QString explanationText() const;
+  QString statusText() const;
+  QString runCaption() const;
+  QLabel* statusLabel() const { return statusLabel_; }
   // Sets the controls to `config` and resets the lab. The lab has its own controls and defaults
   // (BnLabConfig{}); the settings bar neither changes them nor is changed.
   void setConfig(const BnLabConfig& config);
@@ -56,6 +59,8 @@ class BatchNormLabPage : public Page {
   void applyQuestionSettings(int devices, int batchSize);
   void setStepsPerSecond(int stepsPerSecond);  // 0: as fast as the devices go
   void setStepLimit(qint64 steps);
+  // The batch control: while the lab trains the next step uses it; before, the lab starts afresh.
+  void setBatchSize(int rows);
   void selectLayer(int layerSlot, int channel);
   // Writes every chart as <dir>/bnlab-<chart>.png and/or .csv; returns one message per failure.
   QStringList saveCharts(const QString& dir, bool png, bool csv);
@@ -74,6 +79,7 @@ class BatchNormLabPage : public Page {
   void stepRequested();
   void stepsPerSecondRequested(int stepsPerSecond);
   void stepLimitRequested(qint64 steps);
+  void batchSizeRequested(qint64 rows, quint64 generation);
   // For tests and shots: the charts now show `steps` steps; the lab became ready; it stopped on an error.
   void stepsShown(qint64 steps);
   void labConfigured();
@@ -93,6 +99,7 @@ class BatchNormLabPage : public Page {
   void shrinkHeadings();
   void showConfig(const BnLabConfig& config);  // the controls, without resetting
   void scheduleReset();
+  void onBatchChanged(int rows);  // while training: the next step's batch; before: a fresh lab
   void onConfigured(const BnLabInfo& info);
   void onUpdated(const BnLabUpdate& update, quint64 generation);
   void onRunningChanged(bool running, quint64 generation);
@@ -148,6 +155,7 @@ class BatchNormLabPage : public Page {
   QComboBox* layerBox_ = nullptr;
   QSpinBox* channelSpin_ = nullptr;
   QLabel* statusLabel_ = nullptr;
+  QLabel* runCaption_ = nullptr;  // "Data: model … · seed … · batch … · modes · devices"
   QFrame* callout_ = nullptr;
   QLabel* calloutLabel_ = nullptr;
   QTextBrowser* explanation_ = nullptr;

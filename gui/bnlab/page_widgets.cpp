@@ -22,6 +22,7 @@
 
 #include "course/bnlab_session.h"
 #include "course/lessons.h"
+#include "course/run_caption.h"
 #include "engine/error.h"
 #include "gui/common/flow_layout.h"
 #include "gui/bnlab/callout.h"
@@ -107,7 +108,8 @@ QWidget* BatchNormLabPage::buildControls() {
   devicesKind_ = new QLabel(box);
   batchSpin_ = new QSpinBox(box);
   batchSpin_->setRange(1, 1024);
-  batchSpin_->setToolTip(tr("Rows per training step; each device gets a torch.chunk of them"));
+  batchSpin_->setToolTip(tr("Rows per training step; each device gets a torch.chunk of them. Changed while the lab "
+                            "trains, the next step uses it: no restart"));
   lrSpin_ = new QDoubleSpinBox(box);
   lrSpin_->setDecimals(4);
   lrSpin_->setRange(0.0001, 10.0);
@@ -128,10 +130,14 @@ QWidget* BatchNormLabPage::buildControls() {
   group({caption(tr("Learning rate"), lrSpin_, box), lrSpin_});
   group({caption(tr("SGD momentum"), sgdMomentumSpin_, box), sgdMomentumSpin_});
   group({caption(tr("BN momentum"), bnMomentumSpin_, box), bnMomentumSpin_});
+  auto* liveHint = new QLabel(tr("A new batch applies at the next step, without a restart; other settings start the lab again."), box);
+  liveHint->setObjectName(QStringLiteral("hintLabel"));
+  group({liveHint});
 
-  // Any change of what is trained starts the lab again: the three models must share every step.
+  // The batch is taken while the lab trains: the next step of every model draws the new batch.
+  // Any other change of what is trained starts the lab again (the models must share every step).
   connect(devicesSpin_, &QSpinBox::valueChanged, this, &BatchNormLabPage::scheduleReset);
-  connect(batchSpin_, &QSpinBox::valueChanged, this, &BatchNormLabPage::scheduleReset);
+  connect(batchSpin_, &QSpinBox::valueChanged, this, &BatchNormLabPage::onBatchChanged);
   connect(lrSpin_, &QDoubleSpinBox::valueChanged, this, &BatchNormLabPage::scheduleReset);
   connect(sgdMomentumSpin_, &QDoubleSpinBox::valueChanged, this, &BatchNormLabPage::scheduleReset);
   connect(bnMomentumSpin_, &QDoubleSpinBox::valueChanged, this, &BatchNormLabPage::scheduleReset);
@@ -141,8 +147,10 @@ QWidget* BatchNormLabPage::buildControls() {
 
 QWidget* BatchNormLabPage::buildChartToolbar() {
   auto* bar = new QWidget(this);
-  auto* row = new QHBoxLayout(bar);
-  row->setContentsMargins(0, 0, 0, 0);
+  auto* column = new QVBoxLayout(bar);
+  column->setContentsMargins(0, 0, 0, 0);
+  column->setSpacing(2);
+  auto* row = new QHBoxLayout();
   layerBox_ = new QComboBox(bar);
   const dpv::ModelSpec spec = dpv::course::bnlab_model_spec(0.1);
   for (size_t i = 0; i < spec.layers.size(); ++i) {
@@ -162,20 +170,28 @@ QWidget* BatchNormLabPage::buildChartToolbar() {
   saveCsv->setToolTip(tr("Save the data of every chart as CSV into a folder"));
   connect(savePng, &QPushButton::clicked, this, [this] { chooseFolderAndSave(true, false); });
   connect(saveCsv, &QPushButton::clicked, this, [this] { chooseFolderAndSave(false, true); });
-  // The status line takes the room that is left and never widens the page; the full text is
-  // in its tooltip.
+  // The status line and whose run this is get lines of their own under the controls and wrap,
+  // so nothing is cut off at 1024 pixels; the losses are in the status line's tooltip.
   statusLabel_ = new QLabel(bar);
-  statusLabel_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  statusLabel_->setWordWrap(true);
+  statusLabel_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Minimum);
   statusLabel_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  runCaption_ = new QLabel(bar);
+  runCaption_->setObjectName(QStringLiteral("hintLabel"));
+  runCaption_->setWordWrap(true);
+  runCaption_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Minimum);
+  runCaption_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   auto* layerCaption = caption(tr("Layer"), layerBox_, bar);
   layerCaption->setToolTip(tr("The BatchNorm layer and channel the statistics charts show"));
   row->addWidget(layerCaption);
   row->addWidget(layerBox_);
   row->addWidget(channelSpin_);
-  row->addSpacing(12);
-  row->addWidget(statusLabel_, 1);
+  row->addStretch(1);
   row->addWidget(savePng);
   row->addWidget(saveCsv);
+  column->addLayout(row);
+  column->addWidget(statusLabel_);
+  column->addWidget(runCaption_);
   updateSelection();
   return bar;
 }
@@ -295,6 +311,11 @@ void BatchNormLabPage::updateCallout() {
     in.lossPerDevice = recentLoss(BnLabPerDevice);
     in.lossSync = recentLoss(BnLabSync);
     in.lossReference = recentLoss(BnLabReference);
+    in.ddpPadding = last->ddpPadding;
+    in.ddpBatchRows = last->batchRows;
+    for (int64_t n : last->shards) in.ddpShards << n;
+    in.ddpSyncDistance = last->models[BnLabDdpSync].paramDistance;
+    in.dpSyncDistance = last->models[BnLabSync].paramDistance;
   }
   const QString html = bnlab_callout_html(in);
   calloutLabel_->setText(html);
@@ -304,6 +325,8 @@ void BatchNormLabPage::updateCallout() {
 QString BatchNormLabPage::calloutText() const { return calloutLabel_->text(); }
 bool BatchNormLabPage::calloutVisible() const { return !callout_->isHidden(); }
 QString BatchNormLabPage::explanationText() const { return explanation_->toPlainText(); }
+QString BatchNormLabPage::statusText() const { return statusLabel_->text(); }
+QString BatchNormLabPage::runCaption() const { return runCaption_->text(); }
 
 void BatchNormLabPage::updateButtons() {
   const bool canTrain = configured_ && !hasFailed() && charts_->stepCount() < stepLimit_;
@@ -324,7 +347,11 @@ void BatchNormLabPage::updateStatus() {
     // The line beside the layer controls holds the step and DataParallel's chunks; DDP's shards
     // and the five models' losses (also in the loss chart) are in its tooltip: on the line they
     // were cut off at any window width.
-    text = tr("Step %1 of %2 · chunks %3").arg(last->step).arg(stepLimit_).arg(sizes.join(QStringLiteral(", ")));
+    text = tr("Step %1 of %2 · batch %3 · chunks %4")
+               .arg(last->step)
+               .arg(stepLimit_)
+               .arg(last->batchRows)
+               .arg(sizes.join(QStringLiteral(", ")));
     losses = tr("DDP shards %1. Loss at step %2: per-device %3, SyncBN %4, reference %5; DDP per-rank %6, DDP SyncBN %7")
                  .arg(shards.join(QStringLiteral(", ")))
                  .arg(last->step)
@@ -336,6 +363,9 @@ void BatchNormLabPage::updateStatus() {
   }
   if (running_) text = tr("Training · ") + text;
   statusLabel_->setText(text);
+  runCaption_->setText(tr("Data: %1").arg(QString::fromStdString(dpv::course::run_caption(
+      dpv::course::bnlab_run_spec(config(), dpv::course::BnLabDdpSync), 0,
+      "DataParallel and DDP, each with per-device BatchNorm and SyncBatchNorm, against one device"))));
   statusLabel_->setToolTip(losses.isEmpty() ? text : text + QStringLiteral("\n") + losses);
 }
 

@@ -49,6 +49,15 @@ void BnLabWorker::configure(const BnLabConfig& config, quint64 generation) {
   emit configured(info);
 }
 
+void BnLabWorker::setBatchSize(qint64 rows, quint64 generation) {
+  if (!session_ || generation != generation_) return;  // a session since replaced takes no settings
+  try {
+    session_->setBatchSize(rows);
+  } catch (const dpv::Error& e) {
+    emit failed(QStringLiteral("settings"), QString::fromStdString(e.full()), generation_);
+  }
+}
+
 void BnLabWorker::start() {
   const bool refused = !session_ || session_->failed() || (stepLimit_ > 0 && session_->stepsTaken() >= stepLimit_);
   if (refused) {

@@ -25,4 +25,27 @@ TEST(BnLabCallout, NamesOneSampleChunksAndIdleDevices) {
   EXPECT_TRUE(html.contains("&lt;engine&gt; &amp; text")) << "engine text is quoted verbatim, escaped";
 }
 
+// DDP's padding is said with the run's numbers, and only when the sampler padded.
+TEST(BnLabCallout, SaysWhenDdpPaddedTheBatchAndHowFarItsSyncBatchNormIs) {
+  BnLabCalloutInput in;
+  in.devices = 4;
+  in.batchSize = 12;
+  in.steps = 3;
+  in.ddpBatchRows = 12;
+  in.ddpShards = {3, 3, 3, 3};
+  in.ddpSyncDistance = 2e-7;
+  in.dpSyncDistance = 1e-7;
+  EXPECT_FALSE(bnlab_callout_paragraphs(in).join(' ').contains("pads")) << "no padding, no word of it";
+  in.batchSize = 10;
+  in.ddpBatchRows = 10;
+  in.ddpPadding = 2;
+  in.ddpSyncDistance = 0.37;
+  const QString text = bnlab_callout_paragraphs(in).join(' ');
+  EXPECT_TRUE(text.contains("DDP pads the batch")) << text.toStdString();
+  EXPECT_TRUE(text.contains("(3, 3, 3, 3)")) << text.toStdString();
+  EXPECT_TRUE(text.contains("the batch of 10 becomes 12 rows, 2 sample(s) repeated")) << text.toStdString();
+  EXPECT_TRUE(text.contains("is 0.37 after this step")) << text.toStdString();
+  EXPECT_TRUE(text.contains("pads nothing: 1e-07")) << text.toStdString();
+}
+
 }  // namespace gui

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <functional>
 #include <gtest/gtest.h>
+
+#include <QLabel>
 #include <memory>
 
 #include "course/batchnorm_stats.h"
@@ -238,6 +240,35 @@ TEST_F(BnLabPageFixture, PauseStopsAndResetStartsOver) {
   first.run_to_end();
   const auto refLoss = page->charts()->seriesData(BnLabCharts::LossAccuracy, BnLabCharts::lossSeries(BnLabReference));
   EXPECT_NEAR(refLoss[0].y(), first.loss(), 1e-9);
+}
+
+// As TensorFlow Playground takes its settings: a new batch while the lab trains is used by the
+// next step, and the models keep their steps (no restart). The status line wraps instead of being
+// cut, and the page says whose run it shows.
+TEST_F(BnLabPageFixture, ABatchChangeAppliesAtTheNextStepWithoutARestart) {
+  BnLabConfig c;
+  c.devices = "cpu:2";
+  c.batchSize = 32;
+  ASSERT_NO_FATAL_FAILURE(configure(c, 100));
+  page->stepOnce();
+  ASSERT_TRUE(waitUntil([&] { return page->charts()->stepCount() == 1; }));
+  page->setBatchSize(16);
+  page->stepOnce();
+  ASSERT_TRUE(waitUntil([&] { return page->charts()->stepCount() == 2; })) << page->failure().toStdString();
+  const BnLabStep* last = page->charts()->latestStep();
+  ASSERT_NE(last, nullptr);
+  EXPECT_EQ(last->step, 2) << "the lab went on; it did not start again";
+  EXPECT_EQ(last->batchRows, 16);
+  EXPECT_TRUE(page->statusText().contains(QLatin1String("batch 16"))) << page->statusText().toStdString();
+  EXPECT_TRUE(page->runCaption().contains(QStringLiteral("seed 0 · batch 16"))) << page->runCaption().toStdString();
+  EXPECT_TRUE(page->runCaption().contains(QLatin1String("cpu:2"))) << page->runCaption().toStdString();
+
+  page->resize(1024, 640);
+  page->show();
+  settleEvents();
+  QLabel* status = page->statusLabel();
+  EXPECT_TRUE(status->wordWrap());
+  EXPECT_GE(status->height(), status->heightForWidth(status->width())) << "the status line is cut off";
 }
 
 TEST_F(BnLabPageFixture, OneSampleChunkShowsTheEnginesError) {

@@ -106,4 +106,22 @@ TEST(BnLabDdp, UnevenBatchIsPaddedForDdpWhileDataParallelFailsOnTheOneSampleChun
   EXPECT_EQ(iteration.shards().back(), (std::vector<int64_t>{3, 7, 1}));
 }
 
+// The lab reports DistributedSampler's padding as a number, and the padded samples are why DDP's
+// SyncBatchNorm leaves the reference with a batch of 10 on 4 ranks while it stays there with 32.
+TEST(BnLabDdp, ReportsThePaddingThatMovesDdpSyncBatchNormOffTheReference) {
+  BnLabSession padded(ddpConfig(10));
+  BnLabStep step;
+  for (int i = 0; i < 3; ++i) step = padded.step();
+  EXPECT_EQ(step.batchRows, 10);
+  EXPECT_EQ(step.shards, (std::vector<int64_t>{3, 3, 3, 3}));
+  EXPECT_EQ(step.ddpPadding, 2);
+  EXPECT_GT(step.models[BnLabDdpSync].paramDistance, 1e-4);
+  EXPECT_LT(step.models[BnLabSync].paramDistance, 1e-4);  // DataParallel's merge pads nothing
+
+  BnLabSession even(ddpConfig(32));
+  for (int i = 0; i < 3; ++i) step = even.step();
+  EXPECT_EQ(step.ddpPadding, 0);
+  EXPECT_LT(step.models[BnLabDdpSync].paramDistance, 1e-4);
+}
+
 }  // namespace dpv::course
