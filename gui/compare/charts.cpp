@@ -192,8 +192,8 @@ namespace {
 void drawLoss(QCustomPlot* p, const CompareResult& r, const ModeColours& c) {
   line(p, CompareCharts::tr("one device"), c.one, r.one.loss, Qt::SolidLine, 3.0);
   line(p, CompareCharts::tr("DataParallel"), c.dp, r.dp.loss);
-  line(p, CompareCharts::tr("DDP (mean of ranks)"), c.ddp, r.ddp.loss, Qt::DashLine);
-  line(p, CompareCharts::tr("DDP rank 0's own"), faded(c.ddp), r.ddp.rank0_loss, Qt::DotLine, 1.5);
+  line(p, CompareCharts::tr("DDP, ranks' mean"), c.ddp, r.ddp.loss, Qt::DashLine);
+  line(p, CompareCharts::tr("DDP rank 0"), faded(c.ddp), r.ddp.rank0_loss, Qt::DotLine, 1.5);
   p->xAxis->setLabel(CompareCharts::tr("iteration"));
   p->legend->setVisible(true);
   p->rescaleAxes();
