@@ -305,7 +305,7 @@ RunSpec compare_run_defaults() {
 int compare_world_size(const CompareConfig& config) { return parse_device_spec(config.run.devices).count; }
 
 CompareResult run_comparison(const CompareConfig& c, const std::function<void(const std::string&, double)>& progress,
-                             const std::function<bool()>& keep_going) {
+                             const std::function<bool()>& keep_going, const std::atomic<int64_t>* live_batch) {
   const DeviceSpec devices = parse_device_spec(c.run.devices);
   check_config(c, devices);
   const int world = devices.count;
@@ -320,10 +320,7 @@ CompareResult run_comparison(const CompareConfig& c, const std::function<void(co
   const std::vector<std::string> params = param_names(model);
   CompareResult out;
   out.first_batch_seed = c.run.seed + 1;
-  std::vector<Dataset> batches;
-  for (int i = 0; i < c.iterations; ++i)
-    batches.push_back(make_data_for_model(spec, c.run.batch, out.first_batch_seed + static_cast<uint64_t>(i)));
-  out.batches = c.iterations;
+  std::vector<Dataset> batches;  // drawn one per iteration, at the batch size asked for then
 
   out.config = c;
   out.hardware_threads = std::thread::hardware_concurrency();
@@ -344,6 +341,13 @@ CompareResult run_comparison(const CompareConfig& c, const std::function<void(co
   // measured against one device's parameters after the step (one device against itself: 0).
   const TensorMap& one_params = *strategies[0]->tensors().params;
   for (int i = 0; i < c.iterations && go_on(); ++i) {
+    // A batch the learner changed while the comparison trains applies from this iteration on (one
+    // sample per device at least, as check_config asks of the first).
+    const int64_t asked = live_batch ? live_batch->load() : c.run.batch;
+    const int64_t rows = asked >= world ? asked : (out.batch_sizes.empty() ? c.run.batch : out.batch_sizes.back());
+    batches.push_back(make_data_for_model(spec, rows, out.first_batch_seed + static_cast<uint64_t>(i)));
+    out.batch_sizes.push_back(rows);
+    out.batches = i + 1;
     say("iteration " + std::to_string(i + 1) + " of " + std::to_string(c.iterations), 0.7 * i / c.iterations);
     for (size_t m = 0; m < runs.size(); ++m) {
       ModeRun& run = *runs[m].second;
@@ -356,12 +360,13 @@ CompareResult run_comparison(const CompareConfig& c, const std::function<void(co
     out.loss_high = *std::max_element(out.one.loss.begin(), out.one.loss.end());
   }
   if (!out.ddp.rows.empty())
-    out.ddp_padding = std::accumulate(out.ddp.rows.begin(), out.ddp.rows.end(), int64_t{0}) - c.run.batch;
+    out.ddp_padding = std::accumulate(out.ddp.rows.begin(), out.ddp.rows.end(), int64_t{0}) - out.batch_sizes.back();
   for (size_t m = 0; m < runs.size(); ++m) {
     runs[m].second->steady = steady_parts(runs[m].second->parts);
     read_memory(strategies[m]->devices(), *runs[m].second);
   }
 
+  if (batches.empty()) return out;  // stopped before the first iteration
   if (go_on()) {
     say("memory by kind", 0.71);
     memory_by_kind({{{modes.dp, &out.dp}, {modes.ddp, &out.ddp}}}, state, batches.front(), batches[batches.size() > 1 ? 1 : 0]);

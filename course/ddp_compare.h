@@ -4,6 +4,7 @@
 // iteration the loss, the largest parameter difference against one device and where the step's time
 // went; per device the peak memory; the bytes each kind of transfer moved in one step; one gradient
 // element showing sum (DataParallel) against mean (DDP); and the speed-up over 1..8 devices.
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -106,6 +107,7 @@ struct CompareResult {
   // from batch to batch (one device's lowest and highest below) even while training goes well.
   uint64_t first_batch_seed = 0;
   int batches = 0;
+  std::vector<int64_t> batch_sizes;  // per iteration: the global batch it trained on
   double loss_low = 0, loss_high = 0;
   bool simulated = false;  // the devices are CPU threads standing in for GPUs
   int most_devices = 0;    // the most devices any timed run used (the run's, or the sweep's last)
@@ -119,9 +121,12 @@ struct CompareResult {
 };
 
 // Progress: (what is running, fraction done 0..1). Return false from `keep_going` to stop early
-// (the result then holds what finished). Throws dpv::Error on bad settings.
+// (the result then holds what finished). `live_batch`, when given, is read before each iteration:
+// a global batch changed while the comparison trains is used from the next iteration on, without a
+// restart (a value below one sample per device is ignored). Throws dpv::Error on bad settings.
 CompareResult run_comparison(const CompareConfig& config,
                              const std::function<void(const std::string&, double)>& progress = {},
-                             const std::function<bool()>& keep_going = {});
+                             const std::function<bool()>& keep_going = {},
+                             const std::atomic<int64_t>* live_batch = nullptr);
 
 }  // namespace dpv::course

@@ -62,7 +62,8 @@ ComparePage::ComparePage(AppContext* context, QWidget* parent) : Page(context, p
   controls->addWidget(devices_);
   controls->addWidget(new QLabel(tr("batch"), this));
   batch_ = spin(this, 2, 4096, 64);
-  batch_->setToolTip(tr("The global batch: DataParallel scatters it, DDP's DistributedSampler shards it"));
+  batch_->setToolTip(tr("The global batch: DataParallel scatters it, DDP's DistributedSampler shards it. Changed "
+                        "while the comparison trains, the next iteration uses it: no restart"));
   controls->addWidget(batch_);
   controls->addWidget(new QLabel(tr("iterations"), this));
   iterations_ = spin(this, 1, 500, 20);
@@ -124,6 +125,12 @@ ComparePage::ComparePage(AppContext* context, QWidget* parent) : Page(context, p
   outer->addWidget(wrapInCard(tr("Sum versus mean: one gradient element after the first iteration"), sumMean_, this));
 
   connect(runButton_, &QPushButton::clicked, this, &ComparePage::run);
+  // While the three train, a new batch goes to the run (its next iteration) instead of waiting.
+  connect(batch_, &QSpinBox::valueChanged, this, [this](int rows) {
+    if (!running_) return;
+    liveBatch_->store(rows);
+    status_->setText(tr("training all three on the engine… batch %1 from the next iteration on (no restart)").arg(rows));
+  });
   connect(context, &AppContext::themeChanged, charts_, &CompareCharts::applyTheme);
 }
 
@@ -182,18 +189,20 @@ void ComparePage::run() {
   EngineController* engine = context()->engine();
   if (!engine || running_) return;
   const dpv::course::CompareConfig c = config();
+  liveBatch_->store(c.run.batch);
+  const std::shared_ptr<std::atomic<int64_t>> liveBatch = liveBatch_;
   const quint64 request = ++request_;
   running_ = true;
   error_.clear();
   runButton_->setEnabled(false);
-  status_->setText(tr("training all three on the engine…"));
+  status_->setText(tr("training all three on the engine… (a new batch applies at the next iteration)"));
   const std::atomic<bool>* stop = engine->stopFlag();
   const bool queued = engine->runJob(
       this,
-      [c, stop] {
+      [c, stop, liveBatch] {
         CompareRun out;
         try {
-          out.result = dpv::course::run_comparison(c, {}, [stop] { return !stop->load(); });
+          out.result = dpv::course::run_comparison(c, {}, [stop] { return !stop->load(); }, liveBatch.get());
           out.ok = true;
         } catch (const dpv::Error& e) {
           out.error = QString::fromStdString(e.full());
@@ -226,7 +235,11 @@ QString ComparePage::runCaption() const { return runCaption_->text(); }
 QString ComparePage::coresBannerText() const { return coresBanner_->isHidden() ? QString() : coresBanner_->text(); }
 
 QString ComparePage::dataText(const dpv::course::CompareResult& r) {
-  return tr("<b>The data:</b> each of the %1 iterations trains on a <b>new random batch</b> (seeds %2 to %3), the "
+  const QString changed = !r.batch_sizes.empty() && r.batch_sizes.front() != r.batch_sizes.back()
+                              ? tr("The global batch went from %1 to %2 while it trained (changed here, taken at the next "
+                                   "iteration). ").arg(r.batch_sizes.front()).arg(r.batch_sizes.back())
+                              : QString();
+  return changed + tr("<b>The data:</b> each of the %1 iterations trains on a <b>new random batch</b> (seeds %2 to %3), the "
             "same one for all three at that step. A loss is that batch's loss, so it moves from batch to batch "
             "(one device: %4 to %5) even while training goes well: compare the three at the same step. ")
       .arg(r.batches)

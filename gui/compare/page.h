@@ -3,6 +3,9 @@
 // model, seed and global batches (course::run_comparison on the engine's worker thread), shown as
 // six charts (gui/compare/charts.h), a sum-versus-mean panel on one gradient element, and a
 // sentence on why per-device BatchNorm makes DP and DDP differ from one device.
+#include <atomic>
+#include <memory>
+
 #include "course/ddp_compare.h"
 #include "gui/common/page.h"
 
@@ -75,6 +78,8 @@ class ComparePage : public Page {
   bool running_ = false;
   QString error_;
   quint64 request_ = 0;
+  // The batch the running comparison reads before each iteration (the batch control, live).
+  std::shared_ptr<std::atomic<int64_t>> liveBatch_ = std::make_shared<std::atomic<int64_t>>(0);
 };
 
 }  // namespace gui

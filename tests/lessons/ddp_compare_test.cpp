@@ -222,5 +222,24 @@ TEST(DdpCompare, SaysWhenSimulatedDevicesOutnumberTheHardwareThreads) {
   EXPECT_TRUE(r.ddp_slower());
 }
 
+// A batch changed while the comparison trains is taken at the next iteration, without a restart.
+TEST(DdpCompare, TakesABatchChangedWhileItTrains) {
+  CompareConfig c;
+  c.run.preset = "simple";
+  c.run.devices = "cpu:2";
+  c.run.batch = 8;
+  c.iterations = 4;
+  c.max_speedup_devices = 0;
+  std::atomic<int64_t> live{8};
+  // The learner changes the batch while iteration 2 runs (progress reports each iteration's start).
+  const auto progress = [&live](const std::string& what, double) {
+    if (what == "iteration 2 of 4") live.store(12);
+  };
+  const CompareResult r = run_comparison(c, progress, {}, &live);
+  EXPECT_EQ(r.batch_sizes, (std::vector<int64_t>{8, 8, 12, 12}));
+  ASSERT_EQ(r.one.loss.size(), 4u);
+  EXPECT_EQ(r.ddp.rows, (std::vector<int64_t>{6, 6}));  // the last iteration's shards: 12 over 2 ranks
+}
+
 }  // namespace
 }  // namespace dpv::course
