@@ -60,7 +60,7 @@ const BnLabLayerStats* layer_of(const BnLabModelStep& m, int slot) {
 }  // namespace
 
 QString BnLabCharts::chartId(Chart chart) {
-  static const char* ids[] = {"batch-mean", "batch-var", "running-mean", "running-var", "loss-accuracy", "distance"};
+  static const char* ids[] = {"batch-mean", "batch-var", "running-mean", "running-var", "loss", "accuracy", "distance"};
   return QString::fromLatin1(ids[chart]);
 }
 
@@ -70,7 +70,8 @@ QString BnLabCharts::chartTitle(Chart chart) {
     case BatchVar: return tr("Batch variance");
     case RunningMean: return tr("Running mean");
     case RunningVar: return tr("Running variance");
-    case LossAccuracy: return tr("Training loss and accuracy");
+    case Loss: return tr("Training loss");
+    case Accuracy: return tr("Accuracy on the batch (%)");
     case Distance: return tr("Distance from the one-device reference");
   }
   return {};
@@ -112,7 +113,8 @@ QString BnLabCharts::seriesHelp(Chart chart) {
       return tr("The running statistic each model keeps (DDP: rank 0's). \"GPU 0's chunks\": the running statistic "
                 "rebuilt from GPU 0's chunks alone with BatchNorm's update rule; it lies on the per-device curve because "
                 "only replica 0's buffers survive a DataParallel forward.");
-    case LossAccuracy: return tr("Lines: training loss (left axis; DDP's dash-dot). Dots: accuracy on the batch (right axis), same colours.");
+    case Loss: return tr("Each model's training loss on the step's batch, before the update (DDP's dash-dot: the mean of the ranks').");
+    case Accuracy: return tr("The fraction of the step's batch each model classified right, before the update (DDP's dash-dot: over the ranks' shards).");
     case Distance:
       return tr("The largest difference from the one-device reference: lines, the parameters after the step (DDP's "
                 "dash-dot); dots, the gradients of the step. Exact zeros are drawn at 1e-12.");
@@ -130,8 +132,9 @@ void BnLabCharts::clear(int deviceCount, const std::vector<int64_t>& expectedChu
       if (auto* g = qobject_cast<QCPGraph*>(plot->plottable(i))) g->data()->clear();
       if (auto* b = qobject_cast<QCPBars*>(plot->plottable(i))) b->data()->clear();
     }
-  for (Chart c : {RunningMean, RunningVar, LossAccuracy, Distance}) plots_[c]->xAxis->setRange(0, 10);
-  for (Chart c : {RunningMean, RunningVar, LossAccuracy}) plots_[c]->yAxis->setRange(0, 1);
+  for (Chart c : {RunningMean, RunningVar, Loss, Accuracy, Distance}) plots_[c]->xAxis->setRange(0, 10);
+  for (Chart c : {RunningMean, RunningVar, Loss}) plots_[c]->yAxis->setRange(0, 1);
+  plots_[Accuracy]->yAxis->setRange(0, 100);
   plots_[Distance]->yAxis->setRange(1e-9, 1);
   for (auto* note : emptyNotes_) note->setVisible(true);
   updateBatchCharts();
@@ -177,10 +180,10 @@ void BnLabCharts::appendSteps(const QVector<BnLabStep>& steps) {
   for (auto* note : emptyNotes_) note->setVisible(false);
 
   const double lastX = static_cast<double>(latest_.step);
-  for (Chart c : {RunningMean, RunningVar, LossAccuracy, Distance}) {
+  for (Chart c : {RunningMean, RunningVar, Loss, Accuracy, Distance}) {
     QCustomPlot* plot = plots_[c];
     plot->xAxis->setRange(0, std::max(10.0, lastX));
-    if (c == Distance) continue;  // a fixed decade range reads better than a jumping one; see below
+    if (c == Distance || c == Accuracy) continue;  // fixed ranges: decades, and 0 to 100 %  // a fixed decade range reads better than a jumping one; see below
     bool found = false;
     QCPRange range;
     for (int i = 0; i < plot->graphCount(); ++i) {

@@ -2,7 +2,7 @@
 // The BatchNorm lab's six QCustomPlot charts and the data behind them:
 //   batch-mean, batch-var     each device's chunk statistic against the whole-batch one (this step)
 //   running-mean, running-var the running buffers over the steps, for every model (DDP: rank 0's)
-//   loss-accuracy             training loss (left axis) and accuracy (right axis)
+//   loss, accuracy            training loss, and accuracy on the batch, each in a chart of its own
 //   distance                  max |difference| from the single-device reference (log axis)
 // Colours come from the widget palette, so the charts follow light and dark themes. Replots are
 // queued and spread over several event-loop turns, one chart per turn, so no single redraw
@@ -28,8 +28,8 @@ namespace gui {
 class BnLabCharts : public QWidget {
   Q_OBJECT
  public:
-  enum Chart { BatchMean, BatchVar, RunningMean, RunningVar, LossAccuracy, Distance };
-  static constexpr int kChartCount = 6;
+  enum Chart { BatchMean, BatchVar, RunningMean, RunningVar, Loss, Accuracy, Distance };
+  static constexpr int kChartCount = 7;
   static QString chartId(Chart chart);     // "batch-mean", ... (file names, CSV)
   static QString chartTitle(Chart chart);  // "Batch mean per device", ...
 

@@ -57,7 +57,9 @@ void BnLabCharts::buildPlots() {
     emptyNotes_[c]->setText(tr("No training step yet: press Start"));
     emptyNotes_[c]->setClipToAxisRect(true);
     plots_[c] = plot;
-    grid->addWidget(plot, c / 2, c % 2);
+    // Two a row; the last (the distance from the reference) alone takes the whole width.
+    const bool last = c == kChartCount - 1 && kChartCount % 2 == 1;
+    grid->addWidget(plot, c / 2, c % 2, 1, last ? 2 : 1);
   }
   buildBatchCharts();
   buildRunningCharts();
@@ -109,25 +111,25 @@ void BnLabCharts::buildRunningCharts() {
   }
 }
 
-// Loss (left axis, lines) and accuracy (right axis, dots).
+// Loss and accuracy, each in a chart of its own: ten noisy curves on two axes did not read.
 void BnLabCharts::buildLossChart() {
-  QCustomPlot* plot = plots_[LossAccuracy];
-  plot->yAxis2->setVisible(true);
+  QCustomPlot* loss = plots_[Loss];
+  QCustomPlot* accuracy = plots_[Accuracy];
   for (int m : {BnLabReference, BnLabSync, BnLabPerDevice, BnLabDdpSync, BnLabDdpPerRank}) {
-    lossGraphs_[m] = plot->addGraph(plot->xAxis, plot->yAxis);
+    lossGraphs_[m] = loss->addGraph();
     lossGraphs_[m]->setName(lossSeries(static_cast<BnLabModel>(m)));
-    if (bnlab_is_ddp(static_cast<BnLabModel>(m))) lossGraphs_[m]->setAntialiased(false);  // dash-dot: see above
-  }
-  for (int m : {BnLabReference, BnLabSync, BnLabPerDevice, BnLabDdpSync, BnLabDdpPerRank}) {
-    accuracyGraphs_[m] = plot->addGraph(plot->xAxis, plot->yAxis2);
+    accuracyGraphs_[m] = accuracy->addGraph();
     accuracyGraphs_[m]->setName(accuracySeries(static_cast<BnLabModel>(m)));
-    accuracyGraphs_[m]->removeFromLegend();  // same colour as the loss; the axis label says "dots"
-    accuracyGraphs_[m]->setAntialiased(false);  // antialiased markers cost most of this chart's redraw
+    if (bnlab_is_ddp(static_cast<BnLabModel>(m))) {
+      lossGraphs_[m]->setAntialiased(false);  // dash-dot: see above
+      accuracyGraphs_[m]->setAntialiased(false);
+    }
   }
-  plot->xAxis->setLabel(tr("training step"));
-  plot->yAxis->setLabel(tr("loss (nats), lines"));
-  plot->yAxis2->setLabel(tr("accuracy (%), dots"));
-  plot->yAxis2->setRange(0, 100);
+  loss->xAxis->setLabel(tr("training step"));
+  loss->yAxis->setLabel(tr("loss (nats)"));
+  accuracy->xAxis->setLabel(tr("training step"));
+  accuracy->yAxis->setLabel(tr("accuracy (%)"));
+  accuracy->yAxis->setRange(0, 100);
 }
 
 // Distance from the reference, on a log axis.
@@ -189,12 +191,7 @@ void BnLabCharts::applyPalette() {
   for (int m = 0; m < kBnLabModelCount; ++m) {
     lossGraphs_[m]->setPen(bnlab_is_ddp(static_cast<BnLabModel>(m)) ? ddpPen(static_cast<BnLabModel>(m), 1.5)
                                                                     : QPen(model[m], m == BnLabReference ? 3.5 : 1.5));
-    // Accuracy as dots, not a line: dashes were taken by the DDP models' dash-dot curves.
-    QColor dots = model[m];
-    dots.setAlpha(170);
-    accuracyGraphs_[m]->setPen(QPen(dots, 1));
-    accuracyGraphs_[m]->setLineStyle(QCPGraph::lsNone);
-    accuracyGraphs_[m]->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, m == BnLabReference ? 4 : 3));
+    accuracyGraphs_[m]->setPen(lossGraphs_[m]->pen());  // its own chart: the same encoding as the loss
   }
   for (BnLabModel m : kComparedModels) {
     paramDistanceGraphs_[m]->setPen(bnlab_is_ddp(m) ? ddpPen(m, 2) : QPen(model[m], 2));

@@ -56,7 +56,7 @@ TEST(BnLabDdpPage, DistanceChartShowsSyncBatchNormUnderDdpAtTheReference) {
       EXPECT_NEAR(params[i].y(), std::max(expected[static_cast<size_t>(i)].models[which].paramDistance, BnLabCharts::kDistanceFloor),
                   1e-6 + 1e-3 * params[i].y())
           << bnlab_model_name(which) << " step " << i + 1;
-    const auto loss = page.charts()->seriesData(BnLabCharts::LossAccuracy, BnLabCharts::lossSeries(which));
+    const auto loss = page.charts()->seriesData(BnLabCharts::Loss, BnLabCharts::lossSeries(which));
     ASSERT_EQ(loss.size(), steps);
     EXPECT_NEAR(loss.back().y(), expected.back().models[which].loss, 1e-6);
   }

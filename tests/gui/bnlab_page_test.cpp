@@ -202,7 +202,7 @@ TEST_F(BnLabPageFixture, SyncStaysAtTheReferenceWhilePerDeviceDrifts) {
     EXPECT_GT(std::fabs(running.back().y() - reference.back().y()), 1e-4)
         << "device 0's chunk is one class only, so its running statistic should differ from the whole batch's";
   }
-  const auto loss = page->charts()->seriesData(BnLabCharts::LossAccuracy, BnLabCharts::lossSeries(BnLabReference));
+  const auto loss = page->charts()->seriesData(BnLabCharts::Loss, BnLabCharts::lossSeries(BnLabReference));
   ASSERT_EQ(loss.size(), steps);
   for (const QPointF& p : loss) EXPECT_TRUE(std::isfinite(p.y()) && p.y() > 0);
 }
@@ -230,7 +230,7 @@ TEST_F(BnLabPageFixture, PauseStopsAndResetStartsOver) {
   EXPECT_EQ(page->charts()->stepCount(), 0) << "an update from before the reset was drawn";
   page->stepOnce();
   ASSERT_TRUE(waitUntil([&] { return page->charts()->stepCount() == 1; }));
-  const auto loss = page->charts()->seriesData(BnLabCharts::LossAccuracy, BnLabCharts::lossSeries(BnLabSync));
+  const auto loss = page->charts()->seriesData(BnLabCharts::Loss, BnLabCharts::lossSeries(BnLabSync));
   ASSERT_EQ(loss.size(), 1);
   EXPECT_EQ(loss[0].x(), 1.0);
   // The first step after a reset repeats the first step of any run: same seed, same batch.
@@ -238,7 +238,7 @@ TEST_F(BnLabPageFixture, PauseStopsAndResetStartsOver) {
   const dpv::Dataset batch = bnlab_batch(bnlab_dataset(skewedConfig()), skewedConfig(), 0);
   dpv::Iteration first(*fresh, batch.inputs, batch.targets);
   first.run_to_end();
-  const auto refLoss = page->charts()->seriesData(BnLabCharts::LossAccuracy, BnLabCharts::lossSeries(BnLabReference));
+  const auto refLoss = page->charts()->seriesData(BnLabCharts::Loss, BnLabCharts::lossSeries(BnLabReference));
   EXPECT_NEAR(refLoss[0].y(), first.loss(), 1e-9);
 }
 
@@ -288,7 +288,7 @@ TEST_F(BnLabPageFixture, OneSampleChunkShowsTheEnginesError) {
   EXPECT_TRUE(after.contains(QStringLiteral("Expected more than 1 value per channel"))) << after.toStdString();
   EXPECT_TRUE(after.contains(QStringLiteral("per-device BatchNorm has stopped; the loss of SyncBatchNorm is")))
       << after.toStdString();
-  const auto sync = page->charts()->seriesData(BnLabCharts::LossAccuracy, BnLabCharts::lossSeries(BnLabSync));
+  const auto sync = page->charts()->seriesData(BnLabCharts::Loss, BnLabCharts::lossSeries(BnLabSync));
   ASSERT_EQ(sync.size(), 50);
   for (const QPointF& p : sync) EXPECT_TRUE(std::isfinite(p.y())) << "step " << p.x();
   EXPECT_TRUE(page->charts()->latestStep()->models[BnLabPerDevice].stopped);
@@ -321,7 +321,7 @@ TEST_F(BnLabPageFixture, TheCalloutStatesTheResultWithTheEnginesLosses) {
   EXPECT_TRUE(text.contains(QStringLiteral("Result after 60 steps (class-sorted batches, batch 32 on 4 devices)"))) << text.toStdString();
   // The mean of the last 20 plotted losses of each model, as the engine reported them.
   for (BnLabModel m : {BnLabPerDevice, BnLabSync, BnLabReference}) {
-    const auto points = page->charts()->seriesData(BnLabCharts::LossAccuracy, BnLabCharts::lossSeries(m));
+    const auto points = page->charts()->seriesData(BnLabCharts::Loss, BnLabCharts::lossSeries(m));
     ASSERT_EQ(points.size(), 60);
     double mean = 0;
     for (int i = 40; i < 60; ++i) mean += points[i].y() / 20;
@@ -358,7 +358,12 @@ TEST_F(BnLabPageFixture, SavesEveryChartAsPngAndCsv) {
     ASSERT_TRUE(csv.open(QIODevice::ReadOnly)) << stem.toStdString();
     const QStringList lines = QString::fromUtf8(csv.readAll()).split('\n', Qt::SkipEmptyParts);
     ASSERT_FALSE(lines.isEmpty());
-    if (c == BnLabCharts::LossAccuracy) {
+    if (c == BnLabCharts::Loss) {
+      EXPECT_EQ(lines.size(), steps + 1) << "a header and one row per step";
+      EXPECT_TRUE(lines[0].contains(BnLabCharts::lossSeries(BnLabSync)));
+      EXPECT_FALSE(lines[0].contains(BnLabCharts::accuracySeries(BnLabSync))) << "accuracy has a chart of its own";
+    }
+    if (c == BnLabCharts::Accuracy) {
       EXPECT_EQ(lines.size(), steps + 1) << "a header and one row per step";
       EXPECT_TRUE(lines[0].contains(BnLabCharts::accuracySeries(BnLabSync)));
     }
