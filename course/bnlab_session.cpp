@@ -246,6 +246,12 @@ void BnLabSession::setBatchSize(int64_t rows) {
   config_.batchSize = rows;
 }
 
+void BnLabSession::setLearningRate(double lr) {
+  for (auto& model : models_)
+    if (model) model->set_learning_rate(lr);  // each checks lr, so a bad one changes none
+  config_.learningRate = lr;
+}
+
 BnLabStep BnLabSession::step() {
   if (failed())
     throw dpv::Error("the lab stopped after an error in every model (first: " + failedModel_ + "); reset it to train again");

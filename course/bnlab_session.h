@@ -64,6 +64,9 @@ class BnLabSession {
   // its settings): the models keep their weights and the next step draws `rows` rows. Throws
   // dpv::Error (ValueError) for rows < 1.
   void setBatchSize(int64_t rows);
+  // The learning rate of every model's next step (Strategy::set_learning_rate), taken the same way:
+  // the five keep their weights and momentum. Throws dpv::Error (ValueError) for lr < 0 or not finite.
+  void setLearningRate(double lr);
   bool failed() const { return !failure_.empty(); }
   bool modelStopped(BnLabModel which) const { return !modelErrors_[static_cast<size_t>(which)].empty(); }
   // The engine's text for a stopped model ("" while it trains).

@@ -52,6 +52,7 @@ class Trainer : public Strategy {
   // An Iteration (below) on this trainer.
   std::unique_ptr<StrategyIteration> begin_iteration(const Tensor& input, const Tensor& target,
                                                      Observer* observer = nullptr) override;
+  void set_learning_rate(double lr) override;
   std::shared_ptr<DeviceSet> devices_ptr() const { return devices_; }
   Collectives& collectives() const { return *collectives_; }
   TrainOptions& options() { return options_; }

@@ -98,6 +98,13 @@ class Strategy {
   // One iteration on the global batch: input [N, ...] and int64 target [N], host tensors.
   virtual std::unique_ptr<StrategyIteration> begin_iteration(const Tensor& input, const Tensor& target,
                                                              Observer* observer = nullptr) = 0;
+  // The optimizer's learning rate from the next Step on, as PyTorch's
+  // `for g in optimizer.param_groups: g["lr"] = lr` between iterations (what a scheduler does).
+  // Throws ValueError "Invalid learning rate: ..." (torch.optim.SGD's words) when lr < 0 or not finite.
+  virtual void set_learning_rate(double lr) = 0;
 };
+
+// Throws torch.optim.SGD's ValueError when `lr` is negative or not a finite number.
+void check_learning_rate(double lr);
 
 }  // namespace dpv

@@ -41,6 +41,8 @@ class DdpTrainer : public Strategy {
   std::unique_ptr<StrategyIteration> begin_iteration(const Tensor& input, const Tensor& target,
                                                      Observer* observer = nullptr) override;
   const DdpOptions& options() const { return options_; }
+  // Every rank's (and, before Construct, the ranks-to-be's) learning rate.
+  void set_learning_rate(double lr) override;
   bool constructed() const { return constructed_; }
   DdpRank& rank(int r) const;
   ProcessGroup& group(int r) const { return *group_.at(static_cast<size_t>(r)); }

@@ -36,6 +36,12 @@ DdpRank& DdpTrainer::rank(int r) const {
   return *ranks_.at(static_cast<size_t>(r));
 }
 
+void DdpTrainer::set_learning_rate(double lr) {
+  check_learning_rate(lr);
+  options_.lr = lr;
+  for (auto& rank : ranks_) rank->set_learning_rate(lr);
+}
+
 StrategyTensors DdpTrainer::tensors() const {
   const DdpRank& rank0 = rank(0);
   return {&rank0.params(), &rank0.buffers(), &rank0.grads()};

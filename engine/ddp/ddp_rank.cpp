@@ -11,6 +11,7 @@
 #include "engine/device.h"
 #include "engine/error.h"
 #include "engine/layers/batchnorm.h"
+#include "engine/strategy.h"
 
 namespace dpv {
 
@@ -68,6 +69,11 @@ std::vector<Tensor*> tensors_of(TensorMap& map) {
 }
 }  // namespace
 
+void DdpRank::set_learning_rate(double lr) {
+  check_learning_rate(lr);
+  options_.lr = lr;
+}
+
 DdpRank::DdpRank(ProcessGroup& group, std::shared_ptr<Device> device, const Model& model, const TensorMap& state,
                  DdpOptions options, std::function<double()> clock)
     : group_(group),
@@ -78,7 +84,7 @@ DdpRank::DdpRank(ProcessGroup& group, std::shared_ptr<Device> device, const Mode
       // In-process ranks on host memory: bucket all-reduces on the group's thread, the rest inline.
       comm_(!(group.starts_all_reduce_on_host() && device_->kind() == DeviceKind::Cpu)) {
   if (!clock_) clock_ = default_clock();
-  check(options_.lr >= 0, "Invalid learning rate: " + std::to_string(options_.lr), ErrorClass::ValueError);
+  check_learning_rate(options_.lr);
   check(options_.momentum >= 0, "Invalid momentum value: " + std::to_string(options_.momentum), ErrorClass::ValueError);
   check(options_.weight_decay >= 0, "Invalid weight_decay value: " + std::to_string(options_.weight_decay),
         ErrorClass::ValueError);

@@ -81,6 +81,8 @@ class DdpRank {
   int world_size() const { return group_.size(); }
   const Model& model() const { return model_; }
   const DdpOptions& options() const { return options_; }
+  // The SGD learning rate of the next step (Strategy::set_learning_rate).
+  void set_learning_rate(double lr);
   Device& device() const { return *device_; }
 
   // This rank's shard: rows `indices` of the global batch (host or any device).

@@ -34,6 +34,7 @@ class DdpRankStrategy : public Strategy {
   std::unique_ptr<StrategyIteration> begin_iteration(const Tensor& input, const Tensor& target,
                                                      Observer* observer = nullptr) override;
 
+  void set_learning_rate(double lr) override { rank_->set_learning_rate(lr); }
   DdpRank& rank() { return *rank_; }
   double now() const { return clock_(); }  // seconds, the clock the rank times its buckets with
 

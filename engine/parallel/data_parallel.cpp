@@ -17,10 +17,15 @@ std::vector<int64_t> chunk_sizes(int64_t n, int k) {
   return sizes;
 }
 
+void Trainer::set_learning_rate(double lr) {
+  check_learning_rate(lr);
+  options_.lr = lr;
+}
+
 Trainer::Trainer(std::shared_ptr<DeviceSet> devices, Model model, const TensorMap& state, TrainOptions options)
     : devices_(std::move(devices)), model_(std::move(model)), options_(options) {
   check(devices_ && devices_->size() > 0, "no devices");
-  check(options_.lr >= 0, "Invalid learning rate: " + std::to_string(options_.lr), ErrorClass::ValueError);
+  check_learning_rate(options_.lr);
   check(options_.momentum >= 0, "Invalid momentum value: " + std::to_string(options_.momentum), ErrorClass::ValueError);
   check(options_.weight_decay >= 0, "Invalid weight_decay value: " + std::to_string(options_.weight_decay),
         ErrorClass::ValueError);

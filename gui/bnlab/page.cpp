@@ -85,6 +85,7 @@ void BatchNormLabPage::connectWorker() {
   connect(this, &BatchNormLabPage::stepsPerSecondRequested, worker, &BnLabWorker::setStepsPerSecond);
   connect(this, &BatchNormLabPage::stepLimitRequested, worker, &BnLabWorker::setStepLimit);
   connect(this, &BatchNormLabPage::batchSizeRequested, worker, &BnLabWorker::setBatchSize);
+  connect(this, &BatchNormLabPage::learningRateRequested, worker, &BnLabWorker::setLearningRate);
   connect(worker, &BnLabWorker::configured, this, &BatchNormLabPage::onConfigured);
   connect(worker, &BnLabWorker::updated, this, &BatchNormLabPage::onUpdated);
   connect(worker, &BnLabWorker::runningChanged, this, &BatchNormLabPage::onRunningChanged);
@@ -194,10 +195,18 @@ void BatchNormLabPage::scheduleReset() { resetTimer_->start(); }
 
 void BatchNormLabPage::setBatchSize(int rows) { batchSpin_->setValue(rows); }
 
+void BatchNormLabPage::setLearningRate(double lr) { lrSpin_->setValue(lr); }
+
 void BatchNormLabPage::onBatchChanged(int rows) {
   // Before the first step, or with a reset pending, a new lab takes the batch anyway.
   if (!configured_ || hasFailed() || charts_->stepCount() == 0 || resetTimer_->isActive()) return scheduleReset();
   emit batchSizeRequested(rows, generation_.current());
+  updateStatus();
+}
+
+void BatchNormLabPage::onLearningRateChanged(double lr) {
+  if (!configured_ || hasFailed() || charts_->stepCount() == 0 || resetTimer_->isActive()) return scheduleReset();
+  emit learningRateRequested(lr, generation_.current());
   updateStatus();
 }
 

@@ -61,6 +61,7 @@ class BatchNormLabPage : public Page {
   void setStepLimit(qint64 steps);
   // The batch control: while the lab trains the next step uses it; before, the lab starts afresh.
   void setBatchSize(int rows);
+  void setLearningRate(double lr);  // the learning-rate control, taken like the batch
   void selectLayer(int layerSlot, int channel);
   // Writes every chart as <dir>/bnlab-<chart>.png and/or .csv; returns one message per failure.
   QStringList saveCharts(const QString& dir, bool png, bool csv);
@@ -80,6 +81,7 @@ class BatchNormLabPage : public Page {
   void stepsPerSecondRequested(int stepsPerSecond);
   void stepLimitRequested(qint64 steps);
   void batchSizeRequested(qint64 rows, quint64 generation);
+  void learningRateRequested(double lr, quint64 generation);
   // For tests and shots: the charts now show `steps` steps; the lab became ready; it stopped on an error.
   void stepsShown(qint64 steps);
   void labConfigured();
@@ -100,6 +102,7 @@ class BatchNormLabPage : public Page {
   void showConfig(const BnLabConfig& config);  // the controls, without resetting
   void scheduleReset();
   void onBatchChanged(int rows);  // while training: the next step's batch; before: a fresh lab
+  void onLearningRateChanged(double lr);  // the same for the learning rate
   void onConfigured(const BnLabInfo& info);
   void onUpdated(const BnLabUpdate& update, quint64 generation);
   void onRunningChanged(bool running, quint64 generation);

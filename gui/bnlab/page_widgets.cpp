@@ -114,6 +114,8 @@ QWidget* BatchNormLabPage::buildControls() {
   lrSpin_->setDecimals(4);
   lrSpin_->setRange(0.0001, 10.0);
   lrSpin_->setSingleStep(0.01);
+  lrSpin_->setToolTip(tr("torch.optim.SGD's learning rate. Changed while the lab trains, the next step of every "
+                         "model uses it (as setting param_groups' lr does): no restart"));
   sgdMomentumSpin_ = new QDoubleSpinBox(box);
   sgdMomentumSpin_->setRange(0.0, 0.99);
   sgdMomentumSpin_->setSingleStep(0.1);
@@ -130,15 +132,17 @@ QWidget* BatchNormLabPage::buildControls() {
   group({caption(tr("Learning rate"), lrSpin_, box), lrSpin_});
   group({caption(tr("SGD momentum"), sgdMomentumSpin_, box), sgdMomentumSpin_});
   group({caption(tr("BN momentum"), bnMomentumSpin_, box), bnMomentumSpin_});
-  auto* liveHint = new QLabel(tr("A new batch applies at the next step, without a restart; other settings start the lab again."), box);
+  auto* liveHint = new QLabel(tr("A new batch or learning rate applies at the next step, without a restart; other settings start the lab "
+                            "again."), box);
   liveHint->setObjectName(QStringLiteral("hintLabel"));
   group({liveHint});
 
-  // The batch is taken while the lab trains: the next step of every model draws the new batch.
+  // The batch and the learning rate are taken while the lab trains: the next step of every model
+  // draws the new batch and steps with the new rate.
   // Any other change of what is trained starts the lab again (the models must share every step).
   connect(devicesSpin_, &QSpinBox::valueChanged, this, &BatchNormLabPage::scheduleReset);
   connect(batchSpin_, &QSpinBox::valueChanged, this, &BatchNormLabPage::onBatchChanged);
-  connect(lrSpin_, &QDoubleSpinBox::valueChanged, this, &BatchNormLabPage::scheduleReset);
+  connect(lrSpin_, &QDoubleSpinBox::valueChanged, this, &BatchNormLabPage::onLearningRateChanged);
   connect(sgdMomentumSpin_, &QDoubleSpinBox::valueChanged, this, &BatchNormLabPage::scheduleReset);
   connect(bnMomentumSpin_, &QDoubleSpinBox::valueChanged, this, &BatchNormLabPage::scheduleReset);
   connect(sortedBox_, &QCheckBox::toggled, this, &BatchNormLabPage::scheduleReset);

@@ -58,6 +58,15 @@ void BnLabWorker::setBatchSize(qint64 rows, quint64 generation) {
   }
 }
 
+void BnLabWorker::setLearningRate(double lr, quint64 generation) {
+  if (!session_ || generation != generation_) return;
+  try {
+    session_->setLearningRate(lr);
+  } catch (const dpv::Error& e) {
+    emit failed(QStringLiteral("settings"), QString::fromStdString(e.full()), generation_);
+  }
+}
+
 void BnLabWorker::start() {
   const bool refused = !session_ || session_->failed() || (stepLimit_ > 0 && session_->stepsTaken() >= stepLimit_);
   if (refused) {

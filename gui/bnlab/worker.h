@@ -55,6 +55,8 @@ class BnLabWorker : public QObject {
   void setStepLimit(qint64 steps);             // pause once this many steps are taken (0: no limit)
   // The next step's global batch, without a restart (BnLabSession::setBatchSize).
   void setBatchSize(qint64 rows, quint64 generation);
+  // The next step's learning rate, without a restart (BnLabSession::setLearningRate).
+  void setLearningRate(double lr, quint64 generation);
   // Stops training and frees the session (its device threads) on this thread; the owner calls it
   // (blocking) before quitting the thread.
   void shutdown();

@@ -2,6 +2,7 @@
 // and a StrategyIteration gets what the concrete classes give.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 #include <numeric>
 
@@ -80,4 +81,35 @@ TEST(Strategy, DdpThroughTheInterfaceReportsEveryRank) {
   EXPECT_LT(second->plan().size(), first_plan);
   second->run_to_end();
   EXPECT_TRUE(second->finished());
+}
+
+// A learning rate set between iterations is the one the next Step uses (plain SGD: the update is
+// exactly lr * grad), for DataParallel and for every DDP rank, before and after DDP's construction.
+TEST(Strategy, LearningRateSetBetweenIterationsDrivesTheNextStep) {
+  const ModelSpec spec = mlp_bn();
+  const TensorMap state = Model(spec).initial_state(5);
+  const Batch batch = random_batch(12, 4, 3, 23);
+  std::vector<std::unique_ptr<Strategy>> strategies;
+  strategies.push_back(std::make_unique<Trainer>(DeviceSet::create("cpu:3"), Model(spec), state, TrainOptions{}));
+  strategies.push_back(std::make_unique<DdpTrainer>(DeviceSet::create("cpu:3"), Model(spec), state, DdpOptions{}));
+  for (auto& strategy : strategies) {
+    SCOPED_TRACE(strategy_name(strategy->kind()));
+    const Model model(spec);
+    const std::string name = model.parameter_decls().front().name;
+    std::vector<double> before = state.at(name).to_doubles();
+    for (const double lr : {0.5, 0.125}) {  // the first before DDP's construction, the second after
+      strategy->set_learning_rate(lr);
+      auto it = strategy->begin_iteration(batch.input, batch.target);
+      it->run_to_end();
+      const StrategyTensors tensors = strategy->tensors();
+      const std::vector<double> after = tensors.params->at(name).to_doubles();
+      const std::vector<double> grad = tensors.grads->at(name).to_doubles();
+      ASSERT_EQ(after.size(), before.size());
+      for (size_t i = 0; i < after.size(); ++i)
+        EXPECT_NEAR(after[i], before[i] - lr * grad[i], 1e-6) << name << "[" << i << "] at lr " << lr;
+      before = after;
+    }
+    EXPECT_THROW(strategy->set_learning_rate(-0.1), Error);
+    EXPECT_THROW(strategy->set_learning_rate(std::nan("")), Error);
+  }
 }

@@ -271,6 +271,23 @@ TEST_F(BnLabPageFixture, ABatchChangeAppliesAtTheNextStepWithoutARestart) {
   EXPECT_GE(status->height(), status->heightForWidth(status->width())) << "the status line is cut off";
 }
 
+// The learning rate is taken the same way: the lab goes on from where it was.
+TEST_F(BnLabPageFixture, ALearningRateChangeAppliesAtTheNextStepWithoutARestart) {
+  BnLabConfig c;
+  c.devices = "cpu:2";
+  c.batchSize = 32;
+  ASSERT_NO_FATAL_FAILURE(configure(c, 100));
+  page->stepOnce();
+  ASSERT_TRUE(waitUntil([&] { return page->charts()->stepCount() == 1; }));
+  page->setLearningRate(0.5);
+  page->stepOnce();
+  ASSERT_TRUE(waitUntil([&] { return page->charts()->stepCount() == 2; })) << page->failure().toStdString();
+  const BnLabStep* last = page->charts()->latestStep();
+  ASSERT_NE(last, nullptr);
+  EXPECT_EQ(last->step, 2) << "the lab went on; it did not start again";
+  EXPECT_FALSE(page->hasFailed());
+}
+
 TEST_F(BnLabPageFixture, OneSampleChunkShowsTheEnginesError) {
   configure(skewedConfig(10), 50);  // chunks 3, 3, 3, 1 on 4 devices
   EXPECT_TRUE(page->calloutVisible());

@@ -124,4 +124,25 @@ TEST(BnLabDdp, ReportsThePaddingThatMovesDdpSyncBatchNormOffTheReference) {
   EXPECT_LT(step.models[BnLabDdpSync].paramDistance, 1e-4);
 }
 
+// A learning rate changed while the lab trains drives every model's next step and nothing else:
+// at lr 0 the step leaves every parameter where it was (SGD scales momentum and weight decay by lr
+// too), and the five models keep their steps.
+TEST(BnLabDdp, ALearningRateChangeAppliesToEveryModelsNextStep) {
+  BnLabSession session(ddpConfig(32));
+  session.step();
+  session.setLearningRate(0.0);
+  std::vector<std::vector<double>> before;
+  for (int m = 0; m < kBnLabModelCount; ++m) {
+    const TensorMap& params = *session.strategy(static_cast<BnLabModel>(m)).tensors().params;
+    before.push_back(params.at(params.names().front()).to_doubles());
+  }
+  const BnLabStep second = session.step();
+  EXPECT_EQ(second.step, 2);
+  for (int m = 0; m < kBnLabModelCount; ++m) {
+    const TensorMap& params = *session.strategy(static_cast<BnLabModel>(m)).tensors().params;
+    EXPECT_EQ(params.at(params.names().front()).to_doubles(), before[static_cast<size_t>(m)]) << "model " << m;
+  }
+  EXPECT_THROW(session.setLearningRate(-1.0), Error);
+}
+
 }  // namespace dpv::course
