@@ -131,6 +131,7 @@ std::vector<NamedFact> fact_table(const LessonFacts& f) {
       {"padded", f.repeated > 0, "DDP: DistributedSampler pads the batch"},
       {"padded_total", i64(f.padded_total), "DDP: per_rank × W"},
       {"repeated", i64(f.repeated), "DDP: samples seen twice (padded_total − batch)"},
+      {"one_repeat", f.repeated == 1, "DDP: exactly one sample is repeated"},
       {"repeated_samples", join(repeated_samples), "DDP: the repeated samples, \"0, 1\""},
       {"rank0_samples", join(f.rank0_samples), "DDP: rank 0's sample indices, \"0, 4, 8\""},
       {"last_rank_samples", join(f.last_rank_samples), "DDP: the last rank's sample indices"},
