@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <sstream>
 #include <string>
 
 #include "course/lesson_facts.h"
@@ -58,11 +59,24 @@ std::string joined(const std::vector<int64_t>& v) {
   return out;
 }
 
-// The lesson of a stage ("stages/scatter", "ddp/stages/sample"), rendered with `facts`.
+int word_count(const std::string& text) {
+  std::istringstream in(text);
+  std::string w;
+  int n = 0;
+  while (in >> w) ++n;
+  return n;
+}
+
+// The lesson of a stage ("stages/scatter", "ddp/stages/sample"), rendered with `facts`: no
+// placeholder left, and as long as lessons/README.md asks (stage lessons 120 to 250 words as the
+// learner reads them, topics 200 to 450).
 std::string rendered(const std::string& id, const LessonFacts& facts) {
   const std::string text = render_lesson(id, load_lesson(lessons_dir(), id), facts);
   EXPECT_FALSE(contains(text, "{{")) << id;
   EXPECT_FALSE(contains(text, "}}")) << id;
+  const bool stage = contains(id, "stages/");
+  EXPECT_GE(word_count(text), stage ? 120 : 200) << id;
+  EXPECT_LE(word_count(text), stage ? 250 : 450) << id;
   return text;
 }
 
@@ -106,6 +120,11 @@ void check_ddp_lesson(const std::string& stage, const std::string& text, const L
     EXPECT_EQ(contains(text, "is padded to "), f.repeated > 0) << text;
     if (f.repeated > 0) EXPECT_TRUE(contains(text, "is padded to " + std::to_string(f.padded_total))) << text;
     EXPECT_TRUE(contains(text, "[" + joined(f.rank0_samples) + "]")) << text;
+    // PyTorch's own example: 10 samples on 4 ranks are padded to 12, samples 0 and 1 twice.
+    if (stage == "sample" && f.batch == 10 && f.devices == 4) {
+      EXPECT_TRUE(contains(text, "is padded to 12: the first\n2 samples (0, 1) are used twice")) << text;
+      EXPECT_TRUE(contains(text, "rank 3 gets [3, 7, 1]")) << text;
+    }
   }
   if (stage == "broadcast_buffers") EXPECT_EQ(contains(text, "changes no value"), f.iteration == 1) << text;
   if (stage == "loss") {

@@ -3,7 +3,11 @@
 // and the placeholder.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "course/lesson_template.h"
+#include "course_test_util.h"
 #include "engine/error.h"
 
 namespace dpv::course {
@@ -96,6 +100,16 @@ TEST(LessonTemplate, EveryFactOfTheTableHasAUniqueName) {
   for (size_t i = 0; i < table.size(); ++i) {
     EXPECT_FALSE(table[i].meaning.empty()) << table[i].name;
     for (size_t j = i + 1; j < table.size(); ++j) EXPECT_NE(table[i].name, table[j].name);
+  }
+}
+
+TEST(LessonTemplate, TheLessonsReadmeListsEveryFactWithItsKind) {
+  std::ifstream in(testing::lessons_dir() + "/README.md");
+  std::stringstream readme;
+  readme << in.rdbuf();
+  for (const NamedFact& f : fact_table(LessonFacts{})) {
+    const std::string kind = std::holds_alternative<bool>(f.value) ? "condition" : "value";
+    EXPECT_NE(readme.str().find("| `" + f.name + "` | " + kind + " |"), std::string::npos) << f.name << " (" << kind << ")";
   }
 }
 
