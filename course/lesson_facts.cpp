@@ -44,7 +44,9 @@ void dp_facts(LessonFacts& f, const Iteration& dp) {
   f.loss_rows = f.batch;
 }
 
-void ddp_facts(LessonFacts& f, const DdpTrainer& trainer, const DdpIteration& ddp) {
+// `trainer`: the in-process ranks' trainer, whose reducers the bucket facts read (null for a
+// strategy without one: those facts keep their defaults).
+void ddp_facts(LessonFacts& f, const DdpTrainer* trainer, const DdpIteration& ddp) {
   f.chunks = chunk_sizes(f.batch, f.devices);  // what DataParallel would have made, for contrast
   f.replicas = f.devices;                      // one full model per rank, none idle
   f.per_rank = sampler_num_samples(f.batch, f.devices, /*drop_last=*/false);
@@ -57,13 +59,14 @@ void ddp_facts(LessonFacts& f, const DdpTrainer& trainer, const DdpIteration& dd
   f.bn_per_rank = f.has_batchnorm && !f.sync_bn && f.devices > 1;
   f.loss_whole_batch = false;  // rank 0 prints its own shard's loss; DDP never combines losses
   f.loss_rows = f.per_rank;
-  const DdpOptions& options = trainer.options();
+  if (trainer == nullptr) return;
+  const DdpOptions& options = trainer->options();
   f.broadcast_buffers = options.broadcast_buffers;
   f.bucket_cap_bytes = static_cast<int64_t>(bucket_bytes_cap(options.bucket_cap_mb));
   f.first_bucket_bytes = static_cast<int64_t>(options.first_bucket_bytes);
   // Before Construct the Reducer does not exist yet; it is built with one bucket for everything.
-  if (trainer.constructed()) {
-    const Reducer& reducer = trainer.rank(0).reducer();
+  if (trainer->constructed()) {
+    const Reducer& reducer = trainer->rank(0).reducer();
     f.buckets = static_cast<int>(reducer.buckets().buckets.size());
     f.buckets_rebuilt = reducer.rebuilt();
   } else {
@@ -85,7 +88,7 @@ LessonFacts lesson_facts(const RunSpec& spec, const Strategy& strategy, const St
     dp_facts(f, *dp);
   } else if (const auto* ddp = dynamic_cast<const DdpIteration*>(&iteration)) {
     f.ddp = true;
-    ddp_facts(f, dynamic_cast<const DdpTrainer&>(strategy), *ddp);
+    ddp_facts(f, dynamic_cast<const DdpTrainer*>(&strategy), *ddp);
   }
   f.simulated = strategy.devices().size() > 0 && strategy.devices()[0].kind() == DeviceKind::Cpu;
   f.host_cores = static_cast<int>(host_cpu_count());
