@@ -1,61 +1,39 @@
 #include "gui/common/lesson_panel.h"
 
 #include <QDesktopServices>
-#include <QFile>
 #include <QRegularExpression>
 #include <utility>
 
-#if __has_include("course/lessons.h")
+#include "course/lesson_template.h"
 #include "course/lessons.h"
 #include "engine/error.h"
-#define DPVIZ_HAVE_LESSON_LOADER 1
-#endif
 
 namespace gui {
 
 QString loadLessonMarkdown(const QString& lessonsDir, const QString& id, QString* error) {
-#ifdef DPVIZ_HAVE_LESSON_LOADER
   try {
     return QString::fromStdString(dpv::course::load_lesson(lessonsDir.toStdString(), id.toStdString()));
   } catch (const dpv::Error& e) {
     if (error) *error = QString::fromStdString(e.what());
     return QString();
   }
-#else
-  QFile file(lessonsDir + QLatin1Char('/') + id + QStringLiteral(".md"));
-  if (!file.open(QIODevice::ReadOnly)) {
-    if (error) *error = QObject::tr("cannot open %1: %2").arg(file.fileName(), file.errorString());
+}
+
+QString renderLessonMarkdown(const QString& lessonsDir, const QString& id, const dpv::course::LessonFacts* facts,
+                             QString* error) {
+  try {
+    const std::string lessonId = id.toStdString();
+    const std::string text = dpv::course::load_lesson(lessonsDir.toStdString(), lessonId);
+    return QString::fromStdString(facts ? dpv::course::render_lesson(lessonId, text, *facts)
+                                        : dpv::course::render_lesson_without_run(lessonId, text));
+  } catch (const dpv::Error& e) {
+    if (error) *error = QString::fromStdString(e.what());
     return QString();
   }
-  return QString::fromUtf8(file.readAll());
-#endif
 }
 
 QString stageLessonPath(bool ddp, dpv::StageKind kind) {
   return (ddp ? QStringLiteral("ddp/stages/") : QStringLiteral("stages/")) + stageLessonId(kind);
-}
-
-QString fillLessonPlaceholders(QString markdown, const IterationInfo& info) {
-  int64_t batch = 0;
-  QStringList chunks;
-  for (int64_t c : info.chunks) {
-    batch += c;
-    chunks << QString::number(c);
-  }
-  const int devices = static_cast<int>(info.deviceLabels.size());
-  const int replicas = static_cast<int>(info.chunks.size());
-  QString idle;
-  if (replicas < devices) {
-    idle = replicas == devices - 1 ? QObject::tr(", and GPU %1 gets nothing").arg(replicas)
-                                   : QObject::tr(", and GPUs %1–%2 get nothing").arg(replicas).arg(devices - 1);
-  }
-  markdown.replace(QLatin1String("{{batch}}"), QString::number(batch));
-  markdown.replace(QLatin1String("{{devices}}"), QString::number(devices));
-  markdown.replace(QLatin1String("{{chunks}}"), chunks.join(QStringLiteral(", ")));
-  markdown.replace(QLatin1String("{{replicas}}"), QString::number(replicas));
-  markdown.replace(QLatin1String("{{last}}"), info.chunks.empty() ? QStringLiteral("0") : QString::number(info.chunks.back()));
-  markdown.replace(QLatin1String("{{idle}}"), idle);
-  return markdown;
 }
 
 QList<dpv::TensorRole> chipRolesForLink(const QUrl& url) {
@@ -106,9 +84,9 @@ void LessonPanel::showMessage(const QString& markdown) {
 }
 
 void LessonPanel::showLesson(const QString& id) {
-  stageMarkdown_.clear();
+  stageMarkdown_.clear();  // (the facts stay: a "lesson:" link renders its topic with them)
   QString error;
-  const QString lesson = loadLessonMarkdown(lessonsDir_, id, &error);
+  const QString lesson = renderLessonMarkdown(lessonsDir_, id, stageFacts_ ? &*stageFacts_ : nullptr, &error);
   missing_ = lesson.isEmpty();
   if (missing_) {
     showMessage(tr("> **The lesson text is missing** (%1). The rest of the page still works.").arg(error.toHtmlEscaped()));
@@ -122,6 +100,7 @@ void LessonPanel::showLesson(const QString& id) {
 void LessonPanel::showStage(const IterationInfo& info, const dpv::StageEvent* event) {
   missing_ = false;
   stageMarkdown_.clear();
+  stageFacts_.reset();
   QString md;
   if (!event && info.ddp) {
     md += tr("### Before the first stage (DistributedDataParallel)\n\nOne process per device, each running the "
@@ -148,15 +127,16 @@ void LessonPanel::showStage(const IterationInfo& info, const dpv::StageEvent* ev
     return;
   }
   const QString id = stageLessonPath(info.ddp, event->stage.kind);
+  stageFacts_ = dpv::course::lesson_facts_after(info.lessonFacts, *event);
   QString error;
-  const QString lesson = loadLessonMarkdown(lessonsDir_, id, &error);
+  const QString lesson = renderLessonMarkdown(lessonsDir_, id, &*stageFacts_, &error);
   if (lesson.isEmpty()) {
     missing_ = true;
-    md += tr("### %1\n\n> **The lesson text for this stage is missing** (%2). The animation, the code and "
-             "the numbers below still show what happened.\n\n")
+    md += tr("### %1\n\n> **The lesson text for this stage is missing or cannot be shown** (%2). The animation, "
+             "the code and the numbers below still show what happened.\n\n")
               .arg(stageShortTitle(event->stage.kind), error.toHtmlEscaped());
   } else {
-    md += fillLessonPlaceholders(lesson.trimmed(), info) + QStringLiteral("\n\n");
+    md += lesson.trimmed() + QStringLiteral("\n\n");
   }
   // The DDP stages that have a topic lesson of their own link to it.
   if (info.ddp && event->stage.kind == dpv::StageKind::Sample)

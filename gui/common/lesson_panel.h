@@ -1,8 +1,10 @@
 #pragma once
-// "What happens now": the stage's lesson (lessons/stages/<id>.md, Markdown) followed by what the
-// engine did in this very iteration (chunk sizes, bytes, time, loss). A missing lesson file is
-// said plainly in the panel; the numbers and the rest of the page keep working.
+// "What happens now": the stage's lesson (lessons/stages/<id>.md, a Markdown template rendered
+// with this run's facts by course/lesson_template.h) followed by what the engine did in this very
+// iteration (chunk sizes, bytes, time, loss). A missing lesson file, or one that does not render,
+// is said plainly in the panel; the numbers and the rest of the page keep working.
 #include <QTextBrowser>
+#include <optional>
 #include <QUrl>
 
 #include "gui/runtime/engine_types.h"
@@ -14,10 +16,10 @@ namespace gui {
 QString loadLessonMarkdown(const QString& lessonsDir, const QString& id, QString* error);
 // The lesson id of a stage: "stages/<id>" for DataParallel, "ddp/stages/<id>" for DDP.
 QString stageLessonPath(bool ddp, dpv::StageKind kind);
-// Fills a stage lesson's placeholders with this iteration's values from the engine: {{batch}},
-// {{devices}}, {{chunks}} (torch.chunk's sizes), {{replicas}}, {{last}} (the last chunk's size)
-// and {{idle}} (", and GPUs 5–7 get nothing" or nothing).
-QString fillLessonPlaceholders(QString markdown, const IterationInfo& info);
+// Reads lessons/<id>.md and renders it with `facts` (none: a lesson shown without a run, which
+// must have no placeholder); on failure returns an empty string and puts the reason in `error`.
+QString renderLessonMarkdown(const QString& lessonsDir, const QString& id, const dpv::course::LessonFacts* facts,
+                             QString* error);
 // The chip roles a lesson link names: "chip:batch", "chip:params", "chip:activations",
 // "chip:output", "chip:grads", "chip:optimizer" (empty for any other link).
 // Links of the form "lesson:ddp/sampler" open that topic lesson in the panel.
@@ -32,7 +34,8 @@ class LessonPanel : public QTextBrowser {
   void showStage(const IterationInfo& info, const dpv::StageEvent* event);
   void showMessage(const QString& markdown);
   // A topic lesson on its own (lessons/<id>.md, "ddp/ring"); a missing file is said plainly.
-  // Opened from a stage by a "lesson:<id>" link, it starts with a link back to the stage.
+  // Opened from a stage by a "lesson:<id>" link, it starts with a link back to the stage and is
+  // rendered with that stage's facts.
   void showLesson(const QString& id);
   QString lastMarkdown() const { return markdown_; }
   bool lessonMissing() const { return missing_; }
@@ -46,6 +49,7 @@ class LessonPanel : public QTextBrowser {
   QString lessonsDir_;
   QString markdown_;
   QString stageMarkdown_;  // the stage text a "lesson:" link left, for its "back" link
+  std::optional<dpv::course::LessonFacts> stageFacts_;  // the facts of the stage shown last
   bool missing_ = false;
 };
 

@@ -6,6 +6,7 @@
 #include <QStringList>
 #include <vector>
 
+#include "course/lesson_facts.h"
 #include "engine/error.h"
 #include "engine/model_spec.h"
 #include "engine/observer.h"
@@ -45,6 +46,10 @@ struct IterationInfo {
   qint64 firstBucketBytes = 0;                 // dist._DEFAULT_FIRST_BUCKET_BYTES in this run
   qint64 parameterBytes = 0;                   // all parameters of the model
   std::vector<dpv::DeviceState> devicesBefore;  // what the devices hold before the first stage
+
+  // What the stage lessons may say about this run (course/lesson_facts.h), before the first
+  // stage; dpv::course::lesson_facts_after gives them after a stage.
+  dpv::course::LessonFacts lessonFacts;
 };
 
 // An engine error as the pages see it: the words for the learner beside the typed facts a page

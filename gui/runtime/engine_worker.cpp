@@ -3,6 +3,7 @@
 #include <exception>
 #include <utility>
 
+#include "course/lesson_facts.h"
 #include "course/sample_program.h"
 #include "engine/data_parallel.h"
 #include "engine/ddp/ddp.h"
@@ -141,6 +142,8 @@ IterationInfo EngineWorker::describeIteration(quint64 generation, const dpv::Str
     info.firstBucketBytes = static_cast<qint64>(options.first_bucket_bytes);
     info.parameterBytes = dpv::parameter_bytes(model);
   }
+  info.lessonFacts = dpv::course::lesson_facts(runSpecFromSettings(settings_), strategy, *iteration_, batch_->inputs,
+                                               iterationNumber_);
   return info;
 }
 

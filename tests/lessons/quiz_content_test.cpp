@@ -110,13 +110,12 @@ int word_count(const std::string& text) {
   return n;
 }
 
-TEST(LessonContent, StageLessonsAreShortAndComplete) {
+// The stage lessons are templates: their length as the learner reads them (rendered with a run's
+// facts) is checked for every run in lesson_facts_test.cpp.
+TEST(LessonContent, StageLessonsAreComplete) {
   for (const auto& name : stage_lesson_names()) {
     SCOPED_TRACE(name);
     const std::string text = load_lesson(lessons_dir(), "stages/" + name);
-    const int words = word_count(text);
-    EXPECT_GE(words, 120);
-    EXPECT_LE(words, 250);
     for (const char* part : {"**What happens.**", "**Why.**", "**Watch in the animation.**", "**PyTorch source.**",
                              "**Common misconceptions.**"})
       EXPECT_NE(text.find(part), std::string::npos) << "missing " << part;
@@ -127,8 +126,11 @@ TEST(LessonContent, DdpTopicLessonsCoverWhatLearnersGetWrong) {
   for (const auto& name : ddp_topic_lesson_names()) {
     SCOPED_TRACE(name);
     const std::string text = load_lesson(lessons_dir(), "ddp/" + name);
-    EXPECT_GE(word_count(text), 200);
-    EXPECT_LE(word_count(text), 450);
+    // ddp/sampler and ddp/buckets are templates, measured rendered in lesson_facts_test.cpp.
+    if (name != "sampler" && name != "buckets") {
+      EXPECT_GE(word_count(text), 200);
+      EXPECT_LE(word_count(text), 450);
+    }
     EXPECT_NE(text.find("**Common misconceptions.**"), std::string::npos);
   }
   const std::string sampler = load_lesson(lessons_dir(), "ddp/sampler");
@@ -158,7 +160,7 @@ TEST(QuizContent, DdpSectionHasTwelveEngineGradedQuestions) {
   EXPECT_GT(static_cast<int>(quiz.questions.size()) - ddp, 0) << "the DataParallel section is still there";
 }
 
-TEST(LessonContent, DdpStageLessonsAreShortAndCompleteAndNameEveryDdpStage) {
+TEST(LessonContent, DdpStageLessonsAreCompleteAndNameEveryDdpStage) {
   std::vector<std::string> kinds;
   for (StageKind k : {StageKind::Construct, StageKind::Sample, StageKind::BroadcastBuffers, StageKind::Forward,
                       StageKind::Loss, StageKind::Backward, StageKind::Finalize, StageKind::Step})
@@ -167,14 +169,11 @@ TEST(LessonContent, DdpStageLessonsAreShortAndCompleteAndNameEveryDdpStage) {
   for (const auto& name : ddp_stage_lesson_names()) {
     SCOPED_TRACE(name);
     const std::string text = load_lesson(lessons_dir(), "ddp/stages/" + name);
-    const int words = word_count(text);
-    EXPECT_GE(words, 120);
-    EXPECT_LE(words, 250);
     for (const char* part : {"**What happens.**", "**Why.**", "**Watch in the animation.**", "**PyTorch source.**",
                              "**Common misconceptions.**"})
       EXPECT_NE(text.find(part), std::string::npos) << "missing " << part;
   }
-  EXPECT_NE(load_lesson(lessons_dir(), "ddp/stages/sample").find("[2, 6, 0]"), std::string::npos);
+  EXPECT_NE(load_lesson(lessons_dir(), "ddp/stages/sample").find("{{padded_total}}"), std::string::npos);
   EXPECT_NE(load_lesson(lessons_dir(), "ddp/stages/finalize").find("mean"), std::string::npos);
 }
 
