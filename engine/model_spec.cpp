@@ -9,7 +9,8 @@
 
 #include "engine/checked_math.h"
 #include "engine/error.h"
-#include "engine/io/atomic_file.h"
+#include "engine/io/checked_json.h"
+#include "engine/io/input_file.h"
 
 namespace dpv {
 
@@ -249,18 +250,7 @@ ModelSpec mlp_with_batchnorm(int64_t in, int64_t hidden, int64_t out) {
 ModelSpec parse_model_spec(const std::string& json_text, const std::string& source) {
   const bool blank = std::all_of(json_text.begin(), json_text.end(), [](unsigned char ch) { return std::isspace(ch); });
   check(!blank, source + ": the model spec is empty (expected {\"layers\": [...]})", ErrorClass::ValueError);
-  Json root;
-  try {
-    root = Json::parse(json_text);
-  } catch (const Json::parse_error& err) {
-    // nlohmann quotes the last bytes it read; a binary file would put raw bytes on the terminal.
-    std::string why = err.what();
-    for (auto& ch : why)
-      if (!std::isprint(static_cast<unsigned char>(ch))) ch = '?';
-    throw Error(source + ": not valid JSON (at byte " + std::to_string(err.byte) + "): " + why, ErrorClass::ValueError);
-  } catch (const Json::exception& err) {  // e.g. a number too large for a double
-    throw Error(source + ": not valid JSON: " + err.what(), ErrorClass::ValueError);
-  }
+  const Json root = parse_json<Json>(json_text, source, kModelSpecInput.max_bytes);
   check(root.is_object(), source + ": expected a JSON object {\"layers\": [...]}, got " + std::string(root.type_name()),
         ErrorClass::ValueError);
   for (const auto& [key, value] : root.items()) {
@@ -298,7 +288,7 @@ ModelSpec parse_model_spec(const std::string& json_text, const std::string& sour
   return spec;
 }
 
-ModelSpec load_model_spec(const std::string& path) { return parse_model_spec(read_file(path), path); }
+ModelSpec load_model_spec(const std::string& path) { return parse_model_spec(read_file(path, kModelSpecInput), path); }
 
 std::string model_spec_to_json(const ModelSpec& spec) {
   OrderedJson layers = OrderedJson::array();

@@ -8,6 +8,8 @@
 
 #include "engine/error.h"
 #include "engine/io/atomic_file.h"
+#include "engine/io/checked_json.h"
+#include "engine/io/input_file.h"
 
 namespace dpv {
 namespace {
@@ -165,15 +167,7 @@ TensorMap parse_safetensors(const std::string& bytes, const std::string& source)
         source + ": the header does not start with '{' (not a safetensors file)");
 
   const std::string_view header_text(bytes.data() + kSizeField, header_size);
-  Json header;
-  try {
-    header = Json::parse(header_text);
-  } catch (const Json::parse_error& err) {
-    throw Error(source + ": the header is not valid JSON (at byte " + std::to_string(err.byte) + " of the header): " +
-                err.what());
-  } catch (const Json::exception& err) {  // e.g. a number too large for a double
-    throw Error(source + ": the header is not valid JSON: " + err.what());
-  }
+  const Json header = parse_json<Json>(header_text, source + ": the header", kMaxHeaderBytes);
   check(header.is_object(), source + ": the header must be a JSON object, got " + std::string(header.type_name()));
 
   const uint64_t data_size = after_size_field - header_size;
@@ -197,7 +191,7 @@ TensorMap parse_safetensors(const std::string& bytes, const std::string& source)
   return out;
 }
 
-TensorMap load_safetensors(const std::string& path) { return parse_safetensors(read_file(path), path); }
+TensorMap load_safetensors(const std::string& path) { return parse_safetensors(read_file(path, kSafetensorsInput), path); }
 
 std::string serialize_safetensors(const TensorMap& tensors, const std::map<std::string, std::string>& metadata) {
   // Host copies of tensors that live in device memory; host-readable ones are used in place.
