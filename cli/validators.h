@@ -3,6 +3,7 @@
 // validators print the whole double range.
 #include <cmath>
 #include <cstdlib>
+#include <iomanip>
 #include <sstream>
 #include <string>
 
@@ -45,7 +46,7 @@ inline constexpr double kMaxBenchBytes = 1024.0 * 1024 * 1024 * 1024;
 inline CLI::Validator number_in(double min, double max) {
   auto text = [](double v) {
     std::ostringstream s;
-    s << v;
+    s << std::setprecision(15) << v;  // 1099511627776, not 1.09951e+12
     return s.str();
   };
   const std::string range = text(min) + " to " + text(max);
