@@ -70,12 +70,12 @@ class LayerReader {
     const Json* value = take(key, required);
     if (!value) return;
     if (value->is_number_float() || !value->is_number()) {
-      fail(std::string("'") + key + "' must be an integer, got " + value->dump());
+      fail(std::string("'") + key + "' must be an integer, got " + json_excerpt(*value));
     }
     // JSON integers above int64 arrive as unsigned; they are far beyond any sensible size.
     const bool beyond_int64 = value->is_number_unsigned() && value->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX);
     if (beyond_int64 || value->get<int64_t>() > maximum)
-      fail(std::string("'") + key + "' = " + value->dump() + " is too large (at most " + std::to_string(maximum) + ")");
+      fail(std::string("'") + key + "' = " + json_excerpt(*value) + " is too large (at most " + std::to_string(maximum) + ")");
     out = value->get<int64_t>();
     if (out < minimum) {
       fail(std::string("'") + key + "' must be " + (minimum == 1 ? "positive" : "at least " + std::to_string(minimum)) +
@@ -86,16 +86,16 @@ class LayerReader {
   void boolean(const char* key, bool& out) {
     const Json* value = take(key, false);
     if (!value) return;
-    if (!value->is_boolean()) fail(std::string("'") + key + "' must be true or false, got " + value->dump());
+    if (!value->is_boolean()) fail(std::string("'") + key + "' must be true or false, got " + json_excerpt(*value));
     out = value->get<bool>();
   }
 
   void real(const char* key, double& out, const std::function<bool(double)>& valid, const char* rule) {
     const Json* value = take(key, false);
     if (!value) return;
-    if (!value->is_number()) fail(std::string("'") + key + "' must be a number, got " + value->dump());
+    if (!value->is_number()) fail(std::string("'") + key + "' must be a number, got " + json_excerpt(*value));
     out = value->get<double>();
-    if (!valid(out)) fail(std::string("'") + key + "' must be " + rule + ", got " + value->dump());
+    if (!valid(out)) fail(std::string("'") + key + "' must be " + rule + ", got " + json_excerpt(*value));
   }
 
   // A weight of this shape must hold at most kMaxLayerWeights elements.
@@ -140,11 +140,11 @@ class LayerReader {
 
 LayerSpec parse_layer(const Json& layer, size_t index, const std::string& source) {
   const std::string at = source + ": layer " + std::to_string(index);
-  check(layer.is_object(), at + ": expected an object such as {\"type\": \"linear\", ...}, got " + layer.dump(),
+  check(layer.is_object(), at + ": expected an object such as {\"type\": \"linear\", ...}, got " + json_excerpt(layer),
         ErrorClass::ValueError);
   const auto type_it = layer.find("type");
   check(type_it != layer.end(), at + ": missing 'type' (one of " + join(known_layer_types()) + ")", ErrorClass::ValueError);
-  check(type_it->is_string(), at + ": 'type' must be a string, got " + type_it->dump(), ErrorClass::ValueError);
+  check(type_it->is_string(), at + ": 'type' must be a string, got " + json_excerpt(*type_it), ErrorClass::ValueError);
   LayerSpec spec;
   // PyTorch's class names ("Linear", "BatchNorm1d") are accepted as well as the lower-case ones.
   const std::string type = lower(type_it->get<std::string>());
@@ -269,14 +269,14 @@ ModelSpec parse_model_spec(const std::string& json_text, const std::string& sour
   for (size_t i = 0; i < layers->size(); ++i) spec.layers.push_back(parse_layer((*layers)[i], i, source));
 
   if (const auto loss = root.find("loss"); loss != root.end()) {
-    check(loss->is_string(), source + ": \"loss\" must be a string, got " + loss->dump(), ErrorClass::ValueError);
+    check(loss->is_string(), source + ": \"loss\" must be a string, got " + json_excerpt(*loss), ErrorClass::ValueError);
     spec.loss = loss->get<std::string>();
     check(spec.loss == "cross_entropy",
           source + ": unknown loss '" + spec.loss + "' (supported: cross_entropy, i.e. nn.CrossEntropyLoss)",
           ErrorClass::ValueError);
   }
   if (const auto dtype = root.find("dtype"); dtype != root.end()) {
-    check(dtype->is_string(), source + ": \"dtype\" must be a string, got " + dtype->dump(), ErrorClass::ValueError);
+    check(dtype->is_string(), source + ": \"dtype\" must be a string, got " + json_excerpt(*dtype), ErrorClass::ValueError);
     const std::string name = dtype->get<std::string>();
     if (name == "float32" || name == "float")
       spec.dtype = DType::Float32;

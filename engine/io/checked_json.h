@@ -27,6 +27,16 @@ void check_json_limits(std::string_view text, const std::string& source, uint64_
 // replaced (nlohmann quotes the last bytes it read; a binary file would put them on the terminal).
 Error json_parse_error(const nlohmann::json::exception& error, const std::string& source);
 
+// A value as an error message quotes it: its JSON text, cut to `max_chars` with "... (N characters)"
+// after, so a megabyte-long value does not become a megabyte-long message. Only for values of a
+// parsed (so depth-checked) document: dump() recurses.
+template <class Json>
+std::string json_excerpt(const Json& value, size_t max_chars = 80) {
+  const std::string text = value.dump();
+  if (text.size() <= max_chars) return text;
+  return text.substr(0, max_chars) + "... (" + std::to_string(text.size()) + " characters)";
+}
+
 // Parses `text` into Json (nlohmann::json or nlohmann::ordered_json) after check_json_limits.
 template <class Json = nlohmann::json>
 Json parse_json(std::string_view text, const std::string& source, uint64_t max_bytes) {

@@ -81,7 +81,7 @@ Entry parse_entry(const std::string& source, const std::string& name, const Json
   uint64_t numel = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
     uint64_t size = 0;
-    check(as_count(shape[i], size), where + ": shape entry " + std::to_string(i) + " is " + shape[i].dump() +
+    check(as_count(shape[i], size), where + ": shape entry " + std::to_string(i) + " is " + json_excerpt(shape[i]) +
                                         ", not a non-negative integer");
     check(size <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
           where + ": shape entry " + std::to_string(i) + " (" + std::to_string(size) + ") is too large");
@@ -89,16 +89,16 @@ Entry parse_entry(const std::string& source, const std::string& name, const Json
     uint64_t product = 0;
     check(!__builtin_mul_overflow(numel, size, &product) &&
               product <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
-          where + ": shape " + shape.dump() + " has more elements than can be addressed (corrupt header)");
+          where + ": shape " + json_excerpt(shape) + " has more elements than can be addressed (corrupt header)");
     numel = product;
   }
   uint64_t nbytes = 0;
   check(!__builtin_mul_overflow(numel, static_cast<uint64_t>(dtype_size(e.dtype)), &nbytes),
-        where + ": shape " + shape.dump() + " is too large (corrupt header)");
+        where + ": shape " + json_excerpt(shape) + " is too large (corrupt header)");
 
   const Json& offsets = info["data_offsets"];
   check(offsets.is_array() && offsets.size() == 2 && as_count(offsets[0], e.begin) && as_count(offsets[1], e.end),
-        where + ": 'data_offsets' must be two non-negative integers [begin, end], got " + offsets.dump());
+        where + ": 'data_offsets' must be two non-negative integers [begin, end], got " + json_excerpt(offsets));
   check(e.begin <= e.end, where + ": data_offsets " + offsets_str(e.begin, e.end) + " end before they begin");
   const uint64_t span = e.end - e.begin;
   check(span == nbytes, where + ": shape " + shape_str(e.shape) + " " + dtype_name(e.dtype) + " needs " +

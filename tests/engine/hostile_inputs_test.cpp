@@ -100,6 +100,14 @@ TEST(CheckedJson, EveryFormatRefusesDeepNestingInsteadOfCrashing) {
             std::string::npos);
 }
 
+TEST(CheckedJson, MessagesQuoteALongValueOnlyInPart) {
+  // The value used to be dumped whole into the message: a megabyte of "loss" made a megabyte line.
+  const std::string msg = error_of([] { parse_model_spec("{\"layers\": [{\"type\": \"relu\"}], \"loss\": [\"" + std::string(1 << 20, 'x') + "\"]}", "m.json"); });
+  EXPECT_NE(msg.find("m.json: \"loss\" must be a string, got [\"xxx"), std::string::npos) << msg.substr(0, 200);
+  EXPECT_NE(msg.find("... (1048580 characters)"), std::string::npos) << msg.substr(0, 200);
+  EXPECT_LT(msg.size(), 300u);
+}
+
 TEST_F(HostileFiles, SpecialFilesAreRefusedAsInputsWithoutBlockingOrReading) {
   // A FIFO with no writer: opening it used to wait for a writer forever.
   const std::string pipe = fifo("model.json");
