@@ -127,14 +127,14 @@ void add_bench_allreduce_command(CLI::App& app, Action& run) {
   auto o = std::make_shared<AllreduceBenchOptions>();
   auto* sub = bench->add_subcommand(
       "allreduce", "All-reduce busbw over the launched ranks: dpv launch --nproc-per-node W -- bench allreduce");
-  sub->add_option("--min-bytes", o->min_bytes, "Smallest message")->capture_default_str()->check(at_least(4));
-  sub->add_option("--max-bytes", o->max_bytes, "Largest message")->capture_default_str()->check(at_least(4));
+  sub->add_option("--min-bytes", o->min_bytes, "Smallest message")->capture_default_str()->check(number_in(4, kMaxBenchBytes));
+  sub->add_option("--max-bytes", o->max_bytes, "Largest message")->capture_default_str()->check(number_in(4, kMaxBenchBytes));
   sub->add_option("--factor", o->factor, "Each size is this many times the previous")->capture_default_str()->transform(integer_in<int>(2));
   sub->add_option("--iters", o->iters, "Timed calls per size (at most)")->capture_default_str()->transform(integer_in<int>(1));
   sub->add_option("--warmup", o->warmup, "Untimed calls per size first")->capture_default_str()->transform(integer_in<int>(0));
   sub->add_option("--seconds-per-size", o->max_seconds_per_size, "Fewer timed calls for a size that would take longer")
       ->capture_default_str()
-      ->check(at_least(0));
+      ->check(seconds_in(kBenchSecondsPerSize));
   sub->add_option("--json", o->json, "Rank 0 writes the figures as JSON");
   sub->callback([o, &run] { run = [o] { run_allreduce_bench(*o); }; });
 }

@@ -6,6 +6,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <new>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -14,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/int_options.h"
 #include "cli/output_paths.h"
+#include "cli/size_checks.h"
 #include "cli/validators.h"
 #include "engine/process_groups/in_process_group.h"
 #include "engine/error.h"
@@ -33,6 +37,23 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// The first rank's own error, not a collective woken by another rank's abort.
+void rethrow_first_cause(const std::vector<std::exception_ptr>& errors) {
+  std::exception_ptr first;
+  for (const auto& e : errors) {
+    if (!e) continue;
+    if (!first) first = e;
+    try {
+      std::rethrow_exception(e);
+    } catch (const Error& error) {
+      if (error.reason() != ErrorReason::GroupAborted) throw;
+    } catch (...) {
+      throw;
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+
 // Best-of-iters GB/s of memcpy over `bytes`.
 double memcpy_gbps(size_t bytes, int iters) {
   std::vector<char> a(bytes, 1), b(bytes, 0);
@@ -47,28 +68,52 @@ double memcpy_gbps(size_t bytes, int iters) {
 }
 
 // Mean seconds of one all-reduce over world threads (the slowest rank's time of each call counting).
+// A rank's failure (std::bad_alloc for its buffer, say) must not escape its thread, where it would
+// abort the process: it wakes the other ranks (abort) and is rethrown here as the engine's error.
 double ring_seconds(int world, size_t bytes, int iters) {
   auto group = make_in_process_group(world);
   const int64_t n = static_cast<int64_t>(bytes / 4);
   std::vector<double> per_rank(static_cast<size_t>(world), 0);
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(world));
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r)
     threads.emplace_back([&, r] {
-      Tensor t = Tensor::full({n}, DType::Float32, 1.0);
       ProcessGroup& g = *group[static_cast<size_t>(r)];
-      g.all_reduce_sum(t);  // warm-up: pages faulted in
-      g.barrier();
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < iters; ++i) g.all_reduce_sum(t);
-      per_rank[static_cast<size_t>(r)] = seconds_since(t0) / iters;
+      try {
+        Tensor t = Tensor::full({n}, DType::Float32, 1.0);  // [n]
+        g.all_reduce_sum(t);  // warm-up: pages faulted in
+        g.barrier();
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < iters; ++i) g.all_reduce_sum(t);
+        per_rank[static_cast<size_t>(r)] = seconds_since(t0) / iters;
+      } catch (const std::bad_alloc&) {
+        errors[static_cast<size_t>(r)] = std::make_exception_ptr(
+            Error("out of memory: rank " + std::to_string(r) + " could not allocate its " + std::to_string(bytes) +
+                      "-byte buffer; use a smaller --max-bytes or fewer --ranks",
+                  ErrorClass::OutOfMemoryError, ErrorReason::OutOfMemory));
+        abort_in_process_group(g, "rank " + std::to_string(r) + " ran out of memory");
+      } catch (...) {
+        errors[static_cast<size_t>(r)] = std::current_exception();
+        abort_in_process_group(g, "rank " + std::to_string(r) + " failed");
+      }
     });
   for (auto& t : threads) t.join();
+  rethrow_first_cause(errors);
   return *std::max_element(per_rank.begin(), per_rank.end());
 }
 
 void run_ring_bench(const RingBenchOptions& o) {
   if (!o.json.empty()) check_output_path(o.json, "--json");
   for (int world : o.ranks) check(world >= 1 && world <= 64, "--ranks: each world size must be 1 to 64, got " + std::to_string(world), ErrorClass::ValueError);
+  check(o.min_bytes <= o.max_bytes, "--min-bytes " + std::to_string(static_cast<int64_t>(o.min_bytes)) +
+                                        " is larger than --max-bytes", ErrorClass::ValueError);
+  // Before any allocation: the largest message on every rank of the largest world, plus memcpy's
+  // two copies of it, must fit in this machine's memory.
+  const int largest_world = o.ranks.empty() ? 0 : *std::max_element(o.ranks.begin(), o.ranks.end());
+  const double largest_use = o.max_bytes * (largest_world + 2);
+  check_bytes(largest_use < 9.2e18 ? std::optional<int64_t>(static_cast<int64_t>(largest_use)) : std::nullopt,
+              "--max-bytes", "the largest message on each of " + std::to_string(largest_world) +
+                                 " ranks and memcpy's two copies");
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   std::printf("%6s %12s %12s %12s %12s %14s %10s\n", "ranks", "bytes", "time (us)", "algbw GB/s", "busbw GB/s",
               "memcpy GB/s", "busbw/cpy");
@@ -99,8 +144,8 @@ void add_bench_ring_command(CLI::App& app, Action& run) {
   auto o = std::make_shared<RingBenchOptions>();
   auto* sub = bench->add_subcommand("ring", "The in-process ring all-reduce (DDP's in-process ranks) against memcpy");
   sub->add_option("--ranks", o->ranks, "World sizes")->capture_default_str();
-  sub->add_option("--min-bytes", o->min_bytes, "Smallest message")->capture_default_str()->check(at_least(4));
-  sub->add_option("--max-bytes", o->max_bytes, "Largest message")->capture_default_str()->check(at_least(4));
+  sub->add_option("--min-bytes", o->min_bytes, "Smallest message")->capture_default_str()->check(number_in(4, kMaxBenchBytes));
+  sub->add_option("--max-bytes", o->max_bytes, "Largest message")->capture_default_str()->check(number_in(4, kMaxBenchBytes));
   sub->add_option("--iters", o->iters, "Timed calls per size")->capture_default_str()->transform(integer_in<int>(1));
   sub->add_option("--json", o->json, "Write the figures as JSON");
   sub->callback([o, &run] { run = [o] { run_ring_bench(*o); }; });

@@ -49,7 +49,7 @@ void add_launch_command(CLI::App& app, Action& run) {
       ->check(CLI::IsMember(dist::process_group_backend_names()));
   sub->add_option("--timeout", plan->timeout_s, "Seconds a rank waits for the store or a collective before failing")
       ->capture_default_str()
-      ->check(at_least(0.001));
+      ->check(seconds_in(kTimeoutSeconds));
   sub->add_option("--iface", plan->iface, "Network interface for Gloo (sets GLOO_SOCKET_IFNAME); default: the one that routes to the master");
   auto error_file = std::make_shared<std::string>();
   sub->add_option("--error-file", *error_file,

@@ -28,9 +28,8 @@ std::string folder_of(const std::string& path) {
 
 void check_output_path(const std::string& path, const std::string& option) {
   if (path.empty()) throw Error(option + ": the file name is empty", ErrorClass::FileNotFoundError);
-  const std::string target = with_flag(option, [&] { return write_target(path); });
+  const std::string target = with_flag(option, [&] { return checked_write_target(path); });
   struct stat info {};
-  if (::stat(target.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) fail(option, EISDIR, path);
   const std::string folder = folder_of(target);
   const std::string context = "the folder for '" + path + "'";
   if (::stat(folder.c_str(), &info) != 0) fail(option, errno, folder, context);

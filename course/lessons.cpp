@@ -3,10 +3,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "engine/error.h"
+#include "engine/io/input_file.h"
 
 namespace dpv::course {
 namespace fs = std::filesystem;
@@ -66,12 +65,7 @@ std::string load_lesson(const std::string& lessons_dir, const std::string& id) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw Error("lesson file '" + where + "' is missing", ErrorClass::FileNotFoundError);
   if (fs::is_directory(path, ec)) throw Error("lesson file '" + where + "' is a folder, not a file", ErrorClass::IsADirectoryError);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("lesson file '" + where + "' cannot be read", ErrorClass::PermissionError);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw Error("lesson file '" + where + "' could not be read completely", ErrorClass::OSError);
-  std::string bytes = text.str();
+  std::string bytes = read_file(where, kLessonInput);
   if (bytes.find_first_not_of(" \t\r\n") == std::string::npos)
     throw Error("lesson file '" + where + "' is empty", ErrorClass::ValueError);
   if (const std::string problem = utf8_problem(bytes); !problem.empty())

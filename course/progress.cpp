@@ -4,14 +4,14 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
 #include "engine/io/atomic_file.h"
+#include "engine/io/checked_json.h"
+#include "engine/io/input_file.h"
 
 namespace dpv::course {
 namespace fs = std::filesystem;
@@ -49,12 +49,7 @@ std::string Progress::to_json() const {
 }
 
 Progress Progress::from_json(const std::string& text, const std::string& source) {
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::exception& e) {  // the whole family: parse_error, and out_of_range for 1e999
-    throw Error(source + ": not valid JSON: " + e.what(), ErrorClass::ValueError);
-  }
+  const json doc = parse_json(text, source, kProgressInput.max_bytes);
   // Types are checked before any value is read: json's typed reads throw on a mismatch.
   const auto format = doc.is_object() ? doc.find("format") : doc.end();
   if (!doc.is_object() || format == doc.end() || !format->is_string() ||
@@ -111,14 +106,10 @@ ProgressLoad load_progress(const std::string& path) {
   if (fs::is_directory(path, ec)) {
     problem = "is a folder, not a file";
   } else {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      problem = "cannot be read";
-    } else {
-      std::ostringstream buf;
-      buf << in.rdbuf();
-      text = buf.str();
-      if (in.bad()) problem = "could not be read completely";
+    try {
+      text = read_file(path, kProgressInput);
+    } catch (const Error& e) {
+      problem = std::string("cannot be read: ") + e.what();
     }
   }
   if (problem.empty()) {

@@ -3,10 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +12,8 @@
 #include "course/quiz.h"
 #include "course/scenario.h"
 #include "engine/error.h"
+#include "engine/io/checked_json.h"
+#include "engine/io/input_file.h"
 #include "engine/model_spec.h"
 
 namespace dpv::course {
@@ -215,9 +215,9 @@ QuizLoadResult parse_quiz_file(const std::string& json_text, const std::string& 
   }
   json doc;
   try {
-    doc = json::parse(json_text);
-  } catch (const json::exception& e) {  // the whole family: parse_error, and out_of_range for 1e400
-    result.problems.push_back(source + ": not valid JSON: " + e.what());
+    doc = parse_json(json_text, source, kQuizInput.max_bytes);
+  } catch (const Error& e) {
+    result.problems.push_back(e.what());
     return result;
   }
   std::vector<const json*> items;
@@ -265,14 +265,14 @@ QuizLoadResult load_quiz(const std::string& quiz_dir) {
   std::set<std::string> ids;
   for (const auto& path : files) {
     const std::string source = path.string();
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      result.problems.push_back(source + ": cannot be read");
+    std::string text;
+    try {
+      text = read_file(source, kQuizInput);
+    } catch (const Error& e) {
+      result.problems.push_back(e.what());
       continue;
     }
-    std::ostringstream text;
-    text << in.rdbuf();
-    QuizLoadResult one = parse_quiz_file(text.str(), source);
+    QuizLoadResult one = parse_quiz_file(text, source);
     for (auto& p : one.problems) result.problems.push_back(std::move(p));
     for (auto& q : one.questions) {
       if (!ids.insert(q.id).second) {
@@ -300,7 +300,12 @@ int whole_int(const json& v) {
 
 ScenarioSetup scenario_setup(const QuizScenario& scenario) {
   ScenarioSetup setup;
-  const json params = json::parse(scenario.params_json, nullptr, /*allow_exceptions=*/false);
+  json params;
+  try {
+    params = parse_json(scenario.params_json, "the scenario's params", kQuizInput.max_bytes);
+  } catch (const Error&) {
+    return setup;  // scenario_problem says why; a setup is only a preview
+  }
   if (!params.is_object()) return setup;
   const auto field = [&](const char* name) { return params.contains(name) ? params.at(name) : json(); };
   const int devices = whole_int(field("devices"));

@@ -7,6 +7,8 @@
 #include "course/scenario_support.h"
 #include "engine/datasets.h"
 #include "engine/error.h"
+#include "engine/io/checked_json.h"
+#include "engine/io/input_file.h"
 #include "engine/model.h"
 
 namespace dpv::course {
@@ -359,9 +361,9 @@ std::string scenario_problem(const QuizScenario& scenario) {
   }
   json p;
   try {
-    p = json::parse(scenario.params_json.empty() ? "{}" : scenario.params_json);
-  } catch (const json::exception& e) {
-    return std::string("params are not valid JSON: ") + e.what();
+    p = parse_json(scenario.params_json.empty() ? "{}" : scenario.params_json, "params", kQuizInput.max_bytes);
+  } catch (const Error& e) {
+    return e.what();
   }
   if (!p.is_object()) return "params must be an object";
   return check_params(it->second, p);
@@ -376,7 +378,7 @@ ScenarioResult run_scenario(const QuizScenario& scenario) {
     return result;
   }
   try {
-    return type_specs().at(scenario.type).run(detail::Params{json::parse(scenario.params_json.empty() ? "{}" : scenario.params_json)});
+    return type_specs().at(scenario.type).run(detail::Params{parse_json(scenario.params_json.empty() ? "{}" : scenario.params_json, "params", kQuizInput.max_bytes)});
   } catch (const Error& e) {
     result.failed = true;
     result.lines.push_back("The engine stopped the scenario: " + e.full());

@@ -9,7 +9,8 @@
 
 #include "engine/checked_math.h"
 #include "engine/error.h"
-#include "engine/io/atomic_file.h"
+#include "engine/io/checked_json.h"
+#include "engine/io/input_file.h"
 
 namespace dpv {
 
@@ -69,12 +70,12 @@ class LayerReader {
     const Json* value = take(key, required);
     if (!value) return;
     if (value->is_number_float() || !value->is_number()) {
-      fail(std::string("'") + key + "' must be an integer, got " + value->dump());
+      fail(std::string("'") + key + "' must be an integer, got " + json_excerpt(*value));
     }
     // JSON integers above int64 arrive as unsigned; they are far beyond any sensible size.
     const bool beyond_int64 = value->is_number_unsigned() && value->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX);
     if (beyond_int64 || value->get<int64_t>() > maximum)
-      fail(std::string("'") + key + "' = " + value->dump() + " is too large (at most " + std::to_string(maximum) + ")");
+      fail(std::string("'") + key + "' = " + json_excerpt(*value) + " is too large (at most " + std::to_string(maximum) + ")");
     out = value->get<int64_t>();
     if (out < minimum) {
       fail(std::string("'") + key + "' must be " + (minimum == 1 ? "positive" : "at least " + std::to_string(minimum)) +
@@ -85,16 +86,16 @@ class LayerReader {
   void boolean(const char* key, bool& out) {
     const Json* value = take(key, false);
     if (!value) return;
-    if (!value->is_boolean()) fail(std::string("'") + key + "' must be true or false, got " + value->dump());
+    if (!value->is_boolean()) fail(std::string("'") + key + "' must be true or false, got " + json_excerpt(*value));
     out = value->get<bool>();
   }
 
   void real(const char* key, double& out, const std::function<bool(double)>& valid, const char* rule) {
     const Json* value = take(key, false);
     if (!value) return;
-    if (!value->is_number()) fail(std::string("'") + key + "' must be a number, got " + value->dump());
+    if (!value->is_number()) fail(std::string("'") + key + "' must be a number, got " + json_excerpt(*value));
     out = value->get<double>();
-    if (!valid(out)) fail(std::string("'") + key + "' must be " + rule + ", got " + value->dump());
+    if (!valid(out)) fail(std::string("'") + key + "' must be " + rule + ", got " + json_excerpt(*value));
   }
 
   // A weight of this shape must hold at most kMaxLayerWeights elements.
@@ -139,11 +140,11 @@ class LayerReader {
 
 LayerSpec parse_layer(const Json& layer, size_t index, const std::string& source) {
   const std::string at = source + ": layer " + std::to_string(index);
-  check(layer.is_object(), at + ": expected an object such as {\"type\": \"linear\", ...}, got " + layer.dump(),
+  check(layer.is_object(), at + ": expected an object such as {\"type\": \"linear\", ...}, got " + json_excerpt(layer),
         ErrorClass::ValueError);
   const auto type_it = layer.find("type");
   check(type_it != layer.end(), at + ": missing 'type' (one of " + join(known_layer_types()) + ")", ErrorClass::ValueError);
-  check(type_it->is_string(), at + ": 'type' must be a string, got " + type_it->dump(), ErrorClass::ValueError);
+  check(type_it->is_string(), at + ": 'type' must be a string, got " + json_excerpt(*type_it), ErrorClass::ValueError);
   LayerSpec spec;
   // PyTorch's class names ("Linear", "BatchNorm1d") are accepted as well as the lower-case ones.
   const std::string type = lower(type_it->get<std::string>());
@@ -249,18 +250,7 @@ ModelSpec mlp_with_batchnorm(int64_t in, int64_t hidden, int64_t out) {
 ModelSpec parse_model_spec(const std::string& json_text, const std::string& source) {
   const bool blank = std::all_of(json_text.begin(), json_text.end(), [](unsigned char ch) { return std::isspace(ch); });
   check(!blank, source + ": the model spec is empty (expected {\"layers\": [...]})", ErrorClass::ValueError);
-  Json root;
-  try {
-    root = Json::parse(json_text);
-  } catch (const Json::parse_error& err) {
-    // nlohmann quotes the last bytes it read; a binary file would put raw bytes on the terminal.
-    std::string why = err.what();
-    for (auto& ch : why)
-      if (!std::isprint(static_cast<unsigned char>(ch))) ch = '?';
-    throw Error(source + ": not valid JSON (at byte " + std::to_string(err.byte) + "): " + why, ErrorClass::ValueError);
-  } catch (const Json::exception& err) {  // e.g. a number too large for a double
-    throw Error(source + ": not valid JSON: " + err.what(), ErrorClass::ValueError);
-  }
+  const Json root = parse_json<Json>(json_text, source, kModelSpecInput.max_bytes);
   check(root.is_object(), source + ": expected a JSON object {\"layers\": [...]}, got " + std::string(root.type_name()),
         ErrorClass::ValueError);
   for (const auto& [key, value] : root.items()) {
@@ -279,14 +269,14 @@ ModelSpec parse_model_spec(const std::string& json_text, const std::string& sour
   for (size_t i = 0; i < layers->size(); ++i) spec.layers.push_back(parse_layer((*layers)[i], i, source));
 
   if (const auto loss = root.find("loss"); loss != root.end()) {
-    check(loss->is_string(), source + ": \"loss\" must be a string, got " + loss->dump(), ErrorClass::ValueError);
+    check(loss->is_string(), source + ": \"loss\" must be a string, got " + json_excerpt(*loss), ErrorClass::ValueError);
     spec.loss = loss->get<std::string>();
     check(spec.loss == "cross_entropy",
           source + ": unknown loss '" + spec.loss + "' (supported: cross_entropy, i.e. nn.CrossEntropyLoss)",
           ErrorClass::ValueError);
   }
   if (const auto dtype = root.find("dtype"); dtype != root.end()) {
-    check(dtype->is_string(), source + ": \"dtype\" must be a string, got " + dtype->dump(), ErrorClass::ValueError);
+    check(dtype->is_string(), source + ": \"dtype\" must be a string, got " + json_excerpt(*dtype), ErrorClass::ValueError);
     const std::string name = dtype->get<std::string>();
     if (name == "float32" || name == "float")
       spec.dtype = DType::Float32;
@@ -298,7 +288,7 @@ ModelSpec parse_model_spec(const std::string& json_text, const std::string& sour
   return spec;
 }
 
-ModelSpec load_model_spec(const std::string& path) { return parse_model_spec(read_file(path), path); }
+ModelSpec load_model_spec(const std::string& path) { return parse_model_spec(read_file(path, kModelSpecInput), path); }
 
 std::string model_spec_to_json(const ModelSpec& spec) {
   OrderedJson layers = OrderedJson::array();

@@ -5,12 +5,17 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "engine/io/checked_json.h"
 #include "engine/io/safetensors.h"
 
 namespace dpv {
 namespace {
 
 using Json = nlohmann::json;
+
+// A rank's metadata lists its sample indices: 8 digits each for a 100-million-sample epoch stays
+// far under this.
+constexpr uint64_t kMaxRankMetadataBytes = uint64_t{1} << 30;
 
 void put_prefixed(TensorMap& out, const std::string& prefix, const TensorMap& in) {
   for (const auto& [name, t] : in.items()) out.set(prefix + name, t);
@@ -55,7 +60,7 @@ DdpRankResult decode_rank_result(const std::string& bytes, const std::string& so
   const TensorMap tensors = parse_safetensors(bytes.substr(8, n), source);
   Json meta;
   try {
-    meta = Json::parse(bytes.substr(8 + n));
+    meta = parse_json<Json>(std::string_view(bytes).substr(8 + n), source + " (its metadata)", kMaxRankMetadataBytes);
     DdpRankResult r;
     r.rank = meta.at("rank").get<int>();
     r.loss = meta.at("loss").get<double>();

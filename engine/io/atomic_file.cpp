@@ -13,12 +13,15 @@
 #include <random>
 
 #include "engine/error.h"
+#include "engine/io/input_file.h"
 #include "engine/io/temp_file_cleanup.h"
 
 namespace dpv {
 namespace {
 
 // A name no other writer (thread or process) picks: pid, a per-process counter and randomness.
+// Short and hidden, in the target's folder (rename works only within one file system): a suffix on
+// the target's own name would push a legal 233-255 character name over NAME_MAX.
 std::string temp_name_for(const std::string& path) {
   static std::atomic<uint64_t> counter{0};
   static thread_local std::mt19937_64 gen{std::random_device{}() ^
@@ -26,7 +29,9 @@ std::string temp_name_for(const std::string& path) {
   const uint64_t salt = gen() ^ (counter.fetch_add(1) * 0x9E3779B97F4A7C15ull);
   char suffix[32];
   std::snprintf(suffix, sizeof suffix, "%012llx", static_cast<unsigned long long>(salt & 0xFFFFFFFFFFFFull));
-  return path + ".tmp-" + std::to_string(::getpid()) + "-" + suffix;
+  const auto slash = path.find_last_of('/');
+  const std::string folder = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  return folder + ".dpv-tmp-" + std::to_string(::getpid()) + "-" + suffix;
 }
 
 // Writes everything, retrying short writes and interrupted calls.
@@ -77,11 +82,22 @@ std::string write_target(const std::string& path) {
   throw file_error(ELOOP, path);
 }
 
-void write_file_atomic(const std::string& path, const std::string& bytes) {
+std::string checked_write_target(const std::string& path) {
   check(!path.empty(), "cannot write a file with an empty name", ErrorClass::FileNotFoundError);
   const std::string target = write_target(path);
   struct stat info {};
-  if (::stat(target.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) throw file_error(EISDIR, path);
+  if (::stat(target.c_str(), &info) != 0) return target;  // a new file
+  if (S_ISDIR(info.st_mode)) throw file_error(EISDIR, path);
+  // The rename would replace a device or FIFO (as root, /dev/null itself) with a regular file.
+  if (!S_ISREG(info.st_mode))
+    throw Error("'" + path + "' is " + describe_file_type(info.st_mode) +
+                    ", not a regular file; outputs are written only to regular files (choose another path)",
+                ErrorClass::OSError);
+  return target;
+}
+
+void write_file_atomic(const std::string& path, const std::string& bytes) {
+  const std::string target = checked_write_target(path);
   const std::string temp = temp_name_for(target);
   // Registered before it exists, so no moment is left where a signal could strand it.
   TempFileGuard guard(temp);
@@ -114,40 +130,6 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
     ::fsync(dir);
     ::close(dir);
   }
-}
-
-std::string read_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    throw file_error(err, path);
-  }
-  struct stat info {};
-  if (::fstat(fd, &info) != 0) {
-    const int err = errno;
-    ::close(fd);
-    throw file_error(err, path);
-  }
-  if (S_ISDIR(info.st_mode)) {
-    ::close(fd);
-    throw file_error(EISDIR, path);
-  }
-  std::string bytes;
-  if (S_ISREG(info.st_mode) && info.st_size > 0) bytes.reserve(static_cast<size_t>(info.st_size));
-  char buffer[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      throw file_error(err, path);
-    }
-    if (n == 0) break;
-    bytes.append(buffer, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return bytes;
 }
 
 }  // namespace dpv

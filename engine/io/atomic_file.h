@@ -9,10 +9,14 @@ namespace dpv {
 // A symbolic link is written through, as torch.save (open(path, "wb")) does: the link stays and
 // its target gets the new bytes. Throws dpv::Error (naming the path and the system's reason) and
 // leaves no partial file behind, also when SIGINT/SIGTERM/SIGHUP arrives during the write
-// (engine/io/temp_file_cleanup.h).
+// (engine/io/temp_file_cleanup.h). An existing `path` that is not a regular file (a device, a
+// FIFO, a socket) is refused, never replaced. Inputs are read with read_file (engine/io/input_file.h).
 void write_file_atomic(const std::string& path, const std::string& bytes);
-// Reads a whole file; throws dpv::Error naming the path when it cannot.
-std::string read_file(const std::string& path);
+
+// write_target(path) after the checks write_file_atomic makes before writing: throws dpv::Error
+// for an empty name, a folder (IsADirectoryError) or an existing file that is not a regular file.
+// Front ends call it to refuse an output before the work that produces it.
+std::string checked_write_target(const std::string& path);
 
 // The file a write to `path` lands in: `path` itself, or where its chain of symbolic links ends
 // (relative links resolved against their folder). Throws dpv::Error for a loop of links.

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "engine/error.h"
-#include "engine/io/atomic_file.h"
+#include "engine/io/input_file.h"
 
 namespace dpv {
 namespace {
@@ -69,8 +69,8 @@ std::vector<uint64_t> read_header(const std::string& bytes, const std::string& p
 
 }  // namespace
 
-Tensor load_idx_images(const std::string& path) { return parse_idx_images(read_file(path), path); }
-Tensor load_idx_labels(const std::string& path) { return parse_idx_labels(read_file(path), path); }
+Tensor load_idx_images(const std::string& path) { return parse_idx_images(read_file(path, kIdxInput), path); }
+Tensor load_idx_labels(const std::string& path) { return parse_idx_labels(read_file(path, kIdxInput), path); }
 
 Tensor parse_idx_images(const std::string& bytes, const std::string& path) {
   const std::vector<uint64_t> dims = read_header(bytes, path, kImagesMagic, "an IDX image file");

@@ -8,6 +8,8 @@
 
 #include "engine/error.h"
 #include "engine/io/atomic_file.h"
+#include "engine/io/checked_json.h"
+#include "engine/io/input_file.h"
 
 namespace dpv {
 namespace {
@@ -79,7 +81,7 @@ Entry parse_entry(const std::string& source, const std::string& name, const Json
   uint64_t numel = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
     uint64_t size = 0;
-    check(as_count(shape[i], size), where + ": shape entry " + std::to_string(i) + " is " + shape[i].dump() +
+    check(as_count(shape[i], size), where + ": shape entry " + std::to_string(i) + " is " + json_excerpt(shape[i]) +
                                         ", not a non-negative integer");
     check(size <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
           where + ": shape entry " + std::to_string(i) + " (" + std::to_string(size) + ") is too large");
@@ -87,16 +89,16 @@ Entry parse_entry(const std::string& source, const std::string& name, const Json
     uint64_t product = 0;
     check(!__builtin_mul_overflow(numel, size, &product) &&
               product <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
-          where + ": shape " + shape.dump() + " has more elements than can be addressed (corrupt header)");
+          where + ": shape " + json_excerpt(shape) + " has more elements than can be addressed (corrupt header)");
     numel = product;
   }
   uint64_t nbytes = 0;
   check(!__builtin_mul_overflow(numel, static_cast<uint64_t>(dtype_size(e.dtype)), &nbytes),
-        where + ": shape " + shape.dump() + " is too large (corrupt header)");
+        where + ": shape " + json_excerpt(shape) + " is too large (corrupt header)");
 
   const Json& offsets = info["data_offsets"];
   check(offsets.is_array() && offsets.size() == 2 && as_count(offsets[0], e.begin) && as_count(offsets[1], e.end),
-        where + ": 'data_offsets' must be two non-negative integers [begin, end], got " + offsets.dump());
+        where + ": 'data_offsets' must be two non-negative integers [begin, end], got " + json_excerpt(offsets));
   check(e.begin <= e.end, where + ": data_offsets " + offsets_str(e.begin, e.end) + " end before they begin");
   const uint64_t span = e.end - e.begin;
   check(span == nbytes, where + ": shape " + shape_str(e.shape) + " " + dtype_name(e.dtype) + " needs " +
@@ -165,15 +167,7 @@ TensorMap parse_safetensors(const std::string& bytes, const std::string& source)
         source + ": the header does not start with '{' (not a safetensors file)");
 
   const std::string_view header_text(bytes.data() + kSizeField, header_size);
-  Json header;
-  try {
-    header = Json::parse(header_text);
-  } catch (const Json::parse_error& err) {
-    throw Error(source + ": the header is not valid JSON (at byte " + std::to_string(err.byte) + " of the header): " +
-                err.what());
-  } catch (const Json::exception& err) {  // e.g. a number too large for a double
-    throw Error(source + ": the header is not valid JSON: " + err.what());
-  }
+  const Json header = parse_json<Json>(header_text, source + ": the header", kMaxHeaderBytes);
   check(header.is_object(), source + ": the header must be a JSON object, got " + std::string(header.type_name()));
 
   const uint64_t data_size = after_size_field - header_size;
@@ -197,7 +191,7 @@ TensorMap parse_safetensors(const std::string& bytes, const std::string& source)
   return out;
 }
 
-TensorMap load_safetensors(const std::string& path) { return parse_safetensors(read_file(path), path); }
+TensorMap load_safetensors(const std::string& path) { return parse_safetensors(read_file(path, kSafetensorsInput), path); }
 
 std::string serialize_safetensors(const TensorMap& tensors, const std::map<std::string, std::string>& metadata) {
   // Host copies of tensors that live in device memory; host-readable ones are used in place.

@@ -6,6 +6,8 @@
 #include <tuple>
 
 #include "engine/error.h"
+#include "engine/io/checked_json.h"
+#include "engine/io/input_file.h"
 
 namespace dpv {
 namespace {
@@ -51,12 +53,7 @@ std::string lane_thread_label(const std::string& process, const std::string& thr
 }
 
 TraceLanes read_trace_lanes(const std::string& json_text, const std::string& source) {
-  Json root;
-  try {
-    root = Json::parse(json_text);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(source + " is not a Chrome trace: invalid JSON (" + e.what() + ")", ErrorClass::ValueError);
-  }
+  Json root = parse_json<Json>(json_text, source + " is not a Chrome trace", kTraceInput.max_bytes);
   const Json* events = nullptr;
   if (root.is_array()) events = &root;
   else if (root.is_object() && root.contains("traceEvents") && root["traceEvents"].is_array()) events = &root["traceEvents"];

@@ -5,6 +5,8 @@
 
 #include "engine/error.h"
 #include "engine/io/atomic_file.h"
+#include "engine/io/checked_json.h"
+#include "engine/io/input_file.h"
 
 namespace dpv {
 namespace {
@@ -12,12 +14,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 Json parse_trace(const std::string& text, const std::string& name) {
-  Json j;
-  try {
-    j = Json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(name + " is not a Chrome trace: invalid JSON (" + e.what() + ")", ErrorClass::ValueError);
-  }
+  Json j = parse_json<Json>(text, name + " is not a Chrome trace", kTraceInput.max_bytes);
   if (j.is_array()) j = Json{{"traceEvents", j}};  // the format's bare-array form
   if (!j.is_object() || !j.contains("traceEvents") || !j["traceEvents"].is_array())
     throw Error(name + " is not a Chrome trace: no \"traceEvents\" array", ErrorClass::ValueError);
@@ -72,7 +69,7 @@ std::string merge_chrome_traces(const std::vector<std::string>& traces, const st
 
 void merge_trace_files(const std::string& out, const std::vector<std::string>& inputs) {
   std::vector<std::string> texts;
-  for (const std::string& in : inputs) texts.push_back(read_file(in));
+  for (const std::string& in : inputs) texts.push_back(read_file(in, kTraceInput));
   write_file_atomic(out, merge_chrome_traces(texts, inputs));
 }
 

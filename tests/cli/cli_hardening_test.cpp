@@ -140,7 +140,8 @@ TEST_F(CliHardening, TraceMergeAndAllreduceBenchCheckBeforeTheWork) {
   EXPECT_EQ(slurp(trace), before);
   expect_error(run_dpv({"trace", "merge", path("nodir/merged.json"), trace}), {"OUT", "nodir"});
   // bench allreduce: sizes and output before joining any job.
-  expect_error(run_dpv({"bench", "allreduce", "--max-bytes", "1e30"}), {"--max-bytes", "bytes"});
+  expect_parse_error(run_dpv({"bench", "allreduce", "--max-bytes", "1e30"}), {"--max-bytes", "must be from 4 to 1099511627776"});
+  expect_error(run_dpv({"bench", "allreduce", "--max-bytes", "1e12"}), {"--max-bytes", "bytes"});
   expect_error(run_dpv({"bench", "allreduce", "--min-bytes", "4096", "--max-bytes", "1024"}), {"--min-bytes"});
   expect_error(run_dpv({"bench", "allreduce", "--json", path("nodir/a.json")}), {"--json", "nodir"});
   expect_parse_error(run_dpv({"launch", "--nproc-per-node", "2", "--master-port", "70000", "--", "sample"}),

@@ -7,6 +7,7 @@
 #include "engine/process_groups/multiprocess/init_process_group.h"
 #include "engine/process_groups/multiprocess/rank_env.h"
 #include "engine/error.h"
+#include "tests/support/errors.h"
 
 namespace dpv::dist {
 namespace {
@@ -147,6 +148,12 @@ TEST(DistOptions, ReadFromTheEnvironmentTheLauncherSets) {
   EXPECT_EQ(o.iface, "lo");
   EXPECT_THROW(read_dist_options(env_of({{"DPV_BACKEND", "mpi"}})), Error);
   EXPECT_THROW(read_dist_options(env_of({{"DPV_TIMEOUT", "0"}})), Error);
+  // "inf" and "1e300" used to overflow into a zero or negative timeout: an instant failure.
+  for (const char* v : {"inf", "1e300", "1e10"}) {
+    const Error e = testing::error_thrown_by([&] { read_dist_options(env_of({{"DPV_TIMEOUT", v}})); });
+    EXPECT_NE(std::string(e.what()).find("DPV_TIMEOUT='" + std::string(v) + "': must be a finite number of seconds from 0.001 to 604800"),
+              std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

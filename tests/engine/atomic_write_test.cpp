@@ -16,6 +16,7 @@
 #include "engine/error.h"
 #include "tests/support/errors.h"
 #include "engine/io/atomic_file.h"
+#include "engine/io/input_file.h"
 #include "engine/io/temp_file_cleanup.h"
 
 namespace dpv {
@@ -76,10 +77,10 @@ TEST_F(AtomicWrite, ALoopOfLinksIsAnError) {
 }
 
 TEST_F(AtomicWrite, FileErrorsUsePythonsKinds) {
-  Error e = error_thrown_by([&] { (void)read_file(path("missing.json")); });
+  Error e = error_thrown_by([&] { (void)read_file(path("missing.json"), kModelSpecInput); });
   EXPECT_EQ(e.kind(), "FileNotFoundError");
   EXPECT_EQ(std::string(e.what()), "[Errno 2] No such file or directory: '" + path("missing.json") + "'");
-  e = error_thrown_by([&] { (void)read_file(dir_.string()); });
+  e = error_thrown_by([&] { (void)read_file(dir_.string(), kModelSpecInput); });
   EXPECT_EQ(e.kind(), "IsADirectoryError");
   EXPECT_EQ(std::string(e.what()), "[Errno 21] Is a directory: '" + dir_.string() + "'");
   e = error_thrown_by([&] { write_file_atomic(path("no_such_folder/out.bin"), "x"); });

@@ -10,6 +10,7 @@
 
 #include "engine/error.h"
 #include "engine/io/atomic_file.h"
+#include "engine/io/input_file.h"
 #include "tests/support/errors.h"
 #include "engine/io/safetensors.h"
 
@@ -199,10 +200,10 @@ TEST(SafetensorsTest, RejectsAHeaderThatIsNotJson) {
             std::string::npos);
   // Truncated JSON: the message carries nlohmann's position.
   const std::string msg = error_of([] { dpv::parse_safetensors(raw_file(R"({"a": {"dtype": "F3)", ""), "bad.st"); });
-  EXPECT_NE(msg.find("bad.st: the header is not valid JSON (at byte"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("bad.st: the header: not valid JSON (at byte"), std::string::npos) << msg;
   const std::string overflow = error_of(
       [] { dpv::parse_safetensors(raw_file(R"({"a":{"dtype":"F32","shape":[1e999],"data_offsets":[0,4]}})", "abcd"), "n.st"); });
-  EXPECT_NE(overflow.find("n.st: the header is not valid JSON"), std::string::npos) << overflow;
+  EXPECT_NE(overflow.find("n.st: the header: not valid JSON"), std::string::npos) << overflow;
 }
 
 TEST(SafetensorsTest, RejectsEntriesWithMissingOrMistypedFields) {
@@ -316,9 +317,9 @@ TEST(AtomicFileTest, WritesReplacesAndLeavesNoTemporaryFiles) {
   TempFolder dir;
   const std::string path = dir.file("out.bin");
   dpv::write_file_atomic(path, std::string("first\0version", 13));
-  EXPECT_EQ(dpv::read_file(path), std::string("first\0version", 13));
+  EXPECT_EQ(dpv::read_file(path, dpv::kSafetensorsInput), std::string("first\0version", 13));
   dpv::write_file_atomic(path, "second");
-  EXPECT_EQ(dpv::read_file(path), "second");
+  EXPECT_EQ(dpv::read_file(path, dpv::kSafetensorsInput), "second");
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"out.bin"});
 }
 
@@ -339,7 +340,7 @@ TEST(AtomicFileTest, AFolderInThePlaceOfTheFileIsRefusedAndLeftAlone) {
   const std::string msg = error_of([&] { dpv::write_file_atomic(dir.file("target"), "data"); });
   EXPECT_NE(msg.find("Is a directory"), std::string::npos) << msg;
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"target"});
-  EXPECT_EQ(dpv::read_file(dir.file("target/keep")), "keep");
+  EXPECT_EQ(dpv::read_file(dir.file("target/keep"), dpv::kSafetensorsInput), "keep");
 }
 
 TEST(AtomicFileTest, FailedWriteKeepsTheOldFile) {
@@ -357,14 +358,14 @@ TEST(AtomicFileTest, FailedWriteKeepsTheOldFile) {
   setrlimit(RLIMIT_FSIZE, &saved);
   std::signal(SIGXFSZ, previous_handler);
   EXPECT_NE(msg.find(std::strerror(EFBIG)), std::string::npos) << msg;
-  EXPECT_EQ(dpv::read_file(path), "old contents");
+  EXPECT_EQ(dpv::read_file(path, dpv::kSafetensorsInput), "old contents");
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"state.bin"});
 }
 
 TEST(AtomicFileTest, ReadFileNamesFoldersAndMissingFiles) {
   TempFolder dir;
-  EXPECT_NE(error_of([&] { dpv::read_file(dir.file("")); }).find("Is a directory"), std::string::npos);
-  const std::string msg = error_of([&] { dpv::read_file(dir.file("missing.txt")); });
+  EXPECT_NE(error_of([&] { dpv::read_file(dir.file(""), dpv::kSafetensorsInput); }).find("Is a directory"), std::string::npos);
+  const std::string msg = error_of([&] { dpv::read_file(dir.file("missing.txt"), dpv::kSafetensorsInput); });
   EXPECT_NE(msg.find("missing.txt"), std::string::npos) << msg;
   EXPECT_NE(msg.find(std::strerror(ENOENT)), std::string::npos) << msg;
 }

@@ -57,7 +57,7 @@ TEST(TraceMerge, ErrorsNameTheInput) {
     merge_chrome_traces({rank_trace("x", 0), "{not json"}, {"r0.json", "r1.json"});
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("r1.json is not a Chrome trace: invalid JSON"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("r1.json is not a Chrome trace: not valid JSON"), std::string::npos) << e.what();
   }
   try {
     merge_chrome_traces({"{\"events\": []}"}, {"r0.json"});

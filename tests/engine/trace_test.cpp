@@ -6,6 +6,7 @@
 #include <random>
 
 #include "engine/io/atomic_file.h"
+#include "engine/io/input_file.h"
 #include "engine/trace.h"
 
 using nlohmann::json;
@@ -157,7 +158,7 @@ TEST(TraceTest, SaveWritesParsableJsonAndClearForgets) {
   std::random_device rd;
   const auto path = std::filesystem::temp_directory_path() / ("dpv-trace-" + std::to_string(rd()) + ".json");
   rec.save(path.string());
-  const json saved = json::parse(dpv::read_file(path.string()));
+  const json saved = json::parse(dpv::read_file(path.string(), dpv::kTraceInput));
   std::filesystem::remove(path);
   EXPECT_EQ(events_with(saved, "X").size(), 5u);
 

@@ -7,6 +7,7 @@
 #include "engine/process_groups/multiprocess/gloo_group.h"
 #include "engine/process_groups/multiprocess/socket.h"
 #include "engine/error.h"
+#include "engine/process_groups/seconds.h"
 
 namespace dpv::dist {
 
@@ -20,16 +21,11 @@ DistOptions read_dist_options(const EnvLookup& lookup) {
     }
   }
   if (auto t = lookup("DPV_TIMEOUT")) {
-    double seconds = 0;
-    size_t used = 0;
     try {
-      seconds = std::stod(*t, &used);
-    } catch (const std::exception&) {
-      used = 0;
+      o.timeout = seconds_to_ms(parse_seconds(*t, "DPV_TIMEOUT", kTimeoutSeconds));
+    } catch (const Error& e) {
+      throw Error(e.what(), e.error_class()).about_settings({"DPV_TIMEOUT"});
     }
-    if (used == 0 || used != t->size() || !(seconds > 0))
-      throw Error("DPV_TIMEOUT='" + *t + "' is not a positive number of seconds", ErrorClass::ValueError).about_settings({"DPV_TIMEOUT"});
-    o.timeout = seconds_to_ms(seconds);
   }
   if (auto i = lookup("GLOO_SOCKET_IFNAME")) o.iface = *i;
   return o;

@@ -1,5 +1,6 @@
 #include "engine/process_groups/multiprocess/tcp_store.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "engine/error.h"
@@ -33,16 +34,26 @@ T get_value(Socket& s, Clock::time_point deadline, const std::string& what) {
   return v;
 }
 
+// Received in steps of this size, so memory grows with the bytes that really arrive: a peer that
+// claims a 1 GiB value and sends nothing costs a megabyte, not a gigabyte.
+constexpr uint64_t kReceiveStep = 1ull << 20;
+
 Bytes get_blob(Socket& s, uint64_t max, Clock::time_point deadline, const std::string& what) {
   uint64_t size = get_value<uint64_t>(s, deadline, what);
   if (size > max) throw Error("malformed message from " + what + " (a value of " + std::to_string(size) + " bytes)");
-  Bytes b(size);
-  if (size) s.recv_all(b.data(), size, deadline, what);
+  Bytes b;
+  while (b.size() < size) {
+    const size_t had = b.size();
+    const size_t step = static_cast<size_t>(std::min<uint64_t>(kReceiveStep, size - had));
+    b.resize(had + step);
+    s.recv_all(b.data() + had, step, deadline, what);
+  }
   return b;
 }
 
 constexpr uint64_t kMaxValue = 1ull << 30;  // 1 GiB: far above any rendezvous value
 constexpr uint32_t kMaxKeys = 1u << 16;
+constexpr uint32_t kMaxKeyBytes = 1u << 16;  // keys are names such as "dpv/rank/3"
 
 void reply(Socket& s, Status status, const Bytes& payload, int64_t number) {
   Bytes out;
@@ -65,11 +76,19 @@ TcpStoreServer::~TcpStoreServer() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
-    for (auto& c : clients_) c->shutdown_both();
+    for (auto& c : connections_)
+      if (!c->done) c->socket.shutdown_both();
   }
   changed_.notify_all();
   acceptor_.join();
-  for (std::thread& t : threads_) t.join();
+  for (auto& c : connections_) c->thread.join();
+}
+
+int TcpStoreServer::open_connections() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  int open = 0;
+  for (const auto& c : connections_) open += c->done ? 0 : 1;
+  return open;
 }
 
 void TcpStoreServer::accept_loop() {
@@ -77,11 +96,30 @@ void TcpStoreServer::accept_loop() {
     Socket client = accept_tcp(listener_, std::chrono::milliseconds(100));
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) return;
+    // Connections whose client left: their socket is closed already; join their thread.
+    for (auto it = connections_.begin(); it != connections_.end();) {
+      if (!(*it)->done) {
+        ++it;
+        continue;
+      }
+      (*it)->thread.join();
+      it = connections_.erase(it);
+    }
     if (!client.valid()) continue;
-    clients_.push_back(std::make_unique<Socket>(std::move(client)));
-    Socket* s = clients_.back().get();
-    threads_.emplace_back([this, s] { serve(s); });
+    connections_.push_back(std::make_unique<Connection>());
+    Connection* c = connections_.back().get();
+    c->socket = std::move(client);
+    c->thread = std::thread([this, c] { serve(c); });
   }
+}
+
+void TcpStoreServer::serve(Connection* connection) {
+  serve_requests(&connection->socket);
+  // Closed here, under the lock the destructor's shutdown takes, so no descriptor outlives its
+  // client and none is shut down after the number was reused.
+  std::lock_guard<std::mutex> lock(mutex_);
+  connection->socket.close();
+  connection->done = true;
 }
 
 bool TcpStoreServer::wait_for(std::unique_lock<std::mutex>& lock, const std::vector<std::string>& keys,
@@ -99,7 +137,7 @@ bool TcpStoreServer::wait_for(std::unique_lock<std::mutex>& lock, const std::vec
   return present && !stopping_;
 }
 
-void TcpStoreServer::serve(Socket* client) {
+void TcpStoreServer::serve_requests(Socket* client) {
   const std::string what = "a store client";
   try {
     for (;;) {
@@ -111,7 +149,7 @@ void TcpStoreServer::serve(Socket* client) {
       std::vector<std::string> keys;
       for (uint32_t i = 0; i < key_count; ++i) {
         uint32_t len = get_value<uint32_t>(*client, deadline, what);
-        if (len > kMaxValue) return;
+        if (len > kMaxKeyBytes) return;
         std::string k(len, '\0');
         if (len) client->recv_all(k.data(), len, deadline, what);
         keys.push_back(std::move(k));

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -33,23 +34,33 @@ class TcpStoreServer {
   int port() const { return port_; }
   // How many clients are blocked in a get or wait for keys not yet set (what tests wait for).
   int waiting() const { return waiting_.load(); }
+  // How many client connections are open: one closes (its socket, its thread ended) as soon as
+  // its client leaves, so connect/close cycles do not pile up descriptors.
+  int open_connections() const;
 
  private:
+  // One client: its socket and the thread serving it; done once the client left and the socket closed.
+  struct Connection {
+    Socket socket;
+    std::thread thread;
+    bool done = false;  // guarded by mutex_
+  };
   void accept_loop();
-  void serve(Socket* client);
+  // Serves one connection until its client leaves, then closes it and marks it done.
+  void serve(Connection* connection);
+  void serve_requests(Socket* client);
   // Waits (under lock) until every key exists or the deadline passes; false on timeout.
   bool wait_for(std::unique_lock<std::mutex>& lock, const std::vector<std::string>& keys, Clock::time_point deadline);
 
   Socket listener_;
   int port_ = 0;
   int world_size_ = 0;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::map<std::string, Bytes> data_;
   bool stopping_ = false;
   std::atomic<int> waiting_{0};
-  std::vector<std::unique_ptr<Socket>> clients_;
-  std::vector<std::thread> threads_;
+  std::list<std::unique_ptr<Connection>> connections_;
   std::thread acceptor_;
 };
 
