@@ -91,7 +91,8 @@ void LossStrip::setLosses(const QVector<double>& losses) {
   if (auto yTicker = qSharedPointerDynamicCast<QCPAxisTickerFixed>(plot_->yAxis->ticker())) yTicker->setTickStep(step);
   plot_->yAxis->setRange(range);
   const QString whose = meaning_ == LossMeaning::WholeBatch ? tr("Loss (whole batch)") : tr("Rank 0's loss (its shard)");
-  plot_->yAxis->setLabel(meaning_ == LossMeaning::WholeBatch ? tr("loss (whole batch)") : tr("rank 0's loss"));
+  // The rotated title has the strip's height only: a word; the caption above says whose loss it is.
+  plot_->yAxis->setLabel(meaning_ == LossMeaning::WholeBatch ? tr("loss") : tr("rank 0"));
   if (losses.isEmpty()) {
     caption_->setText(tr("%1 per iteration: step through an iteration to its Loss stage to see the first point.").arg(whose));
   } else {
