@@ -56,7 +56,8 @@ QStringList chipTextParts(MemoryKind kind, const QList<dpv::TensorInfo>& ts) {
       const auto buffers = std::count_if(ts.begin(), ts.end(), [](const dpv::TensorInfo& t) { return t.role == TensorRole::Buffer; });
       const QString params = QObject::tr("params ×%1").arg(ts.size() - buffers);
       if (buffers == 0) return {params, bytesText(ts)};
-      return {params, QObject::tr("buffers ×%1").arg(buffers), bytesText(ts)};
+      // One part, so a short chip drops the bytes but never the buffers.
+      return {params + kChipPartSeparator + QObject::tr("buffers ×%1").arg(buffers), bytesText(ts)};
     }
     case MemoryKind::Gradients: return {QObject::tr("grads ×%1").arg(ts.size()), bytesText(ts)};
     case MemoryKind::Optimizer: return {QObject::tr("momentum ×%1").arg(ts.size()), bytesText(ts)};
@@ -182,7 +183,7 @@ void fillCard(SceneState& state, const dpv::StageEvent& e, const IterationInfo& 
       // The card has three lines: the reason gets its own when the sum took one.
       if (r > 1 && perChunkBatchNorm(info) && state.cardLines.size() == 1) {
         state.cardLines << oneDevice
-                        << QObject::tr("why: each replica's BatchNorm normalised its own chunk with the chunk's mean and variance");
+                        << QObject::tr("why: each replica's BatchNorm used its own chunk's mean and variance");
       } else if (r > 1 && perChunkBatchNorm(info)) {
         state.cardLines << QObject::tr("%1 · BatchNorm used each chunk's own statistics").arg(oneDevice);
       } else {

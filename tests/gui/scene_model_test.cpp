@@ -156,6 +156,8 @@ TEST(SceneModel, ParametersAndBuffersAreCountedApart) {
   const SceneState s = sceneStateFor(fourDevices(), &ev);
   ASSERT_EQ(s.devices[0].chips.size(), 1);
   EXPECT_TRUE(s.devices[0].chips[0].text.startsWith(QStringLiteral("params ×2 · buffers ×1"))) << s.devices[0].chips[0].text.toStdString();
+  for (const QString& shorter : s.devices[0].chips[0].shorterTexts)
+    EXPECT_TRUE(shorter.contains(QLatin1String("buffers ×1"))) << "a short chip keeps the buffers: " << shorter.toStdString();
 }
 
 TEST(SceneModel, TheSamplePresetsNamesAreTheProgramsAndSequentialsStayAsTheyAre) {
