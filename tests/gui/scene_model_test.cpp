@@ -157,7 +157,7 @@ TEST(SceneModel, ParametersAndBuffersAreCountedApart) {
   ASSERT_EQ(s.devices[0].chips.size(), 1);
   EXPECT_TRUE(s.devices[0].chips[0].text.startsWith(QStringLiteral("params ×2 · buffers ×1"))) << s.devices[0].chips[0].text.toStdString();
   for (const QString& shorter : s.devices[0].chips[0].shorterTexts)
-    EXPECT_TRUE(shorter.contains(QLatin1String("buffers ×1"))) << "a short chip keeps the buffers: " << shorter.toStdString();
+    EXPECT_TRUE(shorter.contains(QStringLiteral("buffers ×1"))) << "a short chip keeps the buffers: " << shorter.toStdString();
 }
 
 TEST(SceneModel, TheSamplePresetsNamesAreTheProgramsAndSequentialsStayAsTheyAre) {
