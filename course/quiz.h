@@ -14,6 +14,11 @@ struct QuizOption {
   // What a scenario reports when this option is the true one ("3,3,3,1", "[8, 10]", "sum").
   // Empty for options no scenario can imply.
   std::string value;
+  // Said when this option is chosen, under the verdict ("B works too: the same class ...").
+  std::string feedback;
+  // Counted as a right answer although `correct` names another option (the question's canonical
+  // answer): a spelling that works as well. Needs `feedback` saying why.
+  bool also_correct = false;
 };
 
 // Something the engine can run to show (and prove) the answer.
@@ -44,6 +49,8 @@ struct QuizQuestion {
 
   const QuizOption* option(const std::string& label) const;
   int correct_index() const;  // index of the correct option in `options`, -1 if none
+  // Whether answering `label` counts as right: the correct option, or one marked also_correct.
+  bool accepts(const std::string& label) const;
 };
 
 struct QuizLoadResult {

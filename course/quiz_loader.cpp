@@ -32,6 +32,11 @@ int QuizQuestion::correct_index() const {
   return -1;
 }
 
+bool QuizQuestion::accepts(const std::string& label) const {
+  const QuizOption* o = option(label);
+  return o && (label == correct || o->also_correct);
+}
+
 const std::vector<std::string>& quiz_difficulties() {
   static const std::vector<std::string> d = {"easy", "medium", "hard"};
   return d;
@@ -118,6 +123,17 @@ std::vector<QuizOption> read_options(const json& q) {
       try {
         o.text = text_field(v[i], "text", true);
         o.value = text_field(v[i], "value", false);
+        o.feedback = text_field(v[i], "feedback", false);
+        if (v[i].contains("also_correct")) {
+          if (!v[i].at("also_correct").is_boolean()) throw Error("'also_correct' must be true or false");
+          o.also_correct = v[i].at("also_correct").get<bool>();
+        }
+        if (o.also_correct && o.feedback.empty())
+          throw Error("'also_correct' needs a \"feedback\" that says why this option works too");
+        for (const auto& key : v[i].items()) {
+          static const std::set<std::string> known = {"text", "value", "label", "feedback", "also_correct"};
+          if (!known.count(key.key())) throw Error("unknown field '" + key.key() + "' (a typo?)");
+        }
         const std::string label = text_field(v[i], "label", false);
         if (!label.empty() && label != o.label)
           throw Error("its label is '" + label + "' but options are labelled by position, so it must be '" + o.label + "'");
@@ -151,6 +167,8 @@ QuizQuestion read_question(const json& q, const std::string& source) {
   if (out.correct_index() < 0)
     throw Error("'correct' is '" + out.correct + "' but the options are labelled A to " +
                 option_label(static_cast<int>(out.options.size()) - 1));
+  if (out.option(out.correct)->also_correct)
+    throw Error("option " + out.correct + " is the 'correct' one; 'also_correct' is for other options that work too");
   out.solution = text_list(q, "solution", true);
   out.quick_check = text_field(q, "quick_check", true);
   out.hint = text_field(q, "hint", true);

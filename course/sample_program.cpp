@@ -136,6 +136,13 @@ std::vector<ProgramLine> model_definition(const std::string& preset, ModelPlacem
   return out;
 }
 
+std::string program_parameter_name(const std::string& preset, const std::string& engine_name) {
+  // SimpleModel wraps layer 0 as self.linear: "0.weight" is its "linear.weight".
+  static const std::string kFirstLayer = "0.";
+  if (preset != kSamplePreset || engine_name.rfind(kFirstLayer, 0) != 0) return engine_name;
+  return "linear." + engine_name.substr(kFirstLayer.size());
+}
+
 std::vector<ProgramLine> sample_program(const ProgramOptions& o) {
   const ModelSpec spec = preset_model(o.preset);
   const ModelInputShape shape = input_shape_of(spec);

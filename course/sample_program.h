@@ -87,6 +87,12 @@ enum class ModelPlacement { Cuda, AsBuilt };
 // Throws dpv::Error for an unknown preset.
 std::vector<ProgramLine> model_definition(const std::string& preset, ModelPlacement placement);
 
+// The name the program's model (model_definition) gives a parameter or buffer the engine names as
+// nn.Sequential does ("0.weight"): "linear.weight" for the seed's SimpleModel (its one layer is
+// self.linear), the name unchanged for a Sequential preset. The module's own name, without the
+// "module." that DataParallel and DistributedDataParallel add in front of it in their state_dict.
+std::string program_parameter_name(const std::string& preset, const std::string& engine_name);
+
 // The script every DDP rank runs (init_process_group, DistributedSampler, DistributedDataParallel)
 // for a global batch of `rows` samples on `ranks` ranks with buckets of `bucket_bytes`
 // (dist._DEFAULT_FIRST_BUCKET_BYTES and bucket_cap_mb); its model is the DataParallel program's.

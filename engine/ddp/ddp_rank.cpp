@@ -193,6 +193,9 @@ void DdpRank::set_batch(const Tensor& global_input, const Tensor& global_target,
 bool DdpRank::will_sync_buffers() const { return options_.broadcast_buffers && !replica_.buffers.empty(); }
 
 std::vector<CollectiveReport> DdpRank::sync_buffers() {
+  // DDP.forward rebuilds the buckets (after iteration 1) before it syncs the buffers; forward_layer(0)
+  // asks again, which does nothing once they are rebuilt.
+  reducer_->prepare_for_forward();
   std::vector<CollectiveReport> reports;
   if (!will_sync_buffers()) return reports;
   device_->backend().synchronize();

@@ -2,7 +2,10 @@
 
 #include <QObject>
 #include <algorithm>
+#include <cmath>
 #include <map>
+
+#include "course/sample_program.h"
 
 namespace gui {
 
@@ -47,7 +50,15 @@ QStringList chipTextParts(MemoryKind kind, const QList<dpv::TensorInfo>& ts) {
       if (chunk) return {sampleRowsText(chunk->first_row, chunk->shape.empty() ? 0 : chunk->shape[0]), formatShape(chunk->shape)};
       break;
     }
-    case MemoryKind::Parameters: return {QObject::tr("params ×%1").arg(ts.size()), bytesText(ts)};
+    case MemoryKind::Parameters: {
+      // Parameters and buffers (BatchNorm's running statistics) share this part of memory; only the
+      // former are parameters, so they are counted apart.
+      const auto buffers = std::count_if(ts.begin(), ts.end(), [](const dpv::TensorInfo& t) { return t.role == TensorRole::Buffer; });
+      const QString params = QObject::tr("params ×%1").arg(ts.size() - buffers);
+      if (buffers == 0) return {params, bytesText(ts)};
+      // One part, so a short chip drops the bytes but never the buffers.
+      return {params + kChipPartSeparator + QObject::tr("buffers ×%1").arg(buffers), bytesText(ts)};
+    }
     case MemoryKind::Gradients: return {QObject::tr("grads ×%1").arg(ts.size()), bytesText(ts)};
     case MemoryKind::Optimizer: return {QObject::tr("momentum ×%1").arg(ts.size()), bytesText(ts)};
     case MemoryKind::Buckets: return {QObject::tr("buckets ×%1").arg(ts.size()), bytesText(ts)};
@@ -96,11 +107,39 @@ QString valuesText(const dpv::TensorInfo& t, int max) {
 
 QString num(double v) { return QString::number(v, 'g', 4); }
 
+QString fixed(double v, int decimals) { return QString::number(v, 'f', decimals); }
+
+// The fewest decimals (four significant digits of the largest value at least, at most four more)
+// at which the terms, each rounded as shown, add up to the sum rounded as shown: 0.1500 + 0.1500 +
+// 0.1500 = 0.4501 would read as an error, so a digit more is shown until the line adds up.
+int decimalsThatAddUp(const std::vector<double>& terms, double sum) {
+  double largest = std::abs(sum);
+  for (double t : terms) largest = std::max(largest, std::abs(t));
+  const int first = largest > 0 ? std::max(0, 3 - static_cast<int>(std::floor(std::log10(largest)))) : 4;
+  for (int d = first; d < first + 4; ++d) {
+    const double unit = std::pow(10.0, d);
+    long long shownTerms = 0;
+    for (double t : terms) shownTerms += std::llround(t * unit);
+    if (shownTerms == std::llround(sum * unit)) return d;
+  }
+  return first + 4;
+}
+
+
+// The model normalises each replica's chunk with that chunk's own statistics: it has BatchNorm
+// layers (which train, as every iteration here does) and they are not synchronised.
+bool perChunkBatchNorm(const IterationInfo& info) {
+  if (info.syncBatchNorm) return false;
+  return std::any_of(info.layerKinds.begin(), info.layerKinds.end(), [](dpv::LayerKind k) {
+    return k == dpv::LayerKind::BatchNorm1d || k == dpv::LayerKind::BatchNorm2d;
+  });
+}
+
 QString devicesText(int first, int last) {
   return first == last ? QObject::tr("GPU %1").arg(first) : QObject::tr("GPUs %1–%2").arg(first).arg(last);
 }
 
-void fillCard(SceneState& state, const dpv::StageEvent& e, int devices) {
+void fillCard(SceneState& state, const dpv::StageEvent& e, const IterationInfo& info, int devices) {
   const auto& chunks = e.chunk_sizes;
   if (e.stage.kind == dpv::StageKind::Scatter && !chunks.empty()) {
     state.cardTitle = QObject::tr("Which samples went where (torch.chunk)");
@@ -122,24 +161,34 @@ void fillCard(SceneState& state, const dpv::StageEvent& e, int devices) {
   }
   if (!e.weight || e.weight->replica_grads.empty()) return;
   const dpv::WeightElement& w = *e.weight;
-  const QString element = QStringLiteral("%1[%2]").arg(QString::fromStdString(w.param)).arg(w.index);
+  const QString element = QStringLiteral("%1[%2]").arg(programParameterName(info, w.param)).arg(w.index);
   if (e.stage.kind == dpv::StageKind::ReduceGrads) {
     const int r = static_cast<int>(w.replica_grads.size());
+    const int decimals = decimalsThatAddUp(w.replica_grads, w.grad);
     QStringList symbols, values;
     for (int j = 0; j < r; ++j) {
       symbols << QStringLiteral("g%1").arg(j);
-      values << num(w.replica_grads[static_cast<size_t>(j)]);
+      values << fixed(w.replica_grads[static_cast<size_t>(j)], decimals);
     }
     state.cardTitle = QObject::tr("grad of %1: %2 = g").arg(element, symbols.join(QStringLiteral(" + ")));
     if (r <= 4) {
-      state.cardLines << values.join(QStringLiteral(" + ")) + QStringLiteral(" = ") + num(w.grad);
+      state.cardLines << values.join(QStringLiteral(" + ")) + QStringLiteral(" = ") + fixed(w.grad, decimals);
     } else {
       state.cardLines << values.mid(0, 4).join(QStringLiteral(" + ")) + QStringLiteral(" +");
-      state.cardLines << values.mid(4).join(QStringLiteral(" + ")) + QStringLiteral(" = ") + num(w.grad);
+      state.cardLines << values.mid(4).join(QStringLiteral(" + ")) + QStringLiteral(" = ") + fixed(w.grad, decimals);
     }
     if (w.single_device_grad && w.difference) {
-      state.cardLines << QObject::tr("one device, whole batch: %1 · difference %2")
-                             .arg(num(*w.single_device_grad), QString::number(*w.difference, 'g', 2));
+      const QString oneDevice = QObject::tr("one device, whole batch: %1 · difference %2")
+                                    .arg(fixed(*w.single_device_grad, decimals), QString::number(*w.difference, 'g', 2));
+      // The card has three lines: the reason gets its own when the sum took one.
+      if (r > 1 && perChunkBatchNorm(info) && state.cardLines.size() == 1) {
+        state.cardLines << oneDevice
+                        << QObject::tr("why: each replica's BatchNorm used its own chunk's mean and variance");
+      } else if (r > 1 && perChunkBatchNorm(info)) {
+        state.cardLines << QObject::tr("%1 · BatchNorm used each chunk's own statistics").arg(oneDevice);
+      } else {
+        state.cardLines << oneDevice;
+      }
     } else {
       state.cardLines << QObject::tr("one device, whole batch: could not run");
     }
@@ -153,6 +202,10 @@ void fillCard(SceneState& state, const dpv::StageEvent& e, int devices) {
 }
 
 }  // namespace
+
+QString programParameterName(const IterationInfo& info, const std::string& engineName) {
+  return QString::fromStdString(dpv::course::program_parameter_name(info.preset, engineName));
+}
 
 TensorRole chipRoleFor(MemoryKind kind) {
   switch (kind) {
@@ -262,7 +315,11 @@ SceneState sceneStateFor(const IterationInfo& info, const dpv::StageEvent* event
       view.memoryPeak = ds->memory_peak;
       view.memory = ds->memory;
       std::map<int, QList<dpv::TensorInfo>> byPart;
-      for (const auto& t : ds->tensors) byPart[static_cast<int>(t.memory)].append(t);
+      for (dpv::TensorInfo t : ds->tensors) {
+        // Parameters and buffers by the names the code panel's program gives them.
+        if (t.role == TensorRole::Param || t.role == TensorRole::Buffer) t.name = programParameterName(info, t.name).toStdString();
+        byPart[static_cast<int>(t.memory)].append(t);
+      }
       for (const auto& [part, group] : byPart) {
         const auto kind = static_cast<dpv::MemoryKind>(part);
         view.chips.append(chipOf(kind, group, d));
@@ -315,7 +372,7 @@ SceneState sceneStateFor(const IterationInfo& info, const dpv::StageEvent* event
     }
     state.devices.append(view);
   }
-  if (event) fillCard(state, *event, n);
+  if (event) fillCard(state, *event, info, n);
   return state;
 }
 

@@ -66,6 +66,10 @@ struct SceneState {
 int chipSlot(dpv::TensorRole role);
 constexpr int kChipSlots = 6;
 
+// The name the code panel's program gives a parameter or buffer the engine names as nn.Sequential
+// does: "linear.weight" for the sample preset's "0.weight" (course::program_parameter_name).
+QString programParameterName(const IterationInfo& info, const std::string& engineName);
+
 // The scene's content before any stage (event == nullptr: what info.devicesBefore lists) or after `event`.
 SceneState sceneStateFor(const IterationInfo& info, const dpv::StageEvent* event);
 

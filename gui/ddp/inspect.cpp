@@ -97,7 +97,7 @@ DdpInspection ddpInspection(const IterationInfo& info, const QList<dpv::StageEve
         if (bucket >= static_cast<int>(r.buckets.size())) continue;
         const dpv::BucketState& b = r.buckets[static_cast<size_t>(bucket)];
         if (params.isEmpty())
-          for (const auto& p : b.params) params << QString::fromStdString(p);
+          for (const auto& p : b.params) params << programParameterName(info, p);
         const BucketPhase phase = bucketPhaseOf(b);
         QString why = phaseWhy(phase, b.ready, static_cast<int>(b.params.size()));
         if (phase == BucketPhase::Filling)

@@ -404,6 +404,10 @@ void DdpScene::drawRank(const DdpRankView& rank, qreal top) {
   const SceneColors& c = sceneColors(theme_);
   auto* panel = box(QRectF(kMargin - 6, top, kWidth - 2 * kMargin + 12, kRowH), c.panel, c.panelBorder);
   panel->setZValue(-1);
+  if (!rank.failure.isEmpty()) {  // a failing rank is marked as a failing DataParallel device is
+    panel->setPen(QPen(c.failed, 2));
+    panel->setToolTip(rank.failure);
+  }
   // Rank label with its colour.
   box(QRectF(kRankX, top + 8, 6, kRowH - 16), rankColor(rank.rank), QColor());
   text(rank.title, kRankX + 12, top + 6, c.text, 15, true);

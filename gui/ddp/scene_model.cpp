@@ -1,6 +1,7 @@
 #include "gui/ddp/scene_model.h"
 
 #include <QObject>
+#include <algorithm>
 
 #include "gui/common/scene_model.h"
 
@@ -116,6 +117,9 @@ DdpSceneState ddpSceneStateFor(const IterationInfo& info, const dpv::StageEvent*
       view.activity = activity(*event, rs, info.layerNames);
     } else {
       view.activity = QObject::tr("not started");
+      // A plan without Construct belongs to an iteration after the first: DDP was built then.
+      view.constructed = std::none_of(info.plan.begin(), info.plan.end(),
+                                      [](const dpv::Stage& s) { return s.kind == dpv::StageKind::Construct; });
     }
     if (rs) {
       view.constructed = rs->constructed;
@@ -124,7 +128,7 @@ DdpSceneState ddpSceneStateFor(const IterationInfo& info, const dpv::StageEvent*
       for (const auto& b : rs->buckets) {
         DdpBucketView bv;
         bv.bucket = b.bucket;
-        for (const auto& p : b.params) bv.params << QString::fromStdString(p);
+        for (const auto& p : b.params) bv.params << programParameterName(info, p);
         bv.bytes = static_cast<qint64>(b.bytes);
         bv.ready = b.ready;
         bv.total = static_cast<int>(b.params.size());
@@ -132,7 +136,7 @@ DdpSceneState ddpSceneStateFor(const IterationInfo& info, const dpv::StageEvent*
         bv.text = QObject::tr("b%1 · %2/%3 · %4").arg(b.bucket).arg(bv.ready).arg(bv.total).arg(formatBytes(static_cast<double>(bv.bytes)));
         view.buckets.append(bv);
       }
-      const QString name = QString::fromStdString(rs->watched_param);
+      const QString name = programParameterName(info, rs->watched_param);
       if (!rs->param_head.empty()) view.paramText = QStringLiteral("%1  %2").arg(name, formatHead(rs->param_head));
       switch (rs->grads) {
         case dpv::GradState::None: view.gradText = QObject::tr("grad: none yet"); break;
@@ -145,7 +149,7 @@ DdpSceneState ddpSceneStateFor(const IterationInfo& info, const dpv::StageEvent*
           break;
       }
       if (!rs->watched_buffer.empty() && !rs->buffer_head.empty())
-        view.bufferText = QStringLiteral("%1  %2").arg(QString::fromStdString(rs->watched_buffer), formatHead(rs->buffer_head));
+        view.bufferText = QStringLiteral("%1  %2").arg(programParameterName(info, rs->watched_buffer), formatHead(rs->buffer_head));
       if (rank0) {
         view.paramsEqualRank0 = rs->param_head == rank0->param_head;
         view.gradsEqualRank0 = rs->grad_head == rank0->grad_head;

@@ -55,6 +55,7 @@ struct DdpRankView {
   bool gradsEqualRank0 = true;
   bool buffersEqualRank0 = true;
   std::optional<double> loss;
+  QString failure;  // why this rank's stage failed ("" when it did not): the row is marked red
 };
 
 struct DdpSceneState {

@@ -21,7 +21,7 @@ LossStrip::LossStrip(QWidget* parent) : QWidget(parent) {
   caption_->setObjectName(QStringLiteral("hintLabel"));
   caption_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // long text must not widen the page
   plot_ = new QCustomPlot(this);
-  plot_->setFixedHeight(72);
+  plot_->setFixedHeight(84);  // room for the iteration axis's title under its labels
   plot_->setInteractions({});
   graph_ = plot_->addGraph();
   graph_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 5));
@@ -34,6 +34,13 @@ LossStrip::LossStrip(QWidget* parent) : QWidget(parent) {
   QSharedPointer<QCPAxisTickerFixed> yTicker(new QCPAxisTickerFixed);
   yTicker->setScaleStrategy(QCPAxisTickerFixed::ssNone);
   plot_->yAxis->setTicker(yTicker);
+  QFont titleFont = plot_->font();
+  titleFont.setPointSizeF(std::max(7.0, titleFont.pointSizeF() - 1));
+  plot_->xAxis->setLabelFont(titleFont);
+  plot_->yAxis->setLabelFont(titleFont);
+  plot_->xAxis->setLabelPadding(1);
+  plot_->yAxis->setLabelPadding(1);
+  plot_->xAxis->setLabel(tr("iteration"));
   column->addWidget(caption_);
   column->addWidget(plot_);
   applyPalette();
@@ -49,9 +56,29 @@ double niceStepAtLeast(double x) {
     if (m * power >= x * (1 - 1e-9)) return m * power;
   return 10 * power;
 }
+// The loss axis fitted to the losses with a margin of a tenth of their span (at least a small
+// share of the loss itself, so one point or a flat run still shows a band around it): a fall from
+// 1.1251 to 1.1019 fills the strip instead of hiding in a 0..1.3 scale.
+QCPRange fittedLossRange(const QVector<double>& losses) {
+  if (losses.isEmpty()) return QCPRange(0, 1);
+  const auto [low, high] = std::minmax_element(losses.begin(), losses.end());
+  const double margin = std::max({0.1 * (*high - *low), 0.005 * std::abs(*high), 1e-6});
+  return QCPRange(*low - margin, *high + margin);
+}
+
+// The tick step for `range` (two or three labels fit the strip's height), widening `range` to the
+// ticks around it when it held only one.
+double fitTicks(QCPRange& range) {
+  const double step = niceStepAtLeast(range.size() / 2.5);
+  const double firstTick = std::ceil(range.lower / step), lastTick = std::floor(range.upper / step);
+  if (lastTick - firstTick < 1) range = QCPRange(std::floor(range.lower / step) * step, std::ceil(range.upper / step) * step);
+  return step;
+}
+
 }  // namespace
 
 void LossStrip::setLosses(const QVector<double>& losses) {
+  losses_ = losses;
   QVector<double> x, y;
   for (int i = 0; i < losses.size(); ++i) {
     x << i + 1;
@@ -59,24 +86,36 @@ void LossStrip::setLosses(const QVector<double>& losses) {
   }
   graph_->setData(x, y, true);
   plot_->xAxis->setRange(0.5, std::max(5.0, losses.size() + 0.5));
-  const double top = losses.isEmpty() ? 1.0 : 1.15 * *std::max_element(losses.begin(), losses.end());
-  if (auto yTicker = qSharedPointerDynamicCast<QCPAxisTickerFixed>(plot_->yAxis->ticker()))
-    yTicker->setTickStep(niceStepAtLeast(top / 2));
+  QCPRange range = fittedLossRange(losses);
+  const double step = fitTicks(range);
+  if (auto yTicker = qSharedPointerDynamicCast<QCPAxisTickerFixed>(plot_->yAxis->ticker())) yTicker->setTickStep(step);
+  plot_->yAxis->setRange(range);
+  const QString whose = meaning_ == LossMeaning::WholeBatch ? tr("Loss (whole batch)") : tr("Rank 0's loss (its shard)");
+  // The rotated title has the strip's height only: a word; the caption above says whose loss it is.
+  plot_->yAxis->setLabel(meaning_ == LossMeaning::WholeBatch ? tr("loss") : tr("rank 0"));
   if (losses.isEmpty()) {
-    plot_->yAxis->setRange(0, 1);
-    caption_->setText(tr("Loss per iteration: step through an iteration to its Loss stage to see the first point."));
+    caption_->setText(tr("%1 per iteration: step through an iteration to its Loss stage to see the first point.").arg(whose));
   } else {
-    // From zero, so the fall reads as a share of the first loss.
-    plot_->yAxis->setRange(0, top);
-    caption_->setText(losses.size() == 1 ? tr("Loss per iteration · iteration 1: %1. The next iterations train on the same batch.")
+    caption_->setText(losses.size() == 1 ? tr("%1 per iteration · iteration 1: %2. The next iterations train on the same batch.")
+                                               .arg(whose)
                                                .arg(losses.front(), 0, 'f', 4)
-                                         : tr("Loss per iteration · iteration %1: %2 (first: %3), same batch each time.")
+                                         : tr("%1 per iteration · iteration %2: %3 (first: %4), same batch each time.")
+                                               .arg(whose)
                                                .arg(losses.size())
                                                .arg(losses.back(), 0, 'f', 4)
                                                .arg(losses.front(), 0, 'f', 4));
   }
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }
+
+void LossStrip::setMeaning(LossMeaning meaning) {
+  meaning_ = meaning;
+  setLosses(losses_);
+}
+
+QString LossStrip::xTitle() const { return plot_->xAxis->label(); }
+QString LossStrip::yTitle() const { return plot_->yAxis->label(); }
+QPointF LossStrip::yRange() const { return QPointF(plot_->yAxis->range().lower, plot_->yAxis->range().upper); }
 
 QVector<QPointF> LossStrip::points() const {
   QVector<QPointF> out;

@@ -149,6 +149,12 @@ QString IterationPage::errorText() const { return errorBanner_->isVisible() ? er
 QString IterationPage::positionText() const { return stepper_->position(); }
 
 void IterationPage::onSettingsApplied() {
+  // The learner keeps their place: the new run steps to the stage shown now (onIterationStarted).
+  if (haveInfo_ && cursor_ >= 0) {
+    resumeStage_ = info_.plan[static_cast<size_t>(cursor_)];
+    resumeIndex_ = cursor_;
+  }
+  clearFailure();
   pause();
   waiting_ = false;
   newIterationWanted_ = false;
@@ -169,15 +175,17 @@ void IterationPage::onIterationStarted(const IterationInfo& info) {
   info_ = info;
   haveInfo_ = true;
   cursor_ = -1;
-  scene_->setFailure(-1, QString());
+  clearFailure();
   scene_->setMemoryScale(1);
   scene_->setInfo(info);
   if (info.ddp) ddpScene_->setInfo(info);
   sceneStack_->setCurrentWidget(info.ddp ? ddpView_ : view_);
+  lossStrip_->setMeaning(info.ddp ? LossMeaning::RankZeroShard : LossMeaning::WholeBatch);
   updateCode();
   inspector_->clear();
   rebuildStageStrip();
   showStage(-1, false);
+  if (const std::optional<dpv::Stage> resume = std::exchange(resumeStage_, std::nullopt)) seekTo(stageLike(info_.plan, *resume, resumeIndex_));
 }
 
 void IterationPage::requestNext() {
@@ -190,10 +198,14 @@ void IterationPage::requestNext() {
 
 void IterationPage::onStageRecorded(const dpv::StageEvent& event) {
   errorBanner_->setVisible(false);
+  clearFailure();
   if (event.loss) {
     if (EngineController* e = engine()) lossStrip_->setLosses(e->losses());
   }
-  if (!waiting_) {  // recorded for someone else (e.g. the Timeline page): just show it is available
+  if (!waiting_) {
+    // Recorded for someone else (the Timeline page's "Run one iteration"): while the page is out of
+    // sight it follows the engine, so it shows the state the engine really has when it comes back.
+    if (!isVisible() && seekTarget_ < -1) showStage(event.index, false);
     updateControls();
     return;
   }
@@ -211,35 +223,6 @@ void IterationPage::onStageRecorded(const dpv::StageEvent& event) {
   showStage(event.index, true);
 }
 
-void IterationPage::onEngineError(const QString& message) {
-  waiting_ = false;
-  pause();
-  const EngineFailure failure = engine() ? engine()->lastFailure() : EngineFailure{};
-  const bool batchNormSingleValue = failure.reason == dpv::ErrorReason::BatchNormSingleValue;
-  QString advice = tr("Change the settings above and step again.");
-  if (batchNormSingleValue) {
-    // nn.DataParallel has no synchronised BatchNorm (each replica normalises its own chunk), so the
-    // only fix inside DataParallel is a batch that gives every device at least 2 samples.
-    advice = tr("One device got a chunk of a single sample, and BatchNorm cannot normalise one value per channel "
-                "in training. Pick a batch size that leaves at least 2 samples per chunk.");
-  }
-  // Only errors raised while a stage of the program ran are PyTorch's; the app's own (preparing
-  // devices, model or data) are said to be the app's.
-  const bool pytorchError = failure.inProgram;
-  const QString headline = pytorchError ? tr("The engine stopped with an error (PyTorch raises the same):")
-                                        : tr("The app could not prepare this iteration (this error is the app's own, not one PyTorch raises):");
-  errorBanner_->setText(QStringLiteral("%1\n%2\n%3").arg(headline, message, advice));
-  errorBanner_->setVisible(true);
-  if (failure.site.replica >= 0)
-    scene_->setFailure(failure.site.replica, batchNormSingleValue ? tr("1 sample: BatchNorm refuses") : tr("this replica failed"));
-  showStatus(tr("Engine error: %1").arg(message.section(QLatin1Char('\n'), 0, 0)));
-  if (seekTarget_ >= -1) {
-    seekTarget_ = -2;
-    if (auto done = std::exchange(seekDone_, {})) done();
-  }
-  updateControls();
-}
-
 void IterationPage::showStage(int index, bool animate) {
   EngineController* e = engine();
   if (!e || !haveInfo_) return;
@@ -253,9 +236,11 @@ void IterationPage::showStage(int index, bool animate) {
   }
   scene_->setMemoryScale(scale);
   if (!event) scene_->setFailure(-1, QString());
-  if (info_.ddp)
-    ddpScene_->showState(ddpSceneStateFor(info_, event), animate);
-  else {
+  if (info_.ddp) {
+    DdpSceneState ddpState = ddpSceneStateFor(info_, event);
+    markFailedRank(ddpState);
+    ddpScene_->showState(ddpState, animate);
+  } else {
     scene_->setHighlightedRoles({});
     scene_->showState(sceneStateFor(info_, event), animate);
   }

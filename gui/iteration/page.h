@@ -5,10 +5,12 @@
 #include <QPointer>
 #include <QTimer>
 #include <functional>
+#include <optional>
 
 #include "gui/common/context.h"
 #include "gui/common/page.h"
 #include "gui/ddp/inspect.h"
+#include "gui/ddp/scene_model.h"
 #include "gui/common/scene_model.h"
 #include "gui/runtime/engine_types.h"
 
@@ -91,6 +93,10 @@ class IterationPage : public Page {
   void onIterationStarted(const IterationInfo& info);
   void onStageRecorded(const dpv::StageEvent& event);
   void onEngineError(const QString& message);
+  // The failure's marks (page_failure.cpp): the failing DataParallel device or DDP rank in red.
+  void clearFailure();
+  void markFailedRank(DdpSceneState& state) const;
+  QString failureAdvice(const EngineFailure& failure) const;
   void onAnimationFinished();
   bool sceneAnimating() const;  // the DataParallel or the DDP picture is animating a stage
   void finishSceneAnimations();
@@ -109,6 +115,9 @@ class IterationPage : public Page {
   // Screenshots: animates the next stage at 1x and stops it at `fraction` of its flights.
   void freezeNextStage(double fraction, std::function<void()> done);
   EngineController* engine() const;
+  // The index in `plan` of the stage most like `stage` (at `index` of the old plan): the same kind
+  // and layer, else the first of the same kind, else the same position (or the last stage).
+  static int stageLike(const std::vector<dpv::Stage>& plan, const dpv::Stage& stage, int index);
 
   QSplitter* outer_ = nullptr;
   QSplitter* sidePanels_ = nullptr;
@@ -140,6 +149,10 @@ class IterationPage : public Page {
   bool playing_ = false;
   bool newIterationWanted_ = false;
   std::function<void()> seekDone_;
+  std::optional<dpv::Stage> resumeStage_;  // the stage to step to once the new settings' iteration starts
+  int resumeIndex_ = -1;                   // its index in the old plan
+  int failedRank_ = -1;                    // DDP: the rank whose stage failed (-1: none)
+  QString failedRankReason_;
   int durationMs_ = 700;
 };
 

@@ -107,6 +107,7 @@ void IterationPage::applyAndWait(const AppSettings& settings, std::function<void
   *conn = connect(e, &EngineController::iterationStarted, this, finish);
   *fail = connect(e, &EngineController::engineError, this, finish);
   context()->setSettings(settings);
+  resumeStage_.reset();  // the screenshots seek on their own; the learner's place is not kept here
 }
 
 void IterationPage::seekInIteration(int iteration, std::function<int()> pick, std::function<void()> done) {

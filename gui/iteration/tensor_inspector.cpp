@@ -267,6 +267,7 @@ void TensorInspector::showChip(const ChipView& chip, const QString& deviceTitle)
     return;
   }
   tensors_ = chip.tensors;
+  split_->setVisible(true);  // clear() hid the list and the heat map; a chip with tensors shows them
   size_t bytes = 0;
   for (const auto& t : chip.tensors) {
     if (!t.view) bytes += t.bytes;

@@ -236,8 +236,11 @@ void QuizPage::openLink() {
   const QuizQuestion* q = currentQuestion();
   if (!q || q->link.empty()) return;
   const QString page = QString::fromStdString(q->link);
-  if (page == QLatin1String("iteration") && q->scenario) {
-    const AppSettings wanted = settingsOfScenario(*q->scenario, context()->settings());
+  if (page == QLatin1String("iteration")) {
+    AppSettings wanted = q->scenario ? settingsOfScenario(*q->scenario, context()->settings()) : context()->settings();
+    // The question's section decides the mode: a DataParallel question opens in DataParallel
+    // whatever mode the page was left in.
+    wanted.ddp = q->section == "ddp";
     if (!(wanted == context()->settings())) {
       context()->setSettings(wanted);
       // Said on the page that shows them.
@@ -260,7 +263,7 @@ void QuizPage::openLink() {
 void QuizPage::answer(const QString& label, bool record) {
   const QuizQuestion* q = currentQuestion();
   const QString id = QString::fromStdString(q->id);
-  const bool correct = label.toStdString() == q->correct;
+  const bool correct = q->accepts(label.toStdString());  // the answer, or an option that works too
   roundAnswers_.insert(id, label);
   if (record) {
     progress_.record(q->id, label.toStdString(), correct);
@@ -276,10 +279,11 @@ void QuizPage::showAnsweredState(const QString& chosen) {
   const QString correctLabel = QString::fromStdString(q->correct);
   for (auto* b : optionButtons_) {
     if (b->label() == correctLabel) b->setState(QuizOptionButton::State::Correct);
-    else if (b->label() == chosen) b->setState(QuizOptionButton::State::Wrong);
+    else if (b->label() == chosen)
+      b->setState(q->accepts(chosen.toStdString()) ? QuizOptionButton::State::Correct : QuizOptionButton::State::Wrong);
     else b->setState(QuizOptionButton::State::Dimmed);
   }
-  const bool right = chosen == correctLabel;
+  const bool right = q->accepts(chosen.toStdString());
   feedback_->setText(quiz_text::feedback(*q, chosen));
   feedback_->setStyleSheet(quiz_text::feedbackStyle(right));
   feedback_->show();
@@ -346,7 +350,7 @@ void QuizPage::showSummary() {
       missedPrompts << QString::fromStdString(questions_[static_cast<size_t>(*it)].prompt);
   int roundRight = 0;
   for (auto it = roundAnswers_.cbegin(); it != roundAnswers_.cend(); ++it)
-    if (auto q = byId_.find(it.key()); q != byId_.end() && questions_[static_cast<size_t>(*q)].correct == it.value().toStdString())
+    if (auto q = byId_.find(it.key()); q != byId_.end() && questions_[static_cast<size_t>(*q)].accepts(it.value().toStdString()))
       ++roundRight;
   QStringList sectionScores;
   for (const auto& section : dpv::course::quiz_sections()) {

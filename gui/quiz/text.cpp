@@ -41,8 +41,13 @@ QString linkText(const QString& pageId) {
 
 QString feedback(const dpv::course::QuizQuestion& question, const QString& chosen) {
   const auto* right = question.option(question.correct);
-  if (chosen.toStdString() == question.correct) return tr("Correct: %1. %2").arg(q(question.correct), q(right->text));
-  return tr("Not quite: you chose %1. The answer is %2. %3").arg(chosen, q(question.correct), q(right->text));
+  const auto* picked = question.option(chosen.toStdString());
+  // The chosen option's own note (why it works too, or where it goes wrong), after the verdict.
+  const QString note = picked && !picked->feedback.empty() ? QStringLiteral(" ") + q(picked->feedback) : QString();
+  if (chosen.toStdString() == question.correct) return tr("Correct: %1. %2").arg(q(question.correct), q(right->text)) + note;
+  if (question.accepts(chosen.toStdString()))
+    return tr("Correct too: you chose %1.%2 The question's answer is %3. %4").arg(chosen, note, q(question.correct), q(right->text));
+  return tr("Not quite: you chose %1. The answer is %2. %3").arg(chosen, q(question.correct), q(right->text)) + note;
 }
 
 QString feedbackStyle(bool correct) {

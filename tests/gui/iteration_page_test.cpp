@@ -151,11 +151,14 @@ TEST_F(IterationPageTest, ChangingTheDeviceCountMidIterationStartsCleanly) {
   ASSERT_TRUE(stepTo(1));
   page_->stepForward();  // a request in flight while the settings change
   context_->setSettings(settingsFor(QStringLiteral("cpu:2"), QStringLiteral("simple"), 10));
-  ASSERT_TRUE(waitUntil([&] { return page_->scene()->deviceCount() == 2 && engine_->hasIteration() && !engine_->busy(); }));
-  EXPECT_EQ(page_->cursor(), -1);
+  // The new run steps back to the stage shown (stage 1; the step in flight belonged to the old settings).
+  ASSERT_TRUE(waitUntil([&] {
+    return page_->scene()->deviceCount() == 2 && engine_->hasIteration() && !engine_->busy() && !page_->waitingForEngine() &&
+           page_->cursor() == 1;
+  }));
   EXPECT_EQ(engine_->info().chunks, (std::vector<int64_t>{5, 5}));
   const int stages = static_cast<int>(engine_->info().plan.size());
-  for (int i = 0; i < stages; ++i) ASSERT_TRUE(stepTo(i)) << i;
+  for (int i = 2; i < stages; ++i) ASSERT_TRUE(stepTo(i)) << i;
   EXPECT_TRUE(page_->errorText().isEmpty()) << page_->errorText().toStdString();
   EXPECT_EQ(engine_->events().size(), stages);
   for (const auto& ev : engine_->events()) EXPECT_LE(ev.devices.size(), 2u) << "an event of the old settings leaked in";
@@ -182,10 +185,11 @@ TEST_F(IterationPageTest, OneSampleChunkWithBatchNormIsShownAsAnErrorNotThrown) 
   for (int d = 0; d < 3; ++d) EXPECT_TRUE(page_->scene()->deviceBox(d)->failure().isEmpty()) << d;
   EXPECT_TRUE(engine_->running());
   // The app carries on: SyncBatchNorm accepts the one-sample chunk.
+  const int failedAt = page_->cursor();  // the learner's place: the new run steps back to it
   context_->setSettings(settingsFor(QStringLiteral("cpu:4"), QStringLiteral("mlp-bn"), 10, true));
-  ASSERT_TRUE(waitUntil([&] { return engine_->hasIteration() && !engine_->busy(); }));
+  ASSERT_TRUE(waitUntil([&] { return engine_->hasIteration() && !engine_->busy() && !page_->waitingForEngine() && page_->cursor() == failedAt; }));
   EXPECT_TRUE(page_->errorText().isEmpty());
-  for (int i = 0; i < 4; ++i) ASSERT_TRUE(stepTo(i));
+  for (int i = failedAt + 1; i < failedAt + 4; ++i) ASSERT_TRUE(stepTo(i));
   EXPECT_TRUE(page_->errorText().isEmpty()) << page_->errorText().toStdString();
 }
 
@@ -239,8 +243,11 @@ TEST_F(IterationPageTest, TheLossStripShowsEveryIterationsLossFromTheEngine) {
   EXPECT_LT(points[2].y(), points[0].y()) << "the same batch each iteration: the loss falls";
   EXPECT_TRUE(page_->lossStrip()->caption().contains(QStringLiteral("iteration 3: "))) << page_->lossStrip()->caption().toStdString();
   context_->setSettings(settingsFor(QStringLiteral("cpu:2"), QStringLiteral("simple"), 10));
-  ASSERT_TRUE(waitUntil([&] { return engine_->hasIteration() && !engine_->busy(); }));
-  EXPECT_TRUE(page_->lossStrip()->points().isEmpty()) << "new settings start a new run";
+  // The new run steps back to the stage shown (past its Loss stage): its own first loss only.
+  ASSERT_TRUE(waitUntil([&] { return engine_->hasIteration() && !engine_->busy() && !page_->waitingForEngine(); }));
+  ASSERT_LE(page_->lossStrip()->points().size(), 1) << "new settings start a new run";
+  ASSERT_EQ(page_->lossStrip()->points().size(), engine_->losses().size());
+  if (!engine_->losses().isEmpty()) EXPECT_EQ(page_->lossStrip()->points()[0], QPointF(1, engine_->losses()[0]));
 }
 
 TEST_F(IterationPageTest, ClickingAChipOpensItInTheInspector) {

@@ -241,6 +241,28 @@ TEST_F(QuizPageTest, SeeItOnTheIterationPageAppliesTheQuestionsSettings) {
   EXPECT_EQ(context_->settings().batchSize, 8);
 }
 
+TEST_F(QuizPageTest, SeeItOnTheIterationPageOpensInTheQuestionsMode) {
+  AppSettings ddp = settingsFor(QStringLiteral("cpu:2"), QStringLiteral("simple"), 8);
+  ddp.ddp = true;  // the page was left in DDP mode
+  context_->setSettings(ddp);
+  goTo("scatter-6-on-4-idle");  // a DataParallel question
+  ASSERT_EQ(page_->currentQuestion()->section, "dp");
+  page_->linkButton()->click();
+  EXPECT_FALSE(context_->settings().ddp) << "a DataParallel question opens the page in DataParallel mode";
+}
+
+TEST_F(QuizPageTest, TheSameClassSpelledFromItsModuleCountsAsRightWithANote) {
+  goTo("doc-2-wrap");
+  ASSERT_TRUE(page_->chooseOption("B"));  // torch.nn.parallel.DataParallel: the same class as C
+  EXPECT_TRUE(page_->feedbackText().startsWith("Correct too")) << page_->feedbackText().toStdString();
+  EXPECT_TRUE(page_->feedbackText().contains("This works too")) << "the option's own note: " << page_->feedbackText().toStdString();
+  EXPECT_TRUE(page_->feedbackText().contains("The question's answer is C")) << page_->feedbackText().toStdString();
+  EXPECT_EQ(page_->optionButton("B")->state(), QuizOptionButton::State::Correct);
+  EXPECT_EQ(page_->optionButton("C")->state(), QuizOptionButton::State::Correct);
+  ASSERT_NE(savedProgress().find("doc-2-wrap"), nullptr);
+  EXPECT_TRUE(savedProgress().find("doc-2-wrap")->correct);
+}
+
 TEST_F(QuizPageTest, OpenTheBatchNormLabCarriesTheQuestionsSettingsIntoTheLab) {
   const AppSettings before = settingsFor(QStringLiteral("cpu:2"), QStringLiteral("simple"), 10);
   context_->setSettings(before);

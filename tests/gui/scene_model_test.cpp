@@ -3,6 +3,8 @@
 
 #include "gui/common/scene_model.h"
 
+#include <cmath>
+
 namespace gui {
 
 namespace {
@@ -108,6 +110,112 @@ TEST(SceneModel, ParametersAndBuffersShareOneChipAndGradsGetTheirOwn) {
   EXPECT_EQ(chips[0].tensors.size(), 2);
   EXPECT_EQ(chips[1].role, dpv::TensorRole::Grad);
   EXPECT_TRUE(s.devices[0].note.contains(QLatin1String("summed")));
+}
+
+}  // namespace gui
+
+// Issue 26: the chips and the numbers card tell the truth in the code panel's words.
+namespace gui {
+namespace {
+
+dpv::TensorInfo parameterPart(const std::string& name, dpv::TensorRole role) {
+  dpv::TensorInfo t = tensor(name, role, 0, {4});
+  t.memory = dpv::MemoryKind::Parameters;
+  return t;
+}
+
+// A ReduceGrads event of `replicaGrads` summed into `sum`, beside one device's whole-batch gradient.
+dpv::StageEvent reduceEvent(std::vector<double> replicaGrads, double sum) {
+  dpv::StageEvent ev;
+  ev.stage.kind = dpv::StageKind::ReduceGrads;
+  dpv::WeightElement w;
+  w.param = "0.weight";
+  w.index = 3;
+  w.replica_grads = std::move(replicaGrads);
+  w.grad = sum;
+  w.single_device_grad = sum / 2;
+  w.difference = sum / 2;
+  ev.weight = w;
+  return ev;
+}
+
+bool mentionsBatchNorm(const SceneState& s) {
+  return s.cardLines.join(QLatin1Char('|')).contains(QLatin1String("BatchNorm"));
+}
+
+}  // namespace
+
+TEST(SceneModel, ParametersAndBuffersAreCountedApart) {
+  dpv::StageEvent ev;
+  ev.stage.kind = dpv::StageKind::Replicate;
+  dpv::DeviceState d;
+  d.device = 0;
+  d.tensors = {parameterPart("0.weight", dpv::TensorRole::Param), parameterPart("0.bias", dpv::TensorRole::Param),
+               parameterPart("1.running_mean", dpv::TensorRole::Buffer)};
+  ev.devices = {d};
+  const SceneState s = sceneStateFor(fourDevices(), &ev);
+  ASSERT_EQ(s.devices[0].chips.size(), 1);
+  EXPECT_TRUE(s.devices[0].chips[0].text.startsWith(QStringLiteral("params ×2 · buffers ×1"))) << s.devices[0].chips[0].text.toStdString();
+  for (const QString& shorter : s.devices[0].chips[0].shorterTexts)
+    EXPECT_TRUE(shorter.contains(QStringLiteral("buffers ×1"))) << "a short chip keeps the buffers: " << shorter.toStdString();
+}
+
+TEST(SceneModel, TheSamplePresetsNamesAreTheProgramsAndSequentialsStayAsTheyAre) {
+  dpv::StageEvent ev = reduceEvent({0.25, 0.5}, 0.75);
+  dpv::DeviceState d;
+  d.device = 0;
+  d.tensors = {parameterPart("0.weight", dpv::TensorRole::Param)};
+  ev.devices = {d};
+  IterationInfo info = fourDevices();
+  info.preset = "simple";  // SimpleModel: self.linear
+  SceneState s = sceneStateFor(info, &ev);
+  EXPECT_TRUE(s.cardTitle.startsWith(QStringLiteral("grad of linear.weight[3]"))) << s.cardTitle.toStdString();
+  EXPECT_EQ(s.devices[0].chips[0].tensors[0].name, "linear.weight");
+  info.preset = "mlp-bn";  // an nn.Sequential: its own names
+  s = sceneStateFor(info, &ev);
+  EXPECT_TRUE(s.cardTitle.startsWith(QStringLiteral("grad of 0.weight[3]"))) << s.cardTitle.toStdString();
+  EXPECT_EQ(s.devices[0].chips[0].tensors[0].name, "0.weight");
+}
+
+TEST(SceneModel, TheReduceCardSaysPerChunkBatchNormIsWhyTheSumDiffers) {
+  const dpv::StageEvent ev = reduceEvent({0.25, 0.5}, 0.75);
+  IterationInfo info = fourDevices();
+  info.layerKinds = {dpv::LayerKind::Linear, dpv::LayerKind::BatchNorm1d, dpv::LayerKind::ReLU};
+  EXPECT_TRUE(mentionsBatchNorm(sceneStateFor(info, &ev))) << sceneStateFor(info, &ev).cardLines.join(QLatin1Char('|')).toStdString();
+  info.syncBatchNorm = true;  // whole-batch statistics: not the reason
+  EXPECT_FALSE(mentionsBatchNorm(sceneStateFor(info, &ev)));
+  info.syncBatchNorm = false;
+  const dpv::StageEvent one = reduceEvent({0.75}, 0.75);  // one replica: nothing per chunk
+  EXPECT_FALSE(mentionsBatchNorm(sceneStateFor(info, &one)));
+  info.layerKinds = {dpv::LayerKind::Linear};  // no BatchNorm
+  EXPECT_FALSE(mentionsBatchNorm(sceneStateFor(info, &ev)));
+  // Five replicas take two lines for the sum: the reason still fits the card's three lines.
+  info.layerKinds = {dpv::LayerKind::BatchNorm1d};
+  const dpv::StageEvent fiveReplicas = reduceEvent({0.1, 0.1, 0.1, 0.1, 0.1}, 0.5);
+  const SceneState s5 = sceneStateFor(info, &fiveReplicas);
+  EXPECT_LE(s5.cardLines.size(), 3);
+  EXPECT_TRUE(mentionsBatchNorm(s5)) << s5.cardLines.join(QLatin1Char('|')).toStdString();
+}
+
+TEST(SceneModel, TheShownTermsAddUpToTheShownSum) {
+  // 0.15004 three times is 0.45012: at four digits the terms read 0.15 (or 0.1500) and the sum 0.4501.
+  for (const auto& [terms, sum] : std::vector<std::pair<std::vector<double>, double>>{
+           {{0.15004, 0.15004, 0.15004}, 0.45012}, {{-0.0123456, 0.0223456}, 0.01}, {{1.25, 2.5}, 3.75}}) {
+    const dpv::StageEvent ev = reduceEvent(terms, sum);
+    const SceneState s = sceneStateFor(fourDevices(), &ev);
+    ASSERT_FALSE(s.cardLines.isEmpty());
+    const QStringList sides = s.cardLines[0].split(QStringLiteral(" = "));
+    ASSERT_EQ(sides.size(), 2) << s.cardLines[0].toStdString();
+    const QStringList shownTerms = sides[0].split(QStringLiteral(" + "));
+    ASSERT_EQ(shownTerms.size(), static_cast<int>(terms.size()));
+    const int decimals = sides[1].section(QLatin1Char('.'), 1).size();
+    double added = 0;
+    for (const QString& t : shownTerms) {
+      EXPECT_EQ(t.section(QLatin1Char('.'), 1).size(), decimals) << "every number to the same decimals: " << s.cardLines[0].toStdString();
+      added += t.toDouble();
+    }
+    EXPECT_NEAR(added, sides[1].toDouble(), 0.5 * std::pow(10.0, -decimals)) << s.cardLines[0].toStdString();
+  }
 }
 
 }  // namespace gui

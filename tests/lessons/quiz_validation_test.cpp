@@ -239,3 +239,45 @@ TEST(QuizValidation, MissingFolderIsAProblemNotACrash) {
 
 }  // namespace
 }  // namespace dpv::course
+
+// Per-option feedback: an option may say why it is right or wrong, and one that works as well as
+// the canonical answer ("also_correct") counts as right.
+namespace dpv::course {
+namespace {
+
+json withOptionB(json b) {
+  json q = good_question("q-also");
+  q["options"] = json::array({"one", std::move(b), "three"});
+  q["correct"] = "C";
+  return q;
+}
+
+TEST(QuizValidation, AnOptionMayCarryFeedbackAndBeAcceptedToo) {
+  const QuizLoadResult r =
+      parse_quiz_file(withOptionB(json{{"text", "two"}, {"feedback", "the same class"}, {"also_correct", true}}).dump(), "also.json");
+  ASSERT_EQ(r.questions.size(), 1u) << all(r.problems);
+  const QuizQuestion& q = r.questions[0];
+  EXPECT_EQ(q.options[1].feedback, "the same class");
+  EXPECT_TRUE(q.options[1].also_correct);
+  EXPECT_TRUE(q.accepts("B"));
+  EXPECT_TRUE(q.accepts("C"));
+  EXPECT_FALSE(q.accepts("A"));
+  EXPECT_FALSE(q.accepts("Z"));
+  EXPECT_EQ(q.correct, "C") << "the canonical answer stays the file's";
+}
+
+TEST(QuizValidation, AlsoCorrectIsCheckedAndNeedsItsReason) {
+  std::string p = problem_of(withOptionB(json{{"text", "two"}, {"also_correct", true}}));
+  EXPECT_NE(p.find("'also_correct' needs a \"feedback\""), std::string::npos) << p;
+  p = problem_of(withOptionB(json{{"text", "two"}, {"feedback", "why"}, {"also_correct", "yes"}}));
+  EXPECT_NE(p.find("'also_correct' must be true or false"), std::string::npos) << p;
+  p = problem_of(withOptionB(json{{"text", "two"}, {"feedbak", "why"}}));
+  EXPECT_NE(p.find("unknown field 'feedbak'"), std::string::npos) << p;
+  json q = withOptionB(json{{"text", "two"}, {"feedback", "why"}, {"also_correct", true}});
+  q["correct"] = "B";
+  p = problem_of(q);
+  EXPECT_NE(p.find("'also_correct' is for other options"), std::string::npos) << p;
+}
+
+}  // namespace
+}  // namespace dpv::course
