@@ -1,6 +1,7 @@
 #include "gui/common/scene_items.h"
 
 #include <QFontMetricsF>
+#include <QGraphicsScene>
 #include <QGraphicsSceneMouseEvent>
 #include <QCursor>
 #include <QPainter>
@@ -9,11 +10,12 @@ namespace gui {
 
 namespace {
 
-qreal textScale = 1.0;  // see setSceneTextScale
+constexpr char kTextScaleProperty[] = "dpvSceneTextScale";  // see setSceneTextScale
 
-QFont sceneFont(qreal pointSize, bool bold = false) {
+// The font of an item's text: its design size times the text scale of the item's scene.
+QFont sceneFont(const QGraphicsItem* item, qreal pointSize, bool bold = false) {
   QFont f;
-  f.setPixelSize(qRound(pointSize * textScale));
+  f.setPixelSize(qRound(pointSize * (item->scene() ? sceneTextScale(item->scene()) : 1.0)));
   f.setBold(bold);
   return f;
 }
@@ -67,8 +69,12 @@ void drawWrappedFitted(QPainter* p, const QRectF& r, int flags, const QString& t
 
 }  // namespace
 
-void setSceneTextScale(qreal factor) { textScale = factor; }
-qreal sceneTextScale() { return textScale; }
+void setSceneTextScale(QGraphicsScene* scene, qreal factor) { scene->setProperty(kTextScaleProperty, factor); }
+
+qreal sceneTextScale(const QGraphicsScene* scene) {
+  const QVariant factor = scene->property(kTextScaleProperty);
+  return factor.isValid() ? factor.toReal() : 1.0;
+}
 
 QString shortLayerName(dpv::LayerKind kind) {
   switch (kind) {
@@ -124,7 +130,7 @@ void ChipItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
   painter->setBrush(fill);
   painter->drawRoundedRect(r, 5, 5);
   painter->setPen(c.chipText);
-  painter->setFont(sceneFont(height_ < 22 ? 11 : 12));
+  painter->setFont(sceneFont(this, height_ < 22 ? 11 : 12));
   labels_.clear();
   drawn_ = {drawFitted(painter, r.adjusted(8, 0, -6, 0), QStringList{view_.text} + view_.shorterTexts, &labels_)};
 }
@@ -180,11 +186,11 @@ void InfoCard::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
   painter->setBrush(c.panel);
   painter->drawRoundedRect(boundingRect().adjusted(0.75, 0.75, -0.75, -0.75), 8, 8);
   painter->setPen(c.text);
-  painter->setFont(sceneFont(13, true));
+  painter->setFont(sceneFont(this, 13, true));
   // The title may be said shorter ("Which samples went where" without "(torch.chunk)"); the numbers are whole.
   labels_.clear();
   drawn_ = {drawFitted(painter, QRectF(12, 5, width_ - 24, 18), QStringList{title_} + shorterTitles_, &labels_)};
-  painter->setFont(sceneFont(12));
+  painter->setFont(sceneFont(this, 12));
   for (int i = 0; i < lines_.size() && i < 3; ++i) {
     painter->setPen(i == 0 ? c.text : c.subtext);
     drawn_ << drawFitted(painter, QRectF(12, 24 + i * 17, width_ - 24, 17), {lines_.at(i)}, &labels_);
@@ -200,10 +206,10 @@ void HostBox::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*
   painter->setBrush(c.panel);
   painter->drawRoundedRect(boundingRect().adjusted(0.5, 0.5, -0.5, -0.5), 8, 8);
   painter->setPen(c.text);
-  painter->setFont(sceneFont(14, true));
+  painter->setFont(sceneFont(this, 14, true));
   labels_.clear();
   drawRecorded(painter, QRectF(14, 8, width_ - 28, 20), Qt::AlignLeft | Qt::AlignVCenter, QObject::tr("Host (your Python program)"), &labels_);
-  painter->setFont(sceneFont(12));
+  painter->setFont(sceneFont(this, 12));
   painter->setPen(c.subtext);
   const QStringList text = lines();
   drawn_ = {drawFitted(painter, QRectF(14, 32, width_ - 28, 18), {text.value(0)}, &labels_),
@@ -290,7 +296,7 @@ void DeviceBox::paintLayers(QPainter* painter, const QRectF& area, const SceneCo
   if (n == 0) return;
   const qreal gap = 3;
   const qreal w = (area.width() - gap * (n - 1)) / n;
-  painter->setFont(sceneFont(n > 5 ? 9 : 11));
+  painter->setFont(sceneFont(this, n > 5 ? 9 : 11));
   for (int i = 0; i < n; ++i) {
     const QRectF r(area.left() + i * (w + gap), area.top(), w, area.height());
     const bool active = i == activeLayer_;
@@ -316,12 +322,12 @@ void DeviceBox::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidge
 
   // Title and what the device really is ("simulated on CPU"); one line in compact boxes.
   painter->setPen(view_.idle ? c.idleText : c.text);
-  painter->setFont(sceneFont(g_.compact ? 14 : 15, true));
+  painter->setFont(sceneFont(this, g_.compact ? 14 : 15, true));
   const QFontMetricsF titleMetrics(painter->font());
   labels_.clear();
   drawRecorded(painter, QRectF(10, 6, W - 20, g_.titleH), Qt::AlignLeft | Qt::AlignVCenter, view_.title, &labels_);
   drawn_ = {view_.title};
-  painter->setFont(sceneFont(11));
+  painter->setFont(sceneFont(this, 11));
   painter->setPen(c.subtext);
   // "simulated on CPU · output device", or where room is short the view's shorter forms (beside
   // the title of a small box: "on CPU"; the full text is in the box's hover card).
@@ -338,7 +344,7 @@ void DeviceBox::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidge
   painter->setPen(QPen(c.panelBorder, 1, view_.hasReplica ? Qt::SolidLine : Qt::DashLine));
   painter->setBrush(Qt::NoBrush);
   painter->drawRoundedRect(replica, 5, 5);
-  painter->setFont(sceneFont(11));
+  painter->setFont(sceneFont(this, 11));
   painter->setPen(view_.hasReplica ? c.text : c.subtext);
   const qreal pillH = g_.compact ? 14 : 16;
   drawn_ << drawFitted(painter, QRectF(replica.left() + 7, replica.top() + 2, replica.width() - 14, replica.height() - pillH - 6),
@@ -350,26 +356,26 @@ void DeviceBox::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidge
   // Idle or failed: one clear line where the chips would be.
   if (view_.idle) {
     painter->setPen(c.idleText);
-    painter->setFont(sceneFont(16, true));
+    painter->setFont(sceneFont(this, 16, true));
     drawRecorded(painter, QRectF(10, g_.chipTop + 4, W - 20, 24), Qt::AlignCenter, QObject::tr("idle"), &labels_);
-    painter->setFont(sceneFont(11));
+    painter->setFont(sceneFont(this, 11));
     drawWrappedFitted(painter, QRectF(14, g_.chipTop + 30, W - 28, 48), Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap,
                QObject::tr("no chunk of the batch: torch.chunk made fewer chunks than devices"), &labels_);
   }
   const QRectF noteRect(10, g_.noteTop, W - 20, g_.memoryTop - g_.noteTop - 2);
   if (failed) {
     painter->setPen(c.failed);
-    painter->setFont(sceneFont(11, true));
+    painter->setFont(sceneFont(this, 11, true));
     drawWrappedFitted(painter, noteRect, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, failure_, &labels_);
   } else if (!view_.note.isEmpty()) {
     painter->setPen(c.subtext);
-    painter->setFont(sceneFont(11));
+    painter->setFont(sceneFont(this, 11));
     drawWrappedFitted(painter, noteRect, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, view_.note, &labels_);
   }
 
   // Memory bar: the engine's allocations on one scale for all devices, split into the parts the
   // chips hold (same colours), with the peak marked.
-  painter->setFont(sceneFont(11));
+  painter->setFont(sceneFont(this, 11));
   painter->setPen(c.subtext);
   // Where room is short the peak goes (it is marked on the bar).
   const QString memory = QObject::tr("memory %1").arg(formatBytes(static_cast<double>(view_.memoryBytes)));

@@ -3,6 +3,7 @@
 // memory bar, idle/failed state) and tensor chips, which are QGraphicsObjects so their position
 // and opacity can be animated with QPropertyAnimation.
 #include <QGraphicsObject>
+#include <QGraphicsScene>
 #include <QStringList>
 #include <optional>
 #include <vector>
@@ -13,10 +14,11 @@
 
 namespace gui {
 
-// Text in the scene is drawn this many times its design size. The view raises it when it has to
-// shrink the scene a lot (a small window), so labels stay readable on screen; 1 otherwise.
-void setSceneTextScale(qreal factor);
-qreal sceneTextScale();
+// Text in a scene is drawn this many times its design size. Its view raises it when it has to
+// shrink the scene a lot (a small window), so labels stay readable on screen; 1 otherwise. Each
+// scene has its own (the DDP view's fit must not change the DataParallel picture's text).
+void setSceneTextScale(QGraphicsScene* scene, qreal factor);
+qreal sceneTextScale(const QGraphicsScene* scene);
 
 // One piece of text an item painted, in item coordinates: where its glyphs are, the pixel size
 // it was drawn at, and whether it had to be elided. Layout tests map it through the view to
