@@ -37,7 +37,13 @@ constexpr qreal kCellY = 22, kCellH = 30;  // the shard, activity and bucket cel
 // Flying chips: a bucket's or a gradient's, and a parameter's or buffer's state.
 const QSizeF kSmallChip(46, 20), kStateChip(118, 20);
 
-qreal rowTop(int rank) { return kHeaderH + rank * (kRowH + kRowGap); }
+// More than four ranks: two columns of rank rows (the first half on the left), so eight ranks
+// keep the picture about as wide as it is tall instead of one tall column.
+int columnsFor(int world) { return world > 4 ? 2 : 1; }
+int rowsFor(int world) { return (world + columnsFor(world) - 1) / columnsFor(world); }
+constexpr qreal kColumnStep = kWidth - kMargin + 4;  // from a column's rows to the next column's
+qreal rowTop(int rank, int world) { return kHeaderH + (rank % rowsFor(world)) * (kRowH + kRowGap); }
+qreal columnX(int rank, int world) { return (rank / rowsFor(world)) * kColumnStep; }
 
 QColor phaseColor(BucketPhase phase, const SceneColors& c) {
   switch (phase) {
@@ -204,7 +210,7 @@ void DdpScene::addFlights(const DdpSceneState& previous) {
                               ? before->buckets[b.bucket].ready
                               : 0;
           if (b.ready <= was) continue;
-          const QPointF from(kActX + kActW - kSmallChip.width(), rowTop(r) + kCellY + 5);
+          const QPointF from(columnX(r, world) + kActX + kActW - kSmallChip.width(), rowTop(r, world) + kCellY + 5);
           addFlight(QStringLiteral("+%1").arg(b.ready - was), dpv::TensorRole::Grad,
                     {from, at(buckets_.value(key(r, b.bucket))) + QPointF(2, 5)}, kSmallChip, k++);
           filled = true;
@@ -227,9 +233,13 @@ void DdpScene::addFlights(const DdpSceneState& previous) {
           const QPointF from = at(buckets_.value(key(r, b.bucket))) + QPointF(2, 5);
           const QPointF to = at(buckets_.value(key(next, b.bucket))) + QPointF(2, 5);
           QList<QPointF> path{from, to};
-          if (next == 0) {  // back up along the ring's return lane
+          if (next == 0) {  // back up along the ring's return lane (from the last column, under the rows)
             const qreal lane = kRingX + kRingW - kSmallChip.width() / 2;
-            path = {from, QPointF(lane, from.y()), QPointF(lane, to.y()), to};
+            const qreal lastLane = columnX(r, world) + lane;
+            const qreal under = rowTop(rowsFor(world) - 1, world) + kRowH + kRowGap / 2 - kSmallChip.height() / 2;
+            path = lastLane == lane ? QList<QPointF>{from, QPointF(lane, from.y()), QPointF(lane, to.y()), to}
+                                    : QList<QPointF>{from, QPointF(lastLane, from.y()), QPointF(lastLane, under), QPointF(lane, under),
+                                                     QPointF(lane, to.y()), to};
           }
           addFlight(tr("b%1").arg(b.bucket), dpv::TensorRole::Grad, path, kSmallChip, order);
         }
@@ -261,12 +271,12 @@ QGraphicsSimpleTextItem* DdpScene::text(const QString& s, qreal x, qreal y, cons
   f.setBold(bold);
   t->setFont(f);
   t->setBrush(color);
-  t->setPos(x, y);
+  t->setPos(origin_ + QPointF(x, y));
   return t;
 }
 
 QGraphicsRectItem* DdpScene::box(const QRectF& r, const QColor& fill, const QColor& border, qreal) {
-  auto* b = addRect(r, border.isValid() ? QPen(border, 1) : QPen(Qt::NoPen), fill);
+  auto* b = addRect(r.translated(origin_), border.isValid() ? QPen(border, 1) : QPen(Qt::NoPen), fill);
   return b;
 }
 
@@ -283,11 +293,15 @@ void DdpScene::rebuild() {
   ring_ = nullptr;
   const SceneColors& c = sceneColors(theme_);
   const int n = static_cast<int>(state_.ranks.size());
-  const qreal height = kHeaderH + n * (kRowH + kRowGap) + kMargin;
-  setSceneRect(0, 0, kWidth, height);
+  const qreal height = kHeaderH + rowsFor(n) * (kRowH + kRowGap) + kMargin;
+  setSceneRect(0, 0, kWidth + (columnsFor(n) - 1) * kColumnStep, height);
   headline_ = text(state_.headline, kMargin, kMargin - 4, c.text, 13, true);
   drawBatchStrips(kMargin + 24);
-  for (int r = 0; r < n; ++r) drawRank(state_.ranks[r], rowTop(r));
+  for (int r = 0; r < n; ++r) {
+    origin_ = QPointF(columnX(r, n), 0);  // the rank's column: text() and box() place its items there
+    drawRank(state_.ranks[r], rowTop(r, n));
+  }
+  origin_ = QPointF();
   drawRing();
 }
 
@@ -331,28 +345,47 @@ void DdpScene::drawRing() {
   bool busy = false;
   for (const auto& rank : state_.ranks)
     for (const auto& b : rank.buckets) busy = busy || b.phase == BucketPhase::AllReducing;
-  auto mid = [](int r) { return rowTop(r) + kCellY + kCellH / 2; };
-  const qreal x = kRingX + 6, back = kRingX + kRingW - 4;
+  auto mid = [world](int r) { return rowTop(r, world) + kCellY + kCellH / 2; };
+  auto down = [world](int r) { return columnX(r, world) + kRingX + 6; };           // the lane r -> r + 1
+  auto back = [world](int r) { return columnX(r, world) + kRingX + kRingW - 4; };  // the return lane
   QPainterPath path;
   auto arrowHead = [&path](QPointF tip, qreal dx, qreal dy) {  // (dx, dy): the direction it points
     path.moveTo(tip - QPointF(dx * 6 - dy * 4, dy * 6 - dx * 4));
     path.lineTo(tip);
     path.lineTo(tip - QPointF(dx * 6 + dy * 4, dy * 6 + dx * 4));
   };
+  const int rows = rowsFor(world);
   for (int r = 0; r + 1 < world; ++r) {
-    path.moveTo(x, mid(r) + 6);
-    path.lineTo(x, mid(r + 1) - 6);
-    arrowHead(QPointF(x, mid(r + 1) - 6), 0, 1);
+    if ((r + 1) % rows != 0) {  // the next rank is below, in the same column
+      path.moveTo(down(r), mid(r) + 6);
+      path.lineTo(down(r), mid(r + 1) - 6);
+      arrowHead(QPointF(down(r), mid(r + 1) - 6), 0, 1);
+      continue;
+    }
+    // The next rank heads the next column: through the gap between the columns, into its row.
+    const qreal gap = columnX(r + 1, world) + kMargin - 9;
+    path.moveTo(down(r) + 2, mid(r));
+    path.lineTo(gap - 3, mid(r));
+    path.lineTo(gap - 3, mid(r + 1));
+    path.lineTo(gap + 3, mid(r + 1));
+    arrowHead(QPointF(gap + 3, mid(r + 1)), 1, 0);
   }
-  path.moveTo(x + 2, mid(world - 1));
-  path.lineTo(back, mid(world - 1));
-  path.lineTo(back, mid(0));
-  path.lineTo(x + 4, mid(0));
-  arrowHead(QPointF(x + 4, mid(0)), -1, 0);
+  // The last rank back to rank 0: up the return lane, under the rows when it is in another column.
+  const int last = world - 1;
+  path.moveTo(down(last) + 2, mid(last));
+  path.lineTo(back(last), mid(last));
+  if (columnX(last, world) > 0) {
+    const qreal under = rowTop(rows - 1, world) + kRowH + kRowGap / 2;
+    path.lineTo(back(last), under);
+    path.lineTo(back(0), under);
+  }
+  path.lineTo(back(0), mid(0));
+  path.lineTo(down(0) + 4, mid(0));
+  arrowHead(QPointF(down(0) + 4, mid(0)), -1, 0);
   ring_ = addPath(path, QPen(busy ? QColor(0x2f, 0x6f, 0xd6) : c.panelBorder, busy ? 2.0 : 1.2));
   ring_->setData(kDescription, busy ? QStringLiteral("ring: all-reducing") : QStringLiteral("ring: idle"));
   ring_->setToolTip(tr("The ring: in an all-reduce each rank sends to the next and receives from the one before"));
-  text(tr("ring"), kRingX, rowTop(0) + 4, c.subtext, 10);
+  for (int col = 0; col < columnsFor(world); ++col) text(tr("ring"), col * kColumnStep + kRingX, rowTop(0, world) + 4, c.subtext, 10);
 }
 
 void DdpScene::drawBatchStrips(qreal top) {
