@@ -49,6 +49,7 @@ inline QString plainText(QString text) { return text.remove(QLatin1Char('&')).si
 // A widget a learner sees now: shown, with some of it inside its window.
 inline bool onScreen(const QWidget* w) {
   if (!w->isVisible() || w->width() <= 0 || w->height() <= 0) return false;
+  if (w->isWindow()) return true;
   const QWidget* window = w->window();
   QRect shown(w->mapTo(window, QPoint(0, 0)), w->size());
   for (const QWidget* p = w->parentWidget(); p && p != window; p = p->parentWidget())
