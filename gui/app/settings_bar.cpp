@@ -87,12 +87,11 @@ SettingsBar::SettingsBar(AppContext* context, QWidget* parent) : QFrame(parent),
   lr_->setSingleStep(0.01);
   seed_ = new QSpinBox(this);
   seed_->setRange(0, 1000000);
-  // The bar fits a 1024-pixel window: the combo boxes share what the captions leave (no spacers
-  // between the groups, whose pixels the model's name needs there); on a wide screen they grow up
-  // to their whole names.
+  // The bar fits a 1024-pixel window: the combo boxes share all the room the captions and spin
+  // boxes leave (no spacers between the groups, and the stretch at the end only takes what is left
+  // once they show their whole names), so at 1024 px the model's name is whole.
   for (QComboBox* box : {devices_, preset_, batchNorm_}) {
-    // Room for the longest name with the arrow and frames (the size hint, taken before the style
-    // is applied, was a few pixels short and the model's name was cut).
+    // At most room for the longest name with the arrow and frames.
     int longest = 0;
     for (int i = 0; i < box->count(); ++i) longest = std::max(longest, box->fontMetrics().horizontalAdvance(box->itemText(i)));
     const int whole = std::max(box->sizeHint().width(), longest + 48);
@@ -113,7 +112,7 @@ SettingsBar::SettingsBar(AppContext* context, QWidget* parent) : QFrame(parent),
   row->addWidget(lr_);
   row->addWidget(caption(tr("Seed"), this));
   row->addWidget(seed_);
-  row->addStretch(1);
+  row->addStretch(0);  // what is left once the combo boxes show their whole names
   for (QComboBox* box : {devices_, preset_, batchNorm_}) row->setStretchFactor(box, 1);
 
   debounce_.setSingleShot(true);
