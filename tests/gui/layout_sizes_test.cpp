@@ -9,6 +9,7 @@
 #include <QHeaderView>
 #include <QScreen>
 #include <QScrollBar>
+#include <QStatusBar>
 #include <QTableWidget>
 #include <memory>
 
@@ -140,6 +141,33 @@ TEST(LayoutDialogs, TheShortcutsTableShowsEveryColumn) {
   const int rows = table->rowCount() * table->rowHeight(0) + table->horizontalHeader()->height();
   if (rows < dialog->screen()->availableGeometry().height() * 0.8) EXPECT_FALSE(table->verticalScrollBar()->isVisible()) << "the dialog has room for its " << table->rowCount() << " rows";
   EXPECT_TRUE(layout::readabilityProblems(dialog.get()).isEmpty()) << layout::readabilityProblems(dialog.get()).join(QLatin1Char('\n')).toStdString();
+}
+
+}  // namespace
+}  // namespace gui
+
+namespace gui {
+namespace {
+
+// An engine error in the status bar at 1024x640 is never drawn under the engine status (the
+// permanent label on the right): the status steps aside while the message shows, and comes back.
+TEST(LayoutStatusBar, AnErrorMessageNeverRunsUnderTheEngineStatus) {
+  SizedWindow w(settingsFor(QStringLiteral("cpu:4"), QStringLiteral("simple"), 10), QSize(1024, 640));
+  ASSERT_TRUE(waitUntil([&] { return w.engine->hasIteration() && !w.engine->busy(); }));
+  w.window->showPage(QStringLiteral("iteration"));
+  const QString error = QStringLiteral("Engine error: ValueError: Caught ValueError in replica 3 on device 3. Expected more than 1 value per channel when training");
+  emit w.context.statusMessage(QString(), error);
+  settleEvents();
+  ASSERT_EQ(w.window->statusBar()->currentMessage(), error);
+  EXPECT_TRUE(layout::cutStatusMessage(w.window.get()).isEmpty()) << layout::cutStatusMessage(w.window.get()).join(QLatin1Char('\n')).toStdString();
+  w.window->statusBar()->clearMessage();
+  settleEvents();
+  QLabel* engineStatus = nullptr;
+  for (QLabel* label : w.window->statusBar()->findChildren<QLabel*>())
+    if (label->text().startsWith(QLatin1String("Engine:"))) engineStatus = label;
+  ASSERT_NE(engineStatus, nullptr);
+  EXPECT_TRUE(engineStatus->isVisible());
+  EXPECT_TRUE(engineStatus->text().contains(QLatin1String("simulated devices"))) << engineStatus->text().toStdString();
 }
 
 }  // namespace
