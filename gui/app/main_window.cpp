@@ -23,6 +23,7 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 #include <functional>
+#include <memory>
 
 #include "engine/error.h"
 #include "engine/trace.h"
@@ -120,6 +121,8 @@ MainWindow::MainWindow(AppContext* context, EngineController* engine, const Opti
 
   engineStatus_ = new QLabel(this);
   statusBar()->addPermanentWidget(engineStatus_);
+  // A message (an engine error) is drawn left of the engine status: the status steps aside for it.
+  connect(statusBar(), &QStatusBar::messageChanged, this, &MainWindow::updateEngineStatus);
   connect(context_, &AppContext::statusMessage, this, &MainWindow::onStatusMessage);
   if (engine_) {
     connect(engine_, &EngineController::iterationStarted, this, &MainWindow::updateEngineStatus);
@@ -317,7 +320,14 @@ void MainWindow::updateEngineStatus() {
       text += tr(" · last stage %1 ms").arg((last.t_end - last.t_start) * 1e3, 0, 'f', 3);
     }
   }
+  // While a message shows, the engine status gives it room: its short form, or none at all (it
+  // comes back when the message goes); the message is never drawn under it.
+  const QString message = statusBar()->currentMessage();
+  const int room = statusBar()->width() - statusBar()->fontMetrics().horizontalAdvance(message) - 48;
+  const QString shortText = tr("Engine: %1").arg(s.devices);
+  if (!message.isEmpty() && engineStatus_->fontMetrics().horizontalAdvance(text) > room) text = shortText;
   engineStatus_->setText(text);
+  engineStatus_->setVisible(message.isEmpty() || engineStatus_->fontMetrics().horizontalAdvance(text) <= room);
 }
 
 QList<MainWindow::ShortcutEntry> MainWindow::shortcuts() const {
@@ -350,11 +360,16 @@ QList<MainWindow::ShortcutEntry> MainWindow::shortcuts() const {
 }
 
 void MainWindow::showShortcuts() {
-  QDialog dialog(this);
-  dialog.setWindowTitle(tr("Keyboard shortcuts"));
-  auto* layout = new QVBoxLayout(&dialog);
+  const std::unique_ptr<QDialog> dialog(createShortcutsDialog());
+  dialog->exec();
+}
+
+QDialog* MainWindow::createShortcutsDialog() {
+  auto* dialog = new QDialog(this);
+  dialog->setWindowTitle(tr("Keyboard shortcuts"));
+  auto* layout = new QVBoxLayout(dialog);
   const QList<ShortcutEntry> entries = shortcuts();
-  auto* table = new QTableWidget(static_cast<int>(entries.size()), 3, &dialog);
+  auto* table = new QTableWidget(static_cast<int>(entries.size()), 3, dialog);
   table->setObjectName(QStringLiteral("shortcutTable"));
   table->setHorizontalHeaderLabels({tr("Keys"), tr("What it does"), tr("Where")});
   table->verticalHeader()->setVisible(false);
@@ -366,13 +381,23 @@ void MainWindow::showShortcuts() {
     table->setItem(r, 2, new QTableWidgetItem(entries[r].where));
   }
   table->resizeColumnsToContents();
+  table->resizeRowsToContents();
   table->horizontalHeader()->setStretchLastSection(true);
   layout->addWidget(table);
-  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, &dialog);
-  connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, dialog);
+  connect(buttons, &QDialogButtonBox::rejected, dialog, &QDialog::reject);
   layout->addWidget(buttons);
-  dialog.resize(520, 420);
-  dialog.exec();
+  // The table whole where the screen has room: every column (the same keys do different things
+  // on different pages, so "Where" must show) and every row, without scroll bars.
+  const int frame = 2 * table->frameWidth();
+  int width = frame + 24;  // the last column's breathing room
+  for (int c = 0; c < table->columnCount(); ++c) width += table->horizontalHeader()->sectionSize(c);
+  int height = frame + table->horizontalHeader()->sizeHint().height();
+  for (int r = 0; r < table->rowCount(); ++r) height += table->rowHeight(r);
+  const QSize room = screen() ? screen()->availableGeometry().size() * 0.9 : QSize(1024, 640);
+  table->setMinimumSize(QSize(width, height).boundedTo(room - QSize(40, buttons->sizeHint().height() + 60)));
+  dialog->adjustSize();
+  return dialog;
 }
 
 void MainWindow::showAbout() {

@@ -7,6 +7,7 @@
 #include "gui/common/context.h"
 
 class QActionGroup;
+class QDialog;
 class QLabel;
 class QListWidget;
 class QPushButton;
@@ -47,6 +48,8 @@ class MainWindow : public QMainWindow {
     QString where;  // "everywhere", or the page's title
   };
   QList<ShortcutEntry> shortcuts() const;
+  // Help > Keyboard shortcuts: a dialog (the caller owns it) sized to show its whole table.
+  QDialog* createShortcutsDialog();
   QAction* exportTraceAction() const { return exportTrace_; }
   QPushButton* nextButton() const { return next_; }
 

@@ -87,11 +87,14 @@ SettingsBar::SettingsBar(AppContext* context, QWidget* parent) : QFrame(parent),
   lr_->setSingleStep(0.01);
   seed_ = new QSpinBox(this);
   seed_->setRange(0, 1000000);
-  // The bar fits a 1024-pixel window whatever the names: long ones are elided in the closed combo
-  // box (its list shows them whole).
-  // On a wide screen they grow up to their whole names.
+  // The bar fits a 1024-pixel window: the combo boxes share all the room the captions and spin
+  // boxes leave (no spacers between the groups, and the stretch at the end only takes what is left
+  // once they show their whole names), so at 1024 px the model's name is whole.
   for (QComboBox* box : {devices_, preset_, batchNorm_}) {
-    const int whole = box->sizeHint().width();
+    // At most room for the longest name with the arrow and frames.
+    int longest = 0;
+    for (int i = 0; i < box->count(); ++i) longest = std::max(longest, box->fontMetrics().horizontalAdvance(box->itemText(i)));
+    const int whole = std::max(box->sizeHint().width(), longest + 48);
     box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     box->setMinimumContentsLength(16);
     box->setMaximumWidth(std::max(whole, box->sizeHint().width()));
@@ -100,21 +103,16 @@ SettingsBar::SettingsBar(AppContext* context, QWidget* parent) : QFrame(parent),
 
   row->addWidget(caption(tr("Devices"), this));
   row->addWidget(devices_);
-  row->addSpacing(4);
   row->addWidget(caption(tr("Model"), this));
   row->addWidget(preset_);
-  row->addSpacing(4);
   row->addWidget(caption(tr("Batch"), this));
   row->addWidget(batch_);
-  row->addSpacing(4);
   row->addWidget(batchNorm_);
-  row->addSpacing(4);
   row->addWidget(caption(tr("lr"), this));
   row->addWidget(lr_);
-  row->addSpacing(4);
   row->addWidget(caption(tr("Seed"), this));
   row->addWidget(seed_);
-  row->addStretch(1);
+  row->addStretch(0);  // what is left once the combo boxes show their whole names
   for (QComboBox* box : {devices_, preset_, batchNorm_}) row->setStretchFactor(box, 1);
 
   debounce_.setSingleShot(true);

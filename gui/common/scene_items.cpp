@@ -1,6 +1,7 @@
 #include "gui/common/scene_items.h"
 
 #include <QFontMetricsF>
+#include <QGraphicsScene>
 #include <QGraphicsSceneMouseEvent>
 #include <QCursor>
 #include <QPainter>
@@ -9,19 +10,29 @@ namespace gui {
 
 namespace {
 
-qreal textScale = 1.0;  // see setSceneTextScale
+constexpr char kTextScaleProperty[] = "dpvSceneTextScale";  // see setSceneTextScale
 
-QFont sceneFont(qreal pointSize, bool bold = false) {
+// The font of an item's text: its design size times the text scale of the item's scene.
+QFont sceneFont(const QGraphicsItem* item, qreal pointSize, bool bold = false) {
   QFont f;
-  f.setPixelSize(qRound(pointSize * textScale));
+  f.setPixelSize(qRound(pointSize * (item->scene() ? sceneTextScale(item->scene()) : 1.0)));
   f.setBold(bold);
   return f;
+}
+
+// Draws `text` in `r` at the painter's font and notes it in `out` (where its glyphs are, at which
+// size) for the layout tests.
+void drawRecorded(QPainter* p, const QRectF& r, int flags, const QString& text, QList<DrawnLabel>* out, bool elided = false) {
+  p->drawText(r, flags, text);
+  if (out && !text.isEmpty())
+    out->append({text, QFontMetricsF(p->font()).boundingRect(r, flags, text), static_cast<qreal>(p->font().pixelSize()), elided});
 }
 
 // One line of a label in `r`: the first form that fits at the painter's font or a smaller one
 // (down to 80% of it, still readable: the view raised the text scale for small windows), and
 // only when none fits, the last form elided. Returns what was drawn.
-QString drawFitted(QPainter* p, const QRectF& r, const QStringList& forms, int flags = Qt::AlignLeft | Qt::AlignVCenter) {
+QString drawFitted(QPainter* p, const QRectF& r, const QStringList& forms, QList<DrawnLabel>* out,
+                   int flags = Qt::AlignLeft | Qt::AlignVCenter) {
   const QFont original = p->font();
   QFont f = original;
   const int start = original.pixelSize();
@@ -31,7 +42,7 @@ QString drawFitted(QPainter* p, const QRectF& r, const QStringList& forms, int f
       f.setPixelSize(px);
       if (QFontMetricsF(f).horizontalAdvance(text) <= r.width()) {
         p->setFont(f);
-        p->drawText(r, flags, text);
+        drawRecorded(p, r, flags, text, out);
         p->setFont(original);
         return text;
       }
@@ -39,27 +50,31 @@ QString drawFitted(QPainter* p, const QRectF& r, const QStringList& forms, int f
   f.setPixelSize(floor);
   p->setFont(f);
   const QString elided = QFontMetricsF(f).elidedText(forms.value(forms.size() - 1), Qt::ElideRight, r.width());
-  p->drawText(r, flags, elided);
+  drawRecorded(p, r, flags, elided, out, true);
   p->setFont(original);
   return elided;
 }
 
 // Wrapped text that must stay inside `r`: drawn at the painter's font, or smaller until it fits
 // (a larger text scale must not push a note into the memory bar below it).
-void drawWrappedFitted(QPainter* p, const QRectF& r, int flags, const QString& text) {
+void drawWrappedFitted(QPainter* p, const QRectF& r, int flags, const QString& text, QList<DrawnLabel>* out) {
   QFont f = p->font();
   for (int px = f.pixelSize(); px > 7; --px) {
     f.setPixelSize(px);
     if (QFontMetricsF(f).boundingRect(r, flags, text).height() <= r.height() + 0.5) break;
   }
   p->setFont(f);
-  p->drawText(r, flags, text);
+  drawRecorded(p, r, flags, text, out);
 }
 
 }  // namespace
 
-void setSceneTextScale(qreal factor) { textScale = factor; }
-qreal sceneTextScale() { return textScale; }
+void setSceneTextScale(QGraphicsScene* scene, qreal factor) { scene->setProperty(kTextScaleProperty, factor); }
+
+qreal sceneTextScale(const QGraphicsScene* scene) {
+  const QVariant factor = scene->property(kTextScaleProperty);
+  return factor.isValid() ? factor.toReal() : 1.0;
+}
 
 QString shortLayerName(dpv::LayerKind kind) {
   switch (kind) {
@@ -115,8 +130,9 @@ void ChipItem::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
   painter->setBrush(fill);
   painter->drawRoundedRect(r, 5, 5);
   painter->setPen(c.chipText);
-  painter->setFont(sceneFont(height_ < 22 ? 11 : 12));
-  drawn_ = {drawFitted(painter, r.adjusted(8, 0, -6, 0), QStringList{view_.text} + view_.shorterTexts)};
+  painter->setFont(sceneFont(this, height_ < 22 ? 11 : 12));
+  labels_.clear();
+  drawn_ = {drawFitted(painter, r.adjusted(8, 0, -6, 0), QStringList{view_.text} + view_.shorterTexts, &labels_)};
 }
 
 void ChipItem::mousePressEvent(QGraphicsSceneMouseEvent* event) {
@@ -170,13 +186,14 @@ void InfoCard::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
   painter->setBrush(c.panel);
   painter->drawRoundedRect(boundingRect().adjusted(0.75, 0.75, -0.75, -0.75), 8, 8);
   painter->setPen(c.text);
-  painter->setFont(sceneFont(13, true));
+  painter->setFont(sceneFont(this, 13, true));
   // The title may be said shorter ("Which samples went where" without "(torch.chunk)"); the numbers are whole.
-  drawn_ = {drawFitted(painter, QRectF(12, 5, width_ - 24, 18), QStringList{title_} + shorterTitles_)};
-  painter->setFont(sceneFont(12));
+  labels_.clear();
+  drawn_ = {drawFitted(painter, QRectF(12, 5, width_ - 24, 18), QStringList{title_} + shorterTitles_, &labels_)};
+  painter->setFont(sceneFont(this, 12));
   for (int i = 0; i < lines_.size() && i < 3; ++i) {
     painter->setPen(i == 0 ? c.text : c.subtext);
-    drawn_ << drawFitted(painter, QRectF(12, 24 + i * 17, width_ - 24, 17), {lines_.at(i)});
+    drawn_ << drawFitted(painter, QRectF(12, 24 + i * 17, width_ - 24, 17), {lines_.at(i)}, &labels_);
   }
 }
 
@@ -189,13 +206,14 @@ void HostBox::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*
   painter->setBrush(c.panel);
   painter->drawRoundedRect(boundingRect().adjusted(0.5, 0.5, -0.5, -0.5), 8, 8);
   painter->setPen(c.text);
-  painter->setFont(sceneFont(14, true));
-  painter->drawText(QRectF(14, 8, width_ - 28, 20), Qt::AlignLeft | Qt::AlignVCenter, QObject::tr("Host (your Python program)"));
-  painter->setFont(sceneFont(12));
+  painter->setFont(sceneFont(this, 14, true));
+  labels_.clear();
+  drawRecorded(painter, QRectF(14, 8, width_ - 28, 20), Qt::AlignLeft | Qt::AlignVCenter, QObject::tr("Host (your Python program)"), &labels_);
+  painter->setFont(sceneFont(this, 12));
   painter->setPen(c.subtext);
   const QStringList text = lines();
-  drawn_ = {drawFitted(painter, QRectF(14, 32, width_ - 28, 18), {text.value(0)}),
-            drawFitted(painter, QRectF(14, 52, width_ - 28, 18), {text.value(1)})};
+  drawn_ = {drawFitted(painter, QRectF(14, 32, width_ - 28, 18), {text.value(0)}, &labels_),
+            drawFitted(painter, QRectF(14, 52, width_ - 28, 18), {text.value(1)}, &labels_)};
 }
 
 QStringList HostBox::lines() const {
@@ -273,12 +291,12 @@ void DeviceBox::setTheme(const QString& theme) {
 
 QRectF DeviceBox::boundingRect() const { return QRectF(0, 0, g_.width, g_.height); }
 
-void DeviceBox::paintLayers(QPainter* painter, const QRectF& area, const SceneColors& c) const {
+void DeviceBox::paintLayers(QPainter* painter, const QRectF& area, const SceneColors& c) {
   const int n = static_cast<int>(layerKinds_.size());
   if (n == 0) return;
   const qreal gap = 3;
   const qreal w = (area.width() - gap * (n - 1)) / n;
-  painter->setFont(sceneFont(n > 5 ? 9 : 11));
+  painter->setFont(sceneFont(this, n > 5 ? 9 : 11));
   for (int i = 0; i < n; ++i) {
     const QRectF r(area.left() + i * (w + gap), area.top(), w, area.height());
     const bool active = i == activeLayer_;
@@ -287,7 +305,7 @@ void DeviceBox::paintLayers(QPainter* painter, const QRectF& area, const SceneCo
     painter->drawRoundedRect(r, 3, 3);
     painter->setPen(active ? c.layerActiveText : c.subtext);
     const QString label = shortLayerName(layerKinds_.at(static_cast<size_t>(i)));
-    if (QFontMetricsF(painter->font()).horizontalAdvance(label) <= r.width() - 2) painter->drawText(r, Qt::AlignCenter, label);
+    if (QFontMetricsF(painter->font()).horizontalAdvance(label) <= r.width() - 2) drawRecorded(painter, r, Qt::AlignCenter, label, &labels_);
   }
 }
 
@@ -304,20 +322,21 @@ void DeviceBox::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidge
 
   // Title and what the device really is ("simulated on CPU"); one line in compact boxes.
   painter->setPen(view_.idle ? c.idleText : c.text);
-  painter->setFont(sceneFont(g_.compact ? 14 : 15, true));
+  painter->setFont(sceneFont(this, g_.compact ? 14 : 15, true));
   const QFontMetricsF titleMetrics(painter->font());
-  painter->drawText(QRectF(10, 6, W - 20, g_.titleH), Qt::AlignLeft | Qt::AlignVCenter, view_.title);
+  labels_.clear();
+  drawRecorded(painter, QRectF(10, 6, W - 20, g_.titleH), Qt::AlignLeft | Qt::AlignVCenter, view_.title, &labels_);
   drawn_ = {view_.title};
-  painter->setFont(sceneFont(11));
+  painter->setFont(sceneFont(this, 11));
   painter->setPen(c.subtext);
   // "simulated on CPU · output device", or where room is short the view's shorter forms (beside
   // the title of a small box: "on CPU"; the full text is in the box's hover card).
   const QStringList subtitleForms = QStringList{view_.subtitle} + view_.shorterSubtitles;
   if (g_.compact) {
     const qreal x = 10 + titleMetrics.horizontalAdvance(view_.title) + 8;
-    drawn_ << drawFitted(painter, QRectF(x, 6, W - 10 - x, g_.titleH), subtitleForms);
+    drawn_ << drawFitted(painter, QRectF(x, 6, W - 10 - x, g_.titleH), subtitleForms, &labels_);
   } else {
-    drawn_ << drawFitted(painter, QRectF(10, g_.subtitleTop, W - 20, 16), subtitleForms);
+    drawn_ << drawFitted(painter, QRectF(10, g_.subtitleTop, W - 20, 16), subtitleForms, &labels_);
   }
 
   // Replica panel: which copy of the module this device holds, and the layer running now.
@@ -325,11 +344,11 @@ void DeviceBox::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidge
   painter->setPen(QPen(c.panelBorder, 1, view_.hasReplica ? Qt::SolidLine : Qt::DashLine));
   painter->setBrush(Qt::NoBrush);
   painter->drawRoundedRect(replica, 5, 5);
-  painter->setFont(sceneFont(11));
+  painter->setFont(sceneFont(this, 11));
   painter->setPen(view_.hasReplica ? c.text : c.subtext);
   const qreal pillH = g_.compact ? 14 : 16;
   drawn_ << drawFitted(painter, QRectF(replica.left() + 7, replica.top() + 2, replica.width() - 14, replica.height() - pillH - 6),
-                       replicaTitleForms());
+                       replicaTitleForms(), &labels_);
   if (view_.hasReplica || device_ == 0) {
     paintLayers(painter, QRectF(replica.left() + 7, replica.bottom() - pillH - 5, replica.width() - 14, pillH), c);
   }
@@ -337,31 +356,31 @@ void DeviceBox::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidge
   // Idle or failed: one clear line where the chips would be.
   if (view_.idle) {
     painter->setPen(c.idleText);
-    painter->setFont(sceneFont(16, true));
-    painter->drawText(QRectF(10, g_.chipTop + 4, W - 20, 24), Qt::AlignCenter, QObject::tr("idle"));
-    painter->setFont(sceneFont(11));
+    painter->setFont(sceneFont(this, 16, true));
+    drawRecorded(painter, QRectF(10, g_.chipTop + 4, W - 20, 24), Qt::AlignCenter, QObject::tr("idle"), &labels_);
+    painter->setFont(sceneFont(this, 11));
     drawWrappedFitted(painter, QRectF(14, g_.chipTop + 30, W - 28, 48), Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap,
-               QObject::tr("no chunk of the batch: torch.chunk made fewer chunks than devices"));
+               QObject::tr("no chunk of the batch: torch.chunk made fewer chunks than devices"), &labels_);
   }
   const QRectF noteRect(10, g_.noteTop, W - 20, g_.memoryTop - g_.noteTop - 2);
   if (failed) {
     painter->setPen(c.failed);
-    painter->setFont(sceneFont(11, true));
-    drawWrappedFitted(painter, noteRect, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, failure_);
+    painter->setFont(sceneFont(this, 11, true));
+    drawWrappedFitted(painter, noteRect, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, failure_, &labels_);
   } else if (!view_.note.isEmpty()) {
     painter->setPen(c.subtext);
-    painter->setFont(sceneFont(11));
-    drawWrappedFitted(painter, noteRect, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, view_.note);
+    painter->setFont(sceneFont(this, 11));
+    drawWrappedFitted(painter, noteRect, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, view_.note, &labels_);
   }
 
   // Memory bar: the engine's allocations on one scale for all devices, split into the parts the
   // chips hold (same colours), with the peak marked.
-  painter->setFont(sceneFont(11));
+  painter->setFont(sceneFont(this, 11));
   painter->setPen(c.subtext);
   // Where room is short the peak goes (it is marked on the bar).
   const QString memory = QObject::tr("memory %1").arg(formatBytes(static_cast<double>(view_.memoryBytes)));
   drawn_ << drawFitted(painter, QRectF(10, g_.memoryTop, W - 20, 15),
-                       {memory + QObject::tr(" · peak %1").arg(formatBytes(static_cast<double>(view_.memoryPeak))), memory});
+                       {memory + QObject::tr(" · peak %1").arg(formatBytes(static_cast<double>(view_.memoryPeak))), memory}, &labels_);
   const QRectF track(10, g_.memoryTop + 17, W - 20, 9);
   painter->setPen(Qt::NoPen);
   painter->setBrush(c.memoryTrack);

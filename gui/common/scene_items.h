@@ -3,6 +3,7 @@
 // memory bar, idle/failed state) and tensor chips, which are QGraphicsObjects so their position
 // and opacity can be animated with QPropertyAnimation.
 #include <QGraphicsObject>
+#include <QGraphicsScene>
 #include <QStringList>
 #include <optional>
 #include <vector>
@@ -13,10 +14,21 @@
 
 namespace gui {
 
-// Text in the scene is drawn this many times its design size. The view raises it when it has to
-// shrink the scene a lot (a small window), so labels stay readable on screen; 1 otherwise.
-void setSceneTextScale(qreal factor);
-qreal sceneTextScale();
+// Text in a scene is drawn this many times its design size. Its view raises it when it has to
+// shrink the scene a lot (a small window), so labels stay readable on screen; 1 otherwise. Each
+// scene has its own (the DDP view's fit must not change the DataParallel picture's text).
+void setSceneTextScale(QGraphicsScene* scene, qreal factor);
+qreal sceneTextScale(const QGraphicsScene* scene);
+
+// One piece of text an item painted, in item coordinates: where its glyphs are, the pixel size
+// it was drawn at, and whether it had to be elided. Layout tests map it through the view to
+// check on-screen sizes and overlaps.
+struct DrawnLabel {
+  QString text;
+  QRectF rect;
+  qreal pixelSize = 0;
+  bool elided = false;
+};
 
 class ChipItem : public QGraphicsObject {
   Q_OBJECT
@@ -33,6 +45,7 @@ class ChipItem : public QGraphicsObject {
   void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
   // The labels as last painted (shortened or shrunk to fit; "…" only when nothing fitted), for tests.
   QStringList drawnTexts() const { return drawn_; }
+  QList<DrawnLabel> drawnLabels() const { return labels_; }
 
  signals:
   void clicked(ChipItem* chip);
@@ -48,6 +61,7 @@ class ChipItem : public QGraphicsObject {
   bool selected_ = false;
   bool highlighted_ = false;
   QStringList drawn_;
+  QList<DrawnLabel> labels_;
 };
 
 class HostBox : public QGraphicsObject {
@@ -63,10 +77,12 @@ class HostBox : public QGraphicsObject {
   QRectF boundingRect() const override;
   void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
   static constexpr qreal kHeight = 78;
-  QStringList drawnTexts() const { return drawn_; }  // as last painted
+  QStringList drawnTexts() const { return drawn_; }
+  QList<DrawnLabel> drawnLabels() const { return labels_; }  // as last painted
 
  private:
   QStringList drawn_;
+  QList<DrawnLabel> labels_;
   qreal width_;
   QString theme_;
   QString inputShape_, inputDtype_, targetShape_, transport_;
@@ -108,11 +124,13 @@ class DeviceBox : public QGraphicsObject {
   qreal chipWidth() const { return g_.width - 20; }
   QRectF boundingRect() const override;
   void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
-  QStringList drawnTexts() const { return drawn_; }  // title, subtitle, replica, memory as last painted
+  QStringList drawnTexts() const { return drawn_; }
+  QList<DrawnLabel> drawnLabels() const { return labels_; }  // title, subtitle, replica, memory as last painted
 
  private:
   QStringList drawn_;
-  void paintLayers(QPainter* painter, const QRectF& area, const SceneColors& c) const;
+  QList<DrawnLabel> labels_;
+  void paintLayers(QPainter* painter, const QRectF& area, const SceneColors& c);
   int device_;
   std::vector<dpv::LayerKind> layerKinds_;
   BoxGeometry g_;
@@ -136,10 +154,12 @@ class InfoCard : public QGraphicsObject {
   QStringList lines() const { return lines_; }
   QRectF boundingRect() const override;
   void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
-  QStringList drawnTexts() const { return drawn_; }  // as last painted
+  QStringList drawnTexts() const { return drawn_; }
+  QList<DrawnLabel> drawnLabels() const { return labels_; }  // as last painted
 
  private:
   QStringList drawn_;
+  QList<DrawnLabel> labels_;
   qreal width_;
   QString theme_;
   QString title_;

@@ -15,29 +15,13 @@
 #include "gui/common/theme.h"
 #include "gui/common/flight.h"
 #include "gui/common/scene_model.h"
+#include "gui/ddp/scene_geometry.h"
 
 namespace gui {
 
+using namespace ddp_geometry;
+
 namespace {
-
-constexpr qreal kMargin = 16;
-constexpr qreal kHeaderH = 112;
-constexpr qreal kRowH = 88;
-constexpr qreal kRowGap = 8;
-// Columns of a rank row: first line rank, shard, activity, buckets; second line the values.
-constexpr qreal kRankX = kMargin;
-constexpr qreal kShardX = 150, kShardW = 168;
-constexpr qreal kActX = 328, kActW = 150;
-constexpr qreal kBucketX = 488, kBucketW = 272;
-constexpr qreal kValuesY = 66;  // the second line, below the cells
-// The ring beside the buckets: arrows down from rank to rank, and back up from the last to rank 0.
-constexpr qreal kRingX = kBucketX + kBucketW + 12, kRingW = 30;
-constexpr qreal kWidth = kRingX + kRingW + kMargin;
-constexpr qreal kCellY = 22, kCellH = 30;  // the shard, activity and bucket cells of a row
-// Flying chips: a bucket's or a gradient's, and a parameter's or buffer's state.
-const QSizeF kSmallChip(46, 20), kStateChip(118, 20);
-
-qreal rowTop(int rank) { return kHeaderH + rank * (kRowH + kRowGap); }
 
 QColor phaseColor(BucketPhase phase, const SceneColors& c) {
   switch (phase) {
@@ -125,135 +109,6 @@ void DdpScene::pauseAnimationsAt(int ms) {
 
 int DdpScene::totalAnimationMs() const { return group_ ? group_->totalDuration() : 0; }
 
-ChipItem* DdpScene::addFlight(const QString& label, dpv::TensorRole role, const QList<QPointF>& path, QSizeF size, int order) {
-  ChipView view;
-  view.role = role;
-  view.text = label;
-  view.synthesized = true;  // coloured by its role
-  auto* ghost = new ChipItem(view, size.width(), size.height(), theme_);
-  ghost->setZValue(5);
-  ghost->setAcceptedMouseButtons(Qt::NoButton);
-  ghost->setPos(path.first());
-  ghost->setOpacity(0.0);  // invisible until it sets off: chips waiting at one place do not pile up
-  addItem(ghost);
-  ghosts_.append(ghost);
-  group_->addAnimation(makeFlight(ghost, path, duration_, order));
-  return ghost;
-}
-
-void DdpScene::revealOnArrival(QGraphicsItem* item, int order) {
-  item->setOpacity(0.0);
-  auto* show = new QVariantAnimation();
-  show->setStartValue(0.0);
-  show->setEndValue(1.0);
-  show->setDuration(duration_ / 5);
-  connect(show, &QVariantAnimation::valueChanged, this, [item](const QVariant& v) { item->setOpacity(v.toReal()); });
-  auto* wait = new QSequentialAnimationGroup();
-  wait->addPause(order * flightStagger(duration_) + duration_ * 4 / 5);
-  wait->addAnimation(show);
-  group_->addAnimation(wait);
-}
-
-void DdpScene::addFlights(const DdpSceneState& previous) {
-  using K = dpv::StageKind;
-  const int world = static_cast<int>(state_.ranks.size());
-  auto at = [](const QGraphicsItem* item) { return item ? item->sceneBoundingRect().topLeft() : QPointF(); };
-  switch (state_.kind) {
-    case K::Sample: {
-      // Every index leaves the sampler's strip at once, like cards dealt: position p = k*world + r
-      // goes to cell k of rank r, so two chips never cross (a later position is never in an
-      // earlier cell) and the ranks' rows keep them apart vertically.
-      const qint64 total = stripCells_.size();
-      for (int r = 0; r < world; ++r) {
-        const QList<QGraphicsRectItem*> cells = samples_.value(r);
-        for (int k = 0; k < cells.size(); ++k) {
-          const qint64 p = static_cast<qint64>(k) * world + r;
-          if (p >= total) continue;
-          const QRectF cell = cells[k]->sceneBoundingRect();
-          addFlight(QString::number(state_.ranks[r].samples[k].index), dpv::TensorRole::Input,
-                    {at(stripCells_[p]), cell.topLeft()}, cell.size(), 0);
-          revealOnArrival(cells[k], 0);
-        }
-      }
-      break;
-    }
-    case K::Construct:
-    case K::BroadcastBuffers: {
-      // Rank 0's parameters and buffers (at construction) or its buffers (each forward) to every
-      // other rank, one rank after the other.
-      const bool params = state_.kind == K::Construct;
-      for (int r = 1; r < world; ++r) {
-        if (params && params_.value(0) && params_.value(r))
-          addFlight(tr("rank 0's weights"), dpv::TensorRole::Param, {at(params_.value(0)), at(params_.value(r))}, kStateChip, r - 1);
-        if (buffers_.value(0) && buffers_.value(r))
-          addFlight(tr("rank 0's buffers"), dpv::TensorRole::Optimizer, {at(buffers_.value(0)), at(buffers_.value(r))}, kStateChip, r - 1);
-      }
-      break;
-    }
-    case K::Backward:
-    case K::Finalize: {
-      // Fresh gradients into their buckets (×1/world), from the layer that made them.
-      int order = 0;
-      bool filled = false;
-      for (int r = 0; r < world && state_.kind == K::Backward; ++r) {
-        const DdpRankView& now = state_.ranks[r];
-        const DdpRankView* before = r < previous.ranks.size() ? &previous.ranks[r] : nullptr;
-        int k = 0;
-        for (const DdpBucketView& b : now.buckets) {
-          const int was = before && b.bucket < before->buckets.size() && before->buckets[b.bucket].params == b.params
-                              ? before->buckets[b.bucket].ready
-                              : 0;
-          if (b.ready <= was) continue;
-          const QPointF from(kActX + kActW - kSmallChip.width(), rowTop(r) + kCellY + 5);
-          addFlight(QStringLiteral("+%1").arg(b.ready - was), dpv::TensorRole::Grad,
-                    {from, at(buckets_.value(key(r, b.bucket))) + QPointF(2, 5)}, kSmallChip, k++);
-          filled = true;
-        }
-      }
-      // The ring starts once the gradients have arrived (three staggers > one flight), so a
-      // bucket's chip never sets off from under the gradient still landing in it.
-      if (filled) order = 3;
-      // Every bucket launched in this stage goes round the ring, in bucket order: each rank
-      // sends to the next, the last back up to rank 0 along the ring.
-      const DdpRankView* now0 = world > 0 ? &state_.ranks[0] : nullptr;
-      const DdpRankView* before0 = previous.ranks.isEmpty() ? nullptr : &previous.ranks[0];
-      auto launched = [](BucketPhase p) { return p == BucketPhase::AllReducing || p == BucketPhase::Done; };
-      for (const DdpBucketView& b : now0 ? now0->buckets : QList<DdpBucketView>()) {
-        const bool was = before0 && b.bucket < before0->buckets.size() && before0->buckets[b.bucket].params == b.params &&
-                         launched(before0->buckets[b.bucket].phase);
-        if (!launched(b.phase) || was || world < 2) continue;
-        for (int r = 0; r < world; ++r) {
-          const int next = (r + 1) % world;
-          const QPointF from = at(buckets_.value(key(r, b.bucket))) + QPointF(2, 5);
-          const QPointF to = at(buckets_.value(key(next, b.bucket))) + QPointF(2, 5);
-          QList<QPointF> path{from, to};
-          if (next == 0) {  // back up along the ring's return lane
-            const qreal lane = kRingX + kRingW - kSmallChip.width() / 2;
-            path = {from, QPointF(lane, from.y()), QPointF(lane, to.y()), to};
-          }
-          addFlight(tr("b%1").arg(b.bucket), dpv::TensorRole::Grad, path, kSmallChip, order);
-        }
-        order += 2;  // the next bucket's wave when this one is half-way
-      }
-      // Finalize: every bucket's averaged values land in .grad on every rank.
-      for (int r = 0; r < world && state_.kind == K::Finalize; ++r) {
-        if (state_.ranks[r].grads != dpv::GradState::Averaged || !grads_.value(r)) continue;
-        for (const DdpBucketView& b : state_.ranks[r].buckets)
-          addFlight(tr("mean"), dpv::TensorRole::Grad, {at(buckets_.value(key(r, b.bucket))) + QPointF(2, 5), at(grads_.value(r))},
-                    kSmallChip, order + b.bucket);
-      }
-      break;
-    }
-    case K::Step:
-      // Every rank applies the same averaged gradient to its own weights.
-      for (int r = 0; r < world; ++r)
-        if (grads_.value(r) && params_.value(r))
-          addFlight(tr("−lr·grad"), dpv::TensorRole::Grad, {at(grads_.value(r)), at(params_.value(r))}, kStateChip, 0);
-      break;
-    default: break;  // Forward and Loss: each rank computes on its own; nothing moves between ranks
-  }
-}
-
 QGraphicsSimpleTextItem* DdpScene::text(const QString& s, qreal x, qreal y, const QColor& color, int px, bool bold) {
   auto* t = addSimpleText(s);
   QFont f = t->font();
@@ -261,12 +116,12 @@ QGraphicsSimpleTextItem* DdpScene::text(const QString& s, qreal x, qreal y, cons
   f.setBold(bold);
   t->setFont(f);
   t->setBrush(color);
-  t->setPos(x, y);
+  t->setPos(origin_ + QPointF(x, y));
   return t;
 }
 
 QGraphicsRectItem* DdpScene::box(const QRectF& r, const QColor& fill, const QColor& border, qreal) {
-  auto* b = addRect(r, border.isValid() ? QPen(border, 1) : QPen(Qt::NoPen), fill);
+  auto* b = addRect(r.translated(origin_), border.isValid() ? QPen(border, 1) : QPen(Qt::NoPen), fill);
   return b;
 }
 
@@ -283,11 +138,15 @@ void DdpScene::rebuild() {
   ring_ = nullptr;
   const SceneColors& c = sceneColors(theme_);
   const int n = static_cast<int>(state_.ranks.size());
-  const qreal height = kHeaderH + n * (kRowH + kRowGap) + kMargin;
-  setSceneRect(0, 0, kWidth, height);
+  const qreal height = kHeaderH + rowsFor(n) * (kRowH + kRowGap) + kMargin;
+  setSceneRect(0, 0, kWidth + (columnsFor(n) - 1) * kColumnStep, height);
   headline_ = text(state_.headline, kMargin, kMargin - 4, c.text, 13, true);
   drawBatchStrips(kMargin + 24);
-  for (int r = 0; r < n; ++r) drawRank(state_.ranks[r], rowTop(r));
+  for (int r = 0; r < n; ++r) {
+    origin_ = QPointF(columnX(r, n), 0);  // the rank's column: text() and box() place its items there
+    drawRank(state_.ranks[r], rowTop(r, n));
+  }
+  origin_ = QPointF();
   drawRing();
 }
 
@@ -331,28 +190,47 @@ void DdpScene::drawRing() {
   bool busy = false;
   for (const auto& rank : state_.ranks)
     for (const auto& b : rank.buckets) busy = busy || b.phase == BucketPhase::AllReducing;
-  auto mid = [](int r) { return rowTop(r) + kCellY + kCellH / 2; };
-  const qreal x = kRingX + 6, back = kRingX + kRingW - 4;
+  auto mid = [world](int r) { return rowTop(r, world) + kCellY + kCellH / 2; };
+  auto down = [world](int r) { return columnX(r, world) + kRingX + 6; };           // the lane r -> r + 1
+  auto back = [world](int r) { return columnX(r, world) + kRingX + kRingW - 4; };  // the return lane
   QPainterPath path;
   auto arrowHead = [&path](QPointF tip, qreal dx, qreal dy) {  // (dx, dy): the direction it points
     path.moveTo(tip - QPointF(dx * 6 - dy * 4, dy * 6 - dx * 4));
     path.lineTo(tip);
     path.lineTo(tip - QPointF(dx * 6 + dy * 4, dy * 6 + dx * 4));
   };
+  const int rows = rowsFor(world);
   for (int r = 0; r + 1 < world; ++r) {
-    path.moveTo(x, mid(r) + 6);
-    path.lineTo(x, mid(r + 1) - 6);
-    arrowHead(QPointF(x, mid(r + 1) - 6), 0, 1);
+    if ((r + 1) % rows != 0) {  // the next rank is below, in the same column
+      path.moveTo(down(r), mid(r) + 6);
+      path.lineTo(down(r), mid(r + 1) - 6);
+      arrowHead(QPointF(down(r), mid(r + 1) - 6), 0, 1);
+      continue;
+    }
+    // The next rank heads the next column: through the gap between the columns, into its row.
+    const qreal gap = columnX(r + 1, world) + kMargin - 9;
+    path.moveTo(down(r) + 2, mid(r));
+    path.lineTo(gap - 3, mid(r));
+    path.lineTo(gap - 3, mid(r + 1));
+    path.lineTo(gap + 3, mid(r + 1));
+    arrowHead(QPointF(gap + 3, mid(r + 1)), 1, 0);
   }
-  path.moveTo(x + 2, mid(world - 1));
-  path.lineTo(back, mid(world - 1));
-  path.lineTo(back, mid(0));
-  path.lineTo(x + 4, mid(0));
-  arrowHead(QPointF(x + 4, mid(0)), -1, 0);
+  // The last rank back to rank 0: up the return lane, under the rows when it is in another column.
+  const int last = world - 1;
+  path.moveTo(down(last) + 2, mid(last));
+  path.lineTo(back(last), mid(last));
+  if (columnX(last, world) > 0) {
+    const qreal under = rowTop(rows - 1, world) + kRowH + kRowGap / 2;
+    path.lineTo(back(last), under);
+    path.lineTo(back(0), under);
+  }
+  path.lineTo(back(0), mid(0));
+  path.lineTo(down(0) + 4, mid(0));
+  arrowHead(QPointF(down(0) + 4, mid(0)), -1, 0);
   ring_ = addPath(path, QPen(busy ? QColor(0x2f, 0x6f, 0xd6) : c.panelBorder, busy ? 2.0 : 1.2));
   ring_->setData(kDescription, busy ? QStringLiteral("ring: all-reducing") : QStringLiteral("ring: idle"));
   ring_->setToolTip(tr("The ring: in an all-reduce each rank sends to the next and receives from the one before"));
-  text(tr("ring"), kRingX, rowTop(0) + 4, c.subtext, 10);
+  for (int col = 0; col < columnsFor(world); ++col) text(tr("ring"), col * kColumnStep + kRingX, rowTop(0, world) + 4, c.subtext, 10);
 }
 
 void DdpScene::drawBatchStrips(qreal top) {

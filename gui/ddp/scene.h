@@ -86,6 +86,7 @@ class DdpScene : public QGraphicsScene {
   QGraphicsSimpleTextItem* text(const QString& s, qreal x, qreal y, const QColor& color, int px, bool bold = false);
   QGraphicsRectItem* box(const QRectF& r, const QColor& fill, const QColor& border, qreal radius = 0);
 
+  QPointF origin_;  // added to what text() and box() place: the column of the rank being drawn
   QString theme_ = QStringLiteral("light");
   IterationInfo info_;
   DdpSceneState state_;

@@ -19,7 +19,7 @@ constexpr qreal kMargin = 16;
 constexpr qreal kSpacing = 12;
 constexpr qreal kHostGap = 34;
 constexpr qreal kBodyTextPx = 11;        // the scene's body text at scale 1 (scene_items.cpp)
-constexpr qreal kMinScreenTextPx = 9.5;  // the smallest body text the view shows
+constexpr qreal kMinScreenTextPt = 9;    // the smallest body text the view shows
 }  // namespace
 
 IterationScene::IterationScene(QObject* parent) : QGraphicsScene(parent) {}
@@ -396,15 +396,18 @@ void SceneView::fit() {
   if (!scene()) return;
   const QRectF r = scene()->sceneRect();
   if (r.isEmpty()) return;
-  // Never enlarge beyond 1.25x: big text on a big screen looks like a toy.
-  const qreal s = std::min({viewport()->width() / r.width(), viewport()->height() / r.height(), 1.25});
+  // The picture fills its canvas on the side that limits it, enlarged on a large window too (a
+  // cap left two thirds of a 1920x1080 canvas empty around a small picture).
+  const qreal s = std::min(viewport()->width() / r.width(), viewport()->height() / r.height());
   setTransform(QTransform::fromScale(s, s));
   centerOn(r.center());
-  // The scene's body text is 11 px by design; shrunk below about 9.5 px on screen it cannot be
-  // read, so the text (not the boxes) is drawn larger, up to 1.5 times; long labels elide, wrapped notes shrink to fit.
-  const qreal textScale = std::clamp(kMinScreenTextPx / (kBodyTextPx * s), 1.0, 1.5);
-  if (!qFuzzyCompare(textScale, sceneTextScale())) {
-    setSceneTextScale(textScale);
+  // The scene's body text is 11 px by design; shrunk below 9 pt on screen it is hard to read, so
+  // the text (not the boxes) is drawn larger, up to 1.5 times (more does not fit the chips);
+  // long labels take their shorter forms, wrapped notes shrink to fit.
+  const qreal minScreenPx = kMinScreenTextPt * logicalDpiY() / 72.0;
+  const qreal textScale = std::clamp(minScreenPx / (kBodyTextPx * s), 1.0, 1.5);
+  if (!qFuzzyCompare(textScale, sceneTextScale(scene()))) {
+    setSceneTextScale(scene(), textScale);
     scene()->update();
   }
 }

@@ -37,16 +37,16 @@ inline AppSettings settingsFor(const QString& devices, const QString& preset, in
 }
 
 // A whole main window of the given size (after construction: the window may be larger than the
-// offscreen screen), light theme, nothing saved.
+// offscreen screen), light theme unless told, nothing saved.
 struct SizedWindow {
   AppContext context;
   EngineController* engine = new EngineController();  // owned by the window
   std::unique_ptr<MainWindow> window;
-  SizedWindow(const AppSettings& settings, QSize size) {
+  SizedWindow(const AppSettings& settings, QSize size, const QString& theme = QStringLiteral("light")) {
     context.setSettings(settings);
     MainWindow::Options options;
     options.persistent = false;
-    options.theme = QStringLiteral("light");
+    options.theme = theme;
     window = std::make_unique<MainWindow>(&context, engine, options);
     engine->setParent(window.get());
     window->resize(size);  // after construction: the window may be larger than the offscreen screen

@@ -33,7 +33,7 @@ TEST(SceneTextSize, SmallViewsDrawTheTextLargerSoItStaysReadable) {
     view.fit();
     const qreal scale = view.transform().m11();
     EXPECT_LT(scale, 0.8) << n << " devices: the scene is shrunk at this size";
-    EXPECT_GE(11 * scale * sceneTextScale(), 9.5 - 1e-6) << n << " devices: body text on screen in px";
+    EXPECT_GE(11 * scale * sceneTextScale(&scene), 9.5 - 1e-6) << n << " devices: body text on screen in px";
   }
 }
 
@@ -45,7 +45,7 @@ TEST(SceneTextSize, ALargeViewKeepsTheDesignSize) {
   view.show();
   ASSERT_TRUE(waitUntil([&] { return view.isVisible(); }, 2000));
   view.fit();
-  EXPECT_DOUBLE_EQ(sceneTextScale(), 1.0);
+  EXPECT_DOUBLE_EQ(sceneTextScale(&scene), 1.0);
 }
 
 }  // namespace
