@@ -45,9 +45,10 @@ void bnlab_style_plot(QCustomPlot* plot, const QPalette& palette) {
   plot->legend->setBrush(legendFill);
   plot->legend->setBorderPen(Qt::NoPen);
   plot->legend->setTextColor(c.text);
-  QFont small = plot->font();
-  small.setPointSizeF(std::max(7.0, small.pointSizeF() - 1));
-  plot->legend->setFont(small);
+  // Legends in the body size: smaller would fall under 9 pt, the smallest text the app draws.
+  QFont legendFont = plot->font();
+  legendFont.setPointSizeF(std::max(kMinChartTextPt, legendFont.pointSizeF()));
+  plot->legend->setFont(legendFont);
 }
 
 void place_legend_below(QCustomPlot* plot, int columns) {

@@ -9,6 +9,9 @@ class QCustomPlot;
 
 namespace gui {
 
+// The smallest text a chart draws (legends, axis titles), in points: the app's minimum.
+inline constexpr double kMinChartTextPt = 9.0;
+
 struct BnLabChartColours {
   QColor background;  // the palette's Base: the same surface as text views
   QColor text;

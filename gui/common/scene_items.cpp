@@ -4,13 +4,19 @@
 #include <QGraphicsScene>
 #include <QGraphicsSceneMouseEvent>
 #include <QCursor>
+#include <QGraphicsSimpleTextItem>
 #include <QPainter>
+#include <algorithm>
+#include <limits>
 
 namespace gui {
 
 namespace {
 
 constexpr char kTextScaleProperty[] = "dpvSceneTextScale";  // see setSceneTextScale
+// Labels shrink to fit their boxes down to this size, no further: the view shows the scene large
+// enough that it reads at 9 pt (SceneView::fit), and each smaller step costs the learner scrolling.
+constexpr int kSmallestFittedPx = 9;
 
 // The font of an item's text: its design size times the text scale of the item's scene.
 QFont sceneFont(const QGraphicsItem* item, qreal pointSize, bool bold = false) {
@@ -36,7 +42,7 @@ QString drawFitted(QPainter* p, const QRectF& r, const QStringList& forms, QList
   const QFont original = p->font();
   QFont f = original;
   const int start = original.pixelSize();
-  const int floor = std::max(7, qRound(start * 0.8));
+  const int floor = std::max(kSmallestFittedPx, qRound(start * 0.8));
   for (const QString& text : forms)
     for (int px = start; px >= floor; --px) {
       f.setPixelSize(px);
@@ -59,7 +65,7 @@ QString drawFitted(QPainter* p, const QRectF& r, const QStringList& forms, QList
 // (a larger text scale must not push a note into the memory bar below it).
 void drawWrappedFitted(QPainter* p, const QRectF& r, int flags, const QString& text, QList<DrawnLabel>* out) {
   QFont f = p->font();
-  for (int px = f.pixelSize(); px > 7; --px) {
+  for (int px = f.pixelSize(); px > kSmallestFittedPx; --px) {
     f.setPixelSize(px);
     if (QFontMetricsF(f).boundingRect(r, flags, text).height() <= r.height() + 0.5) break;
   }
@@ -74,6 +80,34 @@ void setSceneTextScale(QGraphicsScene* scene, qreal factor) { scene->setProperty
 qreal sceneTextScale(const QGraphicsScene* scene) {
   const QVariant factor = scene->property(kTextScaleProperty);
   return factor.isValid() ? factor.toReal() : 1.0;
+}
+
+namespace {
+
+template <class Item>
+void lowerToLabels(const QGraphicsItem* item, qreal& smallest) {
+  if (const auto* typed = dynamic_cast<const Item*>(item))
+    for (const DrawnLabel& label : typed->drawnLabels())
+      if (label.pixelSize > 0) smallest = std::min(smallest, label.pixelSize * item->sceneTransform().m11());
+}
+
+}  // namespace
+
+qreal smallestSceneTextPx(const QGraphicsScene* scene) {
+  qreal smallest = std::numeric_limits<qreal>::max();
+  for (const QGraphicsItem* item : scene->items()) {
+    if (!item->isVisible() || item->effectiveOpacity() < 0.05) continue;
+    if (const auto* text = dynamic_cast<const QGraphicsSimpleTextItem*>(item)) {
+      if (!text->text().isEmpty() && text->font().pixelSize() > 0)
+        smallest = std::min(smallest, text->font().pixelSize() * item->sceneTransform().m11());
+      continue;
+    }
+    lowerToLabels<ChipItem>(item, smallest);
+    lowerToLabels<DeviceBox>(item, smallest);
+    lowerToLabels<HostBox>(item, smallest);
+    lowerToLabels<InfoCard>(item, smallest);
+  }
+  return smallest == std::numeric_limits<qreal>::max() ? 0.0 : smallest;
 }
 
 QString shortLayerName(dpv::LayerKind kind) {
@@ -191,10 +225,11 @@ void InfoCard::paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget
   labels_.clear();
   drawn_ = {drawFitted(painter, QRectF(12, 5, width_ - 24, 18), QStringList{title_} + shorterTitles_, &labels_)};
   painter->setFont(sceneFont(this, 12));
-  for (int i = 0; i < lines_.size() && i < 3; ++i) {
-    painter->setPen(i == 0 ? c.text : c.subtext);
-    drawn_ << drawFitted(painter, QRectF(12, 24 + i * 17, width_ - 24, 17), {lines_.at(i)}, &labels_);
-  }
+  // The lines wrap rather than lose their ends (eight devices' terms are longer than half the
+  // scene), shrinking to fit the card; every number stays whole.
+  drawWrappedFitted(painter, QRectF(12, 24, width_ - 24, HostBox::kHeight - 28), Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap,
+                    lines_.join(QLatin1Char('\n')), &labels_);
+  drawn_ << lines_;
 }
 
 QRectF HostBox::boundingRect() const { return QRectF(0, 0, width_, kHeight); }
@@ -227,7 +262,7 @@ QStringList HostBox::lines() const {
 BoxGeometry BoxGeometry::forDevices(int count) {
   if (count > 4) {
     //            width height titleH subT  repT repH chipT chipH step noteT memT
-    return BoxGeometry{196, 262, 22, 0, 28, 38, 72, 20, 23, 212, 232, true};
+    return BoxGeometry{196, 274, 22, 0, 28, 38, 72, 20, 23, 212, 244, true};  // notes: two lines
   }
   return BoxGeometry{204, 340, 22, 28, 48, 44, 100, 24, 28, 272, 304, false};
 }

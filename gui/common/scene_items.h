@@ -19,6 +19,10 @@ namespace gui {
 // scene has its own (the DDP view's fit must not change the DataParallel picture's text).
 void setSceneTextScale(QGraphicsScene* scene, qreal factor);
 qreal sceneTextScale(const QGraphicsScene* scene);
+// The smallest text the scene's visible items drew at their last paint, in scene pixels (text
+// items' fonts, the painted labels of chips, boxes and cards); 0 before anything was painted.
+// SceneView scales the scene so that this text is never under 9 pt on screen.
+qreal smallestSceneTextPx(const QGraphicsScene* scene);
 
 // One piece of text an item painted, in item coordinates: where its glyphs are, the pixel size
 // it was drawn at, and whether it had to be elided. Layout tests map it through the view to
@@ -76,7 +80,7 @@ class HostBox : public QGraphicsObject {
   QPointF batchAnchor() const;
   QRectF boundingRect() const override;
   void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
-  static constexpr qreal kHeight = 78;
+  static constexpr qreal kHeight = 96;  // the stage card beside it holds four wrapped lines
   QStringList drawnTexts() const { return drawn_; }
   QList<DrawnLabel> drawnLabels() const { return labels_; }  // as last painted
 

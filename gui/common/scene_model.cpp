@@ -171,6 +171,9 @@ void fillCard(SceneState& state, const dpv::StageEvent& e, const IterationInfo& 
       values << fixed(w.replica_grads[static_cast<size_t>(j)], decimals);
     }
     state.cardTitle = QObject::tr("grad of %1: %2 = g").arg(element, symbols.join(QStringLiteral(" + ")));
+    // Many replicas: the title says the sum's shape; the lines below keep every term.
+    state.cardTitleShorter = {QObject::tr("grad of %1: g0 + … + g%2 = g").arg(element).arg(r - 1),
+                              QObject::tr("grad of %1 = sum of %2 replicas").arg(element).arg(r)};
     if (r <= 4) {
       state.cardLines << values.join(QStringLiteral(" + ")) + QStringLiteral(" = ") + fixed(w.grad, decimals);
     } else {

@@ -12,8 +12,8 @@
 namespace gui {
 
 LossStrip::LossStrip(QWidget* parent) : QWidget(parent) {
-  // One line of text above a short plot: no word wrap, so the strip's height never depends on its
-  // width (the page sits in a scroll area that would otherwise grow).
+  // One line of text above a short plot (short enough for the strip at 1024x640): no word wrap, so
+  // the strip's height never depends on its width (the page sits in a scroll area that would grow).
   auto* column = new QVBoxLayout(this);
   column->setContentsMargins(0, 0, 0, 0);
   column->setSpacing(2);
@@ -35,7 +35,7 @@ LossStrip::LossStrip(QWidget* parent) : QWidget(parent) {
   yTicker->setScaleStrategy(QCPAxisTickerFixed::ssNone);
   plot_->yAxis->setTicker(yTicker);
   QFont titleFont = plot_->font();
-  titleFont.setPointSizeF(std::max(7.0, titleFont.pointSizeF() - 1));
+  titleFont.setPointSizeF(std::max(kMinChartTextPt, titleFont.pointSizeF()));
   plot_->xAxis->setLabelFont(titleFont);
   plot_->yAxis->setLabelFont(titleFont);
   plot_->xAxis->setLabelPadding(1);
@@ -94,12 +94,12 @@ void LossStrip::setLosses(const QVector<double>& losses) {
   // The rotated title has the strip's height only: a word; the caption above says whose loss it is.
   plot_->yAxis->setLabel(meaning_ == LossMeaning::WholeBatch ? tr("loss") : tr("rank 0"));
   if (losses.isEmpty()) {
-    caption_->setText(tr("%1 per iteration: step through an iteration to its Loss stage to see the first point.").arg(whose));
+    caption_->setText(tr("%1: the Loss stage draws the first point.").arg(whose));
   } else {
-    caption_->setText(losses.size() == 1 ? tr("%1 per iteration · iteration 1: %2. The next iterations train on the same batch.")
+    caption_->setText(losses.size() == 1 ? tr("%1 · iteration 1: %2 · each iteration trains on this batch")
                                                .arg(whose)
                                                .arg(losses.front(), 0, 'f', 4)
-                                         : tr("%1 per iteration · iteration %2: %3 (first: %4), same batch each time.")
+                                         : tr("%1 · iteration %2: %3 (first: %4) · same batch")
                                                .arg(whose)
                                                .arg(losses.size())
                                                .arg(losses.back(), 0, 'f', 4)

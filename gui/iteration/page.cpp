@@ -134,10 +134,11 @@ void IterationPage::updateCode() {
   // The run's own numbers once the engine announced it; until then the device count of the last one.
   const bool known = haveInfo_ && info_.ddp;
   const int ranks = static_cast<int>(info_.deviceLabels.size());
-  code_->setCode(tr("Your DDP script"),
+  // Short tab titles: both stay whole in the code panel's width at 1024x640.
+  code_->setCode(tr("Your DDP code"),
                  ddpScriptLines(s, ranks > 0 ? ranks : 1, known ? info_.batchRows : s.batchSize,
                                 known ? info_.firstBucketBytes : 0),
-                 tr("DistributedDataParallel"), ddpSourceLines());
+                 tr("DDP source"), ddpSourceLines());
 }
 
 bool IterationPage::atEnd() const {

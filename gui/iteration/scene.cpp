@@ -19,7 +19,8 @@ constexpr qreal kMargin = 16;
 constexpr qreal kSpacing = 12;
 constexpr qreal kHostGap = 34;
 constexpr qreal kBodyTextPx = 11;        // the scene's body text at scale 1 (scene_items.cpp)
-constexpr qreal kMinScreenTextPt = 9;    // the smallest body text the view shows
+constexpr qreal kMinScreenTextPt = 9;    // the smallest text the view shows
+constexpr qreal kMaxTextScale = 1.25;    // larger text overflows the chips and boxes
 }  // namespace
 
 IterationScene::IterationScene(QObject* parent) : QGraphicsScene(parent) {}
@@ -398,18 +399,42 @@ void SceneView::fit() {
   if (r.isEmpty()) return;
   // The picture fills its canvas on the side that limits it, enlarged on a large window too (a
   // cap left two thirds of a 1920x1080 canvas empty around a small picture).
-  const qreal s = std::min(viewport()->width() / r.width(), viewport()->height() / r.height());
-  setTransform(QTransform::fromScale(s, s));
-  centerOn(r.center());
+  const qreal fitted = std::min(viewport()->width() / r.width(), viewport()->height() / r.height());
   // The scene's body text is 11 px by design; shrunk below 9 pt on screen it is hard to read, so
-  // the text (not the boxes) is drawn larger, up to 1.5 times (more does not fit the chips);
-  // long labels take their shorter forms, wrapped notes shrink to fit.
-  const qreal minScreenPx = kMinScreenTextPt * logicalDpiY() / 72.0;
-  const qreal textScale = std::clamp(minScreenPx / (kBodyTextPx * s), 1.0, 1.5);
+  // the text (not the boxes) is drawn somewhat larger (more would not fit the chips); long labels
+  // take their shorter forms, wrapped notes shrink to fit.
+  const qreal minScreenPx = minimumScreenTextPx();
+  const qreal textScale = std::clamp(minScreenPx / (kBodyTextPx * fitted), 1.0, kMaxTextScale);
   if (!qFuzzyCompare(textScale, sceneTextScale(scene()))) {
     setSceneTextScale(scene(), textScale);
     scene()->update();
   }
+  // Whatever still draws smaller than 9 pt at the fitted scale (a label shrunk into its chip, the
+  // small print of 8 ranks in 1024x640) decides: the picture is shown larger and the view scrolls,
+  // rather than showing text nobody can read.
+  const qreal smallest = smallestSceneTextPx(scene());
+  const qreal s = smallest > 0 ? std::max(fitted, minScreenPx / smallest) : fitted;
+  const bool scrolls = s > fitted * 1.001;
+  const bool wasScrolling = horizontalScrollBarPolicy() == Qt::ScrollBarAsNeeded;
+  setHorizontalScrollBarPolicy(scrolls ? Qt::ScrollBarAsNeeded : Qt::ScrollBarAlwaysOff);
+  setVerticalScrollBarPolicy(scrolls ? Qt::ScrollBarAsNeeded : Qt::ScrollBarAlwaysOff);
+  setTransform(QTransform::fromScale(s, s));
+  if (!scrolls) {
+    centerOn(r.center());
+  } else if (!wasScrolling) {  // the top left (the host, rank 0) first; then where the learner scrolled
+    centerOn(r.left() + viewport()->width() / (2 * s), r.top() + viewport()->height() / (2 * s));
+  }
+}
+
+qreal SceneView::minimumScreenTextPx() const { return kMinScreenTextPt * logicalDpiY() / 72.0; }
+
+void SceneView::paintEvent(QPaintEvent* event) {
+  QGraphicsView::paintEvent(event);
+  // The items record the sizes they drew at; text that came out under 9 pt asks for a new fit
+  // (queued: never re-entered from a paint).
+  const qreal smallest = smallestSceneTextPx(scene());
+  if (smallest > 0 && smallest * transform().m11() < minimumScreenTextPx() - 0.25)
+    QMetaObject::invokeMethod(this, &SceneView::fit, Qt::QueuedConnection);
 }
 
 void SceneView::resizeEvent(QResizeEvent* event) {

@@ -98,15 +98,18 @@ class IterationScene : public QGraphicsScene {
   qint64 memoryScale_ = 1;
 };
 
-// A view that keeps the whole scene visible (scaled to fit, aspect kept) and follows the theme.
+// A view that shows the whole scene (scaled to fit, aspect kept) unless that would draw text under
+// 9 pt: then it shows the scene larger and scrolls. It follows the theme.
 class SceneView : public QGraphicsView {
   Q_OBJECT
  public:
   explicit SceneView(QGraphicsScene* scene, QWidget* parent = nullptr);
   void fit();
+  qreal minimumScreenTextPx() const;  // 9 pt at this screen's resolution
 
  protected:
   void resizeEvent(QResizeEvent* event) override;
+  void paintEvent(QPaintEvent* event) override;
   void showEvent(QShowEvent* event) override;
 };
 

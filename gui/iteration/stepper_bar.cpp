@@ -35,16 +35,16 @@ StepperBar::StepperBar(QWidget* parent) : QWidget(parent) {
   connect(playButton_, &QToolButton::clicked, this, &StepperBar::playClicked);
   connect(stepButton_, &QToolButton::clicked, this, &StepperBar::stepClicked);
   for (auto* b : {restartButton_, backButton_, playButton_, stepButton_}) row->addWidget(b);
-  row->addSpacing(12);
+  row->addSpacing(6);
   auto* speedTitle = new QLabel(tr("Speed"), this);
   speed_ = new QSlider(Qt::Horizontal, this);
   speed_->setRange(0, 4);
   speed_->setValue(2);
   speed_->setPageStep(1);
-  speed_->setFixedWidth(80);
+  speed_->setFixedWidth(64);  // five notches; narrow enough for the row at 1024x640
   speed_->setFocusPolicy(Qt::NoFocus);
   speedLabel_ = new QLabel(QStringLiteral("1×"), this);
-  speedLabel_->setMinimumWidth(34);
+  speedLabel_->setMinimumWidth(speedLabel_->fontMetrics().horizontalAdvance(tr("instant")) + 4);  // its longest form
   connect(speed_, &QSlider::valueChanged, this, [this](int v) { emit speedChosen(kSpeeds[qBound(0, v, 4)]); });
   row->addWidget(speedTitle);
   row->addWidget(speed_);
@@ -53,6 +53,8 @@ StepperBar::StepperBar(QWidget* parent) : QWidget(parent) {
   position_->setObjectName(QStringLiteral("hintLabel"));
   position_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // long stage titles must not widen the window
   position_->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
+  // Room for the shortest form ("11/21") at least: never cut to "1/2".
+  position_->setMinimumWidth(position_->fontMetrics().horizontalAdvance(QStringLiteral("88/88")) + 6);
   row->addWidget(position_, 1);
   position_->installEventFilter(this);  // a shorter form of the position when the row is narrow
 }

@@ -20,7 +20,7 @@ TEST_F(IterationPageTest, DdpTwoIterationsOnFourRanksMatchTheEngineAtEveryStage)
   qunsetenv("DPVIZ_LESSONS");
   ASSERT_TRUE(engine_->info().ddp);
   EXPECT_TRUE(page_->showingDdp());
-  EXPECT_EQ(page_->codeView()->tabText(0).toStdString(), "Your DDP script");
+  EXPECT_EQ(page_->codeView()->tabText(0).toStdString(), "Your DDP code");
   EXPECT_EQ(page_->ddpScene()->state().ranks.size(), 4);
   // 10 samples on 4 ranks: [0,4,8] [1,5,9] [2,6,0] [3,7,1]; the last two end with a repeat.
   EXPECT_EQ(engine_->info().shards.at(2), (std::vector<int64_t>{2, 6, 0}));
