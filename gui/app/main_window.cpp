@@ -14,6 +14,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QResizeEvent>
 #include <QScreen>
 #include <QScrollArea>
 #include <QSettings>
@@ -39,6 +40,12 @@
 #include "gui/timeline/page.h"
 
 namespace gui {
+
+namespace {
+constexpr int kWideNavigation = 178;          // icons and titles
+constexpr int kCompactNavigation = 56;        // icons only
+constexpr int kCompactNavigationWidth = 1200;  // windows narrower than this get the compact one
+}  // namespace
 
 QStringList MainWindow::pageIds() {
   return {QStringLiteral("intro"),    QStringLiteral("iteration"), QStringLiteral("bnlab"), QStringLiteral("timeline"),
@@ -80,8 +87,9 @@ MainWindow::MainWindow(AppContext* context, EngineController* engine, const Opti
   body->setContentsMargins(0, 0, 0, 0);
   body->setSpacing(0);
   auto* navColumn = new QWidget(central);
+  navColumn_ = navColumn;
   navColumn->setObjectName(QStringLiteral("navigationColumn"));
-  navColumn->setFixedWidth(178);
+  navColumn->setFixedWidth(kWideNavigation);
   auto* navLayout = new QVBoxLayout(navColumn);
   navLayout->setContentsMargins(0, 0, 0, 0);
   navLayout->setSpacing(0);
@@ -89,6 +97,7 @@ MainWindow::MainWindow(AppContext* context, EngineController* engine, const Opti
   nav_->setObjectName(QStringLiteral("navigation"));
   nav_->setIconSize(QSize(20, 20));
   nav_->setFrameShape(QFrame::NoFrame);
+  nav_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);  // the compact column shows icons only
   navLayout->addWidget(nav_, 1);
   // The pages in order: intro, iteration, lab, timeline, quiz.
   next_ = new QPushButton(navColumn);
@@ -159,6 +168,7 @@ MainWindow::~MainWindow() {
 void MainWindow::addPage(const QString& id, const QString& title, const QString& icon, Page* page) {
   auto* item = new QListWidgetItem(QIcon(QStringLiteral(":/icons/%1.svg").arg(icon)), title, nav_);
   item->setData(Qt::UserRole, id);
+  titles_.append(title);
   // A page whose content needs more room than the window has scrolls inside it, instead of making
   // the window larger than the screen (1024x640 is the smallest supported size).
   auto* scroll = new QScrollArea(stack_);
@@ -172,6 +182,22 @@ void MainWindow::addPage(const QString& id, const QString& title, const QString&
   order_.append(id);
 }
 
+void MainWindow::setCompactNavigation(bool compact) {
+  if (compact == compactNavigation_) return;
+  compactNavigation_ = compact;
+  navColumn_->setFixedWidth(compact ? kCompactNavigation : kWideNavigation);
+  for (int i = 0; i < nav_->count(); ++i) {
+    nav_->item(i)->setText(compact ? QString() : pageTitle(i));
+    nav_->item(i)->setToolTip(compact ? pageTitle(i) : QString());
+  }
+  updateNextButton(stack_->currentIndex());
+}
+
+void MainWindow::resizeEvent(QResizeEvent* event) {
+  QMainWindow::resizeEvent(event);
+  setCompactNavigation(width() < kCompactNavigationWidth);
+}
+
 QString MainWindow::currentPageId() const { return order_.value(stack_->currentIndex()); }
 
 void MainWindow::onPageChanged(int index) {
@@ -182,9 +208,16 @@ void MainWindow::onPageChanged(int index) {
   // A status message belongs to the page that showed it; one left for this page appears now.
   statusBar()->clearMessage();
   if (const QString waiting = waitingStatus_.take(order_.value(index)); !waiting.isEmpty()) statusBar()->showMessage(waiting, 8000);
+  updateNextButton(index);
+}
+
+void MainWindow::updateNextButton(int index) {
   const bool last = index < 0 || index + 1 >= order_.size();
   next_->setVisible(!last);
-  if (!last) next_->setText(tr("Next: %1 →").arg(nav_->item(index + 1)->text()));
+  if (!last) {
+    next_->setText(compactNavigation_ ? QStringLiteral("→") : tr("Next: %1 →").arg(pageTitle(index + 1)));
+    next_->setToolTip(tr("Next: %1").arg(pageTitle(index + 1)));
+  }
 }
 
 void MainWindow::onStatusMessage(const QString& pageId, const QString& text) {
@@ -254,7 +287,7 @@ void MainWindow::buildMenus() {
   QMenu* view = menuBar()->addMenu(tr("&View"));
   for (int i = 0; i < order_.size(); ++i) {
     const QString id = order_[i];
-    QAction* a = view->addAction(nav_->item(i)->icon(), nav_->item(i)->text(), this, [this, id] { showPage(id); });
+    QAction* a = view->addAction(nav_->item(i)->icon(), pageTitle(i), this, [this, id] { showPage(id); });
     a->setShortcut(QKeySequence(Qt::CTRL | static_cast<Qt::Key>(Qt::Key_1 + i)));
   }
   view->addSeparator();
@@ -347,7 +380,7 @@ QList<MainWindow::ShortcutEntry> MainWindow::shortcuts() const {
   for (int i = 0; i < order_.size(); ++i) {
     const Page* p = page(order_[i]);
     if (!p) continue;
-    const QString where = nav_->item(i)->text();
+    const QString where = pageTitle(i);
     for (const Page::Key& key : p->keys()) out.append({Page::keysText(key), key.what, where});
     for (const QShortcut* s : p->findChildren<QShortcut*>())
       out.append({s->key().toString(QKeySequence::NativeText), s->whatsThis().isEmpty() ? s->objectName() : s->whatsThis(), where});

@@ -55,6 +55,7 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   void buildMenus();
@@ -65,6 +66,11 @@ class MainWindow : public QMainWindow {
   void updateEngineStatus();
   void updateExportTrace();  // File > Export trace is enabled when there is a trace to export
   void onPageChanged(int index);
+  void updateNextButton(int index);  // "Next: <page> →" (an arrow when the navigation is compact)
+  // Below kCompactNavigationWidth the navigation shows its icons only (titles as tooltips), so
+  // the pages get the width: the Iteration picture at 1024x640 above all.
+  void setCompactNavigation(bool compact);
+  QString pageTitle(int index) const { return titles_.value(index); }
   void onStatusMessage(const QString& pageId, const QString& text);
   void showShortcuts();
   void showAbout();
@@ -83,6 +89,9 @@ class MainWindow : public QMainWindow {
   QHash<QString, Page*> pages_;
   QHash<QString, QString> waitingStatus_;  // page id -> the message it sent while in the background
   QStringList order_;
+  QStringList titles_;  // the pages' titles, in order_ (the navigation may show icons only)
+  QWidget* navColumn_ = nullptr;
+  bool compactNavigation_ = false;
 };
 
 }  // namespace gui

@@ -342,7 +342,7 @@ void BatchNormLabPage::updateButtons() {
 void BatchNormLabPage::updateStatus() {
   const BnLabStep* last = charts_->latestStep();
   QString text, losses;
-  if (!configured_ && !hasFailed()) text = tr("Preparing the devices…");
+  if (!configured_ && !hasFailed()) text = tr("Preparing the devices: the lab is ready in a moment.");
   else if (!last) text = tr("Ready: %1 device(s), batch %2. Press Start.").arg(deviceCountFromSpec()).arg(batchSpin_->value());
   else {
     QStringList sizes, shards;

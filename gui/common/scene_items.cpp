@@ -34,17 +34,18 @@ void drawRecorded(QPainter* p, const QRectF& r, int flags, const QString& text, 
     out->append({text, QFontMetricsF(p->font()).boundingRect(r, flags, text), static_cast<qreal>(p->font().pixelSize()), elided});
 }
 
-// One line of a label in `r`: the first form that fits at the painter's font or a smaller one
-// (down to 80% of it, still readable: the view raised the text scale for small windows), and
-// only when none fits, the last form elided. Returns what was drawn.
+// One line of a label in `r`: the first form that fits at the painter's font, else at a smaller
+// one (down to 80% of it, 9 px at least), and only when none fits, the last form elided. Returns what was drawn.
 QString drawFitted(QPainter* p, const QRectF& r, const QStringList& forms, QList<DrawnLabel>* out,
                    int flags = Qt::AlignLeft | Qt::AlignVCenter) {
   const QFont original = p->font();
   QFont f = original;
   const int start = original.pixelSize();
   const int floor = std::max(kSmallestFittedPx, qRound(start * 0.8));
-  for (const QString& text : forms)
-    for (int px = start; px >= floor; --px) {
+  // A shorter form at the full size before a longer one shrunk: the smallest text decides how
+  // large the view must show the scene (SceneView::fit).
+  for (int px = start; px >= floor; --px)
+    for (const QString& text : forms) {
       f.setPixelSize(px);
       if (QFontMetricsF(f).horizontalAdvance(text) <= r.width()) {
         p->setFont(f);
@@ -312,11 +313,13 @@ QString DeviceBox::replicaTitle() const { return replicaTitleForms().constFirst(
 QStringList DeviceBox::replicaTitleForms() const {
   if (view_.hasReplica) {
     if (device_ == 0) return {QObject::tr("replica 0 (the original)"), QObject::tr("replica 0 (original)")};
-    return {QObject::tr("replica %1 (a copy)").arg(device_)};
+    return {QObject::tr("replica %1 (a copy)").arg(device_), QObject::tr("replica %1").arg(device_)};
   }
-  if (device_ == 0) return {QObject::tr("the module (original weights)")};
-  if (view_.replicaDiscarded) return {QObject::tr("replica %1: discarded").arg(device_)};
-  return {view_.idle ? QObject::tr("no replica (idle)") : QObject::tr("no replica yet")};
+  // Shorter forms keep the text at its size in a narrow box (see drawFitted).
+  if (device_ == 0) return {QObject::tr("the module (original weights)"), QObject::tr("the original module"), QObject::tr("the module")};
+  if (view_.replicaDiscarded) return {QObject::tr("replica %1: discarded").arg(device_), QObject::tr("discarded")};
+  if (view_.idle) return {QObject::tr("no replica (idle)"), QObject::tr("idle")};
+  return {QObject::tr("no replica yet"), QObject::tr("no replica")};
 }
 
 void DeviceBox::setTheme(const QString& theme) {

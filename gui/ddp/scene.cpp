@@ -230,7 +230,7 @@ void DdpScene::drawRing() {
   ring_ = addPath(path, QPen(busy ? QColor(0x2f, 0x6f, 0xd6) : c.panelBorder, busy ? 2.0 : 1.2));
   ring_->setData(kDescription, busy ? QStringLiteral("ring: all-reducing") : QStringLiteral("ring: idle"));
   ring_->setToolTip(tr("The ring: in an all-reduce each rank sends to the next and receives from the one before"));
-  for (int col = 0; col < columnsFor(world); ++col) text(tr("ring"), col * kColumnStep + kRingX, rowTop(0, world) + 4, c.subtext, 10);
+  for (int col = 0; col < columnsFor(world); ++col) text(tr("ring"), col * kColumnStep + kRingX, rowTop(0, world) + 4, c.subtext, 11);
 }
 
 void DdpScene::drawBatchStrips(qreal top) {
@@ -254,7 +254,7 @@ void DdpScene::drawBatchStrips(qreal top) {
     stripCells_.append(b);
     b->setToolTip(pad ? tr("sample %1 again (padding), to rank %2").arg(sample).arg(rank)
                       : tr("sample %1 to rank %2").arg(sample).arg(rank));
-    if (numbers) text(QString::number(sample), kMargin + labelW + p * cell + 2, top + 4, c.chipText, 10);
+    if (numbers) text(QString::number(sample), kMargin + labelW + p * cell + 2, top + 4, c.chipText, 11);
   }
   // DataParallel: contiguous torch.chunk pieces of the same batch.
   const qreal y2 = top + 30;
@@ -268,7 +268,7 @@ void DdpScene::drawBatchStrips(qreal top) {
     for (qint64 i = start; i < start + state_.dpChunks[k]; ++i) {
       auto* b = box(QRectF(kMargin + labelW + i * cell, y2, cell - 1, 22), fill, QColor());
       b->setToolTip(tr("DataParallel would scatter sample %1 to device %2").arg(i).arg(k));
-      if (numbers) text(QString::number(i), kMargin + labelW + i * cell + 2, y2 + 4, c.chipText, 10);
+      if (numbers) text(QString::number(i), kMargin + labelW + i * cell + 2, y2 + 4, c.chipText, 11);
     }
     start += state_.dpChunks[k];
   }
@@ -293,7 +293,7 @@ void DdpScene::drawRank(const DdpRankView& rank, qreal top) {
   text(rank.constructed ? tr("DDP built") : tr("not built yet"), kRankX + 12, top + 42, c.subtext, 11);
 
   // Shard: one cell per sample, padding duplicates outlined in red.
-  text(tr("shard"), kShardX, top + 6, c.subtext, 10);
+  text(tr("shard"), kShardX, top + 6, c.subtext, 11);
   QList<QGraphicsRectItem*> cells;
   const int count = static_cast<int>(rank.samples.size());
   const qreal cell = count > 0 ? std::min<qreal>(30, kShardW / count) : 30;
@@ -311,7 +311,7 @@ void DdpScene::drawRank(const DdpRankView& rank, qreal top) {
   }
   if (count == 0) text(tr("no samples yet"), kShardX, top + 28, c.subtext, 11);
   else if (std::any_of(rank.samples.begin(), rank.samples.end(), [](const DdpSampleView& s) { return s.padding; }))
-    text(tr("dashed: padding"), kShardX + std::min<qreal>(count * cell, kShardW - 70) + 4, top + 30, kPadding, 10);
+    text(tr("dashed: padding"), kShardX + std::min<qreal>(count * cell, kShardW - 70) + 4, top + 30, kPadding, 11);
   samples_.insert(rank.rank, cells);
 
   // Activity.
@@ -321,7 +321,7 @@ void DdpScene::drawRank(const DdpRankView& rank, qreal top) {
 
   // Buckets in launch order, filled by the share of their gradients that are in, coloured by phase
   // (equal widths: the bytes are on the label and in the tooltip).
-  text(tr("gradient buckets (launch order →)"), kBucketX, top + 6, c.subtext, 10);
+  text(tr("gradient buckets (launch order →)"), kBucketX, top + 6, c.subtext, 11);
   qreal x = kBucketX;
   const qreal gap = 4;
   const int nb = static_cast<int>(rank.buckets.size());
@@ -334,9 +334,9 @@ void DdpScene::drawRank(const DdpRankView& rank, qreal top) {
     outline->setData(kDescription, desc);
     makeClickable(outline, DdpPart::Bucket, rank.rank, b.bucket);
     outline->setToolTip(tr("%1\n%2\n%3").arg(desc, b.params.join(QStringLiteral(", ")), formatBytes(static_cast<double>(b.bytes))));
-    if (w >= 40) text(QStringLiteral("b%1 %2/%3").arg(b.bucket).arg(b.ready).arg(b.total), x + 4, top + 24, c.text, 10, true);
-    if (w >= 60) text(formatBytes(static_cast<double>(b.bytes)), x + 4, top + 37, c.text, 9);
-    text(bucketPhaseName(b.phase), x + 2, top + 55, phaseColor(b.phase, c).darker(theme_ == QLatin1String("dark") ? 70 : 120), 9);
+    if (w >= 40) text(QStringLiteral("b%1 %2/%3").arg(b.bucket).arg(b.ready).arg(b.total), x + 4, top + 24, c.text, 11, true);
+    if (w >= 60) text(formatBytes(static_cast<double>(b.bytes)), x + 4, top + 37, c.text, 11);
+    text(bucketPhaseName(b.phase), x + 2, top + 55, phaseColor(b.phase, c).darker(theme_ == QLatin1String("dark") ? 70 : 120), 10);
     buckets_.insert(key(rank.rank, b.bucket), outline);
     x += w + gap;
   }

@@ -1,5 +1,7 @@
 #include "gui/iteration/scene.h"
 
+#include <QScrollBar>
+
 #include "gui/common/flight.h"
 
 #include <algorithm>
@@ -391,6 +393,9 @@ SceneView::SceneView(QGraphicsScene* scene, QWidget* parent) : QGraphicsView(sce
   setFrameShape(QFrame::NoFrame);
   setMinimumSize(360, 260);
   connect(scene, &QGraphicsScene::sceneRectChanged, this, &SceneView::fit);
+  // Dragging, clicking or wheeling a scroll bar: the learner's place is kept from then on.
+  for (QScrollBar* bar : {horizontalScrollBar(), verticalScrollBar()})
+    connect(bar, &QScrollBar::actionTriggered, this, [this] { learnerScrolled_ = true; });
 }
 
 void SceneView::fit() {
@@ -415,14 +420,20 @@ void SceneView::fit() {
   const qreal smallest = smallestSceneTextPx(scene());
   const qreal s = smallest > 0 ? std::max(fitted, minScreenPx / smallest) : fitted;
   const bool scrolls = s > fitted * 1.001;
-  const bool wasScrolling = horizontalScrollBarPolicy() == Qt::ScrollBarAsNeeded;
   setHorizontalScrollBarPolicy(scrolls ? Qt::ScrollBarAsNeeded : Qt::ScrollBarAlwaysOff);
   setVerticalScrollBarPolicy(scrolls ? Qt::ScrollBarAsNeeded : Qt::ScrollBarAlwaysOff);
   setTransform(QTransform::fromScale(s, s));
   if (!scrolls) {
+    learnerScrolled_ = false;
     centerOn(r.center());
-  } else if (!wasScrolling) {  // the top left (the host, rank 0) first; then where the learner scrolled
-    centerOn(r.left() + viewport()->width() / (2 * s), r.top() + viewport()->height() / (2 * s));
+  } else if (!learnerScrolled_) {
+    // The top left (the host, rank 0) until the learner scrolls; set once the scroll bars have
+    // their new ranges.
+    QMetaObject::invokeMethod(this, [this] {
+      if (learnerScrolled_) return;
+      horizontalScrollBar()->setValue(horizontalScrollBar()->minimum());
+      verticalScrollBar()->setValue(verticalScrollBar()->minimum());
+    }, Qt::QueuedConnection);
   }
 }
 

@@ -110,6 +110,9 @@ class SceneView : public QGraphicsView {
  protected:
   void resizeEvent(QResizeEvent* event) override;
   void paintEvent(QPaintEvent* event) override;
+
+ private:
+  bool learnerScrolled_ = false;  // a scroll bar was moved while the scene scrolls
   void showEvent(QShowEvent* event) override;
 };
 

@@ -4,6 +4,7 @@
 
 #include <QScreen>
 #include <QLabel>
+#include <QListWidget>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSplitter>
@@ -81,14 +82,44 @@ TEST(WindowSize, TheIterationStepperIsNeverBelowTheFold) {
   // The position beside the stepper shows a form that fits its label (never cut mid-word).
   QLabel* position = nullptr;
   for (QLabel* label : page->findChildren<QLabel*>())
-    if (label->objectName() == QLatin1String("hintLabel") && label->text().contains(QLatin1String("3/")) ) position = label;
-  ASSERT_NE(position, nullptr) << "the stepper's position label shows a short form at 1024x640";
+    if (label->objectName() == QLatin1String("hintLabel") &&
+        (label->text().startsWith(QLatin1String("3/")) || label->text().startsWith(QLatin1String("stage 3 of"))))
+      position = label;
+  ASSERT_NE(position, nullptr) << "the stepper's position label shows stage 3 at 1024x640";
   EXPECT_LE(position->fontMetrics().horizontalAdvance(position->text()), position->width()) << position->text().toStdString();
   EXPECT_TRUE(page->positionText().startsWith(QLatin1String("stage 3 of"))) << page->positionText().toStdString();
   auto* scroll = qobject_cast<QScrollArea*>(page->parentWidget()->parentWidget());
   ASSERT_NE(scroll, nullptr);
   EXPECT_EQ(scroll->verticalScrollBar()->maximum(), 0)
       << "side panels " << page->sidePanels()->minimumSizeHint().height()<< " the page needs " << page->minimumSizeHint().height() << " px of " << scroll->viewport()->height();
+}
+
+}  // namespace
+}  // namespace gui
+
+namespace gui {
+namespace {
+
+// Below 1200 px the navigation shows icons only (the titles become tooltips), so the pages, the
+// Iteration picture above all, get the width; a wider window shows the titles again.
+TEST(WindowSize, ANarrowWindowShowsTheNavigationAsIcons) {
+  SizedWindow w(settingsFor(QStringLiteral("cpu:4"), QStringLiteral("simple"), 10), QSize(1024, 640));
+  settleEvents();
+  auto* nav = w.window->findChild<QListWidget*>(QStringLiteral("navigation"));
+  auto* column = w.window->findChild<QWidget*>(QStringLiteral("navigationColumn"));
+  ASSERT_NE(nav, nullptr);
+  ASSERT_NE(column, nullptr);
+  const int narrowColumn = column->width();
+  EXPECT_LT(narrowColumn, 80);
+  for (int i = 0; i < nav->count(); ++i) {
+    EXPECT_TRUE(nav->item(i)->text().isEmpty()) << i;
+    EXPECT_FALSE(nav->item(i)->toolTip().isEmpty()) << i;
+  }
+  w.window->resize(1600, 900);
+  ASSERT_GE(w.window->width(), 1200);
+  settleEvents();
+  EXPECT_GT(column->width(), narrowColumn);
+  for (int i = 0; i < nav->count(); ++i) EXPECT_FALSE(nav->item(i)->text().isEmpty()) << i;
 }
 
 }  // namespace
