@@ -32,6 +32,13 @@ void MemoryListing::add(const Tensor& t, const std::string& name, TensorRole rol
   push(t, name, role, kind, why, first_row, false, copy_values);
 }
 
+void MemoryListing::add_state(const std::string& entry, const Tensor& t, const std::string& name, TensorRole role,
+                              MemoryKind kind, const std::string& why) {
+  const size_t before = s_.tensors.size();
+  add(t, name, role, kind, why);
+  if (s_.tensors.size() > before) s_.tensors.back().state_entry = entry;  // add lists one tensor at most
+}
+
 void MemoryListing::push(const Tensor& t, const std::string& name, TensorRole role, MemoryKind kind,
                          const std::string& why, int64_t first_row, bool view, bool copy_values) {
   TensorInfo i;

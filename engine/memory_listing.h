@@ -22,6 +22,10 @@ class MemoryListing {
   // now (a DDP bucket under its all-reduce); its TensorInfo then has no values.
   void add(const Tensor& t, const std::string& name, TensorRole role, MemoryKind kind, const std::string& why,
            int64_t first_row = -1, bool copy_values = true);
+  // add() for a tensor of a state-dict entry (the parameter, buffer, .grad or momentum of `entry`):
+  // its TensorInfo says which (state_entry).
+  void add_state(const std::string& entry, const Tensor& t, const std::string& name, TensorRole role, MemoryKind kind,
+                 const std::string& why);
   void finish() { s_.memory.other = s_.memory_bytes - counted_; }
 
  private:

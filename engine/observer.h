@@ -58,6 +58,10 @@ struct TensorInfo {
   std::string why;           // one sentence: why the device holds this tensor now
   MemoryKind memory = MemoryKind::Batch;  // which part of the device's memory it counts in
   bool view = false;         // a view of a tensor listed before it (chunk 0 of inputs): no memory of its own
+  // The state-dict entry it belongs to ("0.weight" for the parameter, its .grad, its momentum;
+  // "1.running_mean" for a buffer), so a front end can name it as the user's program does; empty
+  // for everything else.
+  std::string state_entry;
 };
 
 // A device's live allocations by what they hold. Every tensor the iteration and the trainer keep

@@ -74,16 +74,16 @@ void list_rank_memory(const DdpRank& rank, DeviceState& device) {
            "This rank's shard of the global batch (DistributedSampler's indices), copied to its device.");
   list.add(rank.target(), "labels", TensorRole::Target, MemoryKind::Batch, "The labels of this rank's shard.");
   for (const auto& [name, t] : rank.params().items())
-    list.add(t, name, TensorRole::Param, MemoryKind::Parameters,
+    list.add_state(name, t, name, TensorRole::Param, MemoryKind::Parameters,
              "This rank's own module: every rank holds all the parameters, for the whole run.");
   for (const auto& [name, t] : rank.buffers().items())
-    list.add(t, name, TensorRole::Buffer, MemoryKind::Parameters,
+    list.add_state(name, t, name, TensorRole::Buffer, MemoryKind::Parameters,
              "This rank's own buffer; with broadcast_buffers rank 0's overwrites it before each forward.");
   for (const auto& [name, g] : rank.grads().items())
-    list.add(g, "grad " + name, TensorRole::Grad, MemoryKind::Gradients,
+    list.add_state(name, g, "grad " + name, TensorRole::Grad, MemoryKind::Gradients,
              "The parameter's .grad on this rank: its own gradient, then (after Finalize) the mean over the ranks.");
   for (const auto& [name, m] : rank.momentum().items())
-    list.add(m, "momentum " + name, TensorRole::Optimizer, MemoryKind::Optimizer,
+    list.add_state(name, m, "momentum " + name, TensorRole::Optimizer, MemoryKind::Optimizer,
              "SGD's momentum buffer: every rank keeps its own, equal on all ranks.");
   const auto& caches = rank.caches();
   for (int layer = 0; layer < static_cast<int>(caches.size()); ++layer) {

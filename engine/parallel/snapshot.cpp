@@ -59,17 +59,17 @@ void Iteration::Impl::list_module_and_batch(MemoryListing& list) const {
   list.add(target_dev0, "labels", TensorRole::Target, Kind::Batch,
            "The labels: `.cuda()` copied them to GPU 0, where the loss will be computed.");
   for (const auto& decl : model.parameter_decls())
-    list.add(tr.state().at(decl.name), decl.name, TensorRole::Param, Kind::Parameters,
+    list.add_state(decl.name, tr.state().at(decl.name), decl.name, TensorRole::Param, Kind::Parameters,
              "The module's parameter (model.cuda()); replica 0 computes with this very tensor, "
              "optimizer.step() updates it.");
   for (const auto& decl : model.buffer_decls())
-    list.add(tr.state().at(decl.name), decl.name, TensorRole::Buffer, Kind::Parameters,
+    list.add_state(decl.name, tr.state().at(decl.name), decl.name, TensorRole::Buffer, Kind::Parameters,
              "A buffer of the module (model.cuda()); replica 0 updates this very tensor.");
   for (const auto& [name, m] : tr.momentum().items())
-    list.add(m, "momentum " + name, TensorRole::Optimizer, Kind::Optimizer,
+    list.add_state(name, m, "momentum " + name, TensorRole::Optimizer, Kind::Optimizer,
              "SGD's momentum buffer: optimizer state, kept on GPU 0 only, from the first step on.");
   for (const auto& [name, g] : tr.grads().items())
-    list.add(g, grads_reduced ? "grad " + name : "grad " + name + " (last step)", TensorRole::Grad, Kind::Gradients,
+    list.add_state(name, g, grads_reduced ? "grad " + name : "grad " + name + " (last step)", TensorRole::Grad, Kind::Gradients,
              grads_reduced ? "The parameter's .grad: the replicas' gradients summed onto GPU 0."
                            : "The parameter's .grad from the last step; this iteration's sum replaces it.");
   list.add(it.output_, "output", TensorRole::Output, Kind::Output,
@@ -92,16 +92,16 @@ void Iteration::Impl::list_replica(MemoryListing& list, int d, const Stage& stag
   }
   if (d > 0) {
     for (const auto& [name, t] : rep.params.items())
-      list.add(t, name, TensorRole::Param, Kind::Parameters,
+      list.add_state(name, t, name, TensorRole::Param, Kind::Parameters,
                "Replica " + std::to_string(d) + "'s copy, broadcast from GPU 0 by replicate; freed after backward.");
     for (const auto& [name, t] : rep.buffers.items())
-      list.add(t, name, TensorRole::Buffer, Kind::Parameters,
+      list.add_state(name, t, name, TensorRole::Buffer, Kind::Parameters,
                "Replica " + std::to_string(d) + "'s copy of a buffer; its updates are thrown away with the replica.");
   }
   list_layer_caches(list, rep);
   list_flow(list, d, stage, backward_started);
   for (const auto& [name, g] : rep.grads.items())
-      list.add(g, "grad " + name, TensorRole::Grad, Kind::Gradients,
+      list.add_state(name, g, "grad " + name, TensorRole::Grad, Kind::Gradients,
                "This replica's gradient from its own chunk; the reduce sums it onto GPU 0.");
 }
 

@@ -319,8 +319,12 @@ SceneState sceneStateFor(const IterationInfo& info, const dpv::StageEvent* event
       view.memory = ds->memory;
       std::map<int, QList<dpv::TensorInfo>> byPart;
       for (dpv::TensorInfo t : ds->tensors) {
-        // Parameters and buffers by the names the code panel's program gives them.
-        if (t.role == TensorRole::Param || t.role == TensorRole::Buffer) t.name = programParameterName(info, t.name).toStdString();
+        // Parameters, buffers, their gradients and momentum by the names the code panel's program
+        // gives them ("grad linear.weight"): the engine says which entry each belongs to.
+        if (!t.state_entry.empty()) {
+          const std::string program = programParameterName(info, t.state_entry).toStdString();
+          if (const size_t at = t.name.find(t.state_entry); at != std::string::npos) t.name.replace(at, t.state_entry.size(), program);
+        }
         byPart[static_cast<int>(t.memory)].append(t);
       }
       for (const auto& [part, group] : byPart) {

@@ -129,7 +129,7 @@ DdpInspection ddpInspection(const IterationInfo& info, const QList<dpv::StageEve
         for (const auto& r : local->ranks) {
           param = r.watched_param;
           if (r.rank == rank) out.selectedRow = static_cast<int>(rows.size());
-          rows.append(row(QObject::tr("rank %1: grad %2, local").arg(r.rank).arg(QString::fromStdString(r.watched_param)).toStdString(),
+          rows.append(row(QObject::tr("rank %1: grad %2, local").arg(r.rank).arg(programParameterName(info, r.watched_param)).toStdString(),
                           dpv::TensorRole::Grad, r.grad_head, dtype, r.rank,
                           QObject::tr("Before averaging (after %1): the gradient of rank %2's own shard's mean loss; the "
                                       "ranks differ.").arg(QString::fromStdString(local->stage.title)).arg(r.rank)));
@@ -139,13 +139,13 @@ DdpInspection ddpInspection(const IterationInfo& info, const QList<dpv::StageEve
         if (r.grads != dpv::GradState::Averaged) continue;
         param = r.watched_param;
         if (r.rank == rank) out.selectedRow = static_cast<int>(rows.size());
-        rows.append(row(QObject::tr("rank %1: grad %2, averaged").arg(r.rank).arg(QString::fromStdString(r.watched_param)).toStdString(),
+        rows.append(row(QObject::tr("rank %1: grad %2, averaged").arg(r.rank).arg(programParameterName(info, r.watched_param)).toStdString(),
                         dpv::TensorRole::Grad, r.grad_head, dtype, r.rank,
                         QObject::tr("After averaging (%1): the all-reduced buckets copied back into .grad, the mean of the "
                                     "ranks' local gradients; every rank holds the same.").arg(stage)));
       }
       out.chip.text = rows.isEmpty() ? QObject::tr("no gradient yet in this iteration")
-                                     : QObject::tr("grad %1, first values, every rank").arg(QString::fromStdString(param));
+                                     : QObject::tr("grad %1, first values, every rank").arg(programParameterName(info, param));
       break;
     }
     case DdpPart::Params:
@@ -159,14 +159,14 @@ DdpInspection ddpInspection(const IterationInfo& info, const QList<dpv::StageEve
         const std::vector<double>& values = params ? r.param_head : r.buffer_head;
         if (values.empty()) continue;
         if (r.rank == rank) out.selectedRow = static_cast<int>(rows.size());
-        rows.append(row(QObject::tr("rank %1: %2").arg(r.rank).arg(QString::fromStdString(name)).toStdString(),
+        rows.append(row(QObject::tr("rank %1: %2").arg(r.rank).arg(programParameterName(info, name)).toStdString(),
                         out.chip.role, values, dtype, r.rank,
                         params ? QObject::tr("Rank %1's copy after %2: rank 0's at construction, then changed only by the "
                                              "same averaged step on every rank.").arg(r.rank).arg(stage)
                                : QObject::tr("Rank %1's buffer after %2: its own running statistics, overwritten by rank "
                                              "0's at the start of each forward.").arg(r.rank).arg(stage)));
       }
-      out.chip.text = QObject::tr("%1, first values, every rank").arg(QString::fromStdString(name));
+      out.chip.text = QObject::tr("%1, first values, every rank").arg(programParameterName(info, name));
       break;
     }
   }

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <memory>
+#include <set>
 #include <numeric>
 
 #include "dp_test_support.h"
@@ -111,5 +113,50 @@ TEST(Strategy, LearningRateSetBetweenIterationsDrivesTheNextStep) {
     }
     EXPECT_THROW(strategy->set_learning_rate(-0.1), Error);
     EXPECT_THROW(strategy->set_learning_rate(std::nan("")), Error);
+  }
+}
+
+// Every tensor of a state-dict entry (parameter, buffer, .grad, momentum) says which entry it
+// belongs to, so a front end can name it as the user's program does; nothing else claims one.
+TEST(Strategy, SnapshotsSayWhichStateEntryATensorBelongsTo) {
+  const ModelSpec spec = mlp_bn();
+  const Model model(spec);
+  const TensorMap state = model.initial_state(4);
+  const Batch batch = random_batch(12, 4, 3, 24);
+  std::set<std::string> entries;
+  for (const auto& d : model.parameter_decls()) entries.insert(d.name);
+  for (const auto& d : model.buffer_decls()) entries.insert(d.name);
+  TrainOptions dp_options;
+  dp_options.momentum = 0.9;
+  DdpOptions ddp_options;
+  ddp_options.momentum = 0.9;
+  std::vector<std::unique_ptr<Strategy>> strategies;
+  strategies.push_back(std::make_unique<Trainer>(DeviceSet::create("cpu:2"), Model(spec), state, dp_options));
+  strategies.push_back(std::make_unique<DdpTrainer>(DeviceSet::create("cpu:2"), Model(spec), state, ddp_options));
+  for (auto& strategy : strategies) {
+    SCOPED_TRACE(strategy_name(strategy->kind()));
+    for (int iteration = 0; iteration < 2; ++iteration) {  // the second has momentum buffers
+      auto it = strategy->begin_iteration(batch.input, batch.target);
+      it->set_snapshots(true);
+      std::map<TensorRole, int> claimed;
+      while (!it->finished()) {
+        const StageEvent e = it->step();
+        for (const DeviceState& device : e.devices)
+          for (const TensorInfo& t : device.tensors) {
+            const bool of_state = t.role == TensorRole::Param || t.role == TensorRole::Buffer ||
+                                  t.role == TensorRole::Optimizer || (t.role == TensorRole::Grad && t.memory == MemoryKind::Gradients);
+            if (!of_state) {
+              EXPECT_TRUE(t.state_entry.empty()) << t.name << " claims " << t.state_entry;
+              continue;
+            }
+            EXPECT_TRUE(entries.count(t.state_entry)) << t.name << ": '" << t.state_entry << "'";
+            EXPECT_NE(t.name.find(t.state_entry), std::string::npos) << t.name;
+            ++claimed[t.role];
+          }
+      }
+      EXPECT_GT(claimed[TensorRole::Param], 0);
+      EXPECT_GT(claimed[TensorRole::Grad], 0);
+      if (iteration == 1) EXPECT_GT(claimed[TensorRole::Optimizer], 0);
+    }
   }
 }

@@ -1,6 +1,8 @@
 // sceneStateFor: the scene's content from a snapshot alone (no engine needed).
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "gui/common/scene_model.h"
 
 #include <cmath>
@@ -121,6 +123,7 @@ namespace {
 dpv::TensorInfo parameterPart(const std::string& name, dpv::TensorRole role) {
   dpv::TensorInfo t = tensor(name, role, 0, {4});
   t.memory = dpv::MemoryKind::Parameters;
+  t.state_entry = name;  // as the engine's snapshots say
   return t;
 }
 
@@ -171,6 +174,20 @@ TEST(SceneModel, TheSamplePresetsNamesAreTheProgramsAndSequentialsStayAsTheyAre)
   SceneState s = sceneStateFor(info, &ev);
   EXPECT_TRUE(s.cardTitle.startsWith(QStringLiteral("grad of linear.weight[3]"))) << s.cardTitle.toStdString();
   EXPECT_EQ(s.devices[0].chips[0].tensors[0].name, "linear.weight");
+  // Its gradient and momentum too: "grad linear.weight", never "grad 0.weight" beside the card.
+  dpv::TensorInfo grad = tensor("grad 0.weight", dpv::TensorRole::Grad, 0, {4});
+  grad.memory = dpv::MemoryKind::Gradients;
+  grad.state_entry = "0.weight";
+  dpv::TensorInfo momentum = tensor("momentum 0.weight", dpv::TensorRole::Optimizer, 0, {4});
+  momentum.memory = dpv::MemoryKind::Optimizer;
+  momentum.state_entry = "0.weight";
+  ev.devices[0].tensors = {parameterPart("0.weight", dpv::TensorRole::Param), grad, momentum};
+  s = sceneStateFor(info, &ev);
+  std::set<std::string> names;
+  for (const auto& chip : s.devices[0].chips)
+    for (const auto& t : chip.tensors) names.insert(t.name);
+  EXPECT_EQ(names, (std::set<std::string>{"linear.weight", "grad linear.weight", "momentum linear.weight"}));
+  ev.devices[0].tensors = {parameterPart("0.weight", dpv::TensorRole::Param)};
   info.preset = "mlp-bn";  // an nn.Sequential: its own names
   s = sceneStateFor(info, &ev);
   EXPECT_TRUE(s.cardTitle.startsWith(QStringLiteral("grad of 0.weight[3]"))) << s.cardTitle.toStdString();
