@@ -1,5 +1,7 @@
 #include "gui/ring/ring_view.h"
 
+#include "gui/common/chart_style.h"
+
 #include <QFontMetricsF>
 #include <QPainter>
 #include <QPainterPath>
@@ -88,7 +90,7 @@ RingView::Layout RingView::computeLayout() const {
   const int world = demo_->world_size;
   l.world = world;
   l.small = font();
-  l.small.setPointSizeF(font().pointSizeF() * 0.85);
+  l.small.setPointSizeF(std::max(kMinChartTextPt, font().pointSizeF() * 0.85));
   // Right: the grid of every rank's bucket; left: the ring of ranks in the space that is left.
   l.cellW = std::clamp((width() * (world > 4 ? 0.7 : 0.62) - l.rowLabelW) / world, 40.0, 96.0);
   l.cellH = std::clamp((height() - l.headerH - l.captionH - 8) / world, 30.0, 58.0);
@@ -220,11 +222,14 @@ void RingView::drawCell(QPainter& p, const Layout& l, const SceneColors& c, int 
   QStringList who;
   for (int q : demo_->frames[ix(frame_)].contributors[ix(rank)][ix(chunk)]) who << QString::number(q);
   p.setPen(share > 0.6 ? c.chipText : c.text);
-  // Narrow cells (many ranks) get a smaller font and a count instead of the list of ranks.
-  const QString value = cellText(rank, chunk);
+  // Narrow cells (many ranks): fewer significant digits first, then a smaller font (9 pt at
+  // least), and a count instead of the list of ranks.
+  const double v = cellValue(rank, chunk);
+  QString value = cellText(rank, chunk);
   QFont valueFont = font();
-  while (QFontMetricsF(valueFont).horizontalAdvance(value) > cell.width() - 4 && valueFont.pointSizeF() > 6)
-    valueFont.setPointSizeF(valueFont.pointSizeF() - 0.5);
+  auto tooWide = [&] { return QFontMetricsF(valueFont).horizontalAdvance(value) > cell.width() - 4; };
+  for (int digits = 3; digits >= 2 && !qIsNaN(v) && tooWide(); --digits) value = QString::number(v, 'g', digits);
+  while (tooWide() && valueFont.pointSizeF() > kMinChartTextPt) valueFont.setPointSizeF(valueFont.pointSizeF() - 0.5);
   p.setFont(valueFont);
   p.drawText(cell.adjusted(1, 1, -1, -cell.height() / 2 + 2), Qt::AlignCenter, value);
   p.setFont(l.small);
