@@ -67,21 +67,7 @@ struct TimelineSeries {
   std::vector<StageEvent> median_events;
   bool simulated = false;            // the devices are CPU threads (cpu:K)
   int device_count = 0;
-  unsigned host_cores = 0;           // One iteration's events cut down to its measured work, for drawing one iteration. The engine's
-// clocks start when the iteration object is made (for the app: when it is prepared, long before the
-// learner's first step) and run on while the learner reads between steps; neither is work. Every
-// time is moved so the first stage starts at 0 and stretches in which no stage ran and no bucket
-// all-reduce was in flight are taken out. DDP's Construct stage (iteration 1 only: DDP's
-// constructor, which runs once before training) is left out of the events and reported apart.
-struct IterationWork {
-  std::vector<StageEvent> events;  // the iteration's stages without Construct, on the work clock
-  double seconds = 0;              // the last stage's or all-reduce's end on that clock
-  double construct_seconds = 0;    // DDP's Construct stage (0 when the iteration has none)
-  double idle_seconds = 0;         // the time taken out
-};
-IterationWork measured_work(const std::vector<StageEvent>& events);
-
-// CPUs this process may run on
+  unsigned host_cores = 0;           // CPUs this process may run on
   // Simulated devices outnumber the cores: at most host_cores of them compute at a time.
   bool threads_share_cores() const { return simulated && host_cores > 0 && static_cast<unsigned>(device_count) > host_cores; }
 };
