@@ -242,10 +242,10 @@ TEST_F(BnLabPageFixture, PauseStopsAndResetStartsOver) {
   EXPECT_NEAR(refLoss[0].y(), first.loss(), 1e-9);
 }
 
-// As TensorFlow Playground takes its settings: a new batch while the lab trains is used by the
-// next step, and the models keep their steps (no restart). The status line wraps instead of being
+// As TensorFlow Playground takes its settings: a new batch or learning rate while the lab trains is
+// used by the next step, and the models keep their steps (no restart). The status line wraps instead of being
 // cut, and the page says whose run it shows.
-TEST_F(BnLabPageFixture, ABatchChangeAppliesAtTheNextStepWithoutARestart) {
+TEST_F(BnLabPageFixture, ABatchOrLearningRateChangeAppliesAtTheNextStepWithoutARestart) {
   BnLabConfig c;
   c.devices = "cpu:2";
   c.batchSize = 32;
@@ -262,6 +262,12 @@ TEST_F(BnLabPageFixture, ABatchChangeAppliesAtTheNextStepWithoutARestart) {
   EXPECT_TRUE(page->statusText().contains(QLatin1String("batch 16"))) << page->statusText().toStdString();
   EXPECT_TRUE(page->runCaption().contains(QStringLiteral("seed 0 · batch 16"))) << page->runCaption().toStdString();
   EXPECT_TRUE(page->runCaption().contains(QLatin1String("cpu:2"))) << page->runCaption().toStdString();
+  // The learning rate is taken the same way: the lab goes on from where it was.
+  page->setLearningRate(0.5);
+  page->stepOnce();
+  ASSERT_TRUE(waitUntil([&] { return page->charts()->stepCount() == 3; })) << page->failure().toStdString();
+  EXPECT_EQ(page->charts()->latestStep()->step, 3) << "a learning-rate change restarted the lab";
+  EXPECT_FALSE(page->hasFailed());
 
   page->resize(1024, 640);
   page->show();
@@ -269,23 +275,6 @@ TEST_F(BnLabPageFixture, ABatchChangeAppliesAtTheNextStepWithoutARestart) {
   QLabel* status = page->statusLabel();
   EXPECT_TRUE(status->wordWrap());
   EXPECT_GE(status->height(), status->heightForWidth(status->width())) << "the status line is cut off";
-}
-
-// The learning rate is taken the same way: the lab goes on from where it was.
-TEST_F(BnLabPageFixture, ALearningRateChangeAppliesAtTheNextStepWithoutARestart) {
-  BnLabConfig c;
-  c.devices = "cpu:2";
-  c.batchSize = 32;
-  ASSERT_NO_FATAL_FAILURE(configure(c, 100));
-  page->stepOnce();
-  ASSERT_TRUE(waitUntil([&] { return page->charts()->stepCount() == 1; }));
-  page->setLearningRate(0.5);
-  page->stepOnce();
-  ASSERT_TRUE(waitUntil([&] { return page->charts()->stepCount() == 2; })) << page->failure().toStdString();
-  const BnLabStep* last = page->charts()->latestStep();
-  ASSERT_NE(last, nullptr);
-  EXPECT_EQ(last->step, 2) << "the lab went on; it did not start again";
-  EXPECT_FALSE(page->hasFailed());
 }
 
 TEST_F(BnLabPageFixture, OneSampleChunkShowsTheEnginesError) {

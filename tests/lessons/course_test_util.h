@@ -3,12 +3,22 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 
 namespace dpv::course::testing {
 
 inline std::string lessons_dir() { return std::string(DPV_LESSONS_SOURCE_DIR); }
 inline std::string quiz_dir() { return lessons_dir() + "/quiz"; }
+
+// Words separated by white space, as the lesson length rules count them.
+inline int word_count(const std::string& text) {
+  std::istringstream in(text);
+  std::string word;
+  int n = 0;
+  while (in >> word) ++n;
+  return n;
+}
 
 // A fresh folder under the system temp dir, removed when the object goes away.
 class TempDir {

@@ -28,6 +28,7 @@ namespace dpv::course {
 namespace {
 
 using testing::lessons_dir;
+using testing::word_count;
 
 struct Case {
   std::string preset;
@@ -57,14 +58,6 @@ std::string joined(const std::vector<int64_t>& v) {
   std::string out;
   for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
   return out;
-}
-
-int word_count(const std::string& text) {
-  std::istringstream in(text);
-  std::string w;
-  int n = 0;
-  while (in >> w) ++n;
-  return n;
 }
 
 // The lesson of a stage ("stages/scatter", "ddp/stages/sample"), rendered with `facts`: no

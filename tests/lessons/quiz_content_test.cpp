@@ -16,6 +16,7 @@ namespace dpv::course {
 namespace {
 
 using testing::lessons_dir;
+using testing::word_count;
 using testing::quiz_dir;
 
 std::string joined(const std::vector<std::string>& v) {
@@ -100,14 +101,6 @@ TEST(QuizContent, EveryQuestionIsComplete) {
 TEST(LessonContent, EveryLessonLoads) {
   EXPECT_TRUE(check_lessons(lessons_dir()).empty()) << joined(check_lessons(lessons_dir()));
   EXPECT_EQ(lesson_ids().size(), 16u + ddp_stage_lesson_names().size());
-}
-
-int word_count(const std::string& text) {
-  std::istringstream in(text);
-  std::string w;
-  int n = 0;
-  while (in >> w) ++n;
-  return n;
 }
 
 // The stage lessons are templates: their length as the learner reads them (rendered with a run's
