@@ -44,7 +44,8 @@ void run_step_ddp(const StepOptions& o) {
   save_safetensors(o.out, out.tensors, out.metadata);
   std::cout << "dpv step --ddp: " << o.steps << " iteration" << (o.steps == 1 ? "" : "s") << " on " << o.run.devices
             << " (" << trainer.world_size() << " ranks, shards " << list_str(shard_sizes) << ", "
-            << results[0].buckets.size() << " bucket" << (results[0].buckets.size() == 1 ? "" : "s") << "), loss "
+            << results[0].buckets.size() << " bucket" << (results[0].buckets.size() == 1 ? "" : "s")
+            << "), mean loss over the ranks "  // the output's `loss`; each rank's own is rank<r>/loss
             << py_fixed(out.tensors.at("loss").item(), 6) << " -> " << o.out << "\n";
 }
 

@@ -115,7 +115,7 @@ void run_step_ddp_launched(const StepOptions& o) {
     std::cout << "dpv step --ddp: " << o.steps << " iteration" << (o.steps == 1 ? "" : "s") << " on " << lr.devices_spec
               << " (" << lr.world_size() << " launched processes over " << group.backend() << ", shards "
               << list_str(shard_sizes) << ", " << results[0].buckets.size() << " bucket"
-              << (results[0].buckets.size() == 1 ? "" : "s") << "), loss "
+              << (results[0].buckets.size() == 1 ? "" : "s") << "), mean loss over the ranks "
               << strf("%.6f", out.tensors.at("loss").item()) << " -> " << o.out << "\n";
   }
   lr.session->shutdown();
