@@ -92,7 +92,10 @@ RingView::Layout RingView::computeLayout() const {
   l.small = font();
   l.small.setPointSizeF(std::max(kMinChartTextPt, font().pointSizeF() * 0.85));
   // Right: the grid of every rank's bucket; left: the ring of ranks in the space that is left.
-  l.cellW = std::clamp((width() * (world > 4 ? 0.7 : 0.62) - l.rowLabelW) / world, 40.0, 96.0);
+  // Many ranks: the grid takes more of the width (the ring is smaller) and row labels are short,
+  // so a cell holds a value of a few digits at 9 pt.
+  if (world > 4) l.rowLabelW = 30;
+  l.cellW = std::clamp((width() * (world > 4 ? 0.78 : 0.62) - l.rowLabelW) / world, 40.0, 96.0);
   l.cellH = std::clamp((height() - l.headerH - l.captionH - 8) / world, 30.0, 58.0);
   l.gridW = l.rowLabelW + world * l.cellW;
   l.gridH = l.headerH + world * l.cellH;
@@ -123,6 +126,8 @@ void RingView::paintEvent(QPaintEvent*) {
     return;
   }
   const Layout l = computeLayout();
+  smallestDrawnPt_ = std::min(font().pointSizeF(), l.small.pointSizeF());
+  cutCells_ = 0;
   drawMoves(p, l, c);
   drawRanks(p, l, c);
   drawHeader(p, l, c);
@@ -199,7 +204,8 @@ void RingView::drawCells(QPainter& p, const Layout& l, const SceneColors& c) con
   for (int r = 0; r < l.world; ++r) {
     const double y = l.gy + l.headerH + r * l.cellH;
     p.setPen(c.text);
-    p.drawText(QRectF(l.gx, y, l.rowLabelW - 6, l.cellH), Qt::AlignVCenter | Qt::AlignRight, tr("rank %1").arg(r));
+    p.drawText(QRectF(l.gx, y, l.rowLabelW - 6, l.cellH), Qt::AlignVCenter | Qt::AlignRight,
+               l.world > 4 ? tr("r%1").arg(r) : tr("rank %1").arg(r));
     int received = -1;
     if (!frame.moves.empty())
       for (const auto& m : frame.moves)
@@ -228,8 +234,10 @@ void RingView::drawCell(QPainter& p, const Layout& l, const SceneColors& c, int 
   QString value = cellText(rank, chunk);
   QFont valueFont = font();
   auto tooWide = [&] { return QFontMetricsF(valueFont).horizontalAdvance(value) > cell.width() - 4; };
-  for (int digits = 3; digits >= 2 && !qIsNaN(v) && tooWide(); --digits) value = QString::number(v, 'g', digits);
+  for (int digits = 3; digits >= 1 && !qIsNaN(v) && tooWide(); --digits) value = QString::number(v, 'g', digits);
   while (tooWide() && valueFont.pointSizeF() > kMinChartTextPt) valueFont.setPointSizeF(valueFont.pointSizeF() - 0.5);
+  smallestDrawnPt_ = std::min(smallestDrawnPt_, valueFont.pointSizeF());
+  if (tooWide()) ++cutCells_;
   p.setFont(valueFont);
   p.drawText(cell.adjusted(1, 1, -1, -cell.height() / 2 + 2), Qt::AlignCenter, value);
   p.setFont(l.small);

@@ -30,6 +30,10 @@ class RingView : public QWidget {
   int cellContributors(int rank, int chunk) const;
 
   QSize minimumSizeHint() const override { return {420, 260}; }
+  // As last painted, for the layout tests: the smallest font drawn (points) and the cells whose
+  // value did not fit even at that size.
+  qreal smallestDrawnPt() const { return smallestDrawnPt_; }
+  int cutCells() const { return cutCells_; }
 
  protected:
   void paintEvent(QPaintEvent* event) override;
@@ -50,6 +54,8 @@ class RingView : public QWidget {
   std::shared_ptr<const dpv::course::RingDemo> demo_;
   int frame_ = 0;
   QString theme_ = QStringLiteral("light");
+  mutable qreal smallestDrawnPt_ = 0;  // painting records these (paintEvent is the only writer)
+  mutable int cutCells_ = 0;
 };
 
 // "0.01234", "-1.2e-05": the short form of a value used in cells and the side panel.

@@ -58,10 +58,14 @@ TEST_F(IterationPageTest, EveryStageDrawsExactlyWhatTheEngineHoldsAndItsMemoryBy
       const std::string at = "stage " + std::to_string(i) + " (" + ev.stage.title + ") device " + std::to_string(ds.device);
       // The chips hold the engine's tensors, each once: nothing drawn twice, nothing made up.
       std::multiset<std::string> engineNames;
-      // Parameters and buffers by the code panel's program's names (SimpleModel's self.linear).
+      // Parameters, buffers and their gradients by the code panel's program's names (SimpleModel's
+      // self.linear): "grad linear.weight" for the engine's "grad 0.weight" of entry "0.weight".
       for (const auto& t : ds.tensors) {
-        const bool named = t.role == dpv::TensorRole::Param || t.role == dpv::TensorRole::Buffer;
-        engineNames.insert(named ? dpv::course::program_parameter_name(info.preset, t.name) : t.name);
+        if (t.role == dpv::TensorRole::Param || t.role == dpv::TensorRole::Buffer) EXPECT_EQ(t.state_entry, t.name) << at;
+        std::string name = t.name;
+        if (!t.state_entry.empty())
+          name.replace(name.find(t.state_entry), t.state_entry.size(), dpv::course::program_parameter_name(info.preset, t.state_entry));
+        engineNames.insert(name);
       }
       EXPECT_EQ(chipTensorNames(scene, ds.device), engineNames) << at;
       // The bar's parts are the engine's accounting and add up to its byte count.

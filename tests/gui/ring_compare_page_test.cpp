@@ -106,6 +106,26 @@ void runComparison(ComparePage& page, int worldSize, int batch) {
   ASSERT_TRUE(page.errorText().isEmpty()) << page.errorText().toStdString();
 }
 
+// Eight ranks in the ring page's share of a 1024x640 window: every cell's value fits its cell and
+// nothing is drawn under 9 pt (fewer digits first, then a smaller font).
+TEST(RingPage, EightRanksStayReadableInASmallWindow) {
+  Engine e;
+  RingPage page(&e.context);
+  page.resize(940, 580);  // the page's area in a 1024x640 window (compact navigation)
+  page.show();
+  page.setPreset(QStringLiteral("simple"));
+  page.setWorldSize(8);
+  page.run();
+  ASSERT_TRUE(waitUntil([&] { return page.demo() != nullptr || !page.errorText().isEmpty(); }));
+  ASSERT_TRUE(page.errorText().isEmpty()) << page.errorText().toStdString();
+  for (int f = 0; f < page.frameCount(); ++f) {
+    page.setFrame(f);
+    page.view()->grab();  // paints the view, which records what it drew
+    EXPECT_GE(page.view()->smallestDrawnPt(), 9.0 - 1e-9) << "frame " << f;
+    EXPECT_EQ(page.view()->cutCells(), 0) << "frame " << f;
+  }
+}
+
 TEST(ComparePage, ShowsTheNumbersOfAFreshEngineRun) {
   Engine e;
   ComparePage page(&e.context);
