@@ -78,7 +78,7 @@ int RingView::cellContributors(int rank, int chunk) const {
 struct RingView::Layout {
   int world = 0;
   QFont small;
-  double rowLabelW = 58, headerH = 34, captionH = 36;
+  double rowLabelW = 58, headerH = 34, captionH = 52;  // the caption: three lines under a narrow grid
   double cellW = 0, cellH = 0, gridW = 0, gridH = 0, gx = 0, gy = 0;
   double ringW = 0, radius = 0, node = 0;
   QPointF centre;
@@ -103,8 +103,9 @@ RingView::Layout RingView::computeLayout() const {
   l.gy = std::max(4.0, (height() - l.gridH - l.captionH) / 2);
   l.ringW = l.gx - 8;
   l.centre = QPointF(l.ringW / 2, height() / 2.0 - 10);
-  l.radius = std::max(40.0, std::min(l.ringW, static_cast<double>(height())) / 2 - (world > 4 ? 30 : 48));
-  l.node = std::clamp(l.radius * 0.2, 14.0, 24.0);
+  // Room around the ring for the chunk labels beside the nodes (a narrow ring area with 8 ranks).
+  l.radius = std::max(28.0, std::min(l.ringW, static_cast<double>(height())) / 2 - (world > 4 ? 36 : 48));
+  l.node = std::clamp(l.radius * 0.2, 12.0, 24.0);
   for (int r = 0; r < world; ++r) {
     const double a = -M_PI / 2 + 2 * M_PI * r / world;
     l.at.emplace_back(l.centre.x() + l.radius * std::cos(a), l.centre.y() + l.radius * std::sin(a));
@@ -180,7 +181,7 @@ void RingView::drawRanks(QPainter& p, const Layout& l, const SceneColors& c) con
   }
   p.setPen(c.subtext);
   p.setFont(l.small);
-  p.drawText(QRectF(4, l.centre.y() + l.radius + l.node + 8, l.ringW - 8, 36),
+  p.drawText(QRectF(4, l.centre.y() + l.radius + l.node + 8, l.ringW - 8, 56),
              Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap, tr("ranks on the ring; arrows: this step's sends"));
 }
 
