@@ -19,6 +19,7 @@
 #include "gui/runtime/engine_controller.h"
 #include "gui/runtime/run_spec_from_settings.h"
 #include "course/run_caption.h"
+#include "course/sample_program.h"
 #include "engine/device.h"
 
 namespace gui {
@@ -293,7 +294,7 @@ void RingPage::showDpPanel() {
   QString dpHtml = tr("Same model, seed and batch under DataParallel (%1 replicas), <b>grad %2</b> after the "
                       "backward:<table cellspacing=1>")
                        .arg(dp.replicas)
-                       .arg(QString::fromStdString(dp.param));
+                       .arg(QString::fromStdString(dpv::course::program_parameter_name(d.config.run.preset, dp.param)));
   for (size_t j = 0; j < dp.replica_grads.size(); ++j)
     dpHtml += tr("<tr><td>GPU %1%2</td><td>%3</td></tr>")
                   .arg(j)
@@ -372,7 +373,8 @@ void RingPage::refreshPanels() {
     stepSeconds = std::max(stepSeconds, m.seconds);
   }
   QStringList params;
-  for (const auto& p : d.params) params << QString::fromStdString(p);
+  // Named as the Iteration page's code panel names them (SimpleModel: linear.weight).
+  for (const auto& p : d.params) params << QString::fromStdString(dpv::course::program_parameter_name(d.config.run.preset, p));
   QString cost = tr("Bucket %1 (%2): %3 values, <b>%4</b>.<br>")
                      .arg(d.bucket)
                      .arg(params.join(QStringLiteral(", ")))

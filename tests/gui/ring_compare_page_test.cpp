@@ -118,6 +118,9 @@ TEST(RingPage, EightRanksStayReadableInASmallWindow) {
   page.run();
   ASSERT_TRUE(waitUntil([&] { return page.demo() != nullptr || !page.errorText().isEmpty(); }));
   ASSERT_TRUE(page.errorText().isEmpty()) << page.errorText().toStdString();
+  // SimpleModel's parameters as its program names them, as on the Iteration page.
+  EXPECT_TRUE(page.costText().contains(QLatin1String("linear.weight"))) << page.costText().toStdString();
+  EXPECT_FALSE(page.costText().contains(QLatin1String("0.weight"))) << page.costText().toStdString();
   for (int f = 0; f < page.frameCount(); ++f) {
     page.setFrame(f);
     page.view()->grab();  // paints the view, which records what it drew
