@@ -30,16 +30,21 @@ struct Engine {
   EngineController engine;
 };
 
-TEST(RingPage, EveryCellAtEveryStepIsTheEnginesPartialSum) {
-  Engine e;
-  RingPage page(&e.context);
-  page.resize(1100, 700);
+// Shows `page` at `size` and runs the ring on SimpleModel with `world` ranks.
+void runSimpleRing(RingPage& page, QSize size, int world) {
+  page.resize(size);
   page.show();
   page.setPreset(QStringLiteral("simple"));
-  page.setWorldSize(3);
+  page.setWorldSize(world);
   page.run();
   ASSERT_TRUE(waitUntil([&] { return page.demo() != nullptr || !page.errorText().isEmpty(); }));
   ASSERT_TRUE(page.errorText().isEmpty()) << page.errorText().toStdString();
+}
+
+TEST(RingPage, EveryCellAtEveryStepIsTheEnginesPartialSum) {
+  Engine e;
+  RingPage page(&e.context);
+  ASSERT_NO_FATAL_FAILURE(runSimpleRing(page, QSize(1100, 700), 3));
 
   // The Iteration page's run (its batch and seed) on the page's model and ranks.
   dpv::course::RingDemoConfig config;
@@ -111,13 +116,7 @@ void runComparison(ComparePage& page, int worldSize, int batch) {
 TEST(RingPage, EightRanksStayReadableInASmallWindow) {
   Engine e;
   RingPage page(&e.context);
-  page.resize(940, 580);  // the page's area in a 1024x640 window (compact navigation)
-  page.show();
-  page.setPreset(QStringLiteral("simple"));
-  page.setWorldSize(8);
-  page.run();
-  ASSERT_TRUE(waitUntil([&] { return page.demo() != nullptr || !page.errorText().isEmpty(); }));
-  ASSERT_TRUE(page.errorText().isEmpty()) << page.errorText().toStdString();
+  ASSERT_NO_FATAL_FAILURE(runSimpleRing(page, QSize(940, 580), 8));  // the page's area in a 1024x640 window
   // SimpleModel's parameters as its program names them, as on the Iteration page.
   EXPECT_TRUE(page.costText().contains(QLatin1String("linear.weight"))) << page.costText().toStdString();
   EXPECT_FALSE(page.costText().contains(QLatin1String("0.weight"))) << page.costText().toStdString();
