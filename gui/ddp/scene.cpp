@@ -311,7 +311,7 @@ void DdpScene::drawRank(const DdpRankView& rank, qreal top) {
   }
   if (count == 0) text(tr("no samples yet"), kShardX, top + 28, c.subtext, 11);
   else if (std::any_of(rank.samples.begin(), rank.samples.end(), [](const DdpSampleView& s) { return s.padding; }))
-    text(tr("dashed: padding"), kShardX + std::min<qreal>(count * cell, kShardW - 70) + 4, top + 30, kPadding, 11);
+    text(tr("dashed: padding"), kShardX + std::min<qreal>(count * cell, kShardW - 70) + 4, top + 30, kPadding, 10);
   samples_.insert(rank.rank, cells);
 
   // Activity.
