@@ -1,5 +1,4 @@
 // The Timeline page showing a Chrome trace read from a file (File > Open trace).
-#include <QFile>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -12,6 +11,7 @@
 
 #include "engine/error.h"
 #include "gui/common/context.h"
+#include "engine/io/input_file.h"
 #include "gui/common/theme.h"
 #include "gui/common/scene_model.h"
 #include "gui/timeline/bars.h"
@@ -20,11 +20,11 @@
 namespace gui {
 
 QString TimelinePage::openTrace(const QString& path, const QString& command) {
-  QFile file(path);
-  if (!file.open(QIODevice::ReadOnly)) return tr("Cannot open %1: %2").arg(path, file.errorString());
-  const QByteArray bytes = file.readAll();
   try {
-    opened_ = dpv::read_trace_lanes(bytes.toStdString(), QFileInfo(path).fileName().toStdString());
+    // The checked read: a FIFO or a device is refused at once (it froze the window), a file over the
+    // trace limit before any byte is read.
+    const std::string bytes = dpv::read_file(path.toStdString(), dpv::kTraceInput);
+    opened_ = dpv::read_trace_lanes(bytes, QFileInfo(path).fileName().toStdString());
   } catch (const dpv::Error& e) {
     return QString::fromStdString(e.what());
   }

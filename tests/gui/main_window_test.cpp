@@ -1,6 +1,7 @@
 // The main window: navigation, pages, the worker stopping on close, the Intro sample, the
 // Timeline, trace export and --screenshot-all.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <QFile>
 #include <QImage>
@@ -214,6 +215,11 @@ TEST(MainWindow, TimelineOpensAMergedMultiProcessTrace) {
   }
   EXPECT_TRUE(timeline->openTrace(broken).contains(QLatin1String("is not a Chrome trace")));
   EXPECT_TRUE(timeline->showingOpenedTrace()) << "a failed open keeps what was shown";
+  // A FIFO is refused at once instead of freezing the window on a read that never ends.
+  const QString fifo = dir.filePath(QStringLiteral("trace.fifo"));
+  ASSERT_EQ(::mkfifo(fifo.toLocal8Bit().constData(), 0600), 0);
+  EXPECT_TRUE(timeline->openTrace(fifo).contains(QLatin1String("not a regular file"))) << timeline->openTrace(fifo).toStdString();
+  EXPECT_TRUE(timeline->showingOpenedTrace());
 }
 
 }  // namespace gui
