@@ -126,15 +126,6 @@ int decimalsThatAddUp(const std::vector<double>& terms, double sum) {
 }
 
 
-// The model normalises each replica's chunk with that chunk's own statistics: it has BatchNorm
-// layers (which train, as every iteration here does) and they are not synchronised.
-bool perChunkBatchNorm(const IterationInfo& info) {
-  if (info.syncBatchNorm) return false;
-  return std::any_of(info.layerKinds.begin(), info.layerKinds.end(), [](dpv::LayerKind k) {
-    return k == dpv::LayerKind::BatchNorm1d || k == dpv::LayerKind::BatchNorm2d;
-  });
-}
-
 QString devicesText(int first, int last) {
   return first == last ? QObject::tr("GPU %1").arg(first) : QObject::tr("GPUs %1–%2").arg(first).arg(last);
 }
@@ -183,11 +174,13 @@ void fillCard(SceneState& state, const dpv::StageEvent& e, const IterationInfo& 
     if (w.single_device_grad && w.difference) {
       const QString oneDevice = QObject::tr("one device, whole batch: %1 · difference %2")
                                     .arg(fixed(*w.single_device_grad, decimals), QString::number(*w.difference, 'g', 2));
-      // The card has three lines: the reason gets its own when the sum took one.
-      if (r > 1 && perChunkBatchNorm(info) && state.cardLines.size() == 1) {
+      // The card has three lines: the reason gets its own when the sum took one. Whether BatchNorm
+      // is the reason is the run's fact, the one the Reduce lesson states.
+      const bool perChunkBatchNorm = r > 1 && info.lessonFacts.bn_breaks_sum;
+      if (perChunkBatchNorm && state.cardLines.size() == 1) {
         state.cardLines << oneDevice
                         << QObject::tr("why: each replica's BatchNorm used its own chunk's mean and variance");
-      } else if (r > 1 && perChunkBatchNorm(info)) {
+      } else if (perChunkBatchNorm) {
         state.cardLines << QObject::tr("%1 · BatchNorm used each chunk's own statistics").arg(oneDevice);
       } else {
         state.cardLines << oneDevice;

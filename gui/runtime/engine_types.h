@@ -35,7 +35,6 @@ struct IterationInfo {
   QStringList layerNames;       // "Linear", "BatchNorm1d", ... in model order
   std::vector<dpv::LayerKind> layerKinds;  // the same layers' kinds, what the pages decide on
   std::string preset;           // the model preset: the code panel's program names its parameters from it
-  bool syncBatchNorm = false;   // BatchNorm normalises with whole-batch statistics (DDP + SyncBatchNorm's)
   QString modelText;            // PyTorch repr of the model (Sequential(...))
   std::vector<double> inputHead;  // a few input values
 

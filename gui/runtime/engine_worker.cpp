@@ -127,7 +127,6 @@ IterationInfo EngineWorker::describeIteration(quint64 generation, const dpv::Str
     info.layerKinds.push_back(model.layer(i).kind());
   }
   info.preset = settings_.preset.toStdString();
-  info.syncBatchNorm = settings_.syncBatchNorm;
   info.modelText = qs(model.describe());
   info.inputHead = batch_->inputs.to_doubles(6);
   if (const auto* dp = dynamic_cast<const dpv::Iteration*>(iteration_.get())) {

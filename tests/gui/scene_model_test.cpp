@@ -196,18 +196,20 @@ TEST(SceneModel, TheSamplePresetsNamesAreTheProgramsAndSequentialsStayAsTheyAre)
 
 TEST(SceneModel, TheReduceCardSaysPerChunkBatchNormIsWhyTheSumDiffers) {
   const dpv::StageEvent ev = reduceEvent({0.25, 0.5}, 0.75);
+  // The run's fact (course::lesson_facts: BatchNorm, not synchronised, more than one replica;
+  // tests/lessons checks it against the engine's gradients) decides, as it does for the lesson.
   IterationInfo info = fourDevices();
-  info.layerKinds = {dpv::LayerKind::Linear, dpv::LayerKind::BatchNorm1d, dpv::LayerKind::ReLU};
+  info.lessonFacts.bn_breaks_sum = true;
   EXPECT_TRUE(mentionsBatchNorm(sceneStateFor(info, &ev))) << sceneStateFor(info, &ev).cardLines.join(QLatin1Char('|')).toStdString();
-  info.syncBatchNorm = true;  // whole-batch statistics: not the reason
+  info.lessonFacts.bn_breaks_sum = false;  // SyncBatchNorm's whole-batch statistics, or no BatchNorm
   EXPECT_FALSE(mentionsBatchNorm(sceneStateFor(info, &ev)));
-  info.syncBatchNorm = false;
-  const dpv::StageEvent one = reduceEvent({0.75}, 0.75);  // one replica: nothing per chunk
+  info.lessonFacts.bn_breaks_sum = true;
+  const dpv::StageEvent one = reduceEvent({0.75}, 0.75);  // one replica in the event: nothing summed
   EXPECT_FALSE(mentionsBatchNorm(sceneStateFor(info, &one)));
-  info.layerKinds = {dpv::LayerKind::Linear};  // no BatchNorm
+  info.lessonFacts.bn_breaks_sum = false;
   EXPECT_FALSE(mentionsBatchNorm(sceneStateFor(info, &ev)));
   // Five replicas take two lines for the sum: the reason still fits the card's three lines.
-  info.layerKinds = {dpv::LayerKind::BatchNorm1d};
+  info.lessonFacts.bn_breaks_sum = true;
   const dpv::StageEvent fiveReplicas = reduceEvent({0.1, 0.1, 0.1, 0.1, 0.1}, 0.5);
   const SceneState s5 = sceneStateFor(info, &fiveReplicas);
   EXPECT_LE(s5.cardLines.size(), 3);
