@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/int_options.h"
+#include "cli/launch_events.h"
 #include "cli/launcher.h"
 #include "cli/output_paths.h"
 #include "engine/error.h"
@@ -24,6 +25,16 @@ void write_error_file(const std::string& path, const Error& e) {
   write_file_atomic(path, doc.dump(2) + "\n");
 }
 
+// An empty --master-addr would pass here and fail in every worker as "MASTER_ADDR ... not set":
+// refused as the flag's own mistake, before anything starts.
+CLI::Validator address_given() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        return value.empty() ? "the address is empty: give node 0's host name or IP address (e.g. 127.0.0.1)" : "";
+      },
+      "ADDR");
+}
+
 }  // namespace
 
 void add_launch_command(CLI::App& app, Action& run) {
@@ -38,7 +49,8 @@ void add_launch_command(CLI::App& app, Action& run) {
       ->capture_default_str()
       ->transform(integer_in<int>(0, 4095));
   sub->add_option("--master-addr", plan->master_addr, "Address of node 0, where rank 0 hosts the store")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(address_given());
   sub->add_option("--master-port", plan->master_port, "Port of the store on node 0 (0: a free port, one node only)")
       ->capture_default_str()
       ->transform(integer_in<int>(0, 65535));
@@ -51,16 +63,25 @@ void add_launch_command(CLI::App& app, Action& run) {
       ->capture_default_str()
       ->check(seconds_in(kTimeoutSeconds));
   sub->add_option("--iface", plan->iface, "Network interface for Gloo (sets GLOO_SOCKET_IFNAME); default: the one that routes to the master");
+  sub->add_option("--max-restarts", plan->max_restarts,
+                  "When a worker fails, stop and start all of this node's workers again, up to this many times (torchrun's --max-restarts)")
+      ->capture_default_str()
+      ->transform(integer_in<int>(0, 1000));
+  auto events_file = std::make_shared<std::string>();
+  sub->add_option("--events-file", *events_file,
+                  "Append what happens to the workers (started, exited, restarting, finished) here as JSON Lines");
   auto error_file = std::make_shared<std::string>();
   sub->add_option("--error-file", *error_file,
                   "When the job fails, write its error here as JSON (error_class, message, rank)");
   sub->add_option("command", plan->command, "The dpv subcommand and its arguments, after --")->required();
-  sub->callback([plan, backend_name, error_file, &run] {
+  sub->callback([plan, backend_name, error_file, events_file, &run] {
     plan->backend = dist::parse_process_group_backend(*backend_name);
-    run = [plan, error_file] {
+    run = [plan, error_file, events_file] {
       if (!error_file->empty()) check_output_path(*error_file, "--error-file");
       try {
-        run_launch(*plan);
+        auto events = events_file->empty() ? std::make_unique<LaunchEvents>()
+                                           : std::make_unique<LaunchEvents>(*events_file, "--events-file");
+        run_launch(*plan, *events);
       } catch (const Error& e) {
         if (!error_file->empty()) write_error_file(*error_file, e);
         throw;

@@ -6,20 +6,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
-#include <map>
 #include <optional>
 #include <utility>
 
+#include "cli/launch_events.h"
+#include "cli/launch_worker.h"
 #include "engine/process_groups/multiprocess/init_process_group.h"
 #include "engine/error.h"
-
-extern char** environ;
 
 namespace dpv::cli {
 namespace {
@@ -36,148 +34,12 @@ void on_signal(int sig) {
   errno = saved;
 }
 
-struct Worker {
-  int rank = 0, local_rank = 0;
-  pid_t pid = -1;
-  int err_fd = -1;         // read end of its stderr pipe; -1 once closed
-  std::string partial;     // stderr bytes after the last newline
-  std::string last_error;  // its last "dpv: error: ..." line (or last line)
-  bool running = true;
-  int status = 0;
-};
-
-std::string describe_status(int status) {
-  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    int sig = WTERMSIG(status);
-    return "was killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
-  }
-  return "stopped";
-}
-
-bool failed(int status) { return !(WIFEXITED(status) && WEXITSTATUS(status) == 0); }
-
-// Forwards whole lines with the rank prefix and remembers the worker's error line.
-void forward_lines(Worker& w, const char* data, size_t size) {
-  w.partial.append(data, size);
-  size_t start = 0;
-  for (size_t nl; (nl = w.partial.find('\n', start)) != std::string::npos; start = nl + 1) {
-    std::string line = w.partial.substr(start, nl - start);
-    std::cerr << "[rank " << w.rank << "] " << line << '\n';
-    const std::string tag = "dpv: error: ";
-    size_t at = line.find(tag);
-    if (at != std::string::npos) w.last_error = line.substr(at + tag.size());
-    else if (w.last_error.empty() && !line.empty()) w.last_error = line;
-  }
-  w.partial.erase(0, start);
-  std::cerr.flush();
-}
-
-void drain(Worker& w, bool until_eof) {
-  if (w.err_fd < 0) return;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(w.err_fd, buf, sizeof(buf));
-    if (n > 0) {
-      forward_lines(w, buf, static_cast<size_t>(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN && !until_eof) return;
-    if (n < 0 && errno == EAGAIN) {  // a grandchild may still hold the pipe: do not wait for it
-      return;
-    }
-    ::close(w.err_fd);  // EOF
-    w.err_fd = -1;
-    if (!w.partial.empty()) forward_lines(w, "\n", 1);
-    return;
-  }
-}
-
-std::vector<std::string> worker_environment(const LaunchPlan& plan, int rank, int local_rank) {
-  std::map<std::string, std::string> set{
-      {"RANK", std::to_string(rank)},
-      {"LOCAL_RANK", std::to_string(local_rank)},
-      {"WORLD_SIZE", std::to_string(plan.nproc_per_node * plan.nnodes)},
-      {"LOCAL_WORLD_SIZE", std::to_string(plan.nproc_per_node)},
-      {"GROUP_RANK", std::to_string(plan.node_rank)},
-      {"MASTER_ADDR", plan.master_addr},
-      {"MASTER_PORT", std::to_string(plan.master_port)},
-      {"DPV_BACKEND", name(plan.backend)},
-      {"DPV_TIMEOUT", std::to_string(plan.timeout_s)},
-      // A worker's error names the variables it read; this says that dpv launch set them, so the
-      // worker adds the launcher's flags to its message (launch_flags_hint).
-      {kLaunchedByVariable, "dpv launch"},
-      // Each rank is one device: OpenBLAS in every worker spinning all cores would oversubscribe them.
-      {"OPENBLAS_NUM_THREADS", "1"},
-      {"OMP_NUM_THREADS", "1"},
-  };
-  if (!plan.iface.empty()) set["GLOO_SOCKET_IFNAME"] = plan.iface;
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) {
-    std::string kv = *e;
-    std::string name = kv.substr(0, kv.find('='));
-    // A launcher inside another launcher's job must not pass on the outer job's rank variables, nor
-    // torchrun's TORCHELASTIC_* (its agent's store is not this job's: rank 0 hosts this one).
-    if (set.count(name) || name.rfind("OMPI_COMM_WORLD_", 0) == 0 || name.rfind("SLURM_", 0) == 0 ||
-        name.rfind("TORCHELASTIC_", 0) == 0)
-      continue;
-    env.push_back(kv);
-  }
-  for (const auto& [k, v] : set) env.push_back(k + "=" + v);
-  return env;
-}
-
-std::string self_executable() {
-  char path[4096];
-  ssize_t n = ::readlink("/proc/self/exe", path, sizeof(path) - 1);
-  if (n <= 0) throw Error(std::string("cannot find this program's path (/proc/self/exe): ") + std::strerror(errno));
-  return std::string(path, static_cast<size_t>(n));
-}
-
-Worker start_worker(const LaunchPlan& plan, const std::string& exe, int local_rank) {
-  Worker w;
-  w.local_rank = local_rank;
-  w.rank = plan.node_rank * plan.nproc_per_node + local_rank;
-  std::vector<std::string> args{exe};
-  args.insert(args.end(), plan.command.begin(), plan.command.end());
-  std::vector<std::string> env = worker_environment(plan, w.rank, local_rank);
-  std::vector<char*> argv, envp;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (std::string& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
-  pid_t pid = ::fork();
-  if (pid < 0) throw Error(std::string("cannot start a worker (fork): ") + std::strerror(errno));
-  if (pid == 0) {
-    // Own process group: a terminal's Ctrl-C reaches the launcher only, which forwards it once.
-    ::setpgid(0, 0);
-    ::dup2(fds[1], STDERR_FILENO);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::signal(SIGINT, SIG_DFL);
-    ::signal(SIGTERM, SIG_DFL);
-    ::signal(SIGPIPE, SIG_DFL);
-    ::execve(argv[0], argv.data(), envp.data());
-    const char* msg = "dpv: error: cannot start the worker program\n";
-    [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, msg, std::strlen(msg));
-    ::_exit(127);
-  }
-  ::setpgid(pid, pid);  // also here: no race with the first signal
-  ::close(fds[1]);
-  ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
-  w.pid = pid;
-  w.err_fd = fds[0];
-  return w;
-}
-
 void signal_all(std::vector<Worker>& workers, int sig) {
-  for (Worker& w : workers)
-    if (w.running) ::kill(-w.pid, sig);
+  for (Worker& w : workers) {
+    if (!w.running) continue;
+    ::kill(-w.pid, sig);
+    w.signaled_by_launcher = true;
+  }
 }
 
 // The plan's own contradictions, found before anything is started.
@@ -212,10 +74,11 @@ int resolve_master_port(const LaunchPlan& plan) {
 
 // The handlers the launcher replaced, put back once the workers are gone.
 struct SavedHandlers {
-  struct sigaction old_int {}, old_term {};
+  struct sigaction old_int {}, old_term {}, old_hup {};
 };
 
-// SIGINT and SIGTERM go into g_signal_pipe for the poll loop; SIGPIPE is ignored.
+// SIGINT, SIGTERM and SIGHUP (a closed terminal) go into g_signal_pipe for the poll loop; SIGPIPE
+// is ignored.
 SavedHandlers install_signal_handlers() {
   if (::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
     throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
@@ -226,17 +89,28 @@ SavedHandlers install_signal_handlers() {
   SavedHandlers saved;
   ::sigaction(SIGINT, &sa, &saved.old_int);
   ::sigaction(SIGTERM, &sa, &saved.old_term);
+  ::sigaction(SIGHUP, &sa, &saved.old_hup);
   ::signal(SIGPIPE, SIG_IGN);
   return saved;
 }
 
+void restore_signal_handlers(const SavedHandlers& saved) {
+  ::sigaction(SIGINT, &saved.old_int, nullptr);
+  ::sigaction(SIGTERM, &saved.old_term, nullptr);
+  ::sigaction(SIGHUP, &saved.old_hup, nullptr);
+  ::close(g_signal_pipe[0]);
+  ::close(g_signal_pipe[1]);
+}
+
 // All of this node's workers, or none: if one cannot start, those already started are killed and reaped.
-std::vector<Worker> start_workers(const LaunchPlan& plan, int master_port, const std::string& exe) {
+std::vector<Worker> start_workers(const LaunchPlan& plan, int master_port, const std::string& exe, int attempt,
+                                  LaunchEvents& events) {
   std::vector<Worker> workers;
   try {
-    LaunchPlan resolved = plan;
-    resolved.master_port = master_port;
-    for (int i = 0; i < plan.nproc_per_node; ++i) workers.push_back(start_worker(resolved, exe, i));
+    for (int i = 0; i < plan.nproc_per_node; ++i) {
+      workers.push_back(start_worker(plan, exe, i, master_port, attempt));
+      events.started(workers.back());
+    }
   } catch (...) {
     signal_all(workers, SIGKILL);
     for (Worker& w : workers) ::waitpid(w.pid, nullptr, 0);
@@ -245,18 +119,26 @@ std::vector<Worker> start_workers(const LaunchPlan& plan, int master_port, const
   return workers;
 }
 
-// What the poll loop tracks while the workers run.
+// What the poll loop tracks while one attempt's workers run.
 struct Supervision {
   std::vector<Worker> workers;
   double grace_s = 0;
   std::optional<size_t> first_failure;
-  int stop_signal = 0;  // SIGINT/SIGTERM received by the launcher
+  // A worker found stopped (SIGSTOP) when the first one failed: the others most likely failed
+  // waiting for it, so it is the one to blame.
+  std::optional<size_t> stopped_at_failure;
+  int stop_signal = 0;  // SIGINT/SIGTERM/SIGHUP received by the launcher
   std::optional<Clock::time_point> kill_at;
 
   // Sends sig to every running worker; the first stop also sets when the stragglers get SIGKILL.
   void begin_stop(int sig) {
     signal_all(workers, sig);
     if (!kill_at) kill_at = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(grace_s * 1000));
+  }
+  // The rank whose failure ended the attempt (the stopped one, when one was), or -1.
+  int failed_rank() const {
+    if (stopped_at_failure) return workers[*stopped_at_failure].rank;
+    return first_failure ? workers[*first_failure].rank : -1;
   }
 };
 
@@ -275,69 +157,119 @@ void wait_for_activity(const std::vector<Worker>& workers) {
 }
 
 // Passes every signal the launcher received on to the workers; the first one is the stop reason.
+// SIGHUP (the terminal closed) stops them as SIGTERM does: they have no terminal of their own.
 void forward_signals(Supervision& s) {
   unsigned char sig = 0;
   while (::read(g_signal_pipe[0], &sig, 1) == 1) {
     if (!s.stop_signal) s.stop_signal = sig;
-    s.begin_stop(sig);
+    s.begin_stop(sig == SIGHUP ? SIGTERM : sig);
   }
 }
 
-// Records the workers that exited; the first failure (not caused by a stop) stops the others.
-void reap_exited(Supervision& s) {
+// Records the workers that exited, stopped or continued; the first failure (not caused by a stop)
+// stops the others.
+void reap_exited(Supervision& s, LaunchEvents& events) {
   for (size_t i = 0; i < s.workers.size(); ++i) {
     Worker& w = s.workers[i];
     if (!w.running) continue;
     int status = 0;
-    pid_t r = ::waitpid(w.pid, &status, WNOHANG);
+    pid_t r = ::waitpid(w.pid, &status, WNOHANG | WUNTRACED | WCONTINUED);
     if (r != w.pid) continue;
+    if (WIFSTOPPED(status) || WIFCONTINUED(status)) {
+      w.stopped = WIFSTOPPED(status);
+      w.stop_signal = w.stopped ? WSTOPSIG(status) : 0;
+      continue;
+    }
     w.running = false;
     w.status = status;
     ::kill(-w.pid, SIGKILL);  // anything the worker left behind in its process group
+    events.exited(w);
     if (failed(status) && !s.first_failure && !s.stop_signal) {
       s.first_failure = i;
+      for (size_t j = 0; j < s.workers.size(); ++j)
+        if (j != i && s.workers[j].running && s.workers[j].stopped && !s.stopped_at_failure) s.stopped_at_failure = j;
       s.begin_stop(SIGTERM);
     }
   }
 }
 
-// Forwards output and signals until every worker has exited.
-void supervise(Supervision& s) {
+// Forwards output and signals until every worker has exited, then reads the rest of their output.
+void supervise(Supervision& s, LaunchEvents& events) {
   for (;;) {
     if (count_running(s.workers) == 0) break;
     wait_for_activity(s.workers);
     forward_signals(s);
     for (Worker& w : s.workers) drain(w, false);
-    reap_exited(s);
+    reap_exited(s, events);
     if (s.kill_at && Clock::now() >= *s.kill_at) signal_all(s.workers, SIGKILL);
   }
+  for (Worker& w : s.workers) drain(w, true);
+  for (Worker& w : s.workers)
+    if (w.err_fd >= 0) ::close(w.err_fd);
 }
 
-// The rest of the workers' output, then the launcher's own signal handling undone.
-void finish(std::vector<Worker>& workers, const SavedHandlers& saved) {
-  for (Worker& w : workers) drain(w, true);
-  for (Worker& w : workers)
-    if (w.err_fd >= 0) ::close(w.err_fd);
-  ::sigaction(SIGINT, &saved.old_int, nullptr);
-  ::sigaction(SIGTERM, &saved.old_term, nullptr);
-  ::close(g_signal_pipe[0]);
-  ::close(g_signal_pipe[1]);
+std::string who(const Worker& w) {
+  return "rank " + std::to_string(w.rank) + " (local rank " + std::to_string(w.local_rank) + ", pid " +
+         std::to_string(w.pid) + ")";
+}
+
+// What ended the attempt, naming the rank to blame: "rank 1 (local rank 1, pid 7) exited with
+// status 1: ...", or, when a rank was stopped, that one and the rank that failed waiting for it.
+std::string describe_failure(const Supervision& s) {
+  const Worker& w = s.workers[*s.first_failure];
+  const std::string failure = describe_status(w.status) + (w.last_error.empty() ? std::string() : ": " + w.last_error);
+  if (s.stopped_at_failure) {
+    const Worker& stopped = s.workers[*s.stopped_at_failure];
+    return who(stopped) + " was stopped by " + signal_name(stopped.stop_signal) +
+           " and never arrived; rank " + std::to_string(w.rank) + " failed waiting for it (" + failure + ")";
+  }
+  return who(w) + " " + failure;
+}
+
+std::string stop_signal_words(int sig) {
+  if (sig == SIGINT) return "SIGINT (Ctrl-C): sent it";
+  if (sig == SIGHUP) return "SIGHUP (the terminal closed): sent SIGTERM";
+  return "SIGTERM: sent it";
 }
 
 // A stop or a failed worker is the launcher's error; a clean run returns.
 void report_outcome(const Supervision& s) {
   if (s.stop_signal) {
-    throw Error(std::string("stopped by ") + (s.stop_signal == SIGINT ? "SIGINT (Ctrl-C)" : "SIGTERM") + ": sent it to " +
-                std::to_string(s.workers.size()) + " worker(s) and waited for them to exit");
+    throw Error("stopped by " + stop_signal_words(s.stop_signal) + " to " + std::to_string(s.workers.size()) +
+                " worker(s) and waited for them to exit");
   }
   if (s.first_failure) {
-    const Worker& w = s.workers[*s.first_failure];
     int others = static_cast<int>(s.workers.size()) - 1;
-    throw Error("rank " + std::to_string(w.rank) + " (local rank " + std::to_string(w.local_rank) + ", pid " +
-                std::to_string(w.pid) + ") " + describe_status(w.status) +
-                (w.last_error.empty() ? std::string() : ": " + w.last_error) +
+    throw Error(describe_failure(s) +
                 (others > 0 ? " (stopped the other " + std::to_string(others) + " worker(s) of this node)" : ""))
-        .at_rank(w.rank);
+        .at_rank(s.failed_rank());
+  }
+}
+
+// One attempt: this node's workers started, supervised to the end.
+Supervision run_attempt(const LaunchPlan& plan, int master_port, const std::string& exe, int attempt,
+                        LaunchEvents& events) {
+  Supervision s;
+  s.grace_s = plan.grace_s;
+  s.workers = start_workers(plan, master_port, exe, attempt, events);
+  supervise(s, events);
+  return s;
+}
+
+// Runs attempts until one ends without a worker failure, the launcher is stopped, or the
+// restarts are spent; returns the last attempt. `attempts`: how many were started.
+Supervision run_attempts(const LaunchPlan& plan, int master_port, LaunchEvents& events, int& attempts) {
+  const std::string exe = self_executable();
+  for (int attempt = 0;; ++attempt) {
+    attempts = attempt + 1;
+    Supervision s = run_attempt(plan, master_port, exe, attempt, events);
+    if (s.stop_signal || !s.first_failure || attempt >= plan.max_restarts) return s;
+    // As torchrun's elastic agent: every worker of this node is stopped (done by the failure's
+    // SIGTERM, SIGKILL after the grace) and all are started again, with the same ranks.
+    std::cerr << "dpv launch: " << describe_failure(s) << "; restarting all " << s.workers.size() << " workers (restart "
+              << attempt + 1 << " of " << plan.max_restarts << ")\n";
+    std::cerr.flush();
+    events.restarting(attempt + 1, s.failed_rank(), plan.max_restarts);
   }
 }
 
@@ -367,17 +299,28 @@ bool launched_by_dpv_launch() {
   return value != nullptr && std::string(value) == "dpv launch";
 }
 
-void run_launch(const LaunchPlan& plan) {
+void run_launch(const LaunchPlan& plan, LaunchEvents& events) {
   check_plan(plan);
   const int master_port = resolve_master_port(plan);
   const SavedHandlers saved = install_signal_handlers();
-  const std::string exe = self_executable();
-  Supervision s;
-  s.grace_s = plan.grace_s;
-  s.workers = start_workers(plan, master_port, exe);
-  supervise(s);
-  finish(s.workers, saved);
-  report_outcome(s);
+  int attempts = 0;
+  std::optional<Supervision> last;
+  try {
+    last = run_attempts(plan, master_port, events, attempts);
+  } catch (const Error& e) {  // a worker that could not be started
+    restore_signal_handlers(saved);
+    events.finished(false, attempts, -1, e.what());
+    throw;
+  }
+  restore_signal_handlers(saved);
+  try {
+    report_outcome(*last);
+  } catch (const Error& e) {
+    events.finished(false, attempts, last->failed_rank(), e.what());
+    throw;
+  }
+  events.finished(true, attempts, -1,
+                  "all " + std::to_string(last->workers.size()) + " worker(s) of this node exited with status 0");
 }
 
 }  // namespace dpv::cli
