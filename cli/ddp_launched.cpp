@@ -76,6 +76,12 @@ LaunchedRank join_launched_job(const std::optional<std::string>& devices_spec) {
   const dist::EnvLookup lookup = dist::environment_lookup();
   const dist::RankEnv env = read_launched_rank_env(lookup);
   const dist::DistOptions options = dist::read_dist_options(lookup);
+  // Without LOCAL_RANK (env:// needs only four variables) a CPU rank needs nothing more; a GPU rank
+  // would not know which GPU of its node is its own.
+  check(env.local_rank_given || options.backend != dist::ProcessGroupBackend::Nccl,
+        "LOCAL_RANK is not set: with --backend nccl each rank uses GPU cuda:LOCAL_RANK, so set LOCAL_RANK "
+        "(and LOCAL_WORLD_SIZE) as torchrun and dpv launch do",
+        ErrorClass::ValueError);
   if (devices_spec) {
     check_devices_match_job(*devices_spec, env, options.backend);
     lr.devices_spec = *devices_spec;

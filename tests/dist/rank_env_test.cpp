@@ -72,7 +72,7 @@ TEST(RankEnv, TorchrunAgentStoreVariables) {
             "ValueError: environment variable TORCHELASTIC_RESTART_COUNT expected, but not set "
             "(TORCHELASTIC_USE_AGENT_STORE=True says torchrun's agent hosts the store; torchrun sets both)");
   EXPECT_NE(error_of(with({{"TORCHELASTIC_USE_AGENT_STORE", "True"}, {"TORCHELASTIC_RESTART_COUNT", "x"}}))
-                .find("TORCHELASTIC_RESTART_COUNT='x' is not a valid count"),
+                .find("TORCHELASTIC_RESTART_COUNT='x' is not an integer"),
             std::string::npos);
 }
 
@@ -116,7 +116,7 @@ TEST(RankEnv, ErrorsNameTheVariable) {
   EXPECT_NE(missing.find("ValueError: environment variable WORLD_SIZE expected, but not set"), std::string::npos)
       << missing;
   std::string bad = error_of(with_master({{"RANK", "x1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "2"}}));
-  EXPECT_NE(bad.find("RANK='x1' is not a valid"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("RANK='x1' is not an integer: it must be a whole number from 0 to 999999"), std::string::npos) << bad;
   std::string range = error_of(with_master({{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "2"}}));
   EXPECT_NE(range.find("RANK=2 is out of range for WORLD_SIZE=2"), std::string::npos) << range;
   std::string local = error_of(with_master({{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "2"}, {"LOCAL_WORLD_SIZE", "2"}}));
@@ -138,7 +138,52 @@ TEST(RankEnv, ErrorsNameTheVariable) {
                                {"LOCAL_WORLD_SIZE", "1"},
                                {"MASTER_ADDR", "127.0.0.1"},
                                {"MASTER_PORT", "70000"}});
-  EXPECT_NE(port.find("MASTER_PORT=70000 is not a TCP port"), std::string::npos) << port;
+  EXPECT_NE(port.find("MASTER_PORT=70000 is out of range: it must be from 1 to 65535, a TCP port"), std::string::npos)
+      << port;
+}
+
+// torch.distributed.init_process_group(init_method="env://") needs RANK, WORLD_SIZE, MASTER_ADDR
+// and MASTER_PORT only: a worker started with those four is accepted, as local rank 0 of its node.
+TEST(RankEnv, PyTorchsFourEnvVariablesAreEnough) {
+  RankEnv e = read_rank_env(env_of(with_master({{"RANK", "1"}, {"WORLD_SIZE", "2"}})));
+  EXPECT_EQ(e.rank, 1);
+  EXPECT_EQ(e.world_size, 2);
+  EXPECT_EQ(e.local_rank, 0);
+  EXPECT_EQ(e.local_world_size, 1);
+  EXPECT_FALSE(e.local_rank_given);
+  // LOCAL_RANK without LOCAL_WORLD_SIZE: the local ranks are bounded by the world size.
+  e = read_rank_env(env_of(with_master({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "3"}})));
+  EXPECT_EQ(e.local_rank, 3);
+  EXPECT_TRUE(e.local_rank_given);
+  // mpirun's and srun's variable sets stay complete or refused: those launchers always set them all.
+  EXPECT_NE(error_of(with_master({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "1"}}))
+                .find("OMPI_COMM_WORLD_LOCAL_RANK expected, but not set"),
+            std::string::npos);
+}
+
+// Every out-of-range value says what the range is, the world-size limit included.
+TEST(RankEnv, OutOfRangeValuesNameTheirLimit) {
+  auto torchrun = [](const std::string& rank, const std::string& world, const std::string& local = "0",
+                     const std::string& local_world = "1") {
+    return error_of(with_master({{"RANK", rank}, {"WORLD_SIZE", world}, {"LOCAL_RANK", local}, {"LOCAL_WORLD_SIZE", local_world}}));
+  };
+  std::string e = torchrun("0", "1000001");
+  EXPECT_NE(e.find("WORLD_SIZE=1000001 is out of range: it must be from 1 to 1000000 (dpv runs at most 1000000 ranks)"),
+            std::string::npos) << e;
+  e = torchrun("0", "0");
+  EXPECT_NE(e.find("WORLD_SIZE=0 is out of range: it must be from 1 to 1000000"), std::string::npos) << e;
+  e = torchrun("-1", "2");
+  EXPECT_NE(e.find("RANK=-1 is out of range: it must be from 0 to 999999"), std::string::npos) << e;
+  e = torchrun("0", "99999999999999999999");
+  EXPECT_NE(e.find("WORLD_SIZE=99999999999999999999 is out of range: it must be from 1 to 1000000"), std::string::npos) << e;
+  e = torchrun("0", "2", "1000000", "2");
+  EXPECT_NE(e.find("LOCAL_RANK=1000000 is out of range: it must be from 0 to 999999"), std::string::npos) << e;
+  e = torchrun("0", "2", "0", "2000000");
+  EXPECT_NE(e.find("LOCAL_WORLD_SIZE=2000000 is out of range: it must be from 1 to 1000000"), std::string::npos) << e;
+  e = torchrun("0", " 2");
+  EXPECT_NE(e.find("WORLD_SIZE=' 2' is not an integer"), std::string::npos) << e;
+  // The largest world is accepted.
+  EXPECT_EQ(read_rank_env(env_of(with_master({{"RANK", "999999"}, {"WORLD_SIZE", "1000000"}}))).world_size, 1000000);
 }
 
 TEST(DistOptions, ReadFromTheEnvironmentTheLauncherSets) {

@@ -91,6 +91,38 @@ TEST(TcpStore, WorldSizeMismatchIsRefused) {
       << e;
 }
 
+// A refused rank means the job cannot form: a rank already waiting in the store is told at once
+// (not after its whole timeout), and so is every later wait.
+TEST(TcpStore, WorldSizeMismatchFailsEveryWaitingRankAtOnce) {
+  TcpStoreServer server("127.0.0.1", 0, 2);
+  TcpStore waiting("127.0.0.1", server.port(), 2, milliseconds(60000));
+  std::string waited_error;
+  std::thread waiter([&] { waited_error = error_of([&] { waiting.get("gloo/rank1/address"); }); });
+  ASSERT_TRUE(dpv::testing::wait_until([&] { return server.waiting() == 1; }, milliseconds(10000)));
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_NE(error_of([&] { TcpStore other("127.0.0.1", server.port(), 4, milliseconds(2000)); }).find("world size mismatch"),
+            std::string::npos);
+  waiter.join();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 30.0)
+      << "the waiting rank must not sit out its 60 s timeout";
+  EXPECT_NE(waited_error.find("the job cannot form: a rank joined with WORLD_SIZE=4 but rank 0 hosting the store has "
+                              "WORLD_SIZE=2"),
+            std::string::npos)
+      << waited_error;
+  EXPECT_NE(error_of([&] { waiting.wait({"x"}, milliseconds(60000)); }).find("the job cannot form"), std::string::npos);
+}
+
+// A value someone set is no counter: an add to it is refused with a message, and the connection
+// (and the store) go on serving.
+TEST(TcpStore, AddToAValueThatIsNoIntegerIsRefused) {
+  TcpStoreServer server("127.0.0.1", 0, 1);
+  TcpStore store("127.0.0.1", server.port(), 1, milliseconds(5000));
+  store.set("dpv/done", to_bytes("stranger"));
+  EXPECT_NE(error_of([&] { store.add("dpv/done", 1); }).find("cannot add to key 'dpv/done': its value is not an integer"),
+            std::string::npos);
+  EXPECT_EQ(store.add("counter", 2), 2);
+}
+
 TEST(TcpStore, PortInUseIsAClearError) {
   TcpStoreServer first("127.0.0.1", 0, 1);
   std::string e = error_of([&] { TcpStoreServer second("127.0.0.1", first.port(), 1); });

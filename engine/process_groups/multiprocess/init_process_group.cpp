@@ -1,6 +1,5 @@
 #include "engine/process_groups/multiprocess/init_process_group.h"
 
-#include <thread>
 
 #include "engine/backend_registry.h"
 #include "engine/process_groups/multiprocess/c10d_store.h"
@@ -32,6 +31,8 @@ DistOptions read_dist_options(const EnvLookup& lookup) {
 }
 
 namespace {
+
+std::string done_key(int rank) { return "dpv/done/" + std::to_string(rank); }
 
 // As torch.distributed's _create_c10d_store: under torchrun's agent store every rank joins the
 // agent's TCPStore, with its keys under this attempt's prefix; otherwise rank 0 hosts dpv's store.
@@ -82,15 +83,19 @@ std::unique_ptr<DistSession> init_process_group_from_environment() {
 }
 
 void DistSession::shutdown() {
-  const int64_t done = store_->add("dpv/done", 1);
-  if (!server_ || done >= env_.world_size) return;  // only the rank hosting the store waits
-  const Clock::time_point deadline = Clock::now() + options_.timeout;
-  while (store_->add("dpv/done", 0) < env_.world_size) {
-    if (Clock::now() >= deadline) {
-      throw Error("timed out after " + describe_seconds(options_.timeout) +
-                  " waiting for every rank to finish (key 'dpv/done' in " + store_->where() + ")");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // Each rank says it is done under its own key: a counter one key wide could be bumped by any
+  // client of the store and end the job early (or, set to text, make every add fail).
+  store_->set(done_key(env_.rank), to_bytes("done"));
+  if (!server_) return;  // only the rank hosting the store waits, so it outlives the others' last call
+  std::vector<std::string> keys;
+  for (int r = 0; r < env_.world_size; ++r) keys.push_back(done_key(r));
+  try {
+    store_->wait(keys, options_.timeout);
+  } catch (const Error& e) {
+    std::string missing;
+    for (int r = 0; r < env_.world_size; ++r)
+      if (!store_->check(done_key(r))) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    throw e.reworded("rank(s) " + missing + " did not finish: " + e.what());
   }
 }
 

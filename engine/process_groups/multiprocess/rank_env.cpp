@@ -1,5 +1,6 @@
 #include "engine/process_groups/multiprocess/rank_env.h"
 
+#include <charconv>
 #include <cstdlib>
 #include <vector>
 
@@ -26,30 +27,56 @@ const std::vector<LauncherVars>& launchers() {
   return list;
 }
 
-// Parses the whole value as a non-negative integer. Slurm writes per-node task counts as "2(x3)"
+// The bounds a value must lie in, named in its error so the fix is plain.
+struct Range {
+  long min, max;
+};
+constexpr Range kRankRange{0, kMaxWorldSize - 1};
+constexpr Range kSizeRange{1, kMaxWorldSize};
+
+// Parses the whole value as an integer in `range`. Slurm writes per-node task counts as "2(x3)"
 // or "2,1"; `leading_only` accepts the first number of such a list.
-int parse_int(const std::string& name, const std::string& value, bool leading_only = false) {
-  size_t used = 0;
-  long v = -1;
-  try {
-    v = std::stol(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
+int parse_int(const std::string& name, const std::string& value, Range range, bool leading_only = false) {
+  long v = 0;
+  const char* end = value.data() + value.size();
+  const auto [stop, err] = std::from_chars(value.data(), end, v, 10);
+  const std::string bounds = "from " + std::to_string(range.min) + " to " + std::to_string(range.max);
+  if (stop == value.data() || (!leading_only && stop != end) || (err != std::errc() && err != std::errc::result_out_of_range)) {
+    throw Error(name + "='" + value + "' is not an integer: it must be a whole number " + bounds, ErrorClass::ValueError);
   }
-  if (used == 0 || (!leading_only && used != value.size()) || v < 0 || v > 1000000) {
-    throw Error(name + "='" + value + "' is not a valid count or index: it must be a non-negative integer", ErrorClass::ValueError);
+  if (err == std::errc::result_out_of_range || v < range.min || v > range.max) {
+    throw Error(name + "=" + value + " is out of range: it must be " + bounds +
+                    (range.max == kMaxWorldSize || range.max == kMaxWorldSize - 1
+                         ? " (dpv runs at most " + std::to_string(kMaxWorldSize) + " ranks)"
+                         : ""),
+                ErrorClass::ValueError);
   }
   return static_cast<int>(v);
 }
 
-int required_int(const EnvLookup& lookup, const std::string& name, const char* launcher, bool leading_only = false) {
+int required_int(const EnvLookup& lookup, const std::string& name, const char* launcher, Range range,
+                 bool leading_only = false) {
   std::optional<std::string> v = lookup(name);
   if (!v) {
     throw Error(std::string("environment variable ") + name + " expected, but not set (the " + launcher +
                     " variables are incomplete: a launcher sets them all)",
                 ErrorClass::ValueError);
   }
-  return parse_int(name, *v, leading_only);
+  return parse_int(name, *v, range, leading_only);
+}
+
+// torch.distributed's env:// needs only RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT: LOCAL_RANK
+// is the script's business (which GPU to use), so a worker started with the four alone is one
+// rank on its own node, local rank 0, as PyTorch's default device would be.
+void read_local_ranks(const EnvLookup& lookup, const LauncherVars& l, RankEnv& e) {
+  const bool torchrun = e.launcher == "torchrun";
+  e.local_rank_given = !torchrun || lookup(l.local_rank).has_value();
+  e.local_rank = e.local_rank_given ? required_int(lookup, l.local_rank, l.launcher, kRankRange) : 0;
+  if (torchrun && !lookup(l.local_world_size)) {
+    e.local_world_size = e.local_rank_given ? e.world_size : 1;
+    return;
+  }
+  e.local_world_size = required_int(lookup, l.local_world_size, l.launcher, kSizeRange, e.launcher == "slurm");
 }
 
 // torch.distributed's _torchelastic_use_agent_store(): the value must be exactly "True".
@@ -62,7 +89,7 @@ void read_agent_store(const EnvLookup& lookup, RankEnv& env) {
                 "True says torchrun's agent hosts the store; torchrun sets both)",
                 ErrorClass::ValueError);
   }
-  env.restart_count = parse_int("TORCHELASTIC_RESTART_COUNT", *attempt);
+  env.restart_count = parse_int("TORCHELASTIC_RESTART_COUNT", *attempt, Range{0, 1000000});
 }
 
 }  // namespace
@@ -89,11 +116,9 @@ RankEnv read_rank_env(const EnvLookup& lookup) {
     if (!lookup(l.rank)) continue;
     RankEnv e;
     e.launcher = l.launcher;
-    e.rank = required_int(lookup, l.rank, l.launcher);
-    e.world_size = required_int(lookup, l.world_size, l.launcher);
-    e.local_rank = required_int(lookup, l.local_rank, l.launcher);
-    e.local_world_size = required_int(lookup, l.local_world_size, l.launcher, e.launcher == "slurm");
-    if (e.world_size < 1) throw Error(std::string(l.world_size) + " must be at least 1", ErrorClass::ValueError);
+    e.rank = required_int(lookup, l.rank, l.launcher, kRankRange);
+    e.world_size = required_int(lookup, l.world_size, l.launcher, kSizeRange);
+    read_local_ranks(lookup, l, e);
     if (e.rank >= e.world_size) {
       throw Error(std::string(l.rank) + "=" + std::to_string(e.rank) + " is out of range for " + l.world_size + "=" +
                       std::to_string(e.world_size) + " (ranks are 0 .. world size - 1)",
@@ -138,9 +163,11 @@ RankEnv read_rank_env(const EnvLookup& lookup) {
     throw Error("environment variable MASTER_PORT expected, but not set (a free TCP port on the node with rank 0)",
                 ErrorClass::ValueError).about_settings({"MASTER_PORT"});
   }
-  chosen->master_port = parse_int("MASTER_PORT", *port);
-  if (chosen->master_port < 1 || chosen->master_port > 65535)
-    throw Error("MASTER_PORT=" + *port + " is not a TCP port (1 .. 65535)", ErrorClass::ValueError).about_settings({"MASTER_PORT"});
+  try {
+    chosen->master_port = parse_int("MASTER_PORT", *port, Range{1, 65535});
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + ", a TCP port", ErrorClass::ValueError).about_settings({"MASTER_PORT"});
+  }
   read_agent_store(lookup, *chosen);
   return *chosen;
 }

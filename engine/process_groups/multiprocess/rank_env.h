@@ -13,9 +13,14 @@
 
 namespace dpv::dist {
 
+// The most ranks a job may have: every RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE is checked
+// against it, and an error says so.
+inline constexpr long kMaxWorldSize = 1000000;
+
 struct RankEnv {
   int rank = 0;
   int local_rank = 0;
+  bool local_rank_given = true;  // false: torchrun's variables without LOCAL_RANK (env:// needs only four)
   int world_size = 1;
   int local_world_size = 1;
   std::string master_addr;
@@ -29,7 +34,8 @@ struct RankEnv {
 using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
 
 // Reads the rank variables. Throws dpv::Error naming the missing or bad variable and what sets it:
-// none of the three sets present, a value that is not an integer, rank >= world size, local rank >=
+// none of the three sets present, a value that is not an integer or outside its range (saying the
+// range), rank >= world size, local rank >=
 // local world size, two launchers' variables that disagree, or TORCHELASTIC_USE_AGENT_STORE=True
 // without a valid TORCHELASTIC_RESTART_COUNT.
 RankEnv read_rank_env(const EnvLookup& lookup);

@@ -1,6 +1,7 @@
 #include "engine/process_groups/multiprocess/tcp_store.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 
 #include "engine/error.h"
@@ -54,6 +55,13 @@ Bytes get_blob(Socket& s, uint64_t max, Clock::time_point deadline, const std::s
 constexpr uint64_t kMaxValue = 1ull << 30;  // 1 GiB: far above any rendezvous value
 constexpr uint32_t kMaxKeys = 1u << 16;
 constexpr uint32_t kMaxKeyBytes = 1u << 16;  // keys are names such as "dpv/rank/3"
+
+// The integer an add counts from; false for a value that is not one.
+bool parse_counter(const Bytes& value, int64_t& out) {
+  const std::string text = to_string(value);
+  const auto [stop, err] = std::from_chars(text.data(), text.data() + text.size(), out, 10);
+  return err == std::errc() && stop == text.data() + text.size() && !text.empty();
+}
 
 void reply(Socket& s, Status status, const Bytes& payload, int64_t number) {
   Bytes out;
@@ -125,16 +133,16 @@ void TcpStoreServer::serve(Connection* connection) {
 bool TcpStoreServer::wait_for(std::unique_lock<std::mutex>& lock, const std::vector<std::string>& keys,
                               Clock::time_point deadline) {
   auto all_present = [&] {
-    if (stopping_) return true;
+    if (stopping_ || !abort_reason_.empty()) return true;
     for (const std::string& k : keys)
       if (!data_.count(k)) return false;
     return true;
   };
-  if (all_present()) return !stopping_;
+  if (all_present()) return !stopping_ && abort_reason_.empty();
   ++waiting_;
   const bool present = changed_.wait_until(lock, deadline, all_present);
   --waiting_;
-  return present && !stopping_;
+  return present && !stopping_ && abort_reason_.empty();
 }
 
 void TcpStoreServer::serve_requests(Socket* client) {
@@ -161,7 +169,13 @@ void TcpStoreServer::serve_requests(Socket* client) {
       switch (command) {
         case kHello:
           if (number != world_size_) {
+            // The job cannot form: every rank waiting here (or arriving later) is told at once,
+            // instead of waiting its whole timeout for a rank that was refused.
+            abort_reason_ = "the job cannot form: a rank joined with WORLD_SIZE=" + std::to_string(number) +
+                            " but rank 0 hosting the store has WORLD_SIZE=" + std::to_string(world_size_) +
+                            " (every rank must be started with the same WORLD_SIZE; the other rank's error says which)";
             lock.unlock();
+            changed_.notify_all();
             reply(*client, kRefused,
                   to_bytes("world size mismatch: this rank was started with WORLD_SIZE=" + std::to_string(number) +
                            " but rank 0 hosting the store has WORLD_SIZE=" + std::to_string(world_size_) +
@@ -184,15 +198,22 @@ void TcpStoreServer::serve_requests(Socket* client) {
           bool ok = wait_for(lock, keys, Clock::now() + std::chrono::milliseconds(number));
           Bytes out;
           if (ok && command == kGet && keys.size() == 1) out = data_[keys[0]];
+          const std::string aborted = abort_reason_;
           lock.unlock();
-          reply(*client, ok ? kOk : kTimeout, out, 0);
+          if (!aborted.empty()) reply(*client, kRefused, to_bytes(aborted), 0);
+          else reply(*client, ok ? kOk : kTimeout, out, 0);
           break;
         }
         case kAdd: {
           if (keys.size() != 1) return;
           int64_t current = 0;
           auto it = data_.find(keys[0]);
-          if (it != data_.end()) current = std::stoll(to_string(it->second));
+          if (it != data_.end() && !parse_counter(it->second, current)) {
+            // A value someone set is no counter: that caller is told, the store and its other clients go on.
+            lock.unlock();
+            reply(*client, kRefused, to_bytes("cannot add to key '" + keys[0] + "': its value is not an integer"), 0);
+            break;
+          }
           current += number;
           data_[keys[0]] = to_bytes(std::to_string(current));
           lock.unlock();
@@ -243,7 +264,8 @@ Bytes TcpStore::request(uint8_t command, const std::vector<std::string>& keys, c
     throw Error("timed out after " + describe_seconds(wait_timeout) + " waiting for " + awaited + " in " + where_ +
                 " (a rank did not arrive: did it fail or start late? raise DPV_TIMEOUT if the job is just slow)").about_settings({"DPV_TIMEOUT"});
   }
-  // The store refuses one thing: a rank whose WORLD_SIZE is not rank 0's.
+  // The store refuses a rank whose WORLD_SIZE is not rank 0's, every wait once it did (the job
+  // cannot form), and an add to a value that is no integer.
   if (status == kRefused) throw Error(to_string(payload) + " [" + where_ + "]").about_settings({"WORLD_SIZE"});
   if (command == kAdd || command == kCheck) return to_bytes(std::to_string(result));
   return payload;

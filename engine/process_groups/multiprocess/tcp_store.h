@@ -5,7 +5,8 @@
 //
 // Every call that waits has a deadline and its error names the key it waited for, so a missing
 // rank turns into "timed out after 30 s waiting for key 'x' in the store at ..." instead of a hang.
-// Joining checks the world size against rank 0's: a mismatch is an error naming both values.
+// Joining checks the world size against rank 0's: a mismatch is an error naming both values, for
+// the joining rank and (the job cannot form) for every rank waiting in the store, at once.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -59,6 +60,7 @@ class TcpStoreServer {
   std::condition_variable changed_;
   std::map<std::string, Bytes> data_;
   bool stopping_ = false;
+  std::string abort_reason_;  // set when a rank with another world size was refused: every wait fails with it
   std::atomic<int> waiting_{0};
   std::list<std::unique_ptr<Connection>> connections_;
   std::thread acceptor_;
