@@ -78,6 +78,7 @@ void add_launch_command(CLI::App& app, Action& run) {
     plan->backend = dist::parse_process_group_backend(*backend_name);
     run = [plan, error_file, events_file] {
       if (!error_file->empty()) check_output_path(*error_file, "--error-file");
+      check_outputs_distinct({{"--events-file", *events_file}, {"--error-file", *error_file}}, {});
       try {
         auto events = events_file->empty() ? std::make_unique<LaunchEvents>()
                                            : std::make_unique<LaunchEvents>(*events_file, "--events-file");

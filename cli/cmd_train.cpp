@@ -72,8 +72,8 @@ void run_train(const TrainCliOptions& o) {
   // input, and the memory the data set and one step will ask for.
   if (!o.trace.empty()) {
     check_output_path(o.trace, "--trace");
-    check_not_an_input(o.trace, "--trace", {{"--model", o.model_file}, {"--idx-images", o.idx_images},
-                                            {"--idx-labels", o.idx_labels}});
+    check_trace_outputs(o.trace, o.ddp, {{"--model", o.model_file}, {"--idx-images", o.idx_images},
+                                         {"--idx-labels", o.idx_labels}});
   }
   RunSpec run = run_spec_of(o);
   const ModelSpec spec = run.model_spec();
