@@ -103,6 +103,7 @@ LaunchedRank join_launched_job(const std::optional<std::string>& devices_spec) {
 void run_step_ddp_launched(const StepOptions& o) {
   LaunchedRank lr = join_launched_job(o.devices_given ? std::optional(o.run.devices) : std::nullopt);
   ProcessGroup& group = lr.session->group();
+  verify_same_ddp_config(*lr.session, ddp_config_of(ddp_options(o.run), o.steps));
   Model model(load_model_spec(o.model));
   const DType dtype = model.dtype();
   const auto [input, target] = load_step_batch(o.batch);

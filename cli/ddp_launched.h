@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "cli/launch_ddp_config.h"  // verify_same_ddp_config: every launched DDP command calls it
 #include "engine/ddp/ddp_output.h"
 #include "engine/ddp/ddp_rank.h"
 #include "engine/device.h"

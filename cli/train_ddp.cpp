@@ -44,6 +44,7 @@ TrainLoopInputs loop_inputs(const TrainDdpInputs& in, bool progress) {
 // DdpRankStrategy); rank 0 prints the header and the progress.
 void run_launched(const TrainDdpInputs& in) {
   LaunchedRank lr = join_launched_job(in.devices_given ? std::optional(in.run.devices) : std::nullopt);
+  verify_same_ddp_config(*lr.session, ddp_config_of(ddp_options(in.run), in.steps));
   ProcessGroup& group = lr.session->group();
   const int rank = lr.rank(), world = lr.world_size();
   const bool rank0 = rank == 0;

@@ -231,6 +231,32 @@ TEST_F(LaunchDdp, AModelThatDiffersAcrossRanksIsPyTorchsError) {
   EXPECT_FALSE(exists(path("out.safetensors")));
 }
 
+// One "node" started with --no-broadcast-buffers, the other without: the ranks would run different
+// collectives (Gloo's raw "enforce fail"); they compare their DDP options first and both say which.
+TEST_F(LaunchDdp, DdpOptionsThatDifferAcrossRanksAreNamed) {
+  const std::string model = write_text("model.json", bn_mlp_json());
+  const std::string batch = write_batch("batch.safetensors", {10, 2}, DType::Float32, 3);
+  const std::string port = std::to_string(free_port());
+  auto node = [&](int node_rank, std::vector<std::string> extra) {
+    std::vector<std::string> args{"launch", "--nproc-per-node", "1", "--nnodes", "2", "--node-rank",
+                                  std::to_string(node_rank), "--master-port", port, "--timeout", "20", "--",
+                                  "step", "--ddp", "--model", model, "--batch", batch, "--out", path("out.safetensors")};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  Background node0(node(0, {}));
+  RunResult r1 = run_dpv(node(1, {"--no-broadcast-buffers"}));
+  RunResult r0 = node0.finish(std::chrono::seconds(60));
+  EXPECT_EQ(r0.exit_code, 1);
+  EXPECT_EQ(r1.exit_code, 1);
+  const std::string says = "the ranks' DistributedDataParallel configurations differ: broadcast_buffers is false on rank 1 "
+                           "but true on rank 0";
+  EXPECT_NE(r0.err.find(says), std::string::npos) << r0.err;
+  EXPECT_NE(r1.err.find(says), std::string::npos) << r1.err;
+  EXPECT_EQ((r0.err + r1.err).find("enforce fail"), std::string::npos);
+  EXPECT_FALSE(exists(path("out.safetensors")));
+}
+
 }  // namespace
 }  // namespace dpv::testing
 

@@ -1,0 +1,77 @@
+#include "cli/launch_ddp_config.h"
+
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/error.h"
+
+namespace dpv::cli {
+namespace {
+
+std::string config_key(int rank) { return "dpv/ddp_config/" + std::to_string(rank); }
+
+std::string number_text(double v) {
+  std::ostringstream s;
+  s.precision(17);
+  s << v;
+  return s.str();
+}
+
+DdpConfig parse_config(const std::string& text, int rank) {
+  DdpConfig config;
+  try {
+    for (const auto& entry : nlohmann::ordered_json::parse(text)) config.emplace_back(entry.at(0), entry.at(1));
+  } catch (const nlohmann::json::exception&) {
+    throw Error("rank " + std::to_string(rank) + "'s DDP configuration in the store is not readable (key '" +
+                config_key(rank) + "' was overwritten?)");
+  }
+  return config;
+}
+
+// The first setting where `other` differs from rank 0's, as "broadcast_buffers is false on rank 1
+// but true on rank 0", or "" when they agree.
+std::string first_difference(const DdpConfig& rank0, const DdpConfig& other, int rank) {
+  const std::string on = " on rank " + std::to_string(rank) + " but ";
+  for (size_t i = 0; i < rank0.size(); ++i) {
+    if (i >= other.size() || other[i].first != rank0[i].first)
+      return "rank " + std::to_string(rank) + " runs another dpv build (its settings are not rank 0's)";
+    if (other[i].second == rank0[i].second) continue;
+    return rank0[i].first + " is " + other[i].second + on + rank0[i].second + " on rank 0";
+  }
+  return other.size() == rank0.size() ? "" : "rank " + std::to_string(rank) + " runs another dpv build";
+}
+
+}  // namespace
+
+DdpConfig ddp_config_of(const DdpOptions& options, int64_t steps) {
+  return {
+      {"broadcast_buffers", options.broadcast_buffers ? "true" : "false"},
+      {"bucket_cap_mb", number_text(options.bucket_cap_mb)},
+      {"first_bucket_bytes", std::to_string(options.first_bucket_bytes)},
+      {"sync_bn", options.sync_bn ? "true" : "false"},
+      {"steps", std::to_string(steps)},
+      // The model is not compared here: DdpRank's construction checks the parameter shapes against
+      // rank 0's with PyTorch's own message ("DDP expects same model across all ranks").
+  };
+}
+
+void verify_same_ddp_config(dist::DistSession& session, const DdpConfig& mine) {
+  dist::Store& store = session.store();
+  const int rank = session.env().rank, world = session.env().world_size;
+  nlohmann::ordered_json doc = nlohmann::ordered_json::array();
+  for (const auto& [name, value] : mine) doc.push_back({name, value});
+  store.set(config_key(rank), dist::to_bytes(doc.dump()));
+  const DdpConfig rank0 = rank == 0 ? mine : parse_config(dist::to_string(store.get(config_key(0))), 0);
+  // Every rank reads every other's in rank order, so all of them name the same first difference.
+  for (int r = 1; r < world; ++r) {
+    const DdpConfig other = r == rank ? mine : parse_config(dist::to_string(store.get(config_key(r))), r);
+    const std::string difference = first_difference(rank0, other, r);
+    if (difference.empty()) continue;
+    throw Error("the ranks' DistributedDataParallel configurations differ: " + difference +
+                ". Every rank must run DDP with the same options and steps: start them all with the same command")
+        .at_rank(r);
+  }
+}
+
+}  // namespace dpv::cli
