@@ -14,7 +14,7 @@
 // Keys: PyTorch's TCPStore client puts "/" before every key, and its workers under torchrun wrap
 // the store in PrefixStore("/worker/attempt_<TORCHELASTIC_RESTART_COUNT>"), so a restarted
 // attempt never sees the keys of the one before. This client does the same, so dpv's keys sit
-// where a PyTorch worker's would: "dpv/done" travels as "//worker/attempt_0/dpv/done".
+// where a PyTorch worker's would: "dpv/done/1" travels as "//worker/attempt_0/dpv/done/1".
 //
 // Every call has a deadline (the timeout); a length from the wire above kMaxC10dValueBytes is
 // refused before anything is allocated. After any failure the connection's state is unknown, so it
