@@ -167,14 +167,15 @@ void forward_signals(Supervision& s) {
 }
 
 // Records the workers that exited, stopped or continued; the first failure (not caused by a stop)
-// stops the others.
+// stops the others. Every worker's status is collected before any failure is judged, so a rank
+// stopped just before another failed is known as stopped when the failure is reported.
 void reap_exited(Supervision& s, LaunchEvents& events) {
+  std::vector<size_t> exited;
   for (size_t i = 0; i < s.workers.size(); ++i) {
     Worker& w = s.workers[i];
     if (!w.running) continue;
     int status = 0;
-    pid_t r = ::waitpid(w.pid, &status, WNOHANG | WUNTRACED | WCONTINUED);
-    if (r != w.pid) continue;
+    if (::waitpid(w.pid, &status, WNOHANG | WUNTRACED | WCONTINUED) != w.pid) continue;
     if (WIFSTOPPED(status) || WIFCONTINUED(status)) {
       w.stopped = WIFSTOPPED(status);
       w.stop_signal = w.stopped ? WSTOPSIG(status) : 0;
@@ -184,12 +185,14 @@ void reap_exited(Supervision& s, LaunchEvents& events) {
     w.status = status;
     ::kill(-w.pid, SIGKILL);  // anything the worker left behind in its process group
     events.exited(w);
-    if (failed(status) && !s.first_failure && !s.stop_signal) {
-      s.first_failure = i;
-      for (size_t j = 0; j < s.workers.size(); ++j)
-        if (j != i && s.workers[j].running && s.workers[j].stopped && !s.stopped_at_failure) s.stopped_at_failure = j;
-      s.begin_stop(SIGTERM);
-    }
+    exited.push_back(i);
+  }
+  for (size_t i : exited) {
+    if (!failed(s.workers[i].status) || s.first_failure || s.stop_signal) continue;
+    s.first_failure = i;
+    for (size_t j = 0; j < s.workers.size(); ++j)
+      if (j != i && s.workers[j].running && s.workers[j].stopped && !s.stopped_at_failure) s.stopped_at_failure = j;
+    s.begin_stop(SIGTERM);
   }
 }
 
@@ -300,8 +303,14 @@ bool launched_by_dpv_launch() {
 }
 
 void run_launch(const LaunchPlan& plan, LaunchEvents& events) {
-  check_plan(plan);
-  const int master_port = resolve_master_port(plan);
+  int master_port = 0;
+  try {
+    check_plan(plan);
+    master_port = resolve_master_port(plan);
+  } catch (const Error& e) {  // nothing started: the events still end with why
+    events.finished(false, 0, -1, e.what());
+    throw;
+  }
   const SavedHandlers saved = install_signal_handlers();
   int attempts = 0;
   std::optional<Supervision> last;

@@ -285,5 +285,20 @@ TEST_F(LaunchFaults, AnEventsFileThatIsNoRegularFileIsRefused) {
       << r.err;
 }
 
+// A job refused before any worker starts still ends its events with why.
+TEST_F(LaunchFaults, ARefusedJobsEventsEndWithTheReason) {
+  ListeningPort busy;
+  RunResult r = run_dpv({"launch", "--nproc-per-node", "2", "--master-port", std::to_string(busy.port()),
+                         "--events-file", path("events.jsonl"), "--", "bench", "allreduce"});
+  EXPECT_EQ(r.exit_code, 1);
+  const std::vector<json> e = events();
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0]["event"], "finished");
+  EXPECT_EQ(e[0]["ok"], false);
+  EXPECT_EQ(e[0]["attempts"], 0);
+  EXPECT_EQ(e[0]["failed_rank"], -1);
+  EXPECT_NE(e[0]["message"].get<std::string>().find("the port is in use"), std::string::npos) << e[0].dump();
+}
+
 }  // namespace
 }  // namespace dpv::testing
