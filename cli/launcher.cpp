@@ -38,6 +38,8 @@ void signal_all(std::vector<Worker>& workers, int sig) {
   for (Worker& w : workers) {
     if (!w.running) continue;
     ::kill(-w.pid, sig);
+    // A stopped worker would keep SIGTERM pending until the grace ran out: continued, it acts on it now.
+    if (w.stopped && sig != SIGKILL) ::kill(-w.pid, SIGCONT);
     w.signaled_by_launcher = true;
   }
 }
