@@ -1,8 +1,11 @@
 // `dpv launch`: torchrun for dpv. Starts --nproc-per-node workers running the dpv subcommand
 // given after --, as ranks of a job of --nnodes x --nproc-per-node processes that meet at
 // --master-addr:--master-port (rank 0 hosts the store there). See cli/launcher.h.
+#include <sys/stat.h>
+
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -23,6 +26,21 @@ namespace {
 void write_error_file(const std::string& path, const Error& e) {
   const nlohmann::json doc{{"error_class", e.kind()}, {"message", e.what()}, {"rank", e.site().rank}};
   write_file_atomic(path, doc.dump(2) + "\n");
+}
+
+// The files the launched command names (any argument, or --flag=value's value, that is an existing
+// regular file): the launcher does not know which of them the command reads, so none may be the
+// file --events-file truncates or --error-file replaces.
+std::vector<NamedPath> command_files(const std::vector<std::string>& command) {
+  std::vector<NamedPath> files;
+  for (const std::string& arg : command) {
+    const size_t eq = arg.rfind("--", 0) == 0 ? arg.find('=') : std::string::npos;
+    const std::string value = eq == std::string::npos ? arg : arg.substr(eq + 1);
+    struct stat info {};
+    if (!value.empty() && ::stat(value.c_str(), &info) == 0 && S_ISREG(info.st_mode))
+      files.push_back({"the launched command's file", value});
+  }
+  return files;
 }
 
 // An empty --master-addr would pass here and fail in every worker as "MASTER_ADDR ... not set":
@@ -78,7 +96,7 @@ void add_launch_command(CLI::App& app, Action& run) {
     plan->backend = dist::parse_process_group_backend(*backend_name);
     run = [plan, error_file, events_file] {
       if (!error_file->empty()) check_output_path(*error_file, "--error-file");
-      check_outputs_distinct({{"--events-file", *events_file}, {"--error-file", *error_file}}, {});
+      check_outputs_distinct({{"--events-file", *events_file}, {"--error-file", *error_file}}, command_files(plan->command));
       try {
         auto events = events_file->empty() ? std::make_unique<LaunchEvents>()
                                            : std::make_unique<LaunchEvents>(*events_file, "--events-file");

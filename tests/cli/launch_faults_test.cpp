@@ -283,6 +283,18 @@ TEST_F(LaunchFaults, AnEventsFileThatIsNoRegularFileIsRefused) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("--error-file '" + path("same.json") + "' is the same file as --events-file"), std::string::npos)
       << r.err;
+  // Nor may either be a file the launched command names: it could be one of its inputs.
+  const std::string model = write_text("model.json", simple_model_json());
+  for (const std::string& given : {model, "--model=" + model}) {
+    r = run_dpv({"launch", "--nproc-per-node", "1", "--events-file", model, "--", "train", "--ddp", given});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("--events-file '" + model + "' is the same file as the launched command's file"),
+              std::string::npos) << r.err;
+    std::ifstream in(model);
+    std::stringstream text;
+    text << in.rdbuf();
+    EXPECT_EQ(text.str(), simple_model_json());
+  }
 }
 
 // A job refused before any worker starts still ends its events with why.
