@@ -30,9 +30,10 @@ const std::vector<LauncherVars>& launchers() {
 // The bounds a value must lie in, named in its error so the fix is plain.
 struct Range {
   long min, max;
+  bool world_limit = false;  // the bound comes from kMaxWorldSize, which the error then names
 };
-constexpr Range kRankRange{0, kMaxWorldSize - 1};
-constexpr Range kSizeRange{1, kMaxWorldSize};
+constexpr Range kRankRange{0, kMaxWorldSize - 1, true};
+constexpr Range kSizeRange{1, kMaxWorldSize, true};
 
 // Parses the whole value as an integer in `range`. Slurm writes per-node task counts as "2(x3)"
 // or "2,1"; `leading_only` accepts the first number of such a list.
@@ -46,9 +47,7 @@ int parse_int(const std::string& name, const std::string& value, Range range, bo
   }
   if (err == std::errc::result_out_of_range || v < range.min || v > range.max) {
     throw Error(name + "=" + value + " is out of range: it must be " + bounds +
-                    (range.max == kMaxWorldSize || range.max == kMaxWorldSize - 1
-                         ? " (dpv runs at most " + std::to_string(kMaxWorldSize) + " ranks)"
-                         : ""),
+                    (range.world_limit ? " (dpv runs at most " + std::to_string(kMaxWorldSize) + " ranks)" : ""),
                 ErrorClass::ValueError);
   }
   return static_cast<int>(v);
