@@ -49,10 +49,8 @@ void check_dataset_bytes(const ModelSpec& spec, int64_t samples, const std::stri
               "the built-in data set (" + std::to_string(samples) + " samples of " + std::to_string(width) + " values)");
 }
 
-void check_step_bytes(const ModelSpec& spec, int64_t batch, int devices, const std::string& model_source,
-                      const std::string& batch_asked_by) {
+void check_parameter_bytes(const ModelSpec& spec, int devices, const std::string& model_source) {
   const Model model(spec);
-  const int64_t element = static_cast<int64_t>(dtype_size(spec.dtype));
   std::optional<int64_t> parameters = 0;
   for (const TensorDecl& d : model.state_decls()) {
     std::optional<int64_t> n = 1;
@@ -60,8 +58,16 @@ void check_step_bytes(const ModelSpec& spec, int64_t batch, int devices, const s
     parameters = checked_add(parameters, n);
   }
   // The state on device 0, its gradients and momentum, and one replica per device.
+  const int64_t element = static_cast<int64_t>(dtype_size(spec.dtype));
   check_bytes(checked_mul(checked_mul(parameters, element), 3 + devices), model_source,
               "the parameters, their gradients, momentum and " + std::to_string(devices) + " replica(s)");
+}
+
+void check_step_bytes(const ModelSpec& spec, int64_t batch, int devices, const std::string& model_source,
+                      const std::string& batch_asked_by) {
+  check_parameter_bytes(spec, devices, model_source);
+  const Model model(spec);
+  const int64_t element = static_cast<int64_t>(dtype_size(spec.dtype));
   const ModelInputShape s = input_shape_of(spec);
   std::optional<int64_t> per_sample = sample_elements(s);
   for (const Shape& shape : model.activation_shapes(one_sample_shape(s))) {

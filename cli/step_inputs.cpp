@@ -32,4 +32,10 @@ StepBatch load_step_batch(const std::string& path) {
   return b;
 }
 
+int64_t step_batch_rows(const Tensor& input) { return input.ndim() > 0 ? input.dim(0) : 0; }
+
+std::string step_batch_label(const std::string& path, const Tensor& input) {
+  return "--batch " + path + " (" + std::to_string(step_batch_rows(input)) + " samples)";
+}
+
 }  // namespace dpv::cli
