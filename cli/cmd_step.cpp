@@ -43,7 +43,8 @@ void run_step(const StepOptions& o) {
   // The memory the step asks for, checked before any of it is allocated (cli/size_checks.h).
   check_parameter_bytes(spec, devices->size(), "--model " + o.model);
   const auto [input, target] = load_step_batch(o.batch);
-  check_step_bytes(spec, step_batch_rows(input), devices->size(), "--model " + o.model, step_batch_label(o.batch, input));
+  check_step_bytes(spec, step_batch_rows(input), devices->size(), "--model " + o.model, step_batch_label(o.batch, input),
+                   step_sample_shape(input));
   Model model(spec);
   const DType dtype = model.dtype();
   TensorMap state = load_step_state(model, o.state, o.run.seed);

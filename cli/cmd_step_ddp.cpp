@@ -35,7 +35,8 @@ void run_step_ddp(const StepOptions& o) {
   auto devices = devices_from_flag(o.run.devices);
   check_parameter_bytes(spec, devices->size(), model_source);
   const auto [input, target] = load_step_batch(o.batch);
-  check_step_bytes(spec, step_batch_rows(input), devices->size(), model_source, step_batch_label(o.batch, input));
+  check_step_bytes(spec, step_batch_rows(input), devices->size(), model_source, step_batch_label(o.batch, input),
+                   step_sample_shape(input));
   Model model(spec);
   const DType dtype = model.dtype();
   TensorMap state = load_step_state(model, o.state, o.run.seed);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/model_spec.h"
+#include "engine/tensor.h"
 
 namespace dpv::cli {
 
@@ -25,7 +26,9 @@ void check_dataset_bytes(const ModelSpec& spec, int64_t samples, const std::stri
 void check_parameter_bytes(const ModelSpec& spec, int devices, const std::string& model_source);
 // One training step: parameters, gradients, one replica per device and momentum (`model_source`
 // asked for those), and every layer's output and its gradient for `batch` rows (`batch_asked_by`).
+// `sample`: one sample's input shape ([1, ...]) when a batch is given, else the shape the data set
+// `dpv train` makes has (input_shape_of).
 void check_step_bytes(const ModelSpec& spec, int64_t batch, int devices, const std::string& model_source,
-                      const std::string& batch_asked_by);
+                      const std::string& batch_asked_by, const std::optional<Shape>& sample = std::nullopt);
 
 }  // namespace dpv::cli
