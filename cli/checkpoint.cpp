@@ -64,6 +64,14 @@ std::vector<std::pair<int64_t, std::string>> checkpoints_in(const std::string& d
   return out;
 }
 
+// A metadata value as a one-line message quotes it: control characters as '?', cut at 80 characters.
+std::string printable(const std::string& value) {
+  std::string out = value.substr(0, 80);
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return value.size() > 80 ? out + "..." : out;
+}
+
 // The metadata value `key`, or a dpv::Error saying the file is no complete checkpoint.
 const std::string& meta(const std::map<std::string, std::string>& m, const std::string& key, const std::string& source) {
   const auto it = m.find(key);
@@ -79,7 +87,7 @@ int64_t meta_int(const std::map<std::string, std::string>& m, const std::string&
     if (used == text.size() && v >= 0) return v;
   } catch (const std::exception&) {
   }
-  throw Error(source + ": metadata '" + key + "' is '" + text + "', not a count (corrupt checkpoint)");
+  throw Error(source + ": metadata '" + key + "' is '" + printable(text) + "', not a count (corrupt checkpoint)");
 }
 
 // The shortest text that reads back as the same double ("0.1"), as Python's repr writes it.
@@ -108,7 +116,7 @@ std::vector<size_t> bucket_order(const std::string& text, const std::string& sou
 void check_fact(const std::string& source, const std::string& fact, const std::string& theirs,
                 const std::string& ours, const std::string& flag) {
   if (theirs == ours) return;
-  throw Error(source + " is from another run: its " + fact + " is " + theirs + ", this run's is " + ours +
+  throw Error(source + " is from another run: its " + fact + " is " + printable(theirs) + ", this run's is " + ours +
                   "; run with the same " + flag + " to resume it, or give this run another --checkpoint DIR",
               ErrorClass::ValueError);
 }
@@ -164,8 +172,8 @@ std::string serialize_checkpoint(const TrainingState& state, const CheckpointFac
 
 TrainingState parse_checkpoint(const std::string& bytes, const std::string& source, const CheckpointFacts& facts) {
   const SafetensorsFile file = parse_safetensors_file(bytes, source);
-  check(meta(file.metadata, "format", source) == kFormat,
-        source + ": metadata 'format' is '" + file.metadata.at("format") + "', not '" + kFormat + "'");
+  const std::string& format = meta(file.metadata, "format", source);
+  check(format == kFormat, source + ": metadata 'format' is '" + printable(format) + "', not '" + kFormat + "'");
   const std::map<std::string, std::string> ours = facts_metadata(facts);
   const std::pair<const char*, const char*> checked[] = {
       {"strategy", "--ddp"}, {"world_size", "--devices (or number of launched processes)"},
@@ -218,7 +226,7 @@ std::optional<FoundCheckpoint> CheckpointFolder::newest_complete(std::ostream& w
       const SafetensorsFile file = parse_safetensors_file(found.bytes, path);
       meta(file.metadata, "format", path);
       if (meta_int(file.metadata, "step", path) != step)
-        throw Error(path + ": its metadata says step " + file.metadata.at("step") + ", its name step " +
+        throw Error(path + ": its metadata says step " + printable(file.metadata.at("step")) + ", its name step " +
                     std::to_string(step));
       return found;
     } catch (const Error& e) {

@@ -42,16 +42,31 @@ TrainLoopInputs loop_inputs(const TrainDdpInputs& in, bool progress) {
 }
 
 // The checkpoint every rank resumes from: the one rank 0 found, its bytes sent to all ranks through
-// the group, so every rank starts from the same step whatever each one's view of the folder.
+// the group, so every rank starts from the same step whatever each one's view of the folder. When
+// rank 0 cannot use the folder, every rank stops with rank 0's error (not a broken collective).
 std::optional<FoundCheckpoint> agreed_checkpoint(const TrainCheckpoints& checkpoints, LaunchedRank& lr) {
   if (!checkpoints.enabled()) return std::nullopt;
-  std::string mine;  // "<path length>:<path><bytes>", or empty for none
-  if (lr.rank() == 0)
-    if (const auto found = checkpoints.find()) mine = std::to_string(found->path.size()) + ":" + found->path + found->bytes;
+  // "N" none; "C<path length>:<path><bytes>" a checkpoint; "E<error class>:<message>" rank 0's error.
+  std::string mine = "N";
+  std::optional<Error> failed;
+  if (lr.rank() == 0) {
+    try {
+      if (const auto found = checkpoints.find())
+        mine = "C" + std::to_string(found->path.size()) + ":" + found->path + found->bytes;
+    } catch (const Error& e) {
+      failed = e;
+      mine = "E" + std::to_string(static_cast<int>(e.error_class())) + ":" + e.what();
+    }
+  }
   const std::string chosen = all_gather_bytes(lr.session->group(), mine, lr.comm_device).at(0);
-  if (chosen.empty()) return std::nullopt;
+  if (failed) throw *failed;
+  if (chosen[0] == 'E') {
+    const size_t colon = chosen.find(':');
+    throw Error(chosen.substr(colon + 1), static_cast<ErrorClass>(std::stoi(chosen.substr(1, colon - 1))));
+  }
+  if (chosen[0] == 'N') return std::nullopt;
   const size_t colon = chosen.find(':');
-  const size_t length = std::stoull(chosen.substr(0, colon));
+  const size_t length = std::stoull(chosen.substr(1, colon - 1));
   return FoundCheckpoint{chosen.substr(colon + 1, length), chosen.substr(colon + 1 + length)};
 }
 

@@ -115,16 +115,18 @@ TEST_F(TrainCheckpoint, AResumedThreeRankDdpRunKeepsTheRebuiltBuckets) {
   }
 }
 
+// `dpv launch` of 3 processes, each a rank of train_args' DDP run (no --devices: each rank its own).
+std::vector<std::string> launched(const std::string& dir, int64_t steps) {
+  std::vector<std::string> args{"launch", "--nproc-per-node", "3", "--master-port", std::to_string(free_port()),
+                                "--timeout", "60", "--"};
+  const std::vector<std::string> train = train_args(dir, true, steps);
+  args.insert(args.end(), train.begin(), train.end());
+  args.erase(args.begin() + 8 + 3, args.begin() + 8 + 5);
+  return args;
+}
+
 // Under `dpv launch`: rank 0 writes, and every rank resumes from the checkpoint rank 0 found.
 TEST_F(TrainCheckpoint, ALaunchedDdpRunResumesBitIdentical) {
-  auto launched = [](const std::string& dir, int64_t steps) {
-    std::vector<std::string> args{"launch", "--nproc-per-node", "3", "--master-port", std::to_string(free_port()),
-                                  "--timeout", "60", "--"};
-    const std::vector<std::string> train = train_args(dir, true, steps);
-    args.insert(args.end(), train.begin(), train.end());
-    args.erase(args.begin() + 8 + 3, args.begin() + 8 + 5);  // no --devices: each rank its own
-    return args;
-  };
   const RunResult whole = run_dpv(launched(path("a"), 10));
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
   ASSERT_EQ(run_dpv(launched(path("b"), 5)).exit_code, 0);
@@ -134,6 +136,17 @@ TEST_F(TrainCheckpoint, ALaunchedDdpRunResumesBitIdentical) {
       << rest.out;
   expect_same_checkpoint(checkpoint_file(path("a"), 10), checkpoint_file(path("b"), 10));
   EXPECT_EQ(read_checkpoint(checkpoint_file(path("b"), 10)).metadata.at("world_size"), "3");
+}
+
+// Rank 0 cannot use the folder: every rank stops with rank 0's error, not a broken collective.
+TEST_F(TrainCheckpoint, ALaunchedRunWhoseFolderIsAFileStopsWithRankZerosError) {
+  const std::string file = write_text("plain", "not a folder");
+  const RunResult r = run_dpv(launched(file, 5));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("dpv: error: NotADirectoryError: --checkpoint " + file + ": cannot be used as a folder"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("all_gather"), std::string::npos) << r.err;
 }
 
 TEST_F(TrainCheckpoint, CheckpointsHoldTheStateDictMomentumAndTheRunsFacts) {
