@@ -19,6 +19,7 @@
 #include "cli/validators.h"
 #include "cli/format.h"
 #include "cli/output_paths.h"
+#include "cli/size_checks.h"
 #include "engine/data_parallel.h"
 #include "engine/device.h"
 #include "engine/error.h"
@@ -37,12 +38,16 @@ std::string stats_key(const BatchNormStats& s, const char* what) {
 void run_step(const StepOptions& o) {
   check_output_path(o.out, "--out");
   check_not_an_input(o.out, "--out", {{"--model", o.model}, {"--batch", o.batch}, {"--state", o.state}});
-  Model model(load_model_spec(o.model));
-  const DType dtype = model.dtype();
-
-  const auto [input, target] = load_step_batch(o.batch);
-  TensorMap state = load_step_state(model, o.state, o.run.seed);
+  const ModelSpec spec = load_model_spec(o.model);
   auto devices = devices_from_flag(o.run.devices);
+  // The memory the step asks for, checked before any of it is allocated (cli/size_checks.h).
+  check_parameter_bytes(spec, devices->size(), "--model " + o.model);
+  const auto [input, target] = load_step_batch(o.batch);
+  check_step_bytes(spec, step_batch_rows(input), devices->size(), "--model " + o.model, step_batch_label(o.batch, input),
+                   step_sample_shape(input));
+  Model model(spec);
+  const DType dtype = model.dtype();
+  TensorMap state = load_step_state(model, o.state, o.run.seed);
   Trainer trainer(devices, std::move(model), state, train_options(o.run));
 
   std::unique_ptr<Iteration> last;

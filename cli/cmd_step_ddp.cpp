@@ -8,6 +8,7 @@
 #include "cli/flag_errors.h"
 #include "cli/format.h"
 #include "cli/output_paths.h"
+#include "cli/size_checks.h"
 #include "cli/step_inputs.h"
 #include "engine/ddp/ddp.h"
 #include "engine/ddp/ddp_output.h"
@@ -22,13 +23,23 @@ namespace dpv::cli {
 void run_step_ddp(const StepOptions& o) {
   check_output_path(o.out, "--out");
   check_not_an_input(o.out, "--out", {{"--model", o.model}, {"--batch", o.batch}, {"--state", o.state}});
+  // The memory the step asks for, checked before any of it is allocated (cli/size_checks.h); a
+  // launched rank holds one device's share.
+  const ModelSpec spec = load_model_spec(o.model);
+  const std::string model_source = "--model " + o.model;
   // Started by `dpv launch` (or mpirun, srun): this process is one rank of a real job.
-  if (launched_rank()) return run_step_ddp_launched(o);
-  Model model(load_model_spec(o.model));
-  const DType dtype = model.dtype();
-  const auto [input, target] = load_step_batch(o.batch);
-  TensorMap state = load_step_state(model, o.state, o.run.seed);
+  if (launched_rank()) {
+    check_parameter_bytes(spec, 1, model_source);
+    return run_step_ddp_launched(o);
+  }
   auto devices = devices_from_flag(o.run.devices);
+  check_parameter_bytes(spec, devices->size(), model_source);
+  const auto [input, target] = load_step_batch(o.batch);
+  check_step_bytes(spec, step_batch_rows(input), devices->size(), model_source, step_batch_label(o.batch, input),
+                   step_sample_shape(input));
+  Model model(spec);
+  const DType dtype = model.dtype();
+  TensorMap state = load_step_state(model, o.state, o.run.seed);
   DdpTrainer trainer(devices, std::move(model), state, ddp_options(o.run));
 
   std::vector<int64_t> shard_sizes;

@@ -4,8 +4,10 @@
 #include <chrono>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "cli/checkpoint.h"
 #include "cli/commands.h"
 #include "cli/flag_errors.h"
 #include "cli/int_options.h"
@@ -48,6 +50,7 @@ struct TrainCliOptions {
   int64_t steps = 200, batch = 0, samples = 0;  // batch 0: the preset's
   int trace_steps = 5;
   bool ddp = false;  // DistributedDataParallel (cli/train_ddp.h) instead of DataParallel
+  CheckpointOptions checkpoint;  // --checkpoint DIR, --checkpoint-every K (cli/checkpoint.h)
 };
 
 // The whole run description but the batch: o.run with the model read from --model and the
@@ -114,9 +117,14 @@ void run_train(const TrainCliOptions& o) {
     in.devices_given = o.devices_given;
     in.trace = o.trace;
     in.trace_steps = o.trace_steps;
+    in.checkpoint = o.checkpoint;
     return run_train_ddp(in);
   }
-  const std::unique_ptr<Strategy> strategy = make_strategy(run, devices);
+  const TrainCheckpoints checkpoints(o.checkpoint, checkpoint_facts(run, run.devices, devices->size(), data), run,
+                                     o.steps, n);
+  const std::optional<TrainingState> resumed = checkpoints.resume(checkpoints.find(), true);
+  const std::unique_ptr<Strategy> strategy = make_strategy(run, devices, resumed ? &resumed->model : nullptr);
+  if (resumed) restore_training_state(*strategy, *resumed);
 
   std::cout << "dpv train: " << (o.model_file.empty() ? run.preset : o.model_file) << " on " << data.name << " ("
             << n << " samples, " << data.classes << " classes), batch " << batch << ", " << run.devices << " ("
@@ -132,6 +140,8 @@ void run_train(const TrainCliOptions& o) {
   loop.steps = o.steps;
   loop.traced = !o.trace.empty();
   loop.trace_steps = o.trace_steps;
+  loop.first_step = resumed ? resumed->step : 0;
+  if (checkpoints.enabled()) loop.after_step = [&](int64_t done) { checkpoints.after_step(*strategy, done); };
   run_training_loop(*strategy, loop, trace);
   if (!o.trace.empty()) {
     trace.save(o.trace);
@@ -166,6 +176,13 @@ void add_train_command(CLI::App& app, Action& run) {
   sub->add_option("--idx-images", o->idx_images, "MNIST IDX image file (e.g. train-images-idx3-ubyte)");
   sub->add_option("--idx-labels", o->idx_labels, "MNIST IDX label file (e.g. train-labels-idx1-ubyte)");
   sub->add_option("--trace", o->trace, "Write a Chrome trace (JSON) of the first --trace-steps iterations");
+  auto* checkpoint = sub->add_option("--checkpoint", o->checkpoint.dir,
+                                     "Folder of checkpoints: written every --checkpoint-every steps and at the end; "
+                                     "a run resumes from the newest one there");
+  sub->add_option("--checkpoint-every", o->checkpoint.every, "Steps between checkpoints")
+      ->capture_default_str()
+      ->transform(integer_in<int64_t>(1))
+      ->needs(checkpoint);
   sub->add_option("--trace-steps", o->trace_steps, "Iterations recorded in the trace")->capture_default_str()->transform(integer_in<int>(1));
   sub->callback([o, devices, &run] {
     o->devices_given = devices->count() > 0;

@@ -49,10 +49,8 @@ void check_dataset_bytes(const ModelSpec& spec, int64_t samples, const std::stri
               "the built-in data set (" + std::to_string(samples) + " samples of " + std::to_string(width) + " values)");
 }
 
-void check_step_bytes(const ModelSpec& spec, int64_t batch, int devices, const std::string& model_source,
-                      const std::string& batch_asked_by) {
+void check_parameter_bytes(const ModelSpec& spec, int devices, const std::string& model_source) {
   const Model model(spec);
-  const int64_t element = static_cast<int64_t>(dtype_size(spec.dtype));
   std::optional<int64_t> parameters = 0;
   for (const TensorDecl& d : model.state_decls()) {
     std::optional<int64_t> n = 1;
@@ -60,15 +58,39 @@ void check_step_bytes(const ModelSpec& spec, int64_t batch, int devices, const s
     parameters = checked_add(parameters, n);
   }
   // The state on device 0, its gradients and momentum, and one replica per device.
+  const int64_t element = static_cast<int64_t>(dtype_size(spec.dtype));
   check_bytes(checked_mul(checked_mul(parameters, element), 3 + devices), model_source,
               "the parameters, their gradients, momentum and " + std::to_string(devices) + " replica(s)");
-  const ModelInputShape s = input_shape_of(spec);
-  std::optional<int64_t> per_sample = sample_elements(s);
-  for (const Shape& shape : model.activation_shapes(one_sample_shape(s))) {
-    std::optional<int64_t> n = 1;
-    for (int64_t dim : shape) n = checked_mul(n, dim);
-    per_sample = checked_add(per_sample, n);
+}
+
+namespace {
+
+// Elements of a shape (nothing: more than 64 bits).
+std::optional<int64_t> elements(const Shape& shape) {
+  std::optional<int64_t> n = 1;
+  for (int64_t dim : shape) n = checked_mul(n, dim);
+  return n;
+}
+
+}  // namespace
+
+void check_step_bytes(const ModelSpec& spec, int64_t batch, int devices, const std::string& model_source,
+                      const std::string& batch_asked_by, const std::optional<Shape>& sample) {
+  check_parameter_bytes(spec, devices, model_source);
+  const Model model(spec);
+  const int64_t element = static_cast<int64_t>(dtype_size(spec.dtype));
+  const Shape one = sample ? *sample : one_sample_shape(input_shape_of(spec));
+  std::vector<Shape> activations;
+  try {
+    activations = model.activation_shapes(one);
+  } catch (const Error&) {
+    // A given batch the model cannot take: the step refuses it in PyTorch's words, before any
+    // activation is allocated. A shape of our own choosing must fit.
+    if (sample) return;
+    throw;
   }
+  std::optional<int64_t> per_sample = elements(one);
+  for (const Shape& shape : activations) per_sample = checked_add(per_sample, elements(shape));
   // Each layer's output and the gradient flowing back through it.
   check_bytes(checked_mul(checked_mul(per_sample, 2 * element), batch), batch_asked_by,
               "the activations and their gradients of one step (" + std::to_string(batch) + " samples)");

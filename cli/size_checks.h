@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/model_spec.h"
+#include "engine/tensor.h"
 
 namespace dpv::cli {
 
@@ -20,9 +21,14 @@ void check_bytes(std::optional<int64_t> bytes, const std::string& asked_by, cons
 // The data set `dpv train` generates: `samples` rows of the model's input, made as float64 rows
 // then stored in the model's dtype, with int64 labels.
 void check_dataset_bytes(const ModelSpec& spec, int64_t samples, const std::string& asked_by);
+// The parameters, their gradients, momentum and one replica per device (`model_source` asked for
+// those): what a step needs before any batch is read, so `dpv step` checks it first.
+void check_parameter_bytes(const ModelSpec& spec, int devices, const std::string& model_source);
 // One training step: parameters, gradients, one replica per device and momentum (`model_source`
 // asked for those), and every layer's output and its gradient for `batch` rows (`batch_asked_by`).
+// `sample`: one sample's input shape ([1, ...]) when a batch is given, else the shape the data set
+// `dpv train` makes has (input_shape_of).
 void check_step_bytes(const ModelSpec& spec, int64_t batch, int devices, const std::string& model_source,
-                      const std::string& batch_asked_by);
+                      const std::string& batch_asked_by, const std::optional<Shape>& sample = std::nullopt);
 
 }  // namespace dpv::cli

@@ -32,4 +32,16 @@ StepBatch load_step_batch(const std::string& path) {
   return b;
 }
 
+int64_t step_batch_rows(const Tensor& input) { return input.ndim() > 0 ? input.dim(0) : 0; }
+
+Shape step_sample_shape(const Tensor& input) {
+  Shape one = input.shape();
+  if (!one.empty()) one[0] = 1;
+  return one;
+}
+
+std::string step_batch_label(const std::string& path, const Tensor& input) {
+  return "--batch " + path + " (" + std::to_string(step_batch_rows(input)) + " samples)";
+}
+
 }  // namespace dpv::cli

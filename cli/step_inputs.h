@@ -39,6 +39,13 @@ struct StepBatch {
 // 'input' and int64 'target' from a safetensors file (PyTorch's words for a non-int64 target).
 StepBatch load_step_batch(const std::string& path);
 
+// The rows of the batch (0 for a 0-dim input, which the step itself refuses in PyTorch's words).
+int64_t step_batch_rows(const Tensor& input);
+// One sample's input shape: the batch's with 1 row ([1, ...]).
+Shape step_sample_shape(const Tensor& input);
+// How a memory message names the batch: "--batch FILE (N samples)".
+std::string step_batch_label(const std::string& path, const Tensor& input);
+
 // DDP's `dpv step --ddp` (cli/cmd_step_ddp.cpp).
 void run_step_ddp(const StepOptions& o);
 

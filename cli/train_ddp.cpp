@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "cli/ddp_launched.h"
@@ -40,6 +41,35 @@ TrainLoopInputs loop_inputs(const TrainDdpInputs& in, bool progress) {
   return loop;
 }
 
+// The checkpoint every rank resumes from: the one rank 0 found, its bytes sent to all ranks through
+// the group, so every rank starts from the same step whatever each one's view of the folder. When
+// rank 0 cannot use the folder, every rank stops with rank 0's error (not a broken collective).
+std::optional<FoundCheckpoint> agreed_checkpoint(const TrainCheckpoints& checkpoints, LaunchedRank& lr) {
+  if (!checkpoints.enabled()) return std::nullopt;
+  // "N" none; "C<path length>:<path><bytes>" a checkpoint; "E<error class>:<message>" rank 0's error.
+  std::string mine = "N";
+  std::optional<Error> failed;
+  if (lr.rank() == 0) {
+    try {
+      if (const auto found = checkpoints.find())
+        mine = "C" + std::to_string(found->path.size()) + ":" + found->path + found->bytes;
+    } catch (const Error& e) {
+      failed = e;
+      mine = "E" + std::to_string(static_cast<int>(e.error_class())) + ":" + e.what();
+    }
+  }
+  const std::string chosen = all_gather_bytes(lr.session->group(), mine, lr.comm_device).at(0);
+  if (failed) throw *failed;
+  if (chosen[0] == 'E') {
+    const size_t colon = chosen.find(':');
+    throw Error(chosen.substr(colon + 1), static_cast<ErrorClass>(std::stoi(chosen.substr(1, colon - 1))));
+  }
+  if (chosen[0] == 'N') return std::nullopt;
+  const size_t colon = chosen.find(':');
+  const size_t length = std::stoull(chosen.substr(1, colon - 1));
+  return FoundCheckpoint{chosen.substr(colon + 1, length), chosen.substr(colon + 1 + length)};
+}
+
 // One rank of a launched job, trained by the same loop as the in-process ranks (through
 // DdpRankStrategy); rank 0 prints the header and the progress.
 void run_launched(const TrainDdpInputs& in) {
@@ -48,14 +78,22 @@ void run_launched(const TrainDdpInputs& in) {
   ProcessGroup& group = lr.session->group();
   const int rank = lr.rank(), world = lr.world_size();
   const bool rank0 = rank == 0;
+  const TrainCheckpoints checkpoints(in.checkpoint, checkpoint_facts(in.run, lr.devices_spec, world, in.data), in.run,
+                                     in.steps, in.data.inputs.dim(0));
+  const std::optional<TrainingState> resumed = checkpoints.resume(agreed_checkpoint(checkpoints, lr), rank0);
   Model model(in.run.model_spec());
-  const TensorMap state = model.initial_state(in.run.seed);
+  const TensorMap state = resumed ? resumed->model : model.initial_state(in.run.seed);
   DdpRankStrategy strategy(group, lr.devices, std::move(model), state, ddp_options(in.run));
+  if (resumed) restore_training_state(strategy, *resumed);
   if (rank0) print_header(in, world, std::to_string(world) + " launched processes over " + group.backend());
 
   TraceRecorder trace;
   trace.set_process_name("dpviz DDP");
-  run_training_loop(strategy, loop_inputs(in, rank0), trace);
+  TrainLoopInputs loop = loop_inputs(in, rank0);
+  loop.first_step = resumed ? resumed->step : 0;
+  // Rank 0 writes (every rank holds the same parameters and momentum; rank 0's buffers are DDP's).
+  if (rank0 && checkpoints.enabled()) loop.after_step = [&](int64_t done) { checkpoints.after_step(strategy, done); };
+  run_training_loop(strategy, loop, trace);
   if (!in.trace.empty()) {
     const std::string mine = trace.to_json();
     write_file_atomic(rank_trace_path(in.trace, rank), mine);
@@ -75,11 +113,19 @@ void run_launched(const TrainDdpInputs& in) {
 
 void run_in_process(const TrainDdpInputs& in) {
   auto devices = devices_from_flag(in.run.devices);
-  const std::unique_ptr<Strategy> strategy = make_strategy(in.run, devices);  // in.run names DDP
+  const TrainCheckpoints checkpoints(in.checkpoint, checkpoint_facts(in.run, in.run.devices, devices->size(), in.data),
+                                     in.run, in.steps, in.data.inputs.dim(0));
+  const std::optional<TrainingState> resumed = checkpoints.resume(checkpoints.find(), true);
+  // in.run names DDP; a resumed run starts from the checkpoint's state dict.
+  const std::unique_ptr<Strategy> strategy = make_strategy(in.run, devices, resumed ? &resumed->model : nullptr);
+  if (resumed) restore_training_state(*strategy, *resumed);
   print_header(in, devices->size(), in.run.devices + " in-process ranks");
   TraceRecorder trace;
   trace.set_process_name("dpviz DDP");
-  run_training_loop(*strategy, loop_inputs(in, true), trace);
+  TrainLoopInputs loop = loop_inputs(in, true);
+  loop.first_step = resumed ? resumed->step : 0;
+  if (checkpoints.enabled()) loop.after_step = [&](int64_t done) { checkpoints.after_step(*strategy, done); };
+  run_training_loop(*strategy, loop, trace);
   if (!in.trace.empty()) {
     trace.save(in.trace);
     std::cout << "trace: " << std::min<int64_t>(in.steps, in.trace_steps) << " iteration(s), " << trace.events().size()

@@ -7,6 +7,7 @@
 // and rank 0 also writes TRACE: all ranks' traces merged, a process per rank.
 #include <string>
 
+#include "cli/checkpoint.h"
 #include "engine/datasets.h"
 #include "engine/run/run_spec.h"
 
@@ -20,6 +21,7 @@ struct TrainDdpInputs {
   bool devices_given = true;  // false: a launched rank takes the launcher's device (cli/ddp_launched.h)
   std::string trace;
   int trace_steps = 5;
+  CheckpointOptions checkpoint;  // rank 0 writes; every rank resumes from the file rank 0 chose
 };
 
 void run_train_ddp(const TrainDdpInputs& in);

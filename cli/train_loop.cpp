@@ -1,5 +1,6 @@
 #include "cli/train_loop.h"
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <optional>
@@ -36,7 +37,13 @@ Tensor pick_rows(const Tensor& target, const std::vector<int64_t>& indices) {
   return Tensor::from_int64({static_cast<int64_t>(out.size())}, out);
 }
 
+int64_t batch_start(int64_t step, int64_t n, int64_t batch) {
+  const int64_t per_epoch = std::max<int64_t>(n / batch, 1);
+  return step % per_epoch * batch;
+}
+
 void run_training_loop(Strategy& strategy, const TrainLoopInputs& in, TraceRecorder& trace) {
+  if (in.first_step >= in.steps) return;  // resumed at (or past) --steps: nothing left to train
   const Dataset& data = *in.data;
   std::optional<ProgressReporter> progress;
   if (in.progress) progress.emplace(std::cout, in.steps, ProgressReporter::stdout_is_terminal());
@@ -44,20 +51,19 @@ void run_training_loop(Strategy& strategy, const TrainLoopInputs& in, TraceRecor
   ProgressSample sample;
   const int64_t n = data.inputs.dim(0);
   const auto t0 = std::chrono::steady_clock::now();
-  int64_t begin = 0;
-  for (int64_t step = 0; step < in.steps; ++step) {
-    if (begin + in.batch > n) begin = 0;  // next epoch; the last partial batch is dropped
-    Dataset b = take_batch(data, begin, in.batch);
-    begin += in.batch;
-    const bool traced = in.traced && step < in.trace_steps;
+  for (int64_t step = in.first_step; step < in.steps; ++step) {
+    Dataset b = take_batch(data, batch_start(step, n, in.batch), in.batch);
+    const bool traced = in.traced && step - in.first_step < in.trace_steps;
     if (traced) trace.begin_iteration();
     auto it = strategy.begin_iteration(b.inputs, b.targets, traced ? &trace : nullptr);
     it->run_to_end();
+    if (in.after_step) in.after_step(step + 1);
     if (!progress) continue;
     // Rank 0's loss and accuracy on the rows it saw (DataParallel: the whole batch).
     window.add(it->loss(), course::accuracy(it->output(), pick_rows(b.targets, it->output_rows())));
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     sample = window.sample(step + 1, in.batch, seconds);
+    sample.samples_per_s = seconds > 0 ? static_cast<double>(in.batch * (step + 1 - in.first_step)) / seconds : 0;
     progress->update(sample);
   }
   if (progress) progress->finish(sample);

@@ -4,6 +4,7 @@
 // of an epoch dropped), a progress line of the loss and accuracy averaged over the last 20 steps,
 // and the first --trace-steps iterations recorded in the trace.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,9 +30,16 @@ class LossWindow {
 // Rows `indices` of an int64 target vector [N] -> [indices.size()].
 Tensor pick_rows(const Tensor& target, const std::vector<int64_t>& indices);
 
+// Where step `step` (0-based) takes its batch from: batches follow each other over the data of
+// `n` samples, a new epoch starting when the next batch would not fit (the partial one dropped).
+int64_t batch_start(int64_t step, int64_t n, int64_t batch);
+
 struct TrainLoopInputs {
   const Dataset* data = nullptr;
   int64_t batch = 0, steps = 0;
+  int64_t first_step = 0;  // steps already done (a resumed run): the loop goes on from there
+  // Called after each step with the number of steps done (a checkpoint's chance to be written).
+  std::function<void(int64_t)> after_step;
   bool traced = false;  // record the first trace_steps iterations in `trace`
   int trace_steps = 5;
   bool progress = true;  // print the progress line (a launched DDP rank other than 0 trains silently)

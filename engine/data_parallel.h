@@ -60,6 +60,7 @@ class Trainer : public Strategy {
   TensorMap& state() { return state_; }        // params + buffers on device 0
   TensorMap& grads() { return grads_; }        // .grad on device 0 after ReduceGrads
   TensorMap& momentum() { return momentum_; }  // SGD momentum buffers on device 0
+  const TensorMap& momentum() const { return momentum_; }
   int64_t steps_taken() const { return steps_; }
   void count_step() { ++steps_; }
   TensorMap state_to_host() const;             // a host copy of the state dict

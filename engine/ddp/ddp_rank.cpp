@@ -290,6 +290,11 @@ void DdpRank::finalize() {
   ++iterations_;
 }
 
+void DdpRank::set_momentum(const TensorMap& buffers) {
+  momentum_ = TensorMap();
+  for (const auto& [name, t] : buffers.items()) momentum_.set(name, t.to(device_));
+}
+
 void DdpRank::optimizer_step() {
   Backend& be = device_->backend();
   for (const auto& name : param_names_) {

@@ -111,6 +111,11 @@ class DdpRank {
   // What the rank keeps on its device between stages, for snapshots (engine/ddp/rank_snapshot.h).
   const std::vector<LayerCache>& caches() const { return replica_.caches; }
   const TensorMap& momentum() const { return momentum_; }
+  // SGD's momentum buffers by parameter name (any device; copied to this rank's), as a resumed run
+  // restores them: with them present the next step is not SGD's first (which copies the gradient).
+  void set_momentum(const TensorMap& buffers);
+  // A resumed run's buckets, rebuilt from the first backward's ready order (Reducer::rebuild_from).
+  void restore_buckets(const std::vector<size_t>& first_ready_order) { reducer_->rebuild_from(first_ready_order); }
   const Tensor& input() const { return input_; }    // [n_r, ...] this rank's shard
   const Tensor& target() const { return target_; }  // [n_r]
   const Tensor& flow() const { return flow_; }      // the activation or gradient the next layer takes

@@ -36,6 +36,7 @@ class DdpRankStrategy : public Strategy {
 
   void set_learning_rate(double lr) override { rank_->set_learning_rate(lr); }
   DdpRank& rank() { return *rank_; }
+  const DdpRank& rank() const { return *rank_; }
   double now() const { return clock_(); }  // seconds, the clock the rank times its buckets with
 
  private:

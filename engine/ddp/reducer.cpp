@@ -46,6 +46,20 @@ bool Reducer::prepare_for_forward() {
   return true;
 }
 
+void Reducer::rebuild_from(const std::vector<size_t>& ready_order) {
+  std::vector<bool> seen(params_.size(), false);
+  bool permutation = ready_order.size() == params_.size();
+  for (size_t i = 0; permutation && i < ready_order.size(); ++i) {
+    permutation = ready_order[i] < params_.size() && !seen[ready_order[i]];
+    if (permutation) seen[ready_order[i]] = true;
+  }
+  check(permutation, "DDP: the bucket order to restore is not an order of the model's " +
+                         std::to_string(params_.size()) + " parameters (a checkpoint of another model?)");
+  first_ready_order_ = ready_order;
+  buckets_ = rebuilt_buckets(params_, first_ready_order_, bucket_cap_mb_, first_bucket_bytes_);
+  rebuilt_ = true;
+}
+
 void Reducer::prepare_for_backward() {
   wait_all();
   const size_t nb = buckets_.buckets.size();

@@ -66,6 +66,13 @@ class Reducer {
   const BucketAssignment& buckets() const { return buckets_; }
   std::vector<std::vector<std::string>> bucket_names() const;
   bool rebuilt() const { return rebuilt_; }
+  // The first backward's ready order, which the one rebuild uses (empty before that backward).
+  const std::vector<size_t>& first_ready_order() const { return first_ready_order_; }
+  // A resumed run: the buckets rebuilt now from `ready_order` (a checkpoint's first_ready_order), as
+  // if the first iteration had run here. Without it a resumed run would all-reduce its first
+  // iteration in one bucket, whose ring chunks sum some elements in another order (other bits with
+  // 3+ ranks). Throws dpv::Error when `ready_order` is not an order of this model's parameters.
+  void rebuild_from(const std::vector<size_t>& ready_order);
   const std::vector<size_t>& ready_order() const { return ready_order_; }  // of the last backward
   const std::vector<BucketRun>& runs() const { return runs_; }          // of the last backward
   // Per bucket of the backward in progress (or the last): gradients copied in so far, whether its

@@ -23,6 +23,9 @@ using OrderedJson = nlohmann::ordered_json;
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // the official reader's limit
 constexpr size_t kSizeField = 8;                   // the u64 header length
 constexpr size_t kDataAlignment = 8;               // the official writer pads the header to this
+// The most dimensions a tensor may have: PyTorch's own kernels stop at 25 (MAX_DIMS in
+// TensorIterator); 64 leaves room and refuses a corrupt header's 100,000-entry shape at once.
+constexpr size_t kMaxRank = 64;
 
 // One tensor entry of the header, checked.
 struct Entry {
@@ -76,20 +79,24 @@ Entry parse_entry(const std::string& source, const std::string& name, const Json
 
   const Json& shape = info["shape"];
   check(shape.is_array(), where + ": 'shape' must be a list of sizes, got " + std::string(shape.type_name()));
+  check(shape.size() <= kMaxRank, where + ": shape has " + std::to_string(shape.size()) + " dimensions, more than " +
+                                      std::to_string(kMaxRank) + " (corrupt header; no tensor has that many)");
   // numel * itemsize must fit in the file, so any product above the file size is already wrong;
-  // checking against int64 keeps the arithmetic exact before that comparison.
+  // checking against int64 keeps the arithmetic exact before that comparison. The messages are
+  // built only on failure: building them for every entry made a long shape quadratic.
   uint64_t numel = 1;
+  e.shape.reserve(shape.size());
   for (size_t i = 0; i < shape.size(); ++i) {
     uint64_t size = 0;
-    check(as_count(shape[i], size), where + ": shape entry " + std::to_string(i) + " is " + json_excerpt(shape[i]) +
-                                        ", not a non-negative integer");
-    check(size <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
-          where + ": shape entry " + std::to_string(i) + " (" + std::to_string(size) + ") is too large");
+    if (!as_count(shape[i], size))
+      throw Error(where + ": shape entry " + std::to_string(i) + " is " + json_excerpt(shape[i]) +
+                  ", not a non-negative integer");
+    if (size > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      throw Error(where + ": shape entry " + std::to_string(i) + " (" + std::to_string(size) + ") is too large");
     e.shape.push_back(static_cast<int64_t>(size));
     uint64_t product = 0;
-    check(!__builtin_mul_overflow(numel, size, &product) &&
-              product <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
-          where + ": shape " + json_excerpt(shape) + " has more elements than can be addressed (corrupt header)");
+    if (__builtin_mul_overflow(numel, size, &product) || product > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      throw Error(where + ": shape " + json_excerpt(shape) + " has more elements than can be addressed (corrupt header)");
     numel = product;
   }
   uint64_t nbytes = 0;
@@ -154,6 +161,10 @@ uint64_t read_u64_le(const char* p) {
 }  // namespace
 
 TensorMap parse_safetensors(const std::string& bytes, const std::string& source) {
+  return parse_safetensors_file(bytes, source).tensors;
+}
+
+SafetensorsFile parse_safetensors_file(const std::string& bytes, const std::string& source) {
   check(bytes.size() >= kSizeField, source + ": " + std::to_string(bytes.size()) +
                                         " bytes is too short for a safetensors file (it starts with an 8-byte header size)");
   const uint64_t header_size = read_u64_le(bytes.data());
@@ -172,9 +183,11 @@ TensorMap parse_safetensors(const std::string& bytes, const std::string& source)
 
   const uint64_t data_size = after_size_field - header_size;
   std::vector<Entry> entries;
+  SafetensorsFile out;
   for (const auto& [name, info] : header.items()) {
     if (name == "__metadata__") {
       check_metadata(source, info);
+      for (const auto& [key, value] : info.items()) out.metadata.emplace(key, value.get<std::string>());
       continue;
     }
     entries.push_back(parse_entry(source, name, info, data_size));
@@ -182,11 +195,11 @@ TensorMap parse_safetensors(const std::string& bytes, const std::string& source)
   check_layout(source, entries, data_size);
 
   const char* data = bytes.data() + kSizeField + header_size;
-  TensorMap out;
   for (const Entry& e : entries) {
     Tensor t = Tensor::empty(e.shape, e.dtype);
     if (e.end > e.begin) std::memcpy(t.raw(), data + e.begin, e.end - e.begin);
-    out.set(e.name, std::move(t));
+    // Header keys are unique (a JSON object), so append: TensorMap::set's search made 100k tensors quadratic.
+    out.tensors.items().emplace_back(e.name, std::move(t));
   }
   return out;
 }
@@ -204,32 +217,34 @@ std::string serialize_safetensors(const TensorMap& tensors, const std::map<std::
     host.push_back(t.on_host_memory() ? t : t.to(nullptr));
   }
 
-  // Data in TensorMap order, so reading the file returns the same order.
-  OrderedJson header = OrderedJson::object();
-  if (!metadata.empty()) {
-    OrderedJson meta = OrderedJson::object();
-    for (const auto& [key, value] : metadata) meta[key] = value;
-    header["__metadata__"] = std::move(meta);
-  }
+  // Data in TensorMap order, so reading the file returns the same order. The object is written
+  // entry by entry: ordered_json's operator[] searches its keys linearly, quadratic for 100k
+  // tensors, and TensorMap names are unique already.
+  std::string header_text = "{";
   uint64_t offset = 0;
-  for (size_t i = 0; i < host.size(); ++i) {
-    const Tensor& t = host[i];
-    OrderedJson shape = OrderedJson::array();
-    for (int64_t d : t.shape()) shape.push_back(d);
-    OrderedJson entry = OrderedJson::object();
-    entry["dtype"] = dtype_safetensors_code(t.dtype());
-    entry["shape"] = std::move(shape);
-    entry["data_offsets"] = OrderedJson::array({offset, offset + t.nbytes()});
-    header[tensors.items()[i].first] = std::move(entry);
-    offset += t.nbytes();
-  }
-  std::string header_text;
   try {
-    header_text = header.dump();
+    if (!metadata.empty()) {
+      OrderedJson meta = OrderedJson::object();
+      for (const auto& [key, value] : metadata) meta[key] = value;
+      header_text += "\"__metadata__\":" + meta.dump();
+    }
+    for (size_t i = 0; i < host.size(); ++i) {
+      const Tensor& t = host[i];
+      OrderedJson shape = OrderedJson::array();
+      for (int64_t d : t.shape()) shape.push_back(d);
+      OrderedJson entry = OrderedJson::object();
+      entry["dtype"] = dtype_safetensors_code(t.dtype());
+      entry["shape"] = std::move(shape);
+      entry["data_offsets"] = OrderedJson::array({offset, offset + t.nbytes()});
+      if (header_text.size() > 1) header_text += ',';
+      header_text += OrderedJson(tensors.items()[i].first).dump() + ":" + entry.dump();
+      offset += t.nbytes();
+    }
   } catch (const OrderedJson::type_error& err) {
     throw Error(std::string("cannot save: a tensor name or metadata text is not valid UTF-8 (") + err.what() + ")",
                 ErrorClass::ValueError);
   }
+  header_text += '}';
   // Spaces after the JSON so the data starts 8-byte aligned, as the official writer does.
   header_text.append((kDataAlignment - header_text.size() % kDataAlignment) % kDataAlignment, ' ');
 

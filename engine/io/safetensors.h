@@ -13,6 +13,12 @@ namespace dpv {
 // Host tensors in the header's data order. Throws dpv::Error naming the file and the problem.
 TensorMap load_safetensors(const std::string& path);
 TensorMap parse_safetensors(const std::string& bytes, const std::string& source);
+// The tensors and the header's "__metadata__" (empty when the file has none).
+struct SafetensorsFile {
+  TensorMap tensors;
+  std::map<std::string, std::string> metadata;
+};
+SafetensorsFile parse_safetensors_file(const std::string& bytes, const std::string& source);
 // Writes atomically (temporary file in the same folder, then rename). Tensors may be on any device.
 void save_safetensors(const std::string& path, const TensorMap& tensors,
                       const std::map<std::string, std::string>& metadata = {});
