@@ -27,6 +27,7 @@
 #include "engine/layer.h"
 #include "engine/model.h"
 #include "engine/observer.h"
+#include "engine/optim/optimizer.h"
 
 namespace dpv {
 
@@ -42,9 +43,7 @@ struct DdpSettings {
 
 // What one DDP rank is built with: the optimizer's and BatchNorm's settings and DDP's own.
 struct DdpOptions : DdpSettings {
-  double lr = 0.01;
-  double momentum = 0.0;
-  double weight_decay = 0.0;
+  OptimizerSettings optimizer;     // each rank's own torch.optim.SGD, Adam or AdamW
   bool sync_bn = false;            // BatchNorm layers run as SyncBatchNorm over the group
 };
 
@@ -110,7 +109,9 @@ class DdpRank {
   const TensorMap& grads() const { return replica_.grads; }
   // What the rank keeps on its device between stages, for snapshots (engine/ddp/rank_snapshot.h).
   const std::vector<LayerCache>& caches() const { return replica_.caches; }
-  const TensorMap& momentum() const { return momentum_; }
+  // This rank's torch.optim state (momentum buffers; Adam's moments), equal on every rank.
+  const ParameterOptimizer& optimizer() const { return optimizer_; }
+  ParameterOptimizer& optimizer() { return optimizer_; }
   const Tensor& input() const { return input_; }    // [n_r, ...] this rank's shard
   const Tensor& target() const { return target_; }  // [n_r]
   const Tensor& flow() const { return flow_; }      // the activation or gradient the next layer takes
@@ -128,10 +129,10 @@ class DdpRank {
   std::shared_ptr<Device> device_;
   const Model& model_;
   DdpOptions options_;
+  ParameterOptimizer optimizer_;
   std::function<double()> clock_;
   CommThread comm_;
   Replica replica_;
-  TensorMap momentum_;
   std::unique_ptr<Reducer> reducer_;
   std::vector<std::string> param_names_;
   std::vector<std::vector<size_t>> ready_in_layer_;  // per layer: parameter indices, ready order
