@@ -26,8 +26,7 @@ namespace {
 constexpr const char* kFormat = "dpviz training checkpoint 1";
 constexpr const char* kPrefix = "checkpoint-";
 constexpr const char* kSuffix = ".safetensors";
-constexpr const char* kMomentumPrefix = "optim/";
-constexpr const char* kMomentumSuffix = "/momentum_buffer";  // torch.optim.SGD's state key
+constexpr const char* kOptimizerPrefix = "optim/";  // optim/<param>/<torch.optim state name>
 
 // FNV-1a, 64 bits: the same model spec gives the same hash on every machine.
 std::string fnv1a_hex(const std::string& text) {
@@ -125,7 +124,7 @@ std::map<std::string, std::string> facts_metadata(const CheckpointFacts& f) {
   return {{"model_hash", f.model_hash},          {"devices", f.devices},
           {"world_size", std::to_string(f.world_size)}, {"strategy", f.strategy},
           {"seed", std::to_string(f.seed)},      {"batch", std::to_string(f.batch)},
-          {"data", f.data}};
+          {"data", f.data},                     {"optimizer", f.optimizer}};
 }
 
 }  // namespace
@@ -136,6 +135,7 @@ CheckpointFacts checkpoint_facts(const RunSpec& run, const std::string& devices,
   f.devices = devices;
   f.world_size = world_size;
   f.strategy = strategy_name(run.strategy);
+  f.optimizer = optimizer_name(run.optimizer.kind);
   f.seed = run.seed;
   f.batch = run.batch;
   f.data = data.name + ", " + std::to_string(data.inputs.dim(0)) + " samples";
@@ -151,8 +151,7 @@ std::string checkpoint_path(const std::string& dir, int64_t step) {
 std::string serialize_checkpoint(const TrainingState& state, const CheckpointFacts& facts, const RunSpec& run,
                                  int64_t data_position) {
   TensorMap tensors = state.model;
-  for (const auto& [name, t] : state.momentum.items())
-    tensors.items().emplace_back(kMomentumPrefix + name + kMomentumSuffix, t);
+  for (const auto& e : state.optimizer) tensors.items().emplace_back(kOptimizerPrefix + e.param + "/" + e.state, e.value);
   std::map<std::string, std::string> m = facts_metadata(facts);
   m["format"] = kFormat;
   m["producer"] = "dpv train";
@@ -161,6 +160,10 @@ std::string serialize_checkpoint(const TrainingState& state, const CheckpointFac
   m["lr"] = shortest(run.optimizer.lr);
   m["momentum"] = shortest(run.optimizer.momentum);
   m["weight_decay"] = shortest(run.optimizer.weight_decay);
+  if (run.optimizer.kind != OptimizerKind::Sgd) {
+    m["betas"] = shortest(run.optimizer.beta1) + "," + shortest(run.optimizer.beta2);
+    m["eps"] = shortest(run.optimizer.eps);
+  }
   m["sync_bn"] = run.sync_bn ? "true" : "false";
   if (!state.ddp_bucket_order.empty()) {
     std::string order;
@@ -178,7 +181,7 @@ TrainingState parse_checkpoint(const std::string& bytes, const std::string& sour
   const std::pair<const char*, const char*> checked[] = {
       {"strategy", "--ddp"}, {"world_size", "--devices (or number of launched processes)"},
       {"devices", "--devices"}, {"model_hash", "--preset or --model"}, {"seed", "--seed"},
-      {"batch", "--batch"}, {"data", "--data, --samples or --idx-images"}};
+      {"batch", "--batch"}, {"data", "--data, --samples or --idx-images"}, {"optimizer", "--optimizer"}};
   for (const auto& [key, flag] : checked)
     check_fact(source, key == std::string("model_hash") ? "model (hash)" : key, meta(file.metadata, key, source),
                ours.at(key), flag);
@@ -186,12 +189,12 @@ TrainingState parse_checkpoint(const std::string& bytes, const std::string& sour
   state.step = meta_int(file.metadata, "step", source);
   if (const auto order = file.metadata.find("ddp_bucket_order"); order != file.metadata.end())
     state.ddp_bucket_order = bucket_order(order->second, source);
-  const std::string prefix = kMomentumPrefix, suffix = kMomentumSuffix;
+  const std::string prefix = kOptimizerPrefix;
   for (const auto& [name, t] : file.tensors.items()) {
-    const bool momentum = name.rfind(prefix, 0) == 0 && name.size() > prefix.size() + suffix.size() &&
-                          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-    if (momentum)
-      state.momentum.items().emplace_back(name.substr(prefix.size(), name.size() - prefix.size() - suffix.size()), t);
+    // optim/<param>/<state>: parameter names have no '/', so the last one splits them.
+    const size_t split = name.rfind('/');
+    if (name.rfind(prefix, 0) == 0 && split > prefix.size() && split + 1 < name.size())
+      state.optimizer.push_back({name.substr(prefix.size(), split - prefix.size()), name.substr(split + 1), t});
     else
       state.model.items().emplace_back(name, t);
   }

@@ -5,7 +5,9 @@
 //
 // One file is a safetensors file PyTorch reads (safetensors.torch.load_file):
 //   <state dict name>                  the model's parameters and buffers ("0.weight", "1.running_mean")
-//   optim/<param>/momentum_buffer      torch.optim.SGD's momentum buffers (absent with momentum 0)
+//   optim/<param>/<state>              the optimizer's state under torch.optim's names: SGD's
+//                                      momentum_buffer (absent with momentum 0); Adam's and AdamW's
+//                                      step (float32, shape []), exp_avg and exp_avg_sq
 //   __metadata__                       the run's facts (CheckpointFacts), the step, the next batch's
 //                                      position, the optimizer's settings and DDP's bucket order
 // Nothing else decides the rest of the run: the data set is made from the seed, batches are taken in
@@ -40,6 +42,7 @@ struct CheckpointFacts {
   std::string devices;     // the device spec
   int world_size = 1;      // devices (DataParallel) or ranks (DDP)
   std::string strategy;    // "DataParallel", "DistributedDataParallel"
+  std::string optimizer;   // "sgd", "adam", "adamw": another optimizer's state cannot continue the run
   uint64_t seed = 0;
   int64_t batch = 0;       // the global batch
   std::string data;        // "<data set name>, <N> samples"
@@ -50,7 +53,12 @@ CheckpointFacts checkpoint_facts(const RunSpec& run, const std::string& devices,
 struct TrainingState {
   int64_t step = 0;
   TensorMap model;     // the state dict
-  TensorMap momentum;  // by parameter name; empty with momentum 0 (or before the first step)
+  // The optimizer's state tensors (engine/optim), each under its parameter and torch.optim's name.
+  struct OptimizerEntry {
+    std::string param, state;
+    Tensor value;
+  };
+  std::vector<OptimizerEntry> optimizer;
   // DDP: the parameter indices in the order their gradients became ready in the first backward,
   // from which DDP rebuilt its buckets (empty for DataParallel). Restored, the resumed ranks use the
   // rebuilt buckets from their first iteration on, as the uninterrupted run does; a freshly built
@@ -61,7 +69,7 @@ struct TrainingState {
 
 // The state `strategy` holds now (DataParallel's on device 0, DDP's rank 0's or this launched rank's).
 TrainingState training_state_of(const Strategy& strategy, int64_t step);
-// Restores the momentum buffers and DDP's buckets into a strategy made from the checkpoint's state dict.
+// Restores the optimizer's state and DDP's buckets into a strategy made from the checkpoint's state dict.
 void restore_training_state(Strategy& strategy, const TrainingState& state);
 
 // DIR/checkpoint-000040.safetensors: the step zero-padded to 6 digits, so names sort by step.

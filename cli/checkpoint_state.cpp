@@ -11,11 +11,17 @@
 namespace dpv::cli {
 namespace {
 
-// Host copies of `from`'s tensors.
-TensorMap to_host(const TensorMap& from) {
-  TensorMap out;
-  for (const auto& [name, t] : from.items()) out.items().emplace_back(name, t.to(nullptr));
+// Host copies of the optimizer's state, parameter by parameter in model order.
+std::vector<TrainingState::OptimizerEntry> optimizer_state(const ParameterOptimizer& optimizer, const Model& model) {
+  std::vector<TrainingState::OptimizerEntry> out;
+  for (const TensorDecl& d : model.parameter_decls())
+    for (const auto& [state_name, t] : optimizer.state_of(d.name)) out.push_back({d.name, state_name, t.to(nullptr)});
   return out;
+}
+
+void restore_optimizer(ParameterOptimizer& optimizer, const TrainingState& state, const std::shared_ptr<Device>& device) {
+  for (const auto& e : state.optimizer)
+    optimizer.set_state(e.param, e.state, e.state == "step" ? e.value : e.value.to(device));
 }
 
 // A DDP rank's state dict in the model's state_dict order (parameters and buffers interleaved).
@@ -44,25 +50,24 @@ TrainingState training_state_of(const Strategy& strategy, int64_t step) {
   state.step = step;
   if (const auto* dp = dynamic_cast<const Trainer*>(&strategy)) {
     state.model = dp->state_to_host();
-    state.momentum = to_host(dp->momentum());
+    state.optimizer = optimizer_state(dp->optimizer(), dp->model());
     return state;
   }
   const DdpRank* rank = recorded_rank(strategy);
   check(rank != nullptr, "no training state to checkpoint before DDP is constructed (an internal error)");
   state.model = rank_state(*rank);
-  state.momentum = to_host(rank->momentum());
+  state.optimizer = optimizer_state(rank->optimizer(), rank->model());
   state.ddp_bucket_order = rank->reducer().first_ready_order();
   return state;
 }
 
 void restore_training_state(Strategy& strategy, const TrainingState& state) {
-  const TensorMap& momentum = state.momentum;  // empty with momentum 0
   if (auto* dp = dynamic_cast<Trainer*>(&strategy)) {
-    for (const auto& [name, t] : momentum.items()) dp->momentum().set(name, t.to(dp->devices_ptr()->shared(0)));
+    restore_optimizer(dp->optimizer(), state, dp->devices_ptr()->shared(0));
     return;
   }
   auto restore_rank = [&](DdpRank& rank) {
-    if (!momentum.empty()) rank.set_momentum(momentum);
+    restore_optimizer(rank.optimizer(), state, rank.device_ptr());
     if (!state.ddp_bucket_order.empty()) rank.restore_buckets(state.ddp_bucket_order);
   };
   if (auto* ddp = dynamic_cast<DdpTrainer*>(&strategy)) {

@@ -96,7 +96,7 @@ Measurement measure(const std::string& preset, const std::string& device_spec, c
   data.targets = data.targets.to(devices->shared(0));
   Model model(spec);
   TensorMap state = model.initial_state(o.seed);
-  Trainer trainer(devices, std::move(model), state, TrainOptions{0.01, 0.0, 0.0, false});
+  Trainer trainer(devices, std::move(model), state, TrainOptions{});
   for (int i = 0; i < o.warmup; ++i) {
     Iteration it(trainer, data.inputs, data.targets);
     it.run_to_end();
@@ -157,7 +157,7 @@ DdpMeasurement measure_ddp(const std::string& preset, const std::string& device_
   Model model(spec);
   TensorMap state = model.initial_state(o.seed);
   DdpOptions options;
-  options.lr = 0.01;
+  options.optimizer.lr = 0.01;
   DdpTrainer trainer(devices, std::move(model), state, options);
   DdpMeasurement m;
   m.seconds_per_step = time_ddp_steps(trainer, data.inputs, data.targets, bench_timing(o));

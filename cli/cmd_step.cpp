@@ -15,6 +15,7 @@
 #include "cli/ddp_launched.h"
 #include "cli/flag_errors.h"
 #include "cli/int_options.h"
+#include "cli/optimizer_options.h"
 #include "cli/step_inputs.h"
 #include "cli/validators.h"
 #include "cli/format.h"
@@ -92,9 +93,7 @@ void add_step_command(CLI::App& app, Action& run) {
                                   "Device spec: cpu:K, cuda, cuda:0,1, cuda:0xK (required, except for --ddp under "
                                   "`dpv launch`: each rank's own device)");
   sub->add_flag("--sync-bn", o->run.sync_bn, "BatchNorm layers use the statistics of the whole batch (DDP + SyncBatchNorm)");
-  sub->add_option("--lr", o->run.optimizer.lr, "SGD learning rate")->capture_default_str()->check(at_least(0));
-  sub->add_option("--momentum", o->run.optimizer.momentum, "SGD momentum")->capture_default_str()->check(at_least(0));
-  sub->add_option("--weight-decay", o->run.optimizer.weight_decay, "SGD weight decay")->capture_default_str()->check(at_least(0));
+  const auto finish_optimizer = add_optimizer_options(sub, o->run.optimizer);
   sub->add_option("--steps", o->steps, "Iterations on the batch")->capture_default_str()->transform(integer_in<int>(1));
   sub->add_option("--seed", o->run.seed, "Seed for the initial weights when --state is not given")->capture_default_str()->transform(integer_in<uint64_t>());
   sub->add_option("--out", o->out, "Output file (safetensors), written atomically")->required();
@@ -108,7 +107,8 @@ void add_step_command(CLI::App& app, Action& run) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber)
       ->needs(ddp);
-  sub->callback([o, devices, &run] {
+  sub->callback([o, devices, finish_optimizer, &run] {
+    finish_optimizer();
     o->devices_given = devices->count() > 0;
     finish_step_options(*o);
     // A launched DDP rank's device is fixed by the launcher (cli/ddp_launched.h); elsewhere

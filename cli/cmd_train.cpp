@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/flag_errors.h"
 #include "cli/int_options.h"
+#include "cli/optimizer_options.h"
 #include "cli/format.h"
 #include "cli/output_paths.h"
 #include "cli/progress.h"
@@ -130,7 +131,8 @@ void run_train(const TrainCliOptions& o) {
             << n << " samples, " << data.classes << " classes), batch " << batch << ", " << run.devices << " ("
             << devices->size() << " device" << (devices->size() == 1 ? "" : "s") << ", chunks "
             << list_str(chunk_sizes(batch, devices->size())) << "), "
-            << batchnorm_mode(spec, run.sync_bn) << ", lr " << run.optimizer.lr << "\n"
+            << batchnorm_mode(spec, run.sync_bn) << ", " << optimizer_class_name(run.optimizer.kind) << " lr "
+            << run.optimizer.lr << "\n"
             << std::flush;  // through a pipe, Ctrl-C before the first progress line must not lose it
 
   TraceRecorder trace;
@@ -167,9 +169,7 @@ void add_train_command(CLI::App& app, Action& run) {
   sub->add_option("--batch", o->batch, "Batch size (default: the preset's)")->transform(integer_in<int64_t>(1));
   sub->add_flag("--ddp", o->ddp, "DistributedDataParallel: one rank per device, or per process under `dpv launch`");
   sub->add_flag("--sync-bn", o->run.sync_bn, "BatchNorm layers use the statistics of the whole batch (DDP + SyncBatchNorm)");
-  sub->add_option("--lr", o->run.optimizer.lr, "SGD learning rate")->capture_default_str()->check(at_least(0));
-  sub->add_option("--momentum", o->run.optimizer.momentum, "SGD momentum")->capture_default_str()->check(at_least(0));
-  sub->add_option("--weight-decay", o->run.optimizer.weight_decay, "SGD weight decay")->capture_default_str()->check(at_least(0));
+  const auto finish_optimizer = add_optimizer_options(sub, o->run.optimizer);
   sub->add_option("--seed", o->run.seed, "Seed for weights and data")->capture_default_str()->transform(integer_in<uint64_t>());
   sub->add_option("--data", o->data, "Built-in data: auto, spiral, blobs")->capture_default_str();
   sub->add_option("--samples", o->samples, "Size of the built-in data set (default: from the batch)")->transform(integer_in<int64_t>(1));
@@ -184,7 +184,8 @@ void add_train_command(CLI::App& app, Action& run) {
       ->transform(integer_in<int64_t>(1))
       ->needs(checkpoint);
   sub->add_option("--trace-steps", o->trace_steps, "Iterations recorded in the trace")->capture_default_str()->transform(integer_in<int>(1));
-  sub->callback([o, devices, &run] {
+  sub->callback([o, devices, finish_optimizer, &run] {
+    finish_optimizer();
     o->devices_given = devices->count() > 0;
     run = [o] { run_train(*o); };
   });

@@ -64,7 +64,7 @@ SampleRun run_sample_program(const std::shared_ptr<DeviceSet>& devices, uint64_t
   const TensorMap state = model.initial_state(seed);
   const Dataset data = sample_data(kSampleBatch, seed, model.dtype());
   TrainOptions options;
-  options.lr = kSampleLr;
+  options.optimizer.lr = kSampleLr;
   Trainer trainer(devices, std::move(model), state, options);
   Iteration iteration(trainer, data.inputs, data.targets);
   iteration.run_to_end();

@@ -37,7 +37,7 @@ Batch ddp_batch(const ModelSpec& spec, int batch, uint64_t seed) {
 std::unique_ptr<IterationRun> one_device(const ModelSpec& spec, const Batch& b, const std::vector<int64_t>& rows,
                                          double lr = 0.01) {
   TrainOptions opt;
-  opt.lr = lr;
+  opt.optimizer.lr = lr;
   auto run = rows.empty() ? run_iteration(1, spec, b.input, b.target, opt)
                           : run_iteration(1, spec, take_rows(b.input, rows), take_rows(b.target, rows), opt);
   if (!run->error.empty()) throw Error(run->error);
@@ -183,7 +183,7 @@ ScenarioResult run_ddp_gradients(const Params& p) {
   const ModelSpec spec = scenario_model(p, "simple");
   const Batch b = ddp_batch(spec, batch, 31);
   DdpOptions opt;
-  if (p.j.contains("lr")) opt.lr = p.j.at("lr").get<double>();
+  if (p.j.contains("lr")) opt.optimizer.lr = p.j.at("lr").get<double>();
   auto ddp = run_ddp(world, spec, b.input, b.target, opt);
   const TensorMap& averaged = ddp->trainer->rank(0).grads();
   ScenarioResult r;
@@ -241,12 +241,12 @@ ScenarioResult run_ddp_gradients(const Params& p) {
       std::unique_ptr<IterationRun> run;
     };
     std::vector<Candidate> candidates;
-    candidates.push_back({"global@lr", "whole batch, lr " + number(opt.lr), one_device(spec, b, {}, opt.lr)});
-    candidates.push_back({"global@Wlr", "whole batch, lr " + number(opt.lr * world), one_device(spec, b, {}, opt.lr * world)});
-    candidates.push_back({"shard@lr", "rank 0's " + std::to_string(shard0.size()) + " samples, lr " + number(opt.lr),
-                          one_device(spec, b, shard0, opt.lr)});
-    candidates.push_back({"shard@Wlr", "rank 0's " + std::to_string(shard0.size()) + " samples, lr " + number(opt.lr * world),
-                          one_device(spec, b, shard0, opt.lr * world)});
+    candidates.push_back({"global@lr", "whole batch, lr " + number(opt.optimizer.lr), one_device(spec, b, {}, opt.optimizer.lr)});
+    candidates.push_back({"global@Wlr", "whole batch, lr " + number(opt.optimizer.lr * world), one_device(spec, b, {}, opt.optimizer.lr * world)});
+    candidates.push_back({"shard@lr", "rank 0's " + std::to_string(shard0.size()) + " samples, lr " + number(opt.optimizer.lr),
+                          one_device(spec, b, shard0, opt.optimizer.lr)});
+    candidates.push_back({"shard@Wlr", "rank 0's " + std::to_string(shard0.size()) + " samples, lr " + number(opt.optimizer.lr * world),
+                          one_device(spec, b, shard0, opt.optimizer.lr * world)});
     r.answer_value = "none";
     for (auto& c : candidates) {
       const double gap = max_difference(after, c.run->trainer->state());

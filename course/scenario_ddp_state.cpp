@@ -115,7 +115,7 @@ ScenarioResult run_ddp_memory(const Params& p) {
   const bool momentum = p.flag("momentum", true);
   TrainOptions dp_opt;
   DdpOptions ddp_opt;
-  if (momentum) dp_opt.momentum = ddp_opt.momentum = 0.9;
+  if (momentum) dp_opt.optimizer.momentum = ddp_opt.optimizer.momentum = 0.9;
   auto dp = run_iteration(world, spec, x, t, dp_opt);
   if (!dp->error.empty()) throw Error(dp->error);
   auto ddp = run_ddp(world, spec, x, t, ddp_opt);

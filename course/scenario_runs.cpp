@@ -270,7 +270,7 @@ ScenarioResult run_memory(const Params& p) {
   const ModelSpec spec = scenario_model(p, "mnist-mlp");
   const Shape in_shape = {batch, first_linear_inputs(spec)};
   TrainOptions opt;
-  if (p.flag("momentum", true)) opt.momentum = 0.9;
+  if (p.flag("momentum", true)) opt.optimizer.momentum = 0.9;
   auto run = run_iteration(k, spec, make_input(in_shape, spec.dtype, 17),
                            make_targets(batch, model_classes(spec, in_shape), 17), opt);
   if (!run->error.empty()) throw Error(run->error);
@@ -282,7 +282,7 @@ ScenarioResult run_memory(const Params& p) {
   const int top = static_cast<int>(std::max_element(peak.begin(), peak.end()) - peak.begin());
   ScenarioResult r;
   r.title = "Memory per device over one iteration, batch " + std::to_string(batch) + " on cpu:" + std::to_string(k) +
-            (opt.momentum > 0 ? ", SGD with momentum" : "");
+            (opt.optimizer.momentum > 0 ? ", SGD with momentum" : "");
   for (int d = 0; d < k; ++d) {
     r.lines.push_back("Device " + std::to_string(d) + ": peak " + std::to_string(peak[static_cast<size_t>(d)] / 1024) + " KiB");
     r.facts.push_back({"device " + std::to_string(d) + " peak bytes", std::to_string(peak[static_cast<size_t>(d)])});

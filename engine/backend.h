@@ -19,6 +19,7 @@
 #include <memory>
 
 #include "engine/tensor.h"
+#include "kernels/math/adam.h"
 #include "kernels/math/cross_entropy.h"
 #include "kernels/math/indexing.h"
 
@@ -130,6 +131,10 @@ class Backend {
   // d = grad + wd * p; buf = first ? d : momentum * buf + d; p -= lr * (momentum ? buf : d)
   virtual void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buf, double lr, double momentum,
                           double weight_decay, bool first_step) = 0;
+  // torch.optim.Adam / AdamW (kernels/math/adam.h): param, exp_avg and exp_avg_sq updated in place;
+  // `step` holds the hyper-parameters and the parameter's step count after this step's increment.
+  virtual void adam_update(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                           const kernels::math::AdamStep& step) = 0;
 };
 
 // Backends are made by engine/backend_registry.h (make_cpu_backend, make_cuda_backend).

@@ -22,6 +22,7 @@
 #include "engine/device.h"
 #include "engine/model.h"
 #include "engine/observer.h"
+#include "engine/optim/optimizer.h"
 #include "engine/strategy.h"
 #include "engine/tensor_map.h"
 
@@ -31,9 +32,7 @@ namespace dpv {
 std::vector<int64_t> chunk_sizes(int64_t n, int k);
 
 struct TrainOptions {
-  double lr = 0.01;
-  double momentum = 0.0;
-  double weight_decay = 0.0;
+  OptimizerSettings optimizer;  // torch.optim.SGD, Adam or AdamW over the module on device 0
   bool sync_bn = false;
 };
 
@@ -59,8 +58,9 @@ class Trainer : public Strategy {
   const TrainOptions& options() const { return options_; }
   TensorMap& state() { return state_; }        // params + buffers on device 0
   TensorMap& grads() { return grads_; }        // .grad on device 0 after ReduceGrads
-  TensorMap& momentum() { return momentum_; }  // SGD momentum buffers on device 0
-  const TensorMap& momentum() const { return momentum_; }
+  // torch.optim's state of the module's parameters, on device 0 (momentum buffers; Adam's moments).
+  ParameterOptimizer& optimizer() { return optimizer_; }
+  const ParameterOptimizer& optimizer() const { return optimizer_; }
   int64_t steps_taken() const { return steps_; }
   void count_step() { ++steps_; }
   TensorMap state_to_host() const;             // a host copy of the state dict
@@ -77,7 +77,7 @@ class Trainer : public Strategy {
   std::unique_ptr<Collectives> collectives_;
   TensorMap state_;
   TensorMap grads_;
-  TensorMap momentum_;
+  ParameterOptimizer optimizer_;
   int64_t steps_ = 0;
   std::map<int, std::vector<Stage>> plans_;  // by number of replicas
   Shape checked_input_shape_;                // the last input that passed check_input

@@ -456,6 +456,20 @@ class CpuBackend final : public Backend {
     });
   }
 
+  void adam_update(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                   const math::AdamStep& step) override {
+    dispatch_float(param.dtype(), "adam", [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      const math::AdamScalars<T> scalars = math::adam_scalars<T>(step);
+      T* p = param.data<T>();
+      const T* g = grad.data<T>();
+      T* m = exp_avg.data<T>();
+      T* v = exp_avg_sq.data<T>();
+      const int64_t n = param.numel();
+      for (int64_t i = 0; i < n; ++i) math::adam_update<T>(p[i], g[i], m[i], v[i], scalars);
+    });
+  }
+
  private:
 #if DPV_HAVE_ONEDNN
   cpu::OnednnConv conv_;

@@ -69,6 +69,8 @@ class CudaBackend final : public Backend {
                      double grad_scale) override;
   void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buf, double lr, double momentum,
                   double weight_decay, bool first_step) override;
+  void adam_update(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                   const kernels::math::AdamStep& step) override;
 
   // Checks that t is defined, lives on this GPU and holds at least `numel` elements of `dtype`.
   void expect(const Tensor& t, const char* op, const char* name, DType dtype, int64_t numel) const;

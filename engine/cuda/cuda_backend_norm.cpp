@@ -14,6 +14,7 @@
 #include "kernels/bn_stats.h"
 #include "kernels/bn_update_running.h"
 #include "kernels/cross_entropy.h"
+#include "kernels/adam_update.h"
 #include "kernels/sgd_update.h"
 
 namespace dpv {
@@ -195,6 +196,22 @@ void CudaBackend::sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum
     T* buf = momentum != 0 ? momentum_buf.data<T>() : nullptr;
     DPV_CUDA_CHECK(kernels::sgd_update(param.data<T>(), grad.data<T>(), buf, n, lr, momentum, weight_decay, first_step,
                                        stream_));
+  });
+}
+
+void CudaBackend::adam_update(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                              const kernels::math::AdamStep& step) {
+  const DType dt = param.dtype();
+  const int64_t n = param.numel();
+  expect(param, "adam", "param", dt, n);
+  expect(grad, "adam", "grad", dt, n);
+  expect(exp_avg, "adam", "exp_avg", dt, n);
+  expect(exp_avg_sq, "adam", "exp_avg_sq", dt, n);
+  activate();
+  dispatch_float(dt, "adam", [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    DPV_CUDA_CHECK(kernels::adam_update(param.data<T>(), grad.data<T>(), exp_avg.data<T>(), exp_avg_sq.data<T>(), n,
+                                        step, stream_));
   });
 }
 

@@ -38,7 +38,7 @@ DdpRank& DdpTrainer::rank(int r) const {
 
 void DdpTrainer::set_learning_rate(double lr) {
   check_learning_rate(lr);
-  options_.lr = lr;
+  options_.optimizer.lr = lr;
   for (auto& rank : ranks_) rank->set_learning_rate(lr);
 }
 

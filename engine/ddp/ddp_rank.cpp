@@ -71,7 +71,8 @@ std::vector<Tensor*> tensors_of(TensorMap& map) {
 
 void DdpRank::set_learning_rate(double lr) {
   check_learning_rate(lr);
-  options_.lr = lr;
+  options_.optimizer.lr = lr;
+  optimizer_.set_learning_rate(lr);
 }
 
 DdpRank::DdpRank(ProcessGroup& group, std::shared_ptr<Device> device, const Model& model, const TensorMap& state,
@@ -80,14 +81,11 @@ DdpRank::DdpRank(ProcessGroup& group, std::shared_ptr<Device> device, const Mode
       device_(std::move(device)),
       model_(model),
       options_(options),
+      optimizer_(options.optimizer),
       clock_(std::move(clock)),
       // In-process ranks on host memory: bucket all-reduces on the group's thread, the rest inline.
       comm_(!(group.starts_all_reduce_on_host() && device_->kind() == DeviceKind::Cpu)) {
   if (!clock_) clock_ = default_clock();
-  check_learning_rate(options_.lr);
-  check(options_.momentum >= 0, "Invalid momentum value: " + std::to_string(options_.momentum), ErrorClass::ValueError);
-  check(options_.weight_decay >= 0, "Invalid weight_decay value: " + std::to_string(options_.weight_decay),
-        ErrorClass::ValueError);
   construct(state);
 }
 
@@ -290,25 +288,10 @@ void DdpRank::finalize() {
   ++iterations_;
 }
 
-void DdpRank::set_momentum(const TensorMap& buffers) {
-  momentum_ = TensorMap();
-  for (const auto& [name, t] : buffers.items()) momentum_.set(name, t.to(device_));
-}
-
 void DdpRank::optimizer_step() {
   Backend& be = device_->backend();
-  for (const auto& name : param_names_) {
-    Tensor& p = replica_.params.at(name);
-    Tensor* buf = momentum_.find(name);
-    const bool first = buf == nullptr;
-    if (options_.momentum != 0 && first) {
-      momentum_.set(name, Tensor::zeros(p.shape(), p.dtype(), device_));
-      buf = momentum_.find(name);
-    }
-    Tensor none;
-    be.sgd_update(p, replica_.grads.at(name, "the gradients"), buf ? *buf : none, options_.lr, options_.momentum,
-                  options_.weight_decay, first);
-  }
+  for (const auto& name : param_names_)
+    optimizer_.step(name, replica_.params.at(name), replica_.grads.at(name, "the gradients"), be, device_);
   be.synchronize();
   ++steps_;
 }

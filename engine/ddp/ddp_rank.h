@@ -27,6 +27,7 @@
 #include "engine/layer.h"
 #include "engine/model.h"
 #include "engine/observer.h"
+#include "engine/optim/optimizer.h"
 
 namespace dpv {
 
@@ -42,9 +43,7 @@ struct DdpSettings {
 
 // What one DDP rank is built with: the optimizer's and BatchNorm's settings and DDP's own.
 struct DdpOptions : DdpSettings {
-  double lr = 0.01;
-  double momentum = 0.0;
-  double weight_decay = 0.0;
+  OptimizerSettings optimizer;     // each rank's own torch.optim.SGD, Adam or AdamW
   bool sync_bn = false;            // BatchNorm layers run as SyncBatchNorm over the group
 };
 
@@ -84,6 +83,7 @@ class DdpRank {
   // The SGD learning rate of the next step (Strategy::set_learning_rate).
   void set_learning_rate(double lr);
   Device& device() const { return *device_; }
+  const std::shared_ptr<Device>& device_ptr() const { return device_; }
 
   // This rank's shard: rows `indices` of the global batch (host or any device).
   void set_batch(const Tensor& global_input, const Tensor& global_target, const std::vector<int64_t>& indices);
@@ -110,10 +110,9 @@ class DdpRank {
   const TensorMap& grads() const { return replica_.grads; }
   // What the rank keeps on its device between stages, for snapshots (engine/ddp/rank_snapshot.h).
   const std::vector<LayerCache>& caches() const { return replica_.caches; }
-  const TensorMap& momentum() const { return momentum_; }
-  // SGD's momentum buffers by parameter name (any device; copied to this rank's), as a resumed run
-  // restores them: with them present the next step is not SGD's first (which copies the gradient).
-  void set_momentum(const TensorMap& buffers);
+  // This rank's torch.optim state (momentum buffers; Adam's moments), equal on every rank.
+  const ParameterOptimizer& optimizer() const { return optimizer_; }
+  ParameterOptimizer& optimizer() { return optimizer_; }
   // A resumed run's buckets, rebuilt from the first backward's ready order (Reducer::rebuild_from).
   void restore_buckets(const std::vector<size_t>& first_ready_order) { reducer_->rebuild_from(first_ready_order); }
   const Tensor& input() const { return input_; }    // [n_r, ...] this rank's shard
@@ -133,10 +132,10 @@ class DdpRank {
   std::shared_ptr<Device> device_;
   const Model& model_;
   DdpOptions options_;
+  ParameterOptimizer optimizer_;
   std::function<double()> clock_;
   CommThread comm_;
   Replica replica_;
-  TensorMap momentum_;
   std::unique_ptr<Reducer> reducer_;
   std::vector<std::string> param_names_;
   std::vector<std::vector<size_t>> ready_in_layer_;  // per layer: parameter indices, ready order

@@ -82,9 +82,11 @@ void list_rank_memory(const DdpRank& rank, DeviceState& device) {
   for (const auto& [name, g] : rank.grads().items())
     list.add_state(name, g, "grad " + name, TensorRole::Grad, MemoryKind::Gradients,
              "The parameter's .grad on this rank: its own gradient, then (after Finalize) the mean over the ranks.");
-  for (const auto& [name, m] : rank.momentum().items())
-    list.add_state(name, m, "momentum " + name, TensorRole::Optimizer, MemoryKind::Optimizer,
-             "SGD's momentum buffer: every rank keeps its own, equal on all ranks.");
+  rank.optimizer().for_each_state_tensor([&](const std::string& state_name, const std::string& name, const Tensor& t) {
+    list.add_state(name, t, optimizer_state_label(state_name) + " " + name, TensorRole::Optimizer, MemoryKind::Optimizer,
+                   optimizer_class_name(rank.optimizer().settings().kind) + std::string("'s ") + state_name +
+                       ": every rank keeps its own, equal on all ranks.");
+  });
   const auto& caches = rank.caches();
   for (int layer = 0; layer < static_cast<int>(caches.size()); ++layer) {
     const LayerCache& c = caches[static_cast<size_t>(layer)];

@@ -19,16 +19,13 @@ std::vector<int64_t> chunk_sizes(int64_t n, int k) {
 
 void Trainer::set_learning_rate(double lr) {
   check_learning_rate(lr);
-  options_.lr = lr;
+  options_.optimizer.lr = lr;
+  optimizer_.set_learning_rate(lr);
 }
 
 Trainer::Trainer(std::shared_ptr<DeviceSet> devices, Model model, const TensorMap& state, TrainOptions options)
-    : devices_(std::move(devices)), model_(std::move(model)), options_(options) {
+    : devices_(std::move(devices)), model_(std::move(model)), options_(options), optimizer_(options.optimizer) {
   check(devices_ && devices_->size() > 0, "no devices");
-  check_learning_rate(options_.lr);
-  check(options_.momentum >= 0, "Invalid momentum value: " + std::to_string(options_.momentum), ErrorClass::ValueError);
-  check(options_.weight_decay >= 0, "Invalid weight_decay value: " + std::to_string(options_.weight_decay),
-        ErrorClass::ValueError);
   model_.check_state(state);
   collectives_ = make_collectives(devices_);
   // model.cuda(): the original module lives on device_ids[0].

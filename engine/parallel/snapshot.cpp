@@ -65,9 +65,11 @@ void Iteration::Impl::list_module_and_batch(MemoryListing& list) const {
   for (const auto& decl : model.buffer_decls())
     list.add_state(decl.name, tr.state().at(decl.name), decl.name, TensorRole::Buffer, Kind::Parameters,
              "A buffer of the module (model.cuda()); replica 0 updates this very tensor.");
-  for (const auto& [name, m] : tr.momentum().items())
-    list.add_state(name, m, "momentum " + name, TensorRole::Optimizer, Kind::Optimizer,
-             "SGD's momentum buffer: optimizer state, kept on GPU 0 only, from the first step on.");
+  tr.optimizer().for_each_state_tensor([&](const std::string& state_name, const std::string& name, const Tensor& t) {
+    list.add_state(name, t, optimizer_state_label(state_name) + " " + name, TensorRole::Optimizer, Kind::Optimizer,
+                   optimizer_class_name(tr.optimizer().settings().kind) + std::string("'s ") + state_name +
+                       ": optimizer state, kept on GPU 0 only, from the first step on.");
+  });
   for (const auto& [name, g] : tr.grads().items())
     list.add_state(name, g, grads_reduced ? "grad " + name : "grad " + name + " (last step)", TensorRole::Grad, Kind::Gradients,
              grads_reduced ? "The parameter's .grad: the replicas' gradients summed onto GPU 0."

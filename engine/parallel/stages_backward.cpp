@@ -123,26 +123,19 @@ void Iteration::Impl::step_optimizer(StageEvent& e) {
     for (const auto& d : tr.model().parameter_decls())
       tr.grads().set(d.name, replicas[0].grads.at(d.name, "the gradients"));
   Backend& be = devs[0].backend();
-  const auto& o = tr.options();
+  const OptimizerSettings& o = tr.optimizer().settings();
   const double start = now();
-  for (const auto& d : tr.model().parameter_decls()) {
-    Tensor& p = tr.state().at(d.name);
-    Tensor* buf = tr.momentum().find(d.name);
-    const bool first = buf == nullptr;
-    if (o.momentum != 0 && first) {
-      tr.momentum().set(d.name, Tensor::zeros(d.shape, d.dtype, devs.shared(0)));
-      buf = tr.momentum().find(d.name);
-    }
-    Tensor none;
-    be.sgd_update(p, tr.grads().at(d.name, "the gradients"), buf ? *buf : none, o.lr, o.momentum, o.weight_decay, first);
-  }
+  for (const auto& d : tr.model().parameter_decls())
+    tr.optimizer().step(d.name, tr.state().at(d.name), tr.grads().at(d.name, "the gradients"), be, devs.shared(0));
   be.synchronize();
   busy_start[0] = start;
   busy_end[0] = now();
   tr.count_step();
   if (describe)
-    e.summary = "optimizer.step() runs once, on device 0, on the original parameters (lr " + std::to_string(o.lr) +
-                (o.momentum != 0 ? ", momentum " + std::to_string(o.momentum) : std::string()) +
+    e.summary = "optimizer.step() runs once, on device 0, on the original parameters (" +
+                std::string(optimizer_class_name(o.kind)) + ", lr " + std::to_string(o.lr) +
+                (o.kind == OptimizerKind::Sgd && o.momentum != 0 ? ", momentum " + std::to_string(o.momentum)
+                                                                 : std::string()) +
                 (o.weight_decay != 0 ? ", weight decay " + std::to_string(o.weight_decay) : std::string()) +
                 "). The next forward broadcasts the new weights again.";
 }

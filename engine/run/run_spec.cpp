@@ -11,9 +11,7 @@ ModelSpec RunSpec::model_spec() const { return model ? *model : preset_model(pre
 
 TrainOptions train_options(const RunSpec& spec) {
   TrainOptions options;
-  options.lr = spec.optimizer.lr;
-  options.momentum = spec.optimizer.momentum;
-  options.weight_decay = spec.optimizer.weight_decay;
+  options.optimizer = spec.optimizer;
   options.sync_bn = spec.sync_bn;
   return options;
 }
@@ -21,9 +19,7 @@ TrainOptions train_options(const RunSpec& spec) {
 DdpOptions ddp_options(const RunSpec& spec) {
   DdpOptions options;
   static_cast<DdpSettings&>(options) = spec.ddp;
-  options.lr = spec.optimizer.lr;
-  options.momentum = spec.optimizer.momentum;
-  options.weight_decay = spec.optimizer.weight_decay;
+  options.optimizer = spec.optimizer;
   options.sync_bn = spec.sync_bn;
   return options;
 }

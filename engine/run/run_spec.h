@@ -19,14 +19,6 @@
 
 namespace dpv {
 
-// torch.optim.SGD's arguments (Adam and AdamW join them with the sharded strategies).
-struct OptimizerSettings {
-  double lr = 0.01;
-  double momentum = 0.0;
-  double weight_decay = 0.0;
-  bool operator==(const OptimizerSettings&) const = default;
-};
-
 struct RunSpec {
   std::string devices = "cpu:1";          // a device spec (engine/device.h)
   std::string preset = "mlp-bn";          // a preset_model name, used when `model` is empty

@@ -102,7 +102,7 @@ TEST(StepAllocations, SteadyStepsAllocateTheSame) {
     const Dataset data = make_data_for_model(spec, 64, 1);
     Model model(spec);
     const TensorMap state = model.initial_state(0);
-    Trainer trainer(DeviceSet::create("cpu:1"), Model(spec), state, TrainOptions{0.01, 0.0, 0.0, false});
+    Trainer trainer(DeviceSet::create("cpu:1"), Model(spec), state, TrainOptions{});
     const StepCounts first = count_step(trainer, data);
     const StepCounts second = count_step(trainer, data);
     const StepCounts third = count_step(trainer, data);

@@ -165,7 +165,7 @@ TEST_P(FusedSteps, TrainExactlyLikeTheUnfusedLayers) {
   const TensorMap state = Model(spec).initial_state(5);
   const Batch b = batch_for(spec, 12);
   TrainOptions options;
-  options.momentum = 0.9;
+  options.optimizer.momentum = 0.9;
   const std::string devices = "cpu:" + std::to_string(c.devices);
   Trainer plain(DeviceSet::create(devices), Model(spec), state, options);
   Trainer watched(DeviceSet::create(devices), Model(spec), state, options);

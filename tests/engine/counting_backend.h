@@ -102,6 +102,10 @@ class CountingBackend final : public Backend {
                   double weight_decay, bool first_step) override {
     inner_->sgd_update(param, grad, momentum_buf, lr, momentum, weight_decay, first_step);
   }
+  void adam_update(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                   const kernels::math::AdamStep& step) override {
+    inner_->adam_update(param, grad, exp_avg, exp_avg_sq, step);
+  }
 
  private:
   std::unique_ptr<Backend> inner_;

@@ -68,8 +68,8 @@ TEST(DataParallel, RunningStatisticsAndBatchCountAfterSeveralSteps) {
   const ModelSpec spec = mlp_bn();
   const Batch batch = random_batch(8, 4, 3, 6);  // chunks 4, 4 on cpu:2
   TrainOptions opt;
-  opt.lr = 0.1;
-  opt.momentum = 0.9;
+  opt.optimizer.lr = 0.1;
+  opt.optimizer.momentum = 0.9;
   Trainer dp(DeviceSet::create("cpu:2"), Model(spec), Model(spec).initial_state(4), opt);
   for (int step = 1; step <= 4; ++step) {
     // What replica 0 alone does to the running statistics from the current state: chunk 0 only.

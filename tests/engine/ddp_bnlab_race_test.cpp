@@ -29,8 +29,8 @@ ModelSpec lab_model() {  // bnlab_model_spec: the mlp-bn preset, BatchNorm momen
 std::unique_ptr<DdpTrainer> lab_ddp(const std::string& devices, const ModelSpec& spec, const TensorMap& state,
                                     bool sync_bn) {
   DdpOptions o;
-  o.lr = 0.05;
-  o.momentum = 0.9;
+  o.optimizer.lr = 0.05;
+  o.optimizer.momentum = 0.9;
   o.sync_bn = sync_bn;
   return std::make_unique<DdpTrainer>(DeviceSet::create(devices), Model(spec), state, o);
 }
@@ -58,7 +58,7 @@ TEST(DdpBatchNormLab, FiveModelsStepInTurnOnTheSameBatches) {
   const Model model(spec);
   const TensorMap state = model.initial_state(7);
   const Dataset data = make_spiral(256, 2, 11, spec.dtype);
-  TrainOptions per_device{0.05, 0.9, 0.0, false};
+  TrainOptions per_device{.optimizer = {.lr = 0.05, .momentum = 0.9}};
   TrainOptions sync = per_device;
   sync.sync_bn = true;
   Trainer dp(DeviceSet::create("cpu:4"), Model(spec), state, per_device);

@@ -35,7 +35,7 @@ TEST(DdpMemory, PartsByKindAddUpToEachRanksCounterAtEveryStage) {
   int64_t param_bytes = 0, state_bytes = bytes_of(state);
   for (const auto& d : model.parameter_decls()) param_bytes += static_cast<int64_t>(state.at(d.name).nbytes());
   DdpOptions options;
-  options.momentum = 0.9;
+  options.optimizer.momentum = 0.9;
   options.bucket_cap_mb = 100.0 / (1024.0 * 1024.0);  // several buckets after the rebuild
   options.first_bucket_bytes = 100;
   const int W = 4;

@@ -55,9 +55,9 @@ TEST_P(DdpPyTorchFixture, EngineMatchesRealDdp) {
   TensorMap batch = load_safetensors((dir / "batch.safetensors").string());
   TensorMap state = load_safetensors((dir / "state.safetensors").string());
   DdpOptions o;
-  o.lr = c.at("lr").get<double>();
-  o.momentum = c.at("momentum").get<double>();
-  o.weight_decay = c.at("weight_decay").get<double>();
+  o.optimizer.lr = c.at("lr").get<double>();
+  o.optimizer.momentum = c.at("momentum").get<double>();
+  o.optimizer.weight_decay = c.at("weight_decay").get<double>();
   o.broadcast_buffers = c.at("broadcast_buffers").get<bool>();
   o.bucket_cap_mb = c.at("bucket_cap_mb").get<double>();
   DdpTrainer trainer(DeviceSet::create(c.at("devices").get<std::string>()), std::move(model), state, o);

@@ -76,12 +76,12 @@ TEST(Ddp, WithoutBatchNormEqualsOneDeviceOnThePaddedGlobalBatch) {
   const TensorMap state = Model(spec).initial_state(3);
   const Batch batch = random_batch(10, 4, 3, 11);  // 10 samples on 4 ranks: 3 each, samples 0 and 1 twice
   DdpOptions o;
-  o.lr = 0.1;
-  o.momentum = 0.9;
-  o.weight_decay = 1e-3;
+  o.optimizer.lr = 0.1;
+  o.optimizer.momentum = 0.9;
+  o.optimizer.weight_decay = 1e-3;
   const DdpRun ddp = run_ddp("cpu:4", spec, state, batch, o, 3);
 
-  Trainer one(DeviceSet::create("cpu:1"), Model(spec), state, TrainOptions{0.1, 0.9, 1e-3, false});
+  Trainer one(DeviceSet::create("cpu:1"), Model(spec), state, TrainOptions{.optimizer = {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3}});
   const Batch global = padded(batch, 4);
   for (int s = 0; s < 3; ++s) Iteration(one, global.input, global.target).run_to_end();
   TensorMap one_grads;
@@ -149,10 +149,10 @@ TEST(Ddp, SyncBatchNormEqualsBatchNormOverTheUnionOfTheShards) {
   const Batch batch = random_batch(12, 4, 3, 14);
   DdpOptions o;
   o.sync_bn = true;
-  o.lr = 0.1;
+  o.optimizer.lr = 0.1;
   const DdpRun ddp = run_ddp("cpu:3", spec, state, batch, o, 2);
   const Batch global = padded(batch, 3);  // 12 on 3 ranks: no padding, rank-major order
-  Trainer one(DeviceSet::create("cpu:1"), Model(spec), state, TrainOptions{0.1, 0, 0, false});
+  Trainer one(DeviceSet::create("cpu:1"), Model(spec), state, TrainOptions{.optimizer = {.lr = 0.1}});
   std::unique_ptr<Iteration> last;
   for (int s = 0; s < 2; ++s) {
     last = std::make_unique<Iteration>(one, global.input, global.target);
@@ -238,7 +238,7 @@ TEST(Ddp, LaunchedPathRunRankStepsEqualsTheDriver) {
   const TensorMap state = Model(spec).initial_state(8);
   const Batch batch = random_batch(10, 4, 3, 16);
   DdpOptions o;
-  o.momentum = 0.9;
+  o.optimizer.momentum = 0.9;
   const DdpRun driver = run_ddp("cpu:3", spec, state, batch, o, 2);
   auto devices = DeviceSet::create("cpu:3");
   auto group = make_in_process_group(3);
@@ -270,9 +270,9 @@ TEST(Ddp, RunToEndUnobservedEqualsSteppingWithSnapshotsBitForBit) {
     const TensorMap state = Model(spec).initial_state(11);
     const Batch batch = random_batch(11, 4, 3, 21, DType::Float32);  // 11 on 2 or 3 ranks: padded shards
     DdpOptions o;
-    o.momentum = 0.9;
-    o.weight_decay = 0.01;
-    o.lr = 0.05;
+    o.optimizer.momentum = 0.9;
+    o.optimizer.weight_decay = 0.01;
+    o.optimizer.lr = 0.05;
     o.sync_bn = c.sync_bn;
     o.broadcast_buffers = c.broadcast_buffers;
     const DdpRun through = run_ddp(c.devices, spec, state, batch, o, 3);

@@ -49,8 +49,16 @@ TensorMap run_case(const fs::path& dir, const nlohmann::json& c) {
   const DType dtype = model.dtype();
   TensorMap batch = load_safetensors((dir / "batch.safetensors").string());
   TensorMap state = load_safetensors((dir / "state.safetensors").string());
-  TrainOptions options{c.at("lr").get<double>(), c.at("momentum").get<double>(), c.at("weight_decay").get<double>(),
-                       c.at("sync_bn").get<bool>()};
+  TrainOptions options{.optimizer = {.kind = parse_optimizer_kind(c.value("optimizer", "sgd")),
+                                     .lr = c.at("lr").get<double>(),
+                                     .momentum = c.at("momentum").get<double>(),
+                                     .weight_decay = c.at("weight_decay").get<double>()},
+                       .sync_bn = c.at("sync_bn").get<bool>()};
+  if (c.contains("betas")) {  // Adam and AdamW
+    options.optimizer.beta1 = c.at("betas").at(0).get<double>();
+    options.optimizer.beta2 = c.at("betas").at(1).get<double>();
+    options.optimizer.eps = c.at("eps").get<double>();
+  }
   Trainer trainer(DeviceSet::create(c.at("devices").get<std::string>()), std::move(model), state, options);
   std::unique_ptr<Iteration> it;
   for (int s = 0; s < c.at("steps").get<int>(); ++s) {

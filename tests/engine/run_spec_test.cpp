@@ -27,14 +27,14 @@ RunSpec sample_spec() {
 TEST(RunSpec, OptionsCarryEveryField) {
   const RunSpec spec = sample_spec();
   const TrainOptions dp = train_options(spec);
-  EXPECT_EQ(dp.lr, 0.25);
-  EXPECT_EQ(dp.momentum, 0.5);
-  EXPECT_EQ(dp.weight_decay, 0.125);
+  EXPECT_EQ(dp.optimizer.lr, 0.25);
+  EXPECT_EQ(dp.optimizer.momentum, 0.5);
+  EXPECT_EQ(dp.optimizer.weight_decay, 0.125);
   EXPECT_TRUE(dp.sync_bn);
   const DdpOptions ddp = ddp_options(spec);
-  EXPECT_EQ(ddp.lr, 0.25);
-  EXPECT_EQ(ddp.momentum, 0.5);
-  EXPECT_EQ(ddp.weight_decay, 0.125);
+  EXPECT_EQ(ddp.optimizer.lr, 0.25);
+  EXPECT_EQ(ddp.optimizer.momentum, 0.5);
+  EXPECT_EQ(ddp.optimizer.weight_decay, 0.125);
   EXPECT_TRUE(ddp.sync_bn);
   EXPECT_FALSE(ddp.broadcast_buffers);
   EXPECT_EQ(ddp.bucket_cap_mb, 0.5);
@@ -57,7 +57,7 @@ TEST(RunSpec, MakeStrategyBuildsTheNamedStrategyFromTheSeed) {
   ASSERT_EQ(dp->kind(), StrategyKind::DataParallel);
   auto* trainer = dynamic_cast<Trainer*>(dp.get());
   ASSERT_NE(trainer, nullptr);
-  EXPECT_EQ(trainer->options().lr, 0.25);
+  EXPECT_EQ(trainer->options().optimizer.lr, 0.25);
   const TensorMap expected = Model(spec.model_spec()).initial_state(spec.seed);
   const TensorMap held = trainer->state_to_host();
   ASSERT_EQ(held.names(), expected.names());

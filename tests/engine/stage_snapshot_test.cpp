@@ -46,8 +46,8 @@ TEST_P(StageSnapshots, PictureAndMemoryAgreeWithTheEngineAtEveryStage) {
   const ModelSpec spec = model_for(c);
   TrainOptions options;
   options.sync_bn = c.sync_bn;
-  options.momentum = c.momentum;
-  options.lr = 0.1;
+  options.optimizer.momentum = c.momentum;
+  options.optimizer.lr = 0.1;
   Trainer trainer(DeviceSet::create(c.devices), Model(spec), Model(spec).initial_state(5), options);
   const Batch batch = random_batch(c.batch, 4, 3, 9);
   const int64_t params = state_bytes(trainer.state());

@@ -127,9 +127,9 @@ TEST(Strategy, SnapshotsSayWhichStateEntryATensorBelongsTo) {
   for (const auto& d : model.parameter_decls()) entries.insert(d.name);
   for (const auto& d : model.buffer_decls()) entries.insert(d.name);
   TrainOptions dp_options;
-  dp_options.momentum = 0.9;
+  dp_options.optimizer.momentum = 0.9;
   DdpOptions ddp_options;
-  ddp_options.momentum = 0.9;
+  ddp_options.optimizer.momentum = 0.9;
   std::vector<std::unique_ptr<Strategy>> strategies;
   strategies.push_back(std::make_unique<Trainer>(DeviceSet::create("cpu:2"), Model(spec), state, dp_options));
   strategies.push_back(std::make_unique<DdpTrainer>(DeviceSet::create("cpu:2"), Model(spec), state, ddp_options));

@@ -47,8 +47,8 @@ BnLabConfig skewedConfig(int64_t batch = 32) {
 std::unique_ptr<dpv::Trainer> trainIndependently(const BnLabConfig& c, BnLabModel which, int64_t steps) {
   const dpv::Model model(bnlab_model_spec(c.bnMomentum));
   dpv::TrainOptions options;
-  options.lr = c.learningRate;
-  options.momentum = c.sgdMomentum;
+  options.optimizer.lr = c.learningRate;
+  options.optimizer.momentum = c.sgdMomentum;
   options.sync_bn = which == BnLabSync;
   auto trainer = std::make_unique<dpv::Trainer>(dpv::DeviceSet::create(which == BnLabReference ? "cpu:1" : c.devices),
                                                 dpv::Model(bnlab_model_spec(c.bnMomentum)),

@@ -26,9 +26,9 @@ Result run(const std::string& spec, const ModelSpec& model_spec, const Dataset& 
   auto devices = DeviceSet::create(spec);
   Model model(model_spec);
   TrainOptions options;
-  options.lr = 0.05;
-  options.momentum = 0.9;
-  options.weight_decay = 1e-4;
+  options.optimizer.lr = 0.05;
+  options.optimizer.momentum = 0.9;
+  options.optimizer.weight_decay = 1e-4;
   options.sync_bn = sync_bn;
   const TensorMap initial = model.initial_state(1234);
   Trainer trainer(devices, std::move(model), initial, options);

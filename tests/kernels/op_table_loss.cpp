@@ -1,7 +1,8 @@
 // The op table's loss and optimizer entries: mean cross-entropy with its gradient (class counts
 // from 2 to 1000, ignore_index rows, every row ignored, no rows) and torch.optim.SGD's step (with
-// and without momentum and weight decay, first step or not, and a tensor large enough that every
-// GPU thread of a grid-stride loop takes a second trip).
+// and without momentum and weight decay, first step or not), torch.optim.Adam and AdamW (L2 and
+// decoupled weight decay, later steps), each with a tensor large enough that every
+// GPU thread of a grid-stride loop takes a second trip.
 #include <algorithm>
 #include <cmath>
 
@@ -121,8 +122,58 @@ OpEntry sgd_update_entry() {
   };
 }
 
+OpCase adam_case(std::string label, double n, double weight_decay, bool adamw, double step, bool large = false) {
+  return {std::move(label),
+          {{"n", n}, {"lr", 1e-3}, {"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-8}, {"weight_decay", weight_decay},
+           {"adamw", adamw ? 1.0 : 0.0}, {"step", step}, {"large", large ? 1.0 : 0.0}}};
+}
+
+kernels::math::AdamStep adam_step_of(const OpCase& c) {
+  return {.lr = c.value("lr"), .beta1 = c.value("beta1"), .beta2 = c.value("beta2"), .eps = c.value("eps"),
+          .weight_decay = c.value("weight_decay"), .decoupled_weight_decay = c.flag("adamw"),
+          .step = static_cast<int64_t>(c.value("step"))};
+}
+
+// torch.optim.Adam / AdamW's single-tensor step, written out in double from adam.py (not from
+// kernels/math/adam.h), so the shared per-element code is checked against an independent version.
+OpEntry adam_update_entry() {
+  return {
+      .name = "adam_update",
+      .outputs = {"param", "exp_avg", "exp_avg_sq"},
+      .tolerance = kElementwise,
+      .cases = {adam_case("adam_first_step", 301, 0, false, 1), adam_case("adam_l2", 301, 1e-2, false, 7),
+                adam_case("adamw_decoupled", 301, 1e-2, true, 3), adam_case("adamw_no_decay", 301, 0, true, 2),
+                adam_case("grid_stride", (1 << 23) + 17, 1e-2, true, 4, /*large=*/true)},
+      .make = [](const OpCase& c, DType dt, Rng& rng) {
+        OpTensors t;
+        for (const char* name : {"param", "grad", "exp_avg"}) t.add(name, uniform_tensor({c.size("n")}, dt, rng));
+        // A second moment is a running mean of squares: never negative.
+        t.add("exp_avg_sq", uniform_tensor({c.size("n")}, dt, rng, 0.0, 1.0));
+        return t;
+      },
+      .call = [](Backend& be, const OpCase& c, OpTensors& t) {
+        be.adam_update(t.at("param"), t.at("grad"), t.at("exp_avg"), t.at("exp_avg_sq"), adam_step_of(c));
+      },
+      .reference = [](const OpCase& c, const OpTensors& in) {
+        const kernels::math::AdamStep s = adam_step_of(c);
+        std::vector<double> p = in.values("param"), m = in.values("exp_avg"), v = in.values("exp_avg_sq");
+        const std::vector<double> g = in.values("grad");
+        const double bc1 = 1 - std::pow(s.beta1, double(s.step)), bc2 = 1 - std::pow(s.beta2, double(s.step));
+        for (size_t i = 0; i < p.size(); ++i) {
+          double grad = g[i];
+          if (s.decoupled_weight_decay) p[i] *= 1 - s.lr * s.weight_decay;
+          else grad += s.weight_decay * p[i];
+          m[i] = s.beta1 * m[i] + (1 - s.beta1) * grad;
+          v[i] = s.beta2 * v[i] + (1 - s.beta2) * grad * grad;
+          p[i] -= (s.lr / bc1) * m[i] / (std::sqrt(v[i]) / std::sqrt(bc2) + s.eps);
+        }
+        return OpValues{{"param", p}, {"exp_avg", m}, {"exp_avg_sq", v}};
+      },
+  };
+}
+
 }  // namespace
 
-std::vector<OpEntry> loss_op_entries() { return {cross_entropy_entry(), sgd_update_entry()}; }
+std::vector<OpEntry> loss_op_entries() { return {cross_entropy_entry(), sgd_update_entry(), adam_update_entry()}; }
 
 }  // namespace dpv::test

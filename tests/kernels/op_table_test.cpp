@@ -164,7 +164,7 @@ TEST(OpTableCoverage, EveryBackendOpHasAnEntry) {
                          "scale_inplace", "relu_forward", "relu_backward", "im2col", "col2im", "permute_nos",
                          "conv2d_forward", "conv2d_backward", "bn_stats", "bn_normalize", "bn_backward_reduce",
                          "bn_backward_elemt", "bn_normalize_relu", "bn_relu_backward", "bn_gather_stats",
-                         "bn_invstd", "bn_update_running", "cross_entropy", "sgd_update"})
+                         "bn_invstd", "bn_update_running", "cross_entropy", "sgd_update", "adam_update"})
     EXPECT_TRUE(names.count(op)) << "no entry for Backend::" << op;
 }
 

@@ -42,7 +42,7 @@ TEST(BnLabDdp, PerRankStatisticsAreEachShardsAndRunningStatisticsRankZeros) {
   // An independent DDP trainer over the same batches.
   const dpv::Model model(bnlab_model_spec(config.bnMomentum));
   dpv::DdpOptions options;
-  options.lr = config.learningRate;
+  options.optimizer.lr = config.learningRate;
   dpv::DdpTrainer independent(dpv::DeviceSet::create(config.devices), dpv::Model(bnlab_model_spec(config.bnMomentum)),
                               model.initial_state(config.seed), options);
   std::unique_ptr<dpv::DdpIteration> iteration;

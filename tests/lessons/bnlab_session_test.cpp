@@ -193,11 +193,11 @@ TEST(BnLabSession, DdpLossAndAccuracyCoverEveryRanksPaddedShard) {
   BnLabSession session(config);
   const dpv::Model model(bnlab_model_spec(config.bnMomentum));
   dpv::DdpOptions options;
-  options.lr = config.learningRate;
+  options.optimizer.lr = config.learningRate;
   dpv::DdpTrainer ddp(dpv::DeviceSet::create(config.devices), dpv::Model(bnlab_model_spec(config.bnMomentum)),
                       model.initial_state(config.seed), options);
   dpv::TrainOptions referenceOptions;
-  referenceOptions.lr = config.learningRate;
+  referenceOptions.optimizer.lr = config.learningRate;
   dpv::Trainer reference(dpv::DeviceSet::create("cpu:1"), dpv::Model(bnlab_model_spec(config.bnMomentum)),
                          model.initial_state(config.seed), referenceOptions);
   for (int64_t t = 0; t < 3; ++t) {
