@@ -87,6 +87,7 @@ TimelinePage::TimelinePage(AppContext* context, QWidget* parent)
   cl->addWidget(speedup_);
   cl->addWidget(cores_);
   cl->addWidget(processStatus_);
+  buildTraceLoadRow(cl);
   legend_ = new QLabel(chartBox);
   legend_->setObjectName(QStringLiteral("hintLabel"));
   legend_->setWordWrap(true);
@@ -159,6 +160,7 @@ TimelinePage::TimelinePage(AppContext* context, QWidget* parent)
     emit processProgress(line);
   });
   connect(processRun_, &ProcessRun::finished, this, &TimelinePage::onProcessRunFinished);
+  connect(this, &TimelinePage::traceLoadFinished, this, &TimelinePage::onProcessTraceLoaded);
   connect(context, &AppContext::settingsChanged, this, &TimelinePage::updateProcessButton);
   connect(plot_, &QCustomPlot::mouseMove, this, &TimelinePage::onMouseMove);
   connect(context, &AppContext::themeChanged, this, [this] { applyTheme(); refresh(); });
@@ -185,6 +187,7 @@ TimelinePage::TimelinePage(AppContext* context, QWidget* parent)
 
 TimelinePage::~TimelinePage() {
   cancel_->store(true);  // a measurement in flight stops after its current iteration
+  if (traceLoadCancel_) traceLoadCancel_->store(true);  // and a trace being read, at once
 }
 
 void TimelinePage::loadLesson() {
@@ -268,6 +271,7 @@ void TimelinePage::refresh() {
   table_->setRowCount(0);
   speedup_->setVisible(false);
   cores_->setVisible(false);
+  drawCapNotice_->setVisible(false);
   summary_->setToolTip(QString());
   if (opened_) {
     runCaption_->setText(tr("Data: the trace %1").arg(openedCommand_.isEmpty() ? QFileInfo(openedPath_).fileName() : openedCommand_));

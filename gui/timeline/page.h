@@ -10,6 +10,7 @@
 // "Run as W processes" makes such a trace itself: the current model, batch and devices trained as
 // world real processes by `dpv launch` (gui/runtime/process_run.h), then opened here.
 #include <QVector>
+#include <atomic>
 #include <memory>
 #include <optional>
 
@@ -27,6 +28,7 @@ class QPushButton;
 class QScrollArea;
 class QTableWidget;
 class QTextBrowser;
+class QVBoxLayout;
 
 namespace gui {
 
@@ -44,9 +46,21 @@ class TimelinePage : public Page {
   void runIteration();   // asks the engine for a whole iteration (the page refreshes when it ends)
   void measure();        // times kMeasuredIterations iterations (and one device) off the GUI thread
   bool measuring() const;
-  // Shows the Chrome trace in `path` (until the next iteration is run). Returns "" or the error.
-  // `command`: the dpv command line that wrote it, when the app ran it (Run as processes).
-  QString openTrace(const QString& path, const QString& command = QString());
+  // Reads the Chrome trace in `path` on a thread of its own, with a notice and "Cancel loading" on
+  // the page, then shows it (until the next iteration is run); traceLoadFinished() tells how it
+  // ended, and a failure is also a banner on the page. Returns false (nothing started) while
+  // another trace is loading. `command`: the dpv command line that wrote it (Run as processes).
+  bool openTrace(const QString& path, const QString& command = QString());
+  void cancelTraceLoad();  // the parse stops within milliseconds; what was shown stays
+  bool loadingTrace() const;
+  QString traceStatus() const;  // the loading notice or the failure banner ("" when hidden)
+  // A trace's lanes beyond these are not drawn (a notice says how many are): rows stay readable and
+  // a 100,000-lane trace still draws its first lanes instead of nothing.
+  static constexpr int kMaxDrawnLanes = 64;
+  static constexpr int kMaxDrawnSpans = 10000;  // each bar is a plot item: more would freeze the window
+  QString drawCapText() const;  // "Showing the first 64 of 100000 lanes …", "" when all are drawn
+  enum class TraceLoadEnd { Shown, Failed, Cancelled };
+  Q_ENUM(TraceLoadEnd)
   bool showingOpenedTrace() const { return opened_.has_value(); }
   int laneCount() const { return opened_ ? static_cast<int>(opened_->lanes.size()) : 0; }
   // After a DDP iteration of the engine: its lanes as a DDP trace has them (host; per rank its
@@ -91,6 +105,7 @@ class TimelinePage : public Page {
   void measured(bool ok);
   void processRunFinished(bool ok);
   void processProgress(const QString& line);  // rank 0's progress line, as it is shown
+  void traceLoadFinished(gui::TimelinePage::TraceLoadEnd end, const QString& error);  // error: "" unless Failed
 
  private:
   void applyTheme();
@@ -102,11 +117,18 @@ class TimelinePage : public Page {
   void drawSeries();
   void drawOpenedTrace();
   double drawLanes(const dpv::TraceLanes& lanes);  // one row per lane; returns the last end in ms
+  void showDrawCap(int lanes, int drawnLanes, size_t spans, size_t spansOnDrawnLanes, size_t drawnSpans);
+  void buildTraceLoadRow(QVBoxLayout* layout);
+  void onTraceLoaded(const QString& path, const QString& command, bool cancelled, std::optional<dpv::TraceLanes> lanes,
+                     const QString& error);
   void drawDdpIteration(const QVector<dpv::StageEvent>& events, const IterationInfo& info, bool complete);
   void addCollectiveRows(const dpv::StageEvent& event);
   void showSeriesNumbers();
   void updateProcessButton();
   void onProcessRunFinished(const ProcessRunResult& result);
+  void onProcessTraceLoaded(TraceLoadEnd end, const QString& error);
+  void showProcessFailure(const QString& error, bool cancelled, const QString& commandLine);
+  bool processTracePending_ = false;  // the run as processes ended and its trace is loading
   QCustomPlot* plot_;
   QScrollArea* plotScroll_;
   QLabel* summary_;
@@ -136,6 +158,11 @@ class TimelinePage : public Page {
   Generation seriesGeneration_;  // new settings make a measurement in flight stale
   std::shared_ptr<std::atomic<bool>> cancel_;
   OffThreadRunner* runner_;
+  OffThreadRunner* traceRunner_ = nullptr;  // File > Open trace: one load at a time
+  std::shared_ptr<std::atomic<bool>> traceLoadCancel_;
+  QLabel* traceStatus_ = nullptr;
+  QPushButton* traceCancelButton_ = nullptr;
+  QLabel* drawCapNotice_ = nullptr;
 };
 
 // DDP: the seconds of bucket all-reduce that ran while the same rank's Backward stages were busy,

@@ -77,20 +77,37 @@ void TimelinePage::cancelProcesses() {
 void TimelinePage::onProcessRunFinished(const ProcessRunResult& result) {
   cancelButton_->setVisible(false);
   updateProcessButton();
-  QString error = result.error;
   if (result.ok) {
-    const QString openError = openTrace(result.tracePath, result.commandLine);
-    if (openError.isEmpty()) {
-      processStatus_->setVisible(false);
-      emit processRunFinished(true);
+    // The merged trace loads off the GUI thread like any other; processRunFinished() follows it.
+    if (openTrace(result.tracePath, result.commandLine)) {
+      processTracePending_ = true;
+      processStatus_->setToolTip(result.commandLine);
+      processStatus_->setText(tr("The ranks finished; reading their merged trace …"));
       return;
     }
-    error = tr("The processes finished but their trace cannot be shown: %1").arg(openError);
+    return showProcessFailure(tr("The processes finished but their trace cannot be shown: another trace is still loading"), false,
+                              result.commandLine);
   }
-  setLabelKind(processStatus_, result.cancelled ? "notice" : "errorBanner");
-  processStatus_->setText(result.cancelled ? error.toHtmlEscaped()
-                                           : tr("<b>The run as processes failed:</b> %1").arg(error.toHtmlEscaped()));
-  processStatus_->setToolTip(result.commandLine);
+  showProcessFailure(result.error, result.cancelled, result.commandLine);
+}
+
+void TimelinePage::onProcessTraceLoaded(TraceLoadEnd end, const QString& error) {
+  if (!processTracePending_) return;  // a file the learner opened
+  processTracePending_ = false;
+  if (end == TraceLoadEnd::Shown) {
+    processStatus_->setVisible(false);
+    emit processRunFinished(true);
+    return;
+  }
+  showProcessFailure(end == TraceLoadEnd::Cancelled ? tr("Loading the ranks' merged trace was cancelled.")
+                                                    : tr("The processes finished but their trace cannot be shown: %1").arg(error),
+                     end == TraceLoadEnd::Cancelled, processStatus_->toolTip());
+}
+
+void TimelinePage::showProcessFailure(const QString& error, bool cancelled, const QString& commandLine) {
+  setLabelKind(processStatus_, cancelled ? "notice" : "errorBanner");
+  processStatus_->setText(cancelled ? error.toHtmlEscaped() : tr("<b>The run as processes failed:</b> %1").arg(error.toHtmlEscaped()));
+  processStatus_->setToolTip(commandLine);
   processStatus_->setVisible(true);
   emit processRunFinished(false);
 }
