@@ -11,6 +11,7 @@
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QTextBrowser>
 #include <QTextDocumentFragment>
@@ -23,6 +24,7 @@
 #include "gui/common/theme.h"
 #include "gui/common/ui_helpers.h"
 #include "gui/timeline/bars.h"
+#include "gui/timeline/fault_lab.h"
 #include "gui/common/lesson_panel.h"
 #include "gui/common/scene_model.h"
 #include "gui/runtime/engine_controller.h"
@@ -143,7 +145,13 @@ TimelinePage::TimelinePage(AppContext* context, QWidget* parent)
   left->setChildrenCollapsible(false);
   auto* split = new QSplitter(Qt::Horizontal);
   split->addWidget(left);
-  auto* lessonCard = wrapInCard(tr("Lesson"), lesson_, this);
+  // The lesson and the fault lab share the right side: the lab's own lesson is inside its tab.
+  faultLab_ = new FaultLabPanel(context, this, processRun_);
+  sideTabs_ = new QTabWidget();
+  sideTabs_->addTab(lesson_, tr("Lesson"));
+  sideTabs_->addTab(faultLab_, tr("Fault lab"));
+  sideTabs_->setDocumentMode(true);
+  auto* lessonCard = wrapInCard(tr("Learn and try"), sideTabs_, this);
   lessonCard->setMinimumWidth(220);
   split->addWidget(lessonCard);
   split->setStretchFactor(0, 3);

@@ -26,12 +26,14 @@ class QCustomPlot;
 class QLabel;
 class QPushButton;
 class QScrollArea;
+class QTabWidget;
 class QTableWidget;
 class QTextBrowser;
 class QVBoxLayout;
 
 namespace gui {
 
+class FaultLabPanel;
 class OffThreadRunner;
 
 class TimelinePage : public Page {
@@ -79,6 +81,8 @@ class TimelinePage : public Page {
   QString processStatus() const;  // the line under the chart: progress, or the error in words
   bool processButtonEnabled() const;
   const ProcessRun* processRunner() const { return processRun_; }
+  FaultLabPanel* faultLab() const { return faultLab_; }
+  void showFaultLab();  // brings the fault lab's tab to the front
 
   // For tests: what is drawn.
   struct Bar {
@@ -128,6 +132,7 @@ class TimelinePage : public Page {
   void onProcessRunFinished(const ProcessRunResult& result);
   void onProcessTraceLoaded(TraceLoadEnd end, const QString& error);
   void showProcessFailure(const QString& error, bool cancelled, const QString& commandLine);
+  void openRankTracesOfFailedRun(const QString& commandLine);  // those the ranks wrote before it failed
   bool processTracePending_ = false;  // the run as processes ended and its trace is loading
   QCustomPlot* plot_;
   QScrollArea* plotScroll_;
@@ -145,6 +150,8 @@ class TimelinePage : public Page {
   QString openedCommand_;  // the dpv command that made the opened trace ("" for a file)
   QTableWidget* table_;
   QTextBrowser* lesson_;
+  QTabWidget* sideTabs_;
+  FaultLabPanel* faultLab_;
   QLabel* legend_;  // the stage colours, one wrapped line (it never sets the page's width)
   QList<int> legendKinds_;       // the stage kinds drawn (DataParallel's nine until a trace says otherwise)
   bool legendAllReduce_ = false;  // a trace's bucket all-reduces (grey) are drawn
