@@ -5,7 +5,6 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFormLayout>
-#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
@@ -43,31 +42,39 @@ FaultLabPanel::FaultLabPanel(AppContext* context, TimelinePage* page, ProcessRun
   afterStep_->setValue(1);
   afterStep_->setSpecialValueText(tr("by hand (Send now)"));
   afterStep_->setPrefix(tr("after step "));
-  restart_ = new QCheckBox(tr("Restart from checkpoint (--max-restarts 1)"), this);
-  restart_->setToolTip(tr("dpv launch --max-restarts 1 -- train --checkpoint <folder> --checkpoint-every 1: "
+  restart_ = new QCheckBox(tr("Restart from checkpoint"), this);
+  restart_->setToolTip(tr("dpv launch --max-restarts 1 … -- train --ddp … --checkpoint <folder> --checkpoint-every 1: "
                           "the launcher restarts every worker once, and they resume from the newest checkpoint"));
   form->addRow(tr("Rank"), rank_);
   form->addRow(tr("Fault"), fault_);
   form->addRow(tr("When"), afterStep_);
   layout->addLayout(form);
   layout->addWidget(restart_);
-  auto* buttons = new QHBoxLayout();
+  // One above the other: side by side they are cut off in the narrow side panel of a small window.
+  auto* buttons = new QVBoxLayout();
   startButton_ = new QPushButton(tr("Run with this fault"), this);
   startButton_->setObjectName(QStringLiteral("faultLabRun"));
   sendNowButton_ = new QPushButton(tr("Send now"), this);
   sendNowButton_->setToolTip(tr("Sends the fault now to the rank's running process"));
   buttons->addWidget(startButton_);
   buttons->addWidget(sendNowButton_);
-  buttons->addStretch(1);
   layout->addLayout(buttons);
   ranks_ = new QTableWidget(0, 3, this);
   ranks_->setHorizontalHeaderLabels({tr("rank"), tr("pid"), tr("status")});
   ranks_->verticalHeader()->setVisible(false);
   ranks_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  ranks_->horizontalHeader()->setStretchLastSection(true);
-  ranks_->setMinimumHeight(3 * fontMetrics().height() + 12);
+  ranks_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+  ranks_->horizontalHeader()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
+  ranks_->horizontalHeader()->setSectionResizeMode(2, QHeaderView::Stretch);
+  ranks_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  ranks_->setWordWrap(true);
+  // A few ranks' rows; the lesson below gets the rest of the height.
+  const int rowPx = fontMetrics().height() + 8;
+  ranks_->setMinimumHeight(3 * rowPx);
+  ranks_->setMaximumHeight(5 * rowPx);
   layout->addWidget(ranks_);
   verdict_ = new QLabel(this);
+  verdict_->setObjectName(QStringLiteral("notice"));
   verdict_->setWordWrap(true);
   verdict_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   verdict_->setVisible(false);
@@ -201,7 +208,7 @@ void FaultLabPanel::showRanks() {
                                s.rank == r ? QString::fromStdString(dpv::course::rank_status_text(s)) : tr("not started")};
     for (int c = 0; c < cells.size(); ++c) ranks_->setItem(r, c, new QTableWidgetItem(cells[c]));
   }
-  ranks_->resizeColumnsToContents();
+  ranks_->resizeRowsToContents();
 }
 
 QString FaultLabPanel::rankStatusText(int rank) const {

@@ -442,6 +442,11 @@ QList<Page::Shot> TimelinePage::screenshots() {
     context()->setSettings(s);  // the engine starts afresh in DDP mode
     e->requestIteration();
   }},
+  // The fault lab's tab, as it stands before a run: its controls and the lesson written from the plan.
+  Shot{QStringLiteral("fault-lab"), [this](std::function<void()> done) {
+    showFaultLab();
+    done();
+  }},
   // The same settings as real processes (dpv launch): one group of lanes per rank, from their merged trace.
   Shot{QStringLiteral("processes"), [this](std::function<void()> done) {
     auto connection = std::make_shared<QMetaObject::Connection>();
