@@ -160,6 +160,15 @@ void FaultLabPanel::sendIfDue() {
   updateControls();
 }
 
+void FaultLabPanel::continueStoppedRank() {
+  if (!active()) return;
+  const int rank = lab_->plan().rank;
+  const auto& ranks = lab_->job().ranks;
+  if (rank < 0 || rank >= static_cast<int>(ranks.size())) return;
+  const dpv::course::RankStatus& s = ranks[static_cast<size_t>(rank)];
+  if (s.state == dpv::course::RankState::Stopped && s.pid > 1) ::kill(static_cast<pid_t>(s.pid), SIGCONT);
+}
+
 void FaultLabPanel::onEvent(const dpv::course::LaunchEvent& event) {
   if (!active()) return;
   lab_->on_event(event);

@@ -42,6 +42,9 @@ class FaultLabPanel : public QWidget {
   void startWith(const ProcessRunRequest& request);
   void sendNow();    // the fault now, to the rank's running process
   bool active() const { return lab_.has_value() && ownsRun_; }
+  // SIGCONT to a rank this lab stopped, while its job runs: a stopped process acts on no signal
+  // but SIGKILL, so the app does this before it stops the job on its way out.
+  void continueStoppedRank();
   const std::optional<dpv::course::FaultLab>& lab() const { return lab_; }
   QString rankStatusText(int rank) const;  // the status column of the rank's row ("" when none)
   QString verdict() const;

@@ -196,6 +196,7 @@ TimelinePage::TimelinePage(AppContext* context, QWidget* parent)
 TimelinePage::~TimelinePage() {
   cancel_->store(true);  // a measurement in flight stops after its current iteration
   if (traceLoadCancel_) traceLoadCancel_->store(true);  // and a trace being read, at once
+  faultLab_->continueStoppedRank();  // so the launcher's SIGTERM, as the run is stopped, ends it
 }
 
 void TimelinePage::loadLesson() {

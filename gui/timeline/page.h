@@ -8,7 +8,8 @@
 // File > Open trace shows a Chrome trace from a file instead: one of `dpv train --trace`, or a
 // merged multi-process one (`dpv trace merge`, `dpv launch`), with one lane per rank and track.
 // "Run as W processes" makes such a trace itself: the current model, batch and devices trained as
-// world real processes by `dpv launch` (gui/runtime/process_run.h), then opened here.
+// world real processes by `dpv launch` (gui/runtime/process_run.h), then opened here. Beside it, in
+// the side panel's "Fault lab" tab (fault_lab.h), the same run with a fault sent to one rank.
 #include <QVector>
 #include <atomic>
 #include <memory>

@@ -78,6 +78,7 @@ void TimelinePage::runAsProcesses(const ProcessRunRequest& request) {
 void TimelinePage::cancelProcesses() {
   if (!processRun_->running()) return;
   cancelButton_->setEnabled(false);
+  faultLab_->continueStoppedRank();  // a stopped rank would only end by the launcher's SIGKILL, seconds later
   processStatus_->setText(tr("Stopping every worker …"));
   processRun_->cancel();
 }

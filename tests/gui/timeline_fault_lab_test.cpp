@@ -110,6 +110,41 @@ TEST_F(FaultLabTest, WithAStandInLauncherTheLabKillsTheRankAndShowsTheVerdict) {
   EXPECT_TRUE(lab_->lessonText().contains(QLatin1String("naming rank 1 as the one that failed"))) << lab_->lessonText().toStdString();
 }
 
+// "Send now" with SIGSTOP: the rank is stopped (its process really is, state T), the row says so,
+// and Cancel still ends the job and its stopped worker.
+TEST_F(FaultLabTest, WithAStandInLauncherSendNowStopsTheRankAndCancelStillEndsIt) {
+  QTemporaryDir dir;
+  ASSERT_TRUE(dir.isValid());
+  const QString fake = dir.filePath(QStringLiteral("dpv"));
+  {
+    QFile f(fake);
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write(kStandInLauncher);
+  }
+  QFile::setPermissions(fake, QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+  lab_->setPlan(FaultPlan{1, FaultKind::Stop, 0, false, 2, 15});
+  ProcessRunRequest r = lab_->request();
+  r.dpvPath = fake;
+  const int before = finished_;
+  lab_->startWith(r);
+  ASSERT_TRUE(waitUntil([&] { return lab_->rankStatusText(1) == QLatin1String("running"); }, 20000));
+  EXPECT_FALSE(lab_->lab()->fault_sent()) << "by hand only";
+  lab_->sendNow();
+  ASSERT_TRUE(lab_->lab()->fault_sent());
+  EXPECT_EQ(lab_->rankStatusText(1), QStringLiteral("stopped (SIGSTOP)"));
+  const qint64 pid = lab_->lab()->job().ranks[1].pid;
+  auto state = [pid] {
+    QFile stat(QStringLiteral("/proc/%1/stat").arg(pid));
+    if (!stat.open(QIODevice::ReadOnly)) return QByteArray("gone");
+    const QByteArray text = stat.readAll();
+    return text.mid(text.lastIndexOf(')') + 2, 1);
+  };
+  EXPECT_TRUE(waitUntil([&] { return state() == "T"; }, 10000)) << state().constData();
+  page_->cancelProcesses();
+  ASSERT_TRUE(waitUntil([&] { return finished_ > before; }, 20000));
+  EXPECT_TRUE(waitUntil([&] { return state() == "gone" || state() == "Z"; }, 10000)) << "the stopped worker is left behind: " << state().constData();
+}
+
 // The real launcher (expected to fail until dpv launch has --events-file, --max-restarts and dpv
 // train --checkpoint).
 TEST_F(FaultLabTest, FaultLabEndToEnd_NeedsLauncherEvents_KillRank1AfterStep1FailsNamingRank1) {
