@@ -2,6 +2,7 @@
 // A Chrome trace read back as lanes of spans, for drawing: one lane per (process, thread) of the
 // trace, in the order the trace asks for (process_sort_index, thread_sort_index, then ids). A
 // merged multi-process trace (dpv trace merge) gives one group of lanes per rank.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,13 @@ struct TraceLanes {
   double end_us = 0;  // the latest span end
 };
 
-// Throws dpv::Error naming `source` when the text is not a Chrome trace.
-TraceLanes read_trace_lanes(const std::string& json_text, const std::string& source);
+// Asked every few thousand JSON objects and events while a trace is read: true stops the read.
+// The app reads a large trace off its GUI thread and lets the learner cancel it.
+using TraceReadCancelled = std::function<bool()>;
+
+// Throws dpv::Error naming `source` when the text is not a Chrome trace, and (ValueError) "reading
+// <source> was cancelled" as soon as `cancelled` (when given) says so.
+TraceLanes read_trace_lanes(const std::string& json_text, const std::string& source,
+                            const TraceReadCancelled& cancelled = {});
 
 }  // namespace dpv

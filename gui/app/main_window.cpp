@@ -256,8 +256,9 @@ void MainWindow::buildMenus() {
     const QString path = QFileDialog::getOpenFileName(this, tr("Open trace"), QString(), tr("Chrome trace (*.json)"));
     if (path.isEmpty()) return;
     auto* timeline = qobject_cast<TimelinePage*>(page(QStringLiteral("timeline")));
-    const QString error = timeline ? timeline->openTrace(path) : tr("The Timeline page is missing");
-    if (!error.isEmpty()) return void(QMessageBox::warning(this, tr("Open trace"), error));
+    if (!timeline) return void(QMessageBox::warning(this, tr("Open trace"), tr("The Timeline page is missing")));
+    // Read off the GUI thread; the page shows the progress, Cancel, and any error.
+    if (!timeline->openTrace(path)) QMessageBox::information(this, tr("Open trace"), tr("Another trace is still loading: cancel it first"));
     showPage(QStringLiteral("timeline"));
   });
   exportTrace_ = file->addAction(tr("Export &trace (Chrome JSON)…"), this, [this] {

@@ -1,17 +1,13 @@
 #include "gui/runtime/process_run.h"
 
-#include <QFile>
-
-#include <QJsonObject>
-
-#include <QJsonDocument>
-
 #include <QCoreApplication>
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTimer>
+#include <map>
 
 #include "engine/device.h"
 #include "engine/error.h"
@@ -34,7 +30,12 @@ QString shellLine(const QString& program, const QStringList& args) {
 
 }  // namespace
 
-ProcessRun::ProcessRun(QObject* parent) : QObject(parent), wallTimer_(new QTimer(this)), killTimer_(new QTimer(this)) {
+ProcessRun::ProcessRun(QObject* parent)
+    : QObject(parent), wallTimer_(new QTimer(this)), killTimer_(new QTimer(this)), eventsTimer_(new QTimer(this)) {
+  // The launcher appends an event when a rank starts or exits: a tenth of a second is soon enough
+  // to show it, and the fault lab's signal follows rank 0's progress lines, not this poll.
+  eventsTimer_->setInterval(100);
+  connect(eventsTimer_, &QTimer::timeout, this, &ProcessRun::readEvents);
   wallTimer_->setSingleShot(true);
   killTimer_->setSingleShot(true);
   connect(wallTimer_, &QTimer::timeout, this, [this] {
@@ -94,6 +95,30 @@ QString ProcessRun::errorFileBeside(const QString& tracePath) {
   return QFileInfo(tracePath).dir().filePath(QStringLiteral("error.json"));
 }
 
+QString ProcessRun::eventsFileBeside(const QString& tracePath) {
+  return QFileInfo(tracePath).dir().filePath(QStringLiteral("events.jsonl"));
+}
+
+QString ProcessRun::checkpointsBeside(const QString& tracePath) {
+  return QFileInfo(tracePath).dir().filePath(QStringLiteral("checkpoints"));
+}
+
+QStringList ProcessRun::rankTracesWritten() const {
+  if (tracePath_.isEmpty()) return {};
+  const QFileInfo trace(tracePath_);
+  // "trace.json" -> "trace.rank<r>.json", as dpv train names them.
+  const QString prefix = trace.completeBaseName() + QStringLiteral(".rank");
+  std::map<int, QString> byRank;
+  for (const QFileInfo& f : trace.dir().entryInfoList({prefix + QStringLiteral("*.json")}, QDir::Files)) {
+    bool number = false;
+    const int rank = f.completeBaseName().mid(prefix.size()).toInt(&number);
+    if (number && rank >= 0) byRank[rank] = f.filePath();
+  }
+  QStringList found;
+  for (const auto& [rank, path] : byRank) found << path;
+  return found;
+}
+
 QStringList ProcessRun::arguments(const ProcessRunRequest& r, const QString& tracePath) {
   const dpv::RunSpec& run = r.run;
   const QString devices = QString::fromStdString(run.devices);
@@ -105,14 +130,19 @@ QStringList ProcessRun::arguments(const ProcessRunRequest& r, const QString& tra
                    QStringLiteral("--master-addr"), QStringLiteral("127.0.0.1"), QStringLiteral("--master-port"),
                    QStringLiteral("0"), QStringLiteral("--backend"), gpus ? QStringLiteral("nccl") : QStringLiteral("gloo"),
                    QStringLiteral("--timeout"), QString::number(r.timeoutS), QStringLiteral("--error-file"),
-                   errorFileBeside(tracePath), QStringLiteral("--"),
-                   QStringLiteral("train"), QStringLiteral("--ddp"), QStringLiteral("--devices"),
+                   errorFileBeside(tracePath)};
+  if (r.events) args << QStringLiteral("--events-file") << eventsFileBeside(tracePath);
+  if (r.maxRestarts > 0) args << QStringLiteral("--max-restarts") << QString::number(r.maxRestarts);
+  args << QStringList{QStringLiteral("--"), QStringLiteral("train"), QStringLiteral("--ddp"), QStringLiteral("--devices"),
                    gpus ? QStringLiteral("cuda") : QStringLiteral("cpu:%1").arg(w), QStringLiteral("--preset"),
                    QString::fromStdString(run.preset), QStringLiteral("--batch"), QString::number(run.batch),
                    QStringLiteral("--lr"), QString::number(run.optimizer.lr, 'g', 17), QStringLiteral("--seed"),
                    QString::number(static_cast<quint64>(run.seed)), QStringLiteral("--steps"), QString::number(r.steps),
                    QStringLiteral("--trace"), tracePath, QStringLiteral("--trace-steps"), QString::number(r.steps)};
   if (run.sync_bn) args << QStringLiteral("--sync-bn");
+  // A restarted attempt resumes from the newest checkpoint; one after every step loses none.
+  if (r.maxRestarts > 0)
+    args << QStringLiteral("--checkpoint") << checkpointsBeside(tracePath) << QStringLiteral("--checkpoint-every") << QStringLiteral("1");
   args << r.extraTrainArguments;
   return args;
 }
@@ -154,6 +184,7 @@ bool ProcessRun::start(const ProcessRunRequest& request) {
   lastProgress_.clear();
   stopReason_.clear();
   cancelled_ = false;
+  eventsReader_ = dpv::course::LaunchEventsReader();
 
   process_ = new QProcess(this);
   process_->setWorkingDirectory(dir_->path());
@@ -165,6 +196,7 @@ bool ProcessRun::start(const ProcessRunRequest& request) {
     if (e == QProcess::FailedToStart) onStartError();
   });
   wallTimer_->start(static_cast<int>(request.wallLimitS * 1000));
+  if (request.events) eventsTimer_->start();
   process_->start(dpv, args);
   return true;
 }
@@ -206,14 +238,28 @@ void ProcessRun::readStderr() {
   if (stderrText_.size() > kKeep) stderrText_.remove(0, stderrText_.size() - kKeep);
 }
 
+void ProcessRun::readEvents() {
+  const QString path = eventsFileBeside(tracePath_);
+  if (!QFileInfo(path).isFile()) return;  // not written yet (and never a FIFO someone put there)
+  QFile file(path);
+  if (!file.open(QIODevice::ReadOnly) || !file.seek(static_cast<qint64>(eventsReader_.consumed()))) return;
+  constexpr qint64 kChunk = 1 << 20;  // a few hundred bytes per event: far more than a poll's worth
+  const QByteArray bytes = file.read(kChunk);
+  for (const dpv::course::LaunchEvent& e : eventsReader_.feed(std::string_view(bytes.constData(), static_cast<size_t>(bytes.size()))))
+    emit launchEvent(e);
+}
+
 QString ProcessRun::errorOfRun(int exitCode) const {
   // The launcher's verdict as values (--error-file): "RuntimeError: rank 1 (local rank 1, pid ...)
-  // exited with status 2: why", the line dpv prints.
-  QFile file(errorFileBeside(tracePath_));
-  if (file.open(QIODevice::ReadOnly)) {
-    const QJsonObject error = QJsonDocument::fromJson(file.read(kMaxErrorFileBytes)).object();
-    const QString message = error.value(QStringLiteral("message")).toString().simplified();
-    if (!message.isEmpty()) return error.value(QStringLiteral("error_class")).toString() + QStringLiteral(": ") + message;
+  // exited with status 2: why", the line dpv prints. Read through the checked read (a regular file,
+  // at most 1 MiB) and the checked JSON parse.
+  try {
+    if (const auto error = dpv::course::read_launcher_error_file(errorFileBeside(tracePath_).toStdString())) {
+      const QString message = QString::fromStdString(error->message).simplified();
+      if (!message.isEmpty()) return QString::fromStdString(error->error_class) + QStringLiteral(": ") + message;
+    }
+  } catch (const dpv::Error&) {
+    // Not the launcher's document: its stderr below still says what happened.
   }
   // No verdict written (the launcher itself failed to start or crashed): its last words, as they are.
   QStringList lines = QString::fromUtf8(stderrText_).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
@@ -225,6 +271,8 @@ QString ProcessRun::errorOfRun(int exitCode) const {
 void ProcessRun::onFinished(int exitCode, bool crashed) {
   readStdout();
   readStderr();
+  eventsTimer_->stop();
+  readEvents();  // the last events (finished) before the end is told
   ProcessRunResult r;
   r.commandLine = commandLine_;
   r.cancelled = cancelled_;
@@ -257,6 +305,7 @@ void ProcessRun::onStartError() {
 }
 
 void ProcessRun::finish(ProcessRunResult result) {
+  eventsTimer_->stop();
   wallTimer_->stop();
   killTimer_->stop();
   emit finished(result);

@@ -12,6 +12,7 @@
 #include <QStringList>
 #include <memory>
 
+#include "course/launch_events.h"
 #include "engine/run/run_spec.h"
 
 class QProcess;
@@ -31,6 +32,10 @@ struct ProcessRunRequest {
   double timeoutS = 60;   // dpv launch --timeout: how long a rank waits for the store or a collective
   double wallLimitS = 180;  // the whole job: past this it is stopped as by Cancel, with an error
   QStringList extraTrainArguments;  // appended to `dpv train` (e.g. an option the user typed)
+  // The fault lab: --events-file in the run's folder (its events come as launchEvent()), and
+  // --max-restarts N with `train --checkpoint <folder>/checkpoints --checkpoint-every 1` when N > 0.
+  bool events = false;
+  int maxRestarts = 0;
 
   // The app's default settings as a run (batch 10, lr 0.01, ...), what a bare request trains.
   static dpv::RunSpec defaultRun();
@@ -58,8 +63,13 @@ class ProcessRun : public QObject {
   // dpv's arguments for `request`, writing the merged trace to `tracePath`: the one place the
   // request's RunSpec becomes a dpv command line.
   static QStringList arguments(const ProcessRunRequest& request, const QString& tracePath);
-  // The --error-file the arguments name: error.json in the trace's folder.
+  // The --error-file the arguments name: error.json in the trace's folder; and the --events-file
+  // (events.jsonl) and checkpoint folder the same way.
   static QString errorFileBeside(const QString& tracePath);
+  static QString eventsFileBeside(const QString& tracePath);
+  static QString checkpointsBeside(const QString& tracePath);
+  // The traces the ranks of the last job wrote themselves (T.rank<r>.json beside T), by rank.
+  QStringList rankTracesWritten() const;
 
   // Starts the job unless one is running; returns false (and emits finished() with the error) when it cannot start.
   bool start(const ProcessRunRequest& request);
@@ -70,22 +80,25 @@ class ProcessRun : public QObject {
 
  signals:
   void progress(const QString& line);  // rank 0's latest progress line (or the launcher's header line)
+  void launchEvent(const dpv::course::LaunchEvent& event);  // with request.events: the launcher's events, in order
   void finished(const gui::ProcessRunResult& result);
 
  private:
   void readStdout();
   void readStderr();
+  void readEvents();  // the events file's new whole lines (polled: the launcher appends to it)
   void onFinished(int exitCode, bool crashed);
   void onStartError();
   void stop(const QString& reason);  // SIGTERM now, SIGKILL after the launcher's grace period
   void finish(ProcessRunResult result);
   // The job's error: the launcher's --error-file when it wrote one, else its last stderr lines.
   QString errorOfRun(int exitCode) const;
-  static constexpr qint64 kMaxErrorFileBytes = 1 << 20;
 
   QProcess* process_ = nullptr;
   QTimer* wallTimer_;
   QTimer* killTimer_;
+  QTimer* eventsTimer_;
+  dpv::course::LaunchEventsReader eventsReader_;
   std::unique_ptr<QTemporaryDir> dir_;
   QString tracePath_, commandLine_, stopReason_;
   QByteArray stdoutPartial_, stderrText_;

@@ -11,6 +11,7 @@
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QTextBrowser>
 #include <QTextDocumentFragment>
@@ -23,6 +24,7 @@
 #include "gui/common/theme.h"
 #include "gui/common/ui_helpers.h"
 #include "gui/timeline/bars.h"
+#include "gui/timeline/fault_lab.h"
 #include "gui/common/lesson_panel.h"
 #include "gui/common/scene_model.h"
 #include "gui/runtime/engine_controller.h"
@@ -87,6 +89,7 @@ TimelinePage::TimelinePage(AppContext* context, QWidget* parent)
   cl->addWidget(speedup_);
   cl->addWidget(cores_);
   cl->addWidget(processStatus_);
+  buildTraceLoadRow(cl);
   legend_ = new QLabel(chartBox);
   legend_->setObjectName(QStringLiteral("hintLabel"));
   legend_->setWordWrap(true);
@@ -142,7 +145,13 @@ TimelinePage::TimelinePage(AppContext* context, QWidget* parent)
   left->setChildrenCollapsible(false);
   auto* split = new QSplitter(Qt::Horizontal);
   split->addWidget(left);
-  auto* lessonCard = wrapInCard(tr("Lesson"), lesson_, this);
+  // The lesson and the fault lab share the right side: the lab's own lesson is inside its tab.
+  faultLab_ = new FaultLabPanel(context, this, processRun_);
+  sideTabs_ = new QTabWidget();
+  sideTabs_->addTab(lesson_, tr("Lesson"));
+  sideTabs_->addTab(faultLab_, tr("Fault lab"));
+  sideTabs_->setDocumentMode(true);
+  auto* lessonCard = wrapInCard(tr("Learn and try"), sideTabs_, this);
   lessonCard->setMinimumWidth(220);
   split->addWidget(lessonCard);
   split->setStretchFactor(0, 3);
@@ -159,6 +168,7 @@ TimelinePage::TimelinePage(AppContext* context, QWidget* parent)
     emit processProgress(line);
   });
   connect(processRun_, &ProcessRun::finished, this, &TimelinePage::onProcessRunFinished);
+  connect(this, &TimelinePage::traceLoadFinished, this, &TimelinePage::onProcessTraceLoaded);
   connect(context, &AppContext::settingsChanged, this, &TimelinePage::updateProcessButton);
   connect(plot_, &QCustomPlot::mouseMove, this, &TimelinePage::onMouseMove);
   connect(context, &AppContext::themeChanged, this, [this] { applyTheme(); refresh(); });
@@ -185,6 +195,8 @@ TimelinePage::TimelinePage(AppContext* context, QWidget* parent)
 
 TimelinePage::~TimelinePage() {
   cancel_->store(true);  // a measurement in flight stops after its current iteration
+  if (traceLoadCancel_) traceLoadCancel_->store(true);  // and a trace being read, at once
+  faultLab_->continueStoppedRank();  // so the launcher's SIGTERM, as the run is stopped, ends it
 }
 
 void TimelinePage::loadLesson() {
@@ -268,6 +280,7 @@ void TimelinePage::refresh() {
   table_->setRowCount(0);
   speedup_->setVisible(false);
   cores_->setVisible(false);
+  drawCapNotice_->setVisible(false);
   summary_->setToolTip(QString());
   if (opened_) {
     runCaption_->setText(tr("Data: the trace %1").arg(openedCommand_.isEmpty() ? QFileInfo(openedPath_).fileName() : openedCommand_));
@@ -429,6 +442,11 @@ QList<Page::Shot> TimelinePage::screenshots() {
     *c2 = connect(e, &EngineController::engineError, this, finish);
     context()->setSettings(s);  // the engine starts afresh in DDP mode
     e->requestIteration();
+  }},
+  // The fault lab's tab, as it stands before a run: its controls and the lesson written from the plan.
+  Shot{QStringLiteral("fault-lab"), [this](std::function<void()> done) {
+    showFaultLab();
+    done();
   }},
   // The same settings as real processes (dpv launch): one group of lanes per rank, from their merged trace.
   Shot{QStringLiteral("processes"), [this](std::function<void()> done) {

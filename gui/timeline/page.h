@@ -8,8 +8,10 @@
 // File > Open trace shows a Chrome trace from a file instead: one of `dpv train --trace`, or a
 // merged multi-process one (`dpv trace merge`, `dpv launch`), with one lane per rank and track.
 // "Run as W processes" makes such a trace itself: the current model, batch and devices trained as
-// world real processes by `dpv launch` (gui/runtime/process_run.h), then opened here.
+// world real processes by `dpv launch` (gui/runtime/process_run.h), then opened here. Beside it, in
+// the side panel's "Fault lab" tab (fault_lab.h), the same run with a fault sent to one rank.
 #include <QVector>
+#include <atomic>
 #include <memory>
 #include <optional>
 
@@ -25,11 +27,14 @@ class QCustomPlot;
 class QLabel;
 class QPushButton;
 class QScrollArea;
+class QTabWidget;
 class QTableWidget;
 class QTextBrowser;
+class QVBoxLayout;
 
 namespace gui {
 
+class FaultLabPanel;
 class OffThreadRunner;
 
 class TimelinePage : public Page {
@@ -44,9 +49,21 @@ class TimelinePage : public Page {
   void runIteration();   // asks the engine for a whole iteration (the page refreshes when it ends)
   void measure();        // times kMeasuredIterations iterations (and one device) off the GUI thread
   bool measuring() const;
-  // Shows the Chrome trace in `path` (until the next iteration is run). Returns "" or the error.
-  // `command`: the dpv command line that wrote it, when the app ran it (Run as processes).
-  QString openTrace(const QString& path, const QString& command = QString());
+  // Reads the Chrome trace in `path` on a thread of its own, with a notice and "Cancel loading" on
+  // the page, then shows it (until the next iteration is run); traceLoadFinished() tells how it
+  // ended, and a failure is also a banner on the page. Returns false (nothing started) while
+  // another trace is loading. `command`: the dpv command line that wrote it (Run as processes).
+  bool openTrace(const QString& path, const QString& command = QString());
+  void cancelTraceLoad();  // the parse stops within milliseconds; what was shown stays
+  bool loadingTrace() const;
+  QString traceStatus() const;  // the loading notice or the failure banner ("" when hidden)
+  // A trace's lanes beyond these are not drawn (a notice says how many are): rows stay readable and
+  // a 100,000-lane trace still draws its first lanes instead of nothing.
+  static constexpr int kMaxDrawnLanes = 64;
+  static constexpr int kMaxDrawnSpans = 10000;  // each bar is a plot item: more would freeze the window
+  QString drawCapText() const;  // "Showing the first 64 of 100000 lanes …", "" when all are drawn
+  enum class TraceLoadEnd { Shown, Failed, Cancelled };
+  Q_ENUM(TraceLoadEnd)
   bool showingOpenedTrace() const { return opened_.has_value(); }
   int laneCount() const { return opened_ ? static_cast<int>(opened_->lanes.size()) : 0; }
   // After a DDP iteration of the engine: its lanes as a DDP trace has them (host; per rank its
@@ -65,6 +82,8 @@ class TimelinePage : public Page {
   QString processStatus() const;  // the line under the chart: progress, or the error in words
   bool processButtonEnabled() const;
   const ProcessRun* processRunner() const { return processRun_; }
+  FaultLabPanel* faultLab() const { return faultLab_; }
+  void showFaultLab();  // brings the fault lab's tab to the front
 
   // For tests: what is drawn.
   struct Bar {
@@ -91,6 +110,7 @@ class TimelinePage : public Page {
   void measured(bool ok);
   void processRunFinished(bool ok);
   void processProgress(const QString& line);  // rank 0's progress line, as it is shown
+  void traceLoadFinished(gui::TimelinePage::TraceLoadEnd end, const QString& error);  // error: "" unless Failed
 
  private:
   void applyTheme();
@@ -102,11 +122,19 @@ class TimelinePage : public Page {
   void drawSeries();
   void drawOpenedTrace();
   double drawLanes(const dpv::TraceLanes& lanes);  // one row per lane; returns the last end in ms
+  void showDrawCap(int lanes, int drawnLanes, size_t spans, size_t spansOnDrawnLanes, size_t drawnSpans);
+  void buildTraceLoadRow(QVBoxLayout* layout);
+  void onTraceLoaded(const QString& path, const QString& command, bool cancelled, std::optional<dpv::TraceLanes> lanes,
+                     const QString& error);
   void drawDdpIteration(const QVector<dpv::StageEvent>& events, const IterationInfo& info, bool complete);
   void addCollectiveRows(const dpv::StageEvent& event);
   void showSeriesNumbers();
   void updateProcessButton();
   void onProcessRunFinished(const ProcessRunResult& result);
+  void onProcessTraceLoaded(TraceLoadEnd end, const QString& error);
+  void showProcessFailure(const QString& error, bool cancelled, const QString& commandLine);
+  void openRankTracesOfFailedRun(const QString& commandLine);  // those the ranks wrote before it failed
+  bool processTracePending_ = false;  // the run as processes ended and its trace is loading
   QCustomPlot* plot_;
   QScrollArea* plotScroll_;
   QLabel* summary_;
@@ -123,6 +151,8 @@ class TimelinePage : public Page {
   QString openedCommand_;  // the dpv command that made the opened trace ("" for a file)
   QTableWidget* table_;
   QTextBrowser* lesson_;
+  QTabWidget* sideTabs_;
+  FaultLabPanel* faultLab_;
   QLabel* legend_;  // the stage colours, one wrapped line (it never sets the page's width)
   QList<int> legendKinds_;       // the stage kinds drawn (DataParallel's nine until a trace says otherwise)
   bool legendAllReduce_ = false;  // a trace's bucket all-reduces (grey) are drawn
@@ -136,6 +166,11 @@ class TimelinePage : public Page {
   Generation seriesGeneration_;  // new settings make a measurement in flight stale
   std::shared_ptr<std::atomic<bool>> cancel_;
   OffThreadRunner* runner_;
+  OffThreadRunner* traceRunner_ = nullptr;  // File > Open trace: one load at a time
+  std::shared_ptr<std::atomic<bool>> traceLoadCancel_;
+  QLabel* traceStatus_ = nullptr;
+  QPushButton* traceCancelButton_ = nullptr;
+  QLabel* drawCapNotice_ = nullptr;
 };
 
 // DDP: the seconds of bucket all-reduce that ran while the same rank's Backward stages were busy,

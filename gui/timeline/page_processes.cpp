@@ -2,12 +2,20 @@
 // world real processes (`dpv launch ... -- train --ddp`, gui/runtime/process_run.h), whose merged trace
 // then opens here with one group of lanes per rank. Rank 0's progress line shows while it runs;
 // Cancel stops every worker; an error is shown in the launcher's words and the page stays usable.
+#include <QDir>
+#include <QFileInfo>
 #include <QLabel>
+#include <QTabWidget>
 #include <QPushButton>
 #include <QStyle>
 
+#include "engine/error.h"
+#include "engine/io/atomic_file.h"
+#include "engine/io/input_file.h"
+#include "engine/io/trace_merge.h"
 #include "gui/common/context.h"
 #include "gui/runtime/run_spec_from_settings.h"
+#include "gui/timeline/fault_lab.h"
 #include "gui/timeline/page.h"
 
 namespace gui {
@@ -70,6 +78,7 @@ void TimelinePage::runAsProcesses(const ProcessRunRequest& request) {
 void TimelinePage::cancelProcesses() {
   if (!processRun_->running()) return;
   cancelButton_->setEnabled(false);
+  faultLab_->continueStoppedRank();  // a stopped rank would only end by the launcher's SIGKILL, seconds later
   processStatus_->setText(tr("Stopping every worker …"));
   processRun_->cancel();
 }
@@ -77,20 +86,64 @@ void TimelinePage::cancelProcesses() {
 void TimelinePage::onProcessRunFinished(const ProcessRunResult& result) {
   cancelButton_->setVisible(false);
   updateProcessButton();
-  QString error = result.error;
   if (result.ok) {
-    const QString openError = openTrace(result.tracePath, result.commandLine);
-    if (openError.isEmpty()) {
-      processStatus_->setVisible(false);
-      emit processRunFinished(true);
+    // The merged trace loads off the GUI thread like any other; processRunFinished() follows it.
+    if (openTrace(result.tracePath, result.commandLine)) {
+      processTracePending_ = true;
+      processStatus_->setToolTip(result.commandLine);
+      processStatus_->setText(tr("The ranks finished; reading their merged trace …"));
       return;
     }
-    error = tr("The processes finished but their trace cannot be shown: %1").arg(openError);
+    return showProcessFailure(tr("The processes finished but their trace cannot be shown: another trace is still loading"), false,
+                              result.commandLine);
   }
-  setLabelKind(processStatus_, result.cancelled ? "notice" : "errorBanner");
-  processStatus_->setText(result.cancelled ? error.toHtmlEscaped()
-                                           : tr("<b>The run as processes failed:</b> %1").arg(error.toHtmlEscaped()));
-  processStatus_->setToolTip(result.commandLine);
+  showProcessFailure(result.error, result.cancelled, result.commandLine);
+  if (!result.cancelled) openRankTracesOfFailedRun(result.commandLine);
+}
+
+void TimelinePage::openRankTracesOfFailedRun(const QString& commandLine) {
+  const QStringList traces = processRun_->rankTracesWritten();
+  if (traces.isEmpty()) {
+    // A rank writes its trace when its training ends: one that was stopped wrote none.
+    processStatus_->setText(processStatus_->text() +
+                            tr("<br>No rank wrote its trace (each writes it when its training ends), so the chart shows what it showed before."));
+    return;
+  }
+  try {
+    std::vector<std::string> texts, names;
+    for (const QString& path : traces) {
+      texts.push_back(dpv::read_file(path.toStdString(), dpv::kTraceInput));
+      names.push_back(QFileInfo(path).fileName().toStdString());
+    }
+    const QString merged = QDir(processRun_->workFolder()).filePath(QStringLiteral("written-before-the-failure.json"));
+    dpv::write_file_atomic(merged.toStdString(), dpv::merge_chrome_traces(texts, names));
+    processStatus_->setText(processStatus_->text() + tr("<br>Showing the traces of the %n rank(s) that wrote one before the end.", nullptr,
+                                                        static_cast<int>(traces.size())));
+    openTrace(merged, commandLine);
+  } catch (const dpv::Error& e) {
+    processStatus_->setText(processStatus_->text() + tr("<br>The ranks' traces cannot be shown: %1").arg(QString::fromStdString(e.what()).toHtmlEscaped()));
+  }
+}
+
+void TimelinePage::showFaultLab() { sideTabs_->setCurrentWidget(faultLab_); }
+
+void TimelinePage::onProcessTraceLoaded(TraceLoadEnd end, const QString& error) {
+  if (!processTracePending_) return;  // a file the learner opened
+  processTracePending_ = false;
+  if (end == TraceLoadEnd::Shown) {
+    processStatus_->setVisible(false);
+    emit processRunFinished(true);
+    return;
+  }
+  showProcessFailure(end == TraceLoadEnd::Cancelled ? tr("Loading the ranks' merged trace was cancelled.")
+                                                    : tr("The processes finished but their trace cannot be shown: %1").arg(error),
+                     end == TraceLoadEnd::Cancelled, processStatus_->toolTip());
+}
+
+void TimelinePage::showProcessFailure(const QString& error, bool cancelled, const QString& commandLine) {
+  setLabelKind(processStatus_, cancelled ? "notice" : "errorBanner");
+  processStatus_->setText(cancelled ? error.toHtmlEscaped() : tr("<b>The run as processes failed:</b> %1").arg(error.toHtmlEscaped()));
+  processStatus_->setToolTip(commandLine);
   processStatus_->setVisible(true);
   emit processRunFinished(false);
 }

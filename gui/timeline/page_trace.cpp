@@ -1,39 +1,138 @@
-// The Timeline page showing a Chrome trace read from a file (File > Open trace).
+// The Timeline page showing a Chrome trace read from a file (File > Open trace, or the merged trace
+// of a run as processes). A trace of a long run is hundreds of MB: it is read and parsed on a thread
+// of its own (OffThreadRunner) while the page shows a notice with Cancel, and what is drawn is capped
+// (kMaxDrawnLanes rows, kMaxDrawnSpans bars) with a notice, so a huge trace is never a blank chart.
 #include <QFileInfo>
+#include <QHBoxLayout>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
+#include <QPushButton>
 #include <QScrollArea>
+#include <QStyle>
 #include <QTableWidget>
+#include <QVBoxLayout>
 #include <algorithm>
 #include <map>
 
 #include "engine/error.h"
-#include "gui/common/context.h"
 #include "engine/io/input_file.h"
-#include "gui/common/theme.h"
+#include "gui/common/context.h"
 #include "gui/common/scene_model.h"
+#include "gui/common/theme.h"
+#include "gui/runtime/run_off_thread.h"
 #include "gui/timeline/bars.h"
 #include "gui/timeline/page.h"
 
 namespace gui {
 
-QString TimelinePage::openTrace(const QString& path, const QString& command) {
-  try {
-    // The checked read: a FIFO or a device is refused at once (it froze the window), a file over the
-    // trace limit before any byte is read.
-    const std::string bytes = dpv::read_file(path.toStdString(), dpv::kTraceInput);
-    opened_ = dpv::read_trace_lanes(bytes, QFileInfo(path).fileName().toStdString());
-  } catch (const dpv::Error& e) {
-    return QString::fromStdString(e.what());
+namespace {
+
+// What the loading thread hands back: the lanes, or why there are none.
+struct TraceLoad {
+  std::optional<dpv::TraceLanes> lanes;
+  QString error;
+};
+
+void restyle(QLabel* label, const char* objectName) {
+  if (label->objectName() == QLatin1String(objectName)) return;
+  label->setObjectName(QLatin1String(objectName));
+  label->style()->unpolish(label);
+  label->style()->polish(label);
+}
+
+}  // namespace
+
+void TimelinePage::buildTraceLoadRow(QVBoxLayout* layout) {
+  traceRunner_ = new OffThreadRunner(this);
+  auto* row = new QHBoxLayout();
+  traceStatus_ = new QLabel(this);
+  traceStatus_->setObjectName(QStringLiteral("notice"));
+  traceStatus_->setWordWrap(true);
+  traceStatus_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  traceStatus_->setVisible(false);
+  traceCancelButton_ = new QPushButton(tr("Cancel loading"), this);
+  traceCancelButton_->setObjectName(QStringLiteral("cancelTraceLoad"));
+  traceCancelButton_->setToolTip(tr("Stops reading the trace; the chart keeps what it showed before"));
+  traceCancelButton_->setVisible(false);
+  row->addWidget(traceStatus_, 1);
+  row->addWidget(traceCancelButton_, 0, Qt::AlignTop);
+  layout->addLayout(row);
+  drawCapNotice_ = new QLabel(this);
+  drawCapNotice_->setObjectName(QStringLiteral("notice"));
+  drawCapNotice_->setWordWrap(true);
+  drawCapNotice_->setVisible(false);
+  layout->addWidget(drawCapNotice_);
+  connect(traceCancelButton_, &QPushButton::clicked, this, &TimelinePage::cancelTraceLoad);
+}
+
+bool TimelinePage::openTrace(const QString& path, const QString& command) {
+  if (traceRunner_->busy()) return false;
+  traceLoadCancel_ = std::make_shared<std::atomic<bool>>(false);
+  const std::shared_ptr<std::atomic<bool>> cancel = traceLoadCancel_;
+  const std::string file = path.toStdString();
+  const std::string name = QFileInfo(path).fileName().toStdString();
+  restyle(traceStatus_, "notice");
+  traceStatus_->setText(tr("Reading the trace %1 (%2) …").arg(QFileInfo(path).fileName().toHtmlEscaped(),
+                                                             formatBytes(static_cast<double>(QFileInfo(path).size()))));
+  traceStatus_->setToolTip(path);
+  traceStatus_->setVisible(true);
+  traceCancelButton_->setVisible(true);
+  traceCancelButton_->setEnabled(true);
+  traceRunner_->run(
+      [file, name, cancel] {
+        TraceLoad load;
+        try {
+          // The checked read: a FIFO or a device is refused at once, a file over the trace limit
+          // before any byte is read.
+          const std::string bytes = dpv::read_file(file, dpv::kTraceInput);
+          if (!cancel->load()) load.lanes = dpv::read_trace_lanes(bytes, name, [cancel] { return cancel->load(); });
+        } catch (const dpv::Error& e) {
+          load.error = QString::fromStdString(e.what());
+        }
+        return load;
+      },
+      [this, path, command, cancel](TraceLoad load) { onTraceLoaded(path, command, cancel->load(), std::move(load.lanes), load.error); });
+  return true;
+}
+
+void TimelinePage::onTraceLoaded(const QString& path, const QString& command, bool cancelled,
+                                 std::optional<dpv::TraceLanes> lanes, const QString& error) {
+  traceCancelButton_->setVisible(false);
+  if (cancelled) {
+    // The flag, not the message, says it was cancelled: what was shown stays.
+    traceStatus_->setText(tr("Loading %1 was cancelled; the chart shows what it showed before.").arg(QFileInfo(path).fileName().toHtmlEscaped()));
+    emit traceLoadFinished(TraceLoadEnd::Cancelled, QString());
+    return;
   }
+  if (!lanes) {
+    restyle(traceStatus_, "errorBanner");
+    traceStatus_->setText(tr("<b>The trace cannot be shown:</b> %1").arg(error.toHtmlEscaped()));
+    emit traceLoadFinished(TraceLoadEnd::Failed, error);
+    return;
+  }
+  traceStatus_->setVisible(false);
+  opened_ = std::move(lanes);
   openedPath_ = path;
   openedCommand_ = command;
   series_.reset();  // the trace replaces a measured series until the next measurement
   refresh();
-  return QString();
+  emit traceLoadFinished(TraceLoadEnd::Shown, QString());
 }
+
+void TimelinePage::cancelTraceLoad() {
+  if (!traceRunner_->busy() || !traceLoadCancel_) return;
+  traceLoadCancel_->store(true);  // the parser asks between tokens and stops within milliseconds
+  traceCancelButton_->setEnabled(false);
+  traceStatus_->setText(tr("Cancelling …"));
+}
+
+bool TimelinePage::loadingTrace() const { return traceRunner_->busy(); }
+
+QString TimelinePage::traceStatus() const { return traceStatus_->isHidden() ? QString() : traceStatus_->text(); }
+
+QString TimelinePage::drawCapText() const { return drawCapNotice_->isHidden() ? QString() : drawCapNotice_->text(); }
 
 void TimelinePage::drawOpenedTrace() {
   const dpv::TraceLanes& t = *opened_;
@@ -69,9 +168,14 @@ double TimelinePage::drawLanes(const dpv::TraceLanes& t) {
   const int lanes = static_cast<int>(t.lanes.size());
   emptyHint_->setVisible(lanes == 0);
   plotScroll_->setVisible(lanes > 0);
+  // A chart row per lane stays readable up to a few dozen; 100,000 rows would be a plot taller than
+  // any widget can be (it drew blank). The first lanes (rank 0's first) are drawn, and so many bars
+  // at most: each is an item of the plot.
+  const int drawnLanes = std::min(lanes, kMaxDrawnLanes);
   // Rows from the top: lane 0 (rank 0's first track) first.
   QStringList rows;
-  for (const dpv::TraceLane& lane : t.lanes) {
+  for (int l = 0; l < drawnLanes; ++l) {
+    const dpv::TraceLane& lane = t.lanes[static_cast<size_t>(l)];
     rows << QStringLiteral("%1 · %2").arg(QString::fromStdString(lane.process_label), QString::fromStdString(lane.thread_label));
   }
   setRows(rows);
@@ -80,7 +184,11 @@ double TimelinePage::drawLanes(const dpv::TraceLanes& t) {
   double endMs = 0;
   std::map<int, double> firstStartUs;  // the legend lists what is drawn, in the order it first ran
   bool allReduce = false;
+  size_t drawnSpans = 0, spansOnDrawnLanes = 0;
   for (const dpv::TraceSpan& span : t.spans) {
+    if (span.lane >= drawnLanes) continue;
+    if (++spansOnDrawnLanes > static_cast<size_t>(kMaxDrawnSpans)) continue;
+    ++drawnSpans;
     int kind = -1;
     for (int k = 0; k <= static_cast<int>(dpv::StageKind::Finalize); ++k)
       if (span.category == dpv::stage_kind_name(static_cast<dpv::StageKind>(k))) kind = k;
@@ -96,6 +204,7 @@ double TimelinePage::drawLanes(const dpv::TraceLanes& t) {
                          .arg(s, 0, 'f', 3).arg(e, 0, 'f', 3).arg(e - s, 0, 'f', 3)});
     endMs = std::max(endMs, e);
     // Collectives the span carries (the engine's traces put them in args.collectives).
+    if (span.args.find("\"collectives\"") == std::string::npos) continue;
     const QJsonObject args = QJsonDocument::fromJson(QByteArray::fromStdString(span.args)).object();
     for (const QJsonValue& c : args.value(QStringLiteral("collectives")).toArray()) {
       const QJsonObject r = c.toObject();
@@ -116,7 +225,21 @@ double TimelinePage::drawLanes(const dpv::TraceLanes& t) {
   std::stable_sort(legendKinds_.begin(), legendKinds_.end(), [&](int a, int b) { return firstStartUs[a] < firstStartUs[b]; });
   legendAllReduce_ = allReduce;
   showLegend();
+  showDrawCap(lanes, drawnLanes, t.spans.size(), spansOnDrawnLanes, drawnSpans);
   return endMs;
+}
+
+void TimelinePage::showDrawCap(int lanes, int drawnLanes, size_t spans, size_t spansOnDrawnLanes, size_t drawnSpans) {
+  QString text;
+  if (drawnLanes < lanes) text = tr("Showing the first %1 of %2 lanes").arg(drawnLanes).arg(lanes);
+  if (drawnSpans < spansOnDrawnLanes) {
+    text = text.isEmpty() ? tr("Showing the first %1 of %2 spans").arg(drawnSpans).arg(spansOnDrawnLanes)
+                          : tr("%1, and the first %2 of their %3 spans").arg(text).arg(drawnSpans).arg(spansOnDrawnLanes);
+  }
+  drawCapNotice_->setVisible(!text.isEmpty());
+  if (text.isEmpty()) return;
+  drawCapNotice_->setText(tr("%1 (%2 spans in the whole trace): a chart of all of them would not be readable. "
+                             "Open the file in Perfetto (ui.perfetto.dev) to see every lane.").arg(text).arg(spans));
 }
 
 }  // namespace gui

@@ -20,6 +20,7 @@
 #include "gui/timeline/page.h"
 #include "engine/io/trace_merge.h"
 #include "gui_test_support.h"
+#include "timeline_test_support.h"
 
 namespace gui {
 
@@ -197,7 +198,7 @@ TEST(MainWindow, TimelineOpensAMergedMultiProcessTrace) {
     ASSERT_TRUE(f.open(QIODevice::WriteOnly));
     f.write(QByteArray::fromStdString(dpv::merge_chrome_traces({rank, rank}, {"r0", "r1"})));
   }
-  EXPECT_EQ(timeline->openTrace(merged), QString());
+  EXPECT_EQ(openTraceAndWait(timeline, merged), QString());
   EXPECT_TRUE(timeline->showingOpenedTrace());
   EXPECT_EQ(timeline->laneCount(), 4);
   EXPECT_EQ(timeline->bars().size(), 4);
@@ -213,12 +214,13 @@ TEST(MainWindow, TimelineOpensAMergedMultiProcessTrace) {
     ASSERT_TRUE(f.open(QIODevice::WriteOnly));
     f.write("{\"traceEvents\": 3}");
   }
-  EXPECT_TRUE(timeline->openTrace(broken).contains(QLatin1String("is not a Chrome trace")));
+  EXPECT_TRUE(openTraceAndWait(timeline, broken).contains(QLatin1String("is not a Chrome trace")));
   EXPECT_TRUE(timeline->showingOpenedTrace()) << "a failed open keeps what was shown";
   // A FIFO is refused at once instead of freezing the window on a read that never ends.
   const QString fifo = dir.filePath(QStringLiteral("trace.fifo"));
   ASSERT_EQ(::mkfifo(fifo.toLocal8Bit().constData(), 0600), 0);
-  EXPECT_TRUE(timeline->openTrace(fifo).contains(QLatin1String("not a regular file"))) << timeline->openTrace(fifo).toStdString();
+  const QString fifoError = openTraceAndWait(timeline, fifo);
+  EXPECT_TRUE(fifoError.contains(QLatin1String("not a regular file"))) << fifoError.toStdString();
   EXPECT_TRUE(timeline->showingOpenedTrace());
 }
 
