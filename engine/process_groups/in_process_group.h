@@ -4,6 +4,8 @@
 // reduce-scatter of world-1 steps (rank r sends chunk (r - s) mod world to rank r+1, which adds it to its
 // own copy of that chunk) then an all-gather of world-1 steps (the completed chunks travel on around
 // the ring). Every step is reported as a RingStep so the app can animate which chunk moves where.
+// reduce_scatter_sum and all_gather are those two phases on their own, with PyTorch's chunk
+// assignment (rank r completes chunk r: RingSchedule::RankOwnsItsChunk in ring_steps.h).
 //
 // Ranks read their neighbour's buffer directly (shared memory stands in for the link) and meet at
 // a barrier after every step, so no chunk is read while it is being written. If one rank fails
