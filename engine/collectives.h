@@ -3,7 +3,8 @@
 // (host threads for simulated devices; NCCL and peer copies in the CUDA backend).
 // Each call reports bytes, time, algbw and busbw with the nccl-tests definitions:
 //   algbw = bytes / time;  busbw = algbw * factor, factor = 1 (broadcast, reduce),
-//   2(n-1)/n (all-reduce), (n-1)/n (all-gather; bytes = the whole gathered size).
+//   2(n-1)/n (all-reduce), (n-1)/n (all-gather, reduce-scatter; bytes = the whole gathered
+//   output, the whole scattered input: n x the per-rank piece).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -21,6 +22,7 @@ enum class CollectiveOp : uint8_t {
   ReduceAdd,  // gradients summed onto one device (DataParallel's ReduceGrads)
   AllReduce,  // every rank gets the sum (DDP's buckets, SyncBatchNorm)
   AllGather,  // every rank gets every rank's piece
+  ReduceScatter,  // every rank gets its own piece of the sum (the sharded strategies' gradients)
   Barrier,    // no data: every rank waits for all (process groups)
 };
 
@@ -31,6 +33,7 @@ inline const char* collective_op_name(CollectiveOp op) {
     case CollectiveOp::ReduceAdd: return "reduce_add";
     case CollectiveOp::AllReduce: return "all_reduce";
     case CollectiveOp::AllGather: return "all_gather";
+    case CollectiveOp::ReduceScatter: return "reduce_scatter";
     case CollectiveOp::Barrier: return "barrier";
   }
   return "collective";

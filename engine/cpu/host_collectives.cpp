@@ -19,7 +19,7 @@ void finish_report(CollectiveReport& r) {
   const double n = r.ranks;
   double factor = 1.0;
   if (r.op == CollectiveOp::AllReduce) factor = n > 0 ? 2.0 * (n - 1) / n : 0.0;
-  if (r.op == CollectiveOp::AllGather) factor = n > 0 ? (n - 1) / n : 0.0;
+  if (r.op == CollectiveOp::AllGather || r.op == CollectiveOp::ReduceScatter) factor = n > 0 ? (n - 1) / n : 0.0;
   r.busbw = r.algbw * factor;
 }
 

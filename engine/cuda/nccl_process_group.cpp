@@ -88,7 +88,23 @@ class NcclProcessGroup final : public ProcessGroup {
     });
   }
 
-  CollectiveReport all_gather(const Tensor& in, Tensor& out) override {
+  // ncclReduceScatter: rank r gets chunk r of the sum, as torch.distributed.reduce_scatter_tensor.
+  CollectiveReport reduce_scatter_sum(const Tensor& in, Tensor& out, std::vector<RingStep>* steps) override {
+    if (steps) steps->clear();  // NCCL does not expose its ring steps
+    check(in.dtype() == out.dtype() && in.numel() == out.numel() * size_,
+          "reduce_scatter: the input must hold world size x the output's elements of the same dtype (got " +
+              std::to_string(in.numel()) + " for " + std::to_string(out.numel()) + " x " + std::to_string(size_) +
+              "); pad the input to a multiple of the world size before the call");
+    cudaStream_t s = stream_of(in, "reduce_scatter");
+    stream_of(out, "reduce_scatter");
+    return run(CollectiveOp::ReduceScatter, in.nbytes(), s, [&] {
+      DPV_CUDA_CHECK(ncclReduceScatter(in.raw(), out.raw(), static_cast<size_t>(out.numel()), nccl_dtype(in.dtype()),
+                                       ncclSum, comm_, s));
+    });
+  }
+
+  CollectiveReport all_gather(const Tensor& in, Tensor& out, std::vector<RingStep>* steps) override {
+    if (steps) steps->clear();  // NCCL does not expose its ring steps
     check(in.dtype() == out.dtype() && out.numel() == in.numel() * size_,
           "all_gather: the output must hold world size x the input's elements of the same dtype");
     cudaStream_t s = stream_of(in, "all_gather");

@@ -115,32 +115,33 @@ class InProcessGroup final : public ProcessGroup {
 
   CollectiveReport all_reduce_sum(Tensor& buf, std::vector<RingStep>* steps) override {
     const auto t0 = std::chrono::steady_clock::now();
-    const int world = size();
-    CollectiveReport r{CollectiveOp::AllReduce, world, buf.nbytes()};
+    CollectiveReport r{CollectiveOp::AllReduce, size(), buf.nbytes()};
     if (steps) steps->clear();
     hub_->post_and_wait(rank_, &buf, "all_reduce");
     Tensor mine = flat(buf);
-    const auto off = ring_chunk_offsets(buf.numel(), world);
-    const size_t esize = dtype_size(buf.dtype());
-    const int from = (rank_ + world - 1) % world, to = (rank_ + 1) % world;
-    for (int phase = 0; phase < 2 && world > 1; ++phase) {
-      for (int s = 0; s < world - 1; ++s) {
-        std::vector<double> before;
-        if (steps && record_values_ > 0) before = mine.to_doubles(record_values_);
-        const auto ts = std::chrono::steady_clock::now();
-        const auto [send, recv] = ring_move(phase, rank_, s, world);
-        ring_receive(phase, mine, flat(hub_->posted(from)), recv, off);
-        hub_->wait_all();  // nobody reads a chunk of step s+1 before every rank finished step s
-        if (steps) {
-          const size_t bytes = static_cast<size_t>(off[static_cast<size_t>(send) + 1] - off[static_cast<size_t>(send)]) * esize;
-          const double seconds = seconds_since(ts);
-          // Only this rank writes its own buffer, so reading it here races with nobody.
-          std::vector<double> after = record_values_ > 0 ? mine.to_doubles(record_values_) : std::vector<double>{};
-          steps->push_back({phase == 0 ? "reduce-scatter" : "all-gather", s, to, from, send, recv, bytes, seconds,
-                            std::move(before), std::move(after)});
-        }
-      }
-    }
+    run_ring_phase(0, RingSchedule::AllReduce, mine, steps);
+    run_ring_phase(1, RingSchedule::AllReduce, mine, steps);
+    r.seconds = seconds_since(t0);
+    finish_report(r);
+    return r;
+  }
+
+  // The all-reduce's first phase on a copy of `in`, with every chunk index one less (ring_steps.h),
+  // so that this rank completes chunk `rank` (PyTorch's assignment) in the same world-1 steps.
+  CollectiveReport reduce_scatter_sum(const Tensor& in, Tensor& out, std::vector<RingStep>* steps) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    const int world = size();
+    check(in.numel() == out.numel() * world && out.dtype() == in.dtype(),
+          "reduce_scatter: the input must hold world_size (" + std::to_string(world) + ") x the output's " +
+              std::to_string(out.numel()) + " " + dtype_name(out.dtype()) + " elements, got " +
+              std::to_string(in.numel()) + " " + dtype_name(in.dtype()) +
+              "; pad the input to a multiple of world_size before the call");
+    CollectiveReport r{CollectiveOp::ReduceScatter, world, in.nbytes()};
+    if (steps) steps->clear();
+    Tensor mine = flat(in).clone();  // [world * numel(out)]: the ring's partial sums, `in` stays as it was
+    hub_->post_and_wait(rank_, &mine, "reduce_scatter");
+    run_ring_phase(0, RingSchedule::RankOwnsItsChunk, mine, steps);
+    flat(out).copy_from(mine.slice0(rank_ * out.numel(), (rank_ + 1) * out.numel()));
     r.seconds = seconds_since(t0);
     finish_report(r);
     return r;
@@ -158,21 +159,22 @@ class InProcessGroup final : public ProcessGroup {
     return r;
   }
 
-  CollectiveReport all_gather(const Tensor& in, Tensor& out) override {
+  // The all-reduce's second phase over `out`, starting from this rank's piece in slot `rank`
+  // (every chunk index one less than in the all-reduce, ring_steps.h): so reduce_scatter_sum then
+  // all_gather run the all-reduce's two phases with the same chunks and the same steps.
+  CollectiveReport all_gather(const Tensor& in, Tensor& out, std::vector<RingStep>* steps) override {
     const auto t0 = std::chrono::steady_clock::now();
     const int world = size();
     check(out.numel() == in.numel() * world && out.dtype() == in.dtype(),
           "all_gather: the output must hold world_size * " + std::to_string(in.numel()) + " " + dtype_name(in.dtype()) +
               " elements, got " + std::to_string(out.numel()) + " " + dtype_name(out.dtype()));
     CollectiveReport r{CollectiveOp::AllGather, world, out.nbytes()};
-    hub_->post_and_wait(rank_, &in, "all_gather");
-    const Tensor dst = flat(out);
-    const int64_t n = in.numel();
-    for (int w = 0; w < world; ++w) {
-      Tensor part = dst.slice0(w * n, (w + 1) * n);
-      part.copy_from(flat(hub_->posted(w)));
-    }
-    hub_->wait_all();
+    if (steps) steps->clear();
+    Tensor mine = flat(out);
+    Tensor own = mine.slice0(rank_ * in.numel(), (rank_ + 1) * in.numel());
+    if (own.raw() != in.raw() || own.device() != in.device()) own.copy_from(flat(in));  // in may already be that slot
+    hub_->post_and_wait(rank_, &mine, "all_gather");  // publishes every rank's own piece
+    run_ring_phase(1, RingSchedule::RankOwnsItsChunk, mine, steps);
     r.seconds = seconds_since(t0);
     finish_report(r);
     return r;
@@ -188,6 +190,34 @@ class InProcessGroup final : public ProcessGroup {
   void set_record_values(size_t max_values) { record_values_ = max_values; }
 
  private:
+  // One phase of the ring (0 reduce-scatter, 1 all-gather) over `mine`, this rank's posted flat
+  // buffer: world-1 steps, each receiving one chunk from the predecessor's posted buffer, every
+  // rank meeting at a barrier after each step. Appends a RingStep per step to `steps` (if any).
+  void run_ring_phase(int phase, RingSchedule schedule, Tensor& mine, std::vector<RingStep>* steps) {
+    const int world = size();
+    if (world == 1) return;
+    const auto off = ring_chunk_offsets(mine.numel(), world);
+    const size_t esize = dtype_size(mine.dtype());
+    const int from = (rank_ + world - 1) % world, to = (rank_ + 1) % world;
+    const Tensor from_buf = flat(hub_->posted(from));
+    for (int s = 0; s < world - 1; ++s) {
+      std::vector<double> before;
+      if (steps && record_values_ > 0) before = mine.to_doubles(record_values_);
+      const auto ts = std::chrono::steady_clock::now();
+      const auto [send, recv] = ring_move(phase, rank_, s, world, schedule);
+      ring_receive(phase, mine, from_buf, recv, off);
+      hub_->wait_all();  // nobody reads a chunk of step s+1 before every rank finished step s
+      if (steps) {
+        const size_t bytes = static_cast<size_t>(off[static_cast<size_t>(send) + 1] - off[static_cast<size_t>(send)]) * esize;
+        const double seconds = seconds_since(ts);
+        // Only this rank writes its own buffer, so reading it here races with nobody.
+        std::vector<double> after = record_values_ > 0 ? mine.to_doubles(record_values_) : std::vector<double>{};
+        steps->push_back({phase == 0 ? "reduce-scatter" : "all-gather", s, to, from, send, recv, bytes, seconds,
+                          std::move(before), std::move(after)});
+      }
+    }
+  }
+
   std::shared_ptr<InProcessHub> hub_;
   int rank_;
   size_t record_values_ = 0;  // elements of the buffer copied before and after each step

@@ -2,7 +2,8 @@
 // One rank's view of a group of world ranks: the seam between the DDP plan and the transport.
 // Three implementations:
 //   - in-process ranks (threads of one process, one simulated device each): a ring all-reduce
-//     whose every step (which chunk moves from which rank to which, bytes, time) is reported;
+//     whose every step (which chunk moves from which rank to which, bytes, time) is reported, and
+//     its two phases on their own as reduce_scatter_sum and all_gather;
 //   - Gloo over TCP for launched CPU processes (`dpv launch --backend gloo`);
 //   - NCCL for launched GPU processes (`dpv launch --backend nccl`).
 // The DDP plan is written once against this interface and runs unchanged on each.
@@ -66,8 +67,16 @@ class ProcessGroup {
   virtual CollectiveReport all_reduce_sum(Tensor& buf, std::vector<RingStep>* steps = nullptr) = 0;
   // Every rank's buf becomes root's.
   virtual CollectiveReport broadcast(Tensor& buf, int root) = 0;
-  // out ([world * numel(in)] elements, same dtype) = every rank's `in` concatenated in rank order.
-  virtual CollectiveReport all_gather(const Tensor& in, Tensor& out) = 0;
+  // The two halves of an all-reduce, as the sharded strategies (ZeRO, FSDP) call them.
+  // reduce_scatter_sum: `in` ([world * numel(out)] elements, same dtype as out, on this rank's
+  // device) is summed over the ranks and this rank keeps chunk `rank` of the sum in `out`
+  // (torch.distributed.reduce_scatter_tensor: rank r gets chunk r). The caller pads `in` to a
+  // multiple of world. Reported bytes are the whole input's (nccl-tests).
+  // all_gather: out ([world * numel(in)] elements, same dtype) = every rank's `in` concatenated in
+  // rank order.
+  // `steps`: as for all_reduce_sum (the in-process ring's reduce-scatter or all-gather phase).
+  virtual CollectiveReport reduce_scatter_sum(const Tensor& in, Tensor& out, std::vector<RingStep>* steps = nullptr) = 0;
+  virtual CollectiveReport all_gather(const Tensor& in, Tensor& out, std::vector<RingStep>* steps = nullptr) = 0;
   virtual void barrier() = 0;
 
   // Starts a SUM all-reduce of buf (contiguous, on `device`'s memory) and returns at once, when the

@@ -119,9 +119,10 @@ void premultiply_in_place(Tensor& buf, double premultiply) {
   }
 }
 
-RingMove ring_move(int phase, int rank, int step, int world_size) {
-  if (phase == 0) return {mod(rank - step, world_size), mod(rank - 1 - step, world_size)};
-  return {mod(rank + 1 - step, world_size), mod(rank - step, world_size)};
+RingMove ring_move(int phase, int rank, int step, int world_size, RingSchedule schedule) {
+  const int shift = schedule == RingSchedule::RankOwnsItsChunk ? -1 : 0;
+  if (phase == 0) return {mod(rank - step + shift, world_size), mod(rank - 1 - step + shift, world_size)};
+  return {mod(rank + 1 - step + shift, world_size), mod(rank - step + shift, world_size)};
 }
 
 void ring_receive(int phase, Tensor& mine, const Tensor& from, int recv_chunk, const std::vector<int64_t>& offsets) {

@@ -21,7 +21,19 @@ struct RingMove {
   int recv_chunk = 0;  // the chunk this rank receives from rank - 1 (and adds, in reduce-scatter)
 };
 
-RingMove ring_move(int phase, int rank, int step, int world_size);
+// Which chunk each rank completes in the reduce-scatter phase. The all-reduce's ring (the schedule
+// above) ends that phase with rank r owning chunk r+1 and starts its all-gather phase from there.
+// PyTorch's reduce_scatter gives rank r chunk r, and its all_gather starts from rank r's piece in
+// slot r (NCCL's ring runs both so, and its all-reduce too): the same ring with every chunk index
+// one less. Same bytes, same number of steps; each chunk's partial sum starts one rank further on,
+// so for world >= 3 a float chunk is summed in another order than the all-reduce sums it. The
+// all-reduce keeps its schedule so its sums and steps stay what they were.
+enum class RingSchedule : uint8_t {
+  AllReduce,         // rank r owns chunk (r + 1) mod world between the phases
+  RankOwnsItsChunk,  // rank r owns chunk r between the phases (reduce_scatter, all_gather)
+};
+
+RingMove ring_move(int phase, int rank, int step, int world_size, RingSchedule schedule = RingSchedule::AllReduce);
 
 // Rank `rank`'s part of one step: its chunk `recv_chunk` += (phase 0) or = (phase 1) the same chunk
 // of its predecessor's buffer. `mine` and `from` are the two ranks' whole buffers; `offsets` from

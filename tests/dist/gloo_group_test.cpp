@@ -22,6 +22,7 @@
 #include "engine/process_groups/multiprocess/gloo_group.h"
 #include "engine/process_groups/multiprocess/tcp_store.h"
 #include "engine/error.h"
+#include "tests/dist/gloo_ranks.h"
 #include "tests/support/wait.h"
 
 namespace dpv::dist {
@@ -29,32 +30,8 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// Runs body(rank, group) on `world` threads; returns each rank's error text ("" when none).
-std::vector<std::string> with_ranks(int world, const std::function<void(int, ProcessGroup&)>& body,
-                                    milliseconds timeout = milliseconds(20000)) {
-  TcpStoreServer server("127.0.0.1", 0, world);
-  std::vector<std::string> errors(world);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        TcpStore store("127.0.0.1", server.port(), world, timeout);
-        GlooOptions o;
-        o.timeout = timeout;
-        std::unique_ptr<ProcessGroup> group = make_gloo_group(store, r, world, o);
-        body(r, *group);
-      } catch (const std::exception& e) {
-        errors[r] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  return errors;
-}
-
-void expect_no_errors(const std::vector<std::string>& errors) {
-  for (size_t r = 0; r < errors.size(); ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
-}
+using testing::expect_no_errors;
+using testing::with_ranks;
 
 class GlooGroupTest : public ::testing::TestWithParam<int> {};
 

@@ -69,6 +69,23 @@ TEST(HostCollectives, ReportsBandwidthFromBytesAndTime) {
   EXPECT_DOUBLE_EQ(r.busbw, 1.5);
 }
 
+// nccl-tests' reduce_scatter: bytes = the whole input (n x each rank's piece), busbw = algbw (n-1)/n,
+// as for all_gather; all_reduce moves twice that.
+TEST(HostCollectives, ReduceScatterBusBandwidthIsAllGathersNotAllReduces) {
+  CollectiveReport r;
+  r.op = CollectiveOp::ReduceScatter;
+  r.ranks = 4;
+  r.bytes = 4'000'000'000;
+  r.seconds = 2.0;
+  finish_report(r);
+  EXPECT_DOUBLE_EQ(r.algbw, 2.0);
+  EXPECT_DOUBLE_EQ(r.busbw, 1.5);
+  EXPECT_STREQ(collective_op_name(r.op), "reduce_scatter");
+  r.op = CollectiveOp::AllReduce;
+  finish_report(r);
+  EXPECT_DOUBLE_EQ(r.busbw, 3.0);
+}
+
 TEST(HostCollectives, RejectsMismatchedBuffers) {
   auto devs = DeviceSet::create("cpu:2");
   auto coll = make_collectives(devs);

@@ -7,6 +7,7 @@
 #include <gloo/broadcast.h>
 #include <gloo/broadcast_one_to_all.h>
 #include <gloo/math.h>
+#include <gloo/reduce_scatter.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
@@ -155,7 +156,32 @@ class GlooGroup final : public ProcessGroup {
     });
   }
 
-  CollectiveReport all_gather(const Tensor& in, Tensor& out) override {
+  // Gloo's own reduce-scatter (recursive halving, then each rank's piece sent where it belongs).
+  // (PyTorch 1.13's Gloo group has no reduce_scatter; later ones emulate it with an all-reduce,
+  // twice the bytes.) It runs on the synchronous pairs, in pieces, as the all-reduce does: on the
+  // asynchronous pairs its sends return before the bytes left, and a rank then copies its result
+  // over the start of the same buffer while the send of that part may still be reading it (the
+  // peer summed the rank's result instead of its input: wrong sums at the end of rank 0's chunk,
+  // now and then). A synchronous send has written its bytes before it returns.
+  CollectiveReport reduce_scatter_sum(const Tensor& in, Tensor& out, std::vector<RingStep>* steps) override {
+    if (steps) steps->clear();  // Gloo does not expose its steps
+    check_host(in, "reduce_scatter");
+    check_host(out, "reduce_scatter");
+    check(in.dtype() == out.dtype() && in.numel() == out.numel() * size(),
+          "reduce_scatter: the input must hold world size x the output's elements of the same dtype (got " +
+              std::to_string(in.numel()) + " for " + std::to_string(out.numel()) + " x " + std::to_string(size()) +
+              "); pad the input to a multiple of the world size before the call");
+    return run(CollectiveOp::ReduceScatter, in.nbytes(), [&] {
+      switch (in.dtype()) {
+        case DType::Float32: reduce_scatter_of<float>(in, out); break;
+        case DType::Float64: reduce_scatter_of<double>(in, out); break;
+        case DType::Int64: reduce_scatter_of<int64_t>(in, out); break;
+      }
+    });
+  }
+
+  CollectiveReport all_gather(const Tensor& in, Tensor& out, std::vector<RingStep>* steps) override {
+    if (steps) steps->clear();  // Gloo does not expose its steps
     check_host(in, "all_gather");
     check_host(out, "all_gather");
     check(in.dtype() == out.dtype() && out.numel() == in.numel() * size(),
@@ -198,6 +224,34 @@ class GlooGroup final : public ProcessGroup {
   }
 
   uint32_t next_tag() { return tag_++; }
+
+  // Per piece: every rank's part of it gathered into one staging buffer ([world * part]), summed
+  // there by Gloo's algorithm, which leaves this rank's part at the buffer's start. A piece moves at
+  // most kSyncAllreducePieceBytes in all, so each synchronous send (half of it, in the first step)
+  // fits in the socket buffers (size_send_buffers) while both sides send before they receive.
+  template <typename T>
+  void reduce_scatter_of(const Tensor& in, Tensor& out) {
+    const int64_t piece = out.numel(), world = size();
+    if (world == 1 || piece == 0) {  // every rank alike: nothing to exchange
+      if (piece > 0) out.copy_from(in);
+      return;
+    }
+    const T* src = in.data<T>();  // [world * piece]
+    T* dst = out.data<T>();       // [piece]
+    const int64_t part_max = std::max<int64_t>(1, static_cast<int64_t>(kSyncAllreducePieceBytes / sizeof(T)) / world);
+    std::lock_guard<std::mutex> lock(sync_mutex_);  // a synchronous pair serves one thread at a time
+    std::vector<T> staging;                         // [world * part]
+    for (int64_t first = 0; first < piece; first += part_max) {
+      const int64_t part = std::min(part_max, piece - first);
+      staging.resize(static_cast<size_t>(world * part));
+      for (int64_t w = 0; w < world; ++w)
+        std::copy(src + w * piece + first, src + w * piece + first + part, staging.begin() + w * part);
+      const std::vector<int> parts(static_cast<size_t>(world), static_cast<int>(part));
+      gloo::ReduceScatterHalvingDoubling<T> algorithm(sync_context_, {staging.data()}, static_cast<int>(staging.size()), parts);
+      algorithm.run();
+      std::copy(staging.begin(), staging.begin() + part, dst + first);
+    }
+  }
 
   // An all-reduce of more than one piece, in place over data: Gloo's asynchronous ring from
   // kAsyncAllreduceMinBytes among kAsyncAllreduceMinRanks or more, else Gloo's chunked ring on the
@@ -281,7 +335,7 @@ class GlooGroup final : public ProcessGroup {
   }
 
   std::shared_ptr<gloo::Context> context_;       // asynchronous pairs: large broadcasts, all-gather, barrier
-  std::shared_ptr<gloo::Context> sync_context_;  // synchronous pairs: all-reduce, small broadcasts
+  std::shared_ptr<gloo::Context> sync_context_;  // synchronous pairs: all-reduce, small broadcasts, reduce-scatter
   std::chrono::milliseconds timeout_;
   uint32_t tag_ = 0;
   std::mutex sync_mutex_;
