@@ -13,6 +13,7 @@
 
 #include "engine/io/input_file.h"
 #include "engine/io/safetensors.h"
+#include "tests/cli/checkpoint_files.h"
 #include "tests/cli/launch_helpers.h"
 #include "tests/cli/run_dpv.h"
 #include "tests/support/wait.h"
@@ -33,36 +34,6 @@ std::vector<std::string> train_args(const std::string& dir, bool ddp, int64_t st
   return args;
 }
 
-std::string checkpoint_file(const std::string& dir, int64_t step) {
-  char name[64];
-  std::snprintf(name, sizeof name, "checkpoint-%06lld.safetensors", static_cast<long long>(step));
-  return (fs::path(dir) / name).string();
-}
-
-std::vector<std::string> names_in(const std::string& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-SafetensorsFile read_checkpoint(const std::string& file) {
-  return parse_safetensors_file(read_file(file, kSafetensorsInput), file);
-}
-
-// Every tensor of both files, by name, with the same dtype, shape and bytes; and the same metadata.
-void expect_same_checkpoint(const std::string& a, const std::string& b) {
-  const SafetensorsFile fa = read_checkpoint(a), fb = read_checkpoint(b);
-  ASSERT_EQ(fa.tensors.names(), fb.tensors.names());
-  for (const auto& [name, ta] : fa.tensors.items()) {
-    const Tensor& tb = fb.tensors.at(name);
-    ASSERT_EQ(ta.dtype(), tb.dtype()) << name;
-    ASSERT_EQ(ta.shape(), tb.shape()) << name;
-    EXPECT_EQ(std::memcmp(ta.raw(), tb.raw(), ta.nbytes()), 0) << name << " differs";
-  }
-  EXPECT_EQ(fa.metadata, fb.metadata);
-}
-
 // The uninterrupted run into A; the same run into B killed after its first checkpoint and started
 // again: the final checkpoints hold the same bytes.
 void kill_and_resume(TrainCheckpoint& t, const std::string& a, const std::string& b, bool ddp) {
@@ -72,11 +43,7 @@ void kill_and_resume(TrainCheckpoint& t, const std::string& a, const std::string
   {
     Background killed(train_args(b, ddp, kSteps));
     // Any checkpoint: the one of step 5 is deleted again once those of steps 10 and 15 are in place.
-    auto any_checkpoint = [&] {
-      const std::vector<std::string> names = fs::exists(b) ? names_in(b) : std::vector<std::string>{};
-      return std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.rfind("checkpoint-", 0) == 0; });
-    };
-    ASSERT_TRUE(wait_until(any_checkpoint, std::chrono::seconds(60)));
+    ASSERT_TRUE(wait_until([&] { return has_checkpoint(b); }, std::chrono::seconds(60)));
     ::kill(killed.pid(), SIGKILL);
     const RunResult r = killed.finish(std::chrono::seconds(20));
     ASSERT_EQ(r.exit_code, -1) << "the run ended before it was killed: " << r.out;

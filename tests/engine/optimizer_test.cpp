@@ -38,7 +38,7 @@ std::string error_of(const OptimizerSettings& s) {
 
 TEST(Optimizer, StateNamesArePyTorchsAndCreatedAtTheFirstStep) {
   auto devices = one_cpu();
-  Backend& be = devices->device(0).backend();
+  Backend& be = (*devices)[0].backend();
   for (OptimizerKind kind : {OptimizerKind::Sgd, OptimizerKind::Adam, OptimizerKind::AdamW}) {
     ParameterOptimizer opt({.kind = kind, .lr = 0.1, .momentum = kind == OptimizerKind::Sgd ? 0.9 : 0.0});
     Tensor p = ramp(5, -1, 0.5), g = ramp(5, 0.3, -0.1);
@@ -65,7 +65,7 @@ TEST(Optimizer, SgdWithoutMomentumKeepsNoState) {
   auto devices = one_cpu();
   ParameterOptimizer opt({.lr = 0.5});
   Tensor p = ramp(3, 1, 1), g = ramp(3, 1, 0);
-  opt.step("w", p, g, devices->device(0).backend(), devices->shared(0));
+  opt.step("w", p, g, (*devices)[0].backend(), devices->shared(0));
   EXPECT_EQ(p.to_doubles(), (std::vector<double>{0.5, 1.5, 2.5}));
   EXPECT_EQ(opt.state_bytes(), 0);
 }
@@ -75,7 +75,7 @@ TEST(Optimizer, AdamFirstStepMovesEachWeightByLrTimesTheGradientsSign) {
   auto devices = one_cpu();
   ParameterOptimizer opt({.kind = OptimizerKind::Adam, .lr = 0.01, .eps = 0.0});
   Tensor p = ramp(4, 0, 1), g = Tensor::from_doubles({4}, DType::Float64, {2.0, -3.0, 0.5, -1e-3});
-  opt.step("w", p, g, devices->device(0).backend(), devices->shared(0));
+  opt.step("w", p, g, (*devices)[0].backend(), devices->shared(0));
   const std::vector<double> got = p.to_doubles();
   const double want[] = {-0.01, 1.01, 1.99, 3.01};
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(got[static_cast<size_t>(i)], want[i], 1e-12) << i;
@@ -83,7 +83,7 @@ TEST(Optimizer, AdamFirstStepMovesEachWeightByLrTimesTheGradientsSign) {
 
 TEST(Optimizer, AdamWDecaysTheWeightsAndAdamDecaysTheGradient) {
   auto devices = one_cpu();
-  Backend& be = devices->device(0).backend();
+  Backend& be = (*devices)[0].backend();
   // A zero gradient: Adam's L2 term alone makes a gradient (wd * p), so the step is lr * sign(p);
   // AdamW's decay scales p by 1 - lr * wd and its Adam step has nothing to move.
   Tensor pa = ramp(3, 1, 1), pw = ramp(3, 1, 1), zero = Tensor::zeros({3}, DType::Float64);
@@ -99,7 +99,7 @@ TEST(Optimizer, AdamWDecaysTheWeightsAndAdamDecaysTheGradient) {
 
 TEST(Optimizer, RestoredStateContinuesBitForBit) {
   auto devices = one_cpu();
-  Backend& be = devices->device(0).backend();
+  Backend& be = (*devices)[0].backend();
   const OptimizerSettings s{.kind = OptimizerKind::AdamW, .lr = 0.02, .weight_decay = 0.01, .beta1 = 0.8};
   ParameterOptimizer straight(s);
   Tensor p = ramp(6, -0.4, 0.3);

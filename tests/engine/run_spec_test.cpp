@@ -15,7 +15,7 @@ RunSpec sample_spec() {
   spec.devices = "cpu:2";
   spec.preset = "mlp-bn";
   spec.batch = 8;
-  spec.optimizer = {0.25, 0.5, 0.125};
+  spec.optimizer = {.lr = 0.25, .momentum = 0.5, .weight_decay = 0.125};
   spec.sync_bn = true;
   spec.seed = 7;
   spec.ddp = {false, 0.5, 4096};
