@@ -128,5 +128,22 @@ TEST(InputDepth, ASafetensorsMetadataNested200000DeepIsRefused) {
   }
 }
 
+TEST(TraceMergeInput, FieldsOfAnotherTypeAreSkippedAndARankPastIntIsRefused) {
+  // A number as "ph" or "name" escaped as the JSON library's type error, not a dpv::Error.
+  const std::string merged =
+      merge_chrome_traces({R"({"traceEvents": [{"name": 5, "ph": 1, "args": []}, 7, {"ph": "M", "name": "process_name", "args": {"name": 9}}]})"},
+                          {"odd.json"});
+  EXPECT_NE(merged.find("\"rank 0\""), std::string::npos) << merged;
+  // 99999999999 became rank 1215752191 (wrapped into an int).
+  for (const char* rank : {"99999999999", "-1", "18446744073709551615"}) {
+    const std::string msg = error_of([&] {
+      (void)merge_chrome_traces({std::string(R"({"traceEvents": [], "otherData": {"rank": )") + rank + "}}"}, {"r.json"});
+    });
+    EXPECT_NE(msg.find(std::string("r.json: \"otherData\" gives rank ") + rank + ", not a rank (0 to 2147483647)"),
+              std::string::npos)
+        << msg;
+  }
+}
+
 }  // namespace
 }  // namespace dpv
