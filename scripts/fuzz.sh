@@ -73,6 +73,10 @@ for seeds in tests/fuzz/corpus/*/; do
   fi
 done
 wait || true
+if [ -n "$only" ] && [ ${#names[@]} -eq 0 ] && [ ${#failed[@]} -eq 0 ]; then
+  echo "fuzz: no corpus named '$only' (tests/fuzz/corpus/*)"
+  exit 1
+fi
 
 # The last status line of a libFuzzer log: "#1234567 DONE cov: 812 ft: 3301 corp: 190/1020Kb ...".
 field() { sed -n "s/.* $1: *\([^ ]*\).*/\1/p" <<<"$2"; }
