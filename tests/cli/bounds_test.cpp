@@ -9,7 +9,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/io/input_file.h"
 #include "run_dpv.h"
@@ -26,18 +29,27 @@ std::string nested_objects(size_t depth) {
   return s + "1" + std::string(depth, '}');
 }
 
-// Environment variables for the dpv runs of one scope; restored (unset) when it ends.
+// Environment variables for the dpv runs of one scope; each is put back as it was when it ends.
 class ScopedEnv {
  public:
-  explicit ScopedEnv(std::vector<std::pair<std::string, std::string>> vars) : vars_(std::move(vars)) {
-    for (const auto& [name, value] : vars_) ::setenv(name.c_str(), value.c_str(), 1);
+  explicit ScopedEnv(const std::vector<std::pair<std::string, std::string>>& vars) {
+    for (const auto& [name, value] : vars) {
+      const char* before = std::getenv(name.c_str());
+      saved_.emplace_back(name, before ? std::optional<std::string>(before) : std::nullopt);
+      ::setenv(name.c_str(), value.c_str(), 1);
+    }
   }
   ~ScopedEnv() {
-    for (const auto& [name, value] : vars_) ::unsetenv(name.c_str());
+    for (const auto& [name, before] : saved_) {
+      if (before) ::setenv(name.c_str(), before->c_str(), 1);
+      else ::unsetenv(name.c_str());
+    }
   }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
 
  private:
-  std::vector<std::pair<std::string, std::string>> vars_;
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
 
 class CliBounds : public CliTest {
