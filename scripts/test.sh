@@ -2,8 +2,9 @@
 # The README's second command: install what is missing, build, and run the whole test suite:
 # every GoogleTest suite through ctest (GUI tests offscreen, GPU tests skip without a GPU, the
 # PyTorch comparison where python3-torch is installed), then the engine tests under ASan+UBSan,
-# the collectives and DataParallel tests under TSan, then every parser under libFuzzer for a few
-# seconds (scripts/fuzz.sh; skipped when clang is missing).
+# the collectives and DataParallel tests under TSan, then every parser under libFuzzer for
+# DPV_FUZZ_SECONDS per harness (default 5; CI's .ci/run sets 60) (scripts/fuzz.sh; skipped when
+# clang is missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/stage.sh
@@ -29,7 +30,7 @@ cmake --build --preset tsan -j "$jobs" --target dpv_engine_tests
 TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/scripts/tsan_suppressions.txt" build/tsan/tests/dpv_engine_tests --gtest_brief=1 \
   --gtest_filter='HostCollectives*:DataParallel*:SyncBatchNorm*:InProcessGroup*:RingExecutor*:*Ddp*'
 
-stage "every parser under libFuzzer (ASan + UBSan), a few seconds each"
+stage "every parser under libFuzzer (ASan + UBSan), ${DPV_FUZZ_SECONDS:-5} s each"
 fuzz_status=0
 bash scripts/fuzz.sh "${DPV_FUZZ_SECONDS:-5}" || fuzz_status=$?
 if [ "$fuzz_status" -eq 77 ]; then

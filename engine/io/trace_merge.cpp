@@ -1,5 +1,6 @@
 #include "engine/io/trace_merge.h"
 
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -21,6 +22,28 @@ Json parse_trace(const std::string& text, const std::string& name) {
   return j;
 }
 
+// An event's text field, "" when it is missing or not text: a trace from another tool may put a
+// number there, which Json::value() would throw for as a type error (not a dpv::Error).
+std::string text_field(const Json& event, const char* key) {
+  const auto it = event.find(key);
+  return it != event.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// The rank a trace names in "otherData": {"rank": r}; its position in the list when it names none.
+int trace_rank(const Json& j, size_t position, const std::string& name) {
+  if (!j.contains("otherData") || !j["otherData"].is_object() || !j["otherData"].contains("rank"))
+    return static_cast<int>(position);
+  const Json& rank = j["otherData"]["rank"];
+  if (!rank.is_number_integer()) return static_cast<int>(position);
+  // Past int, get<int>() would wrap 99999999999 into some other rank.
+  const bool in_range = rank.is_number_unsigned() ? rank.get<uint64_t>() <= INT32_MAX
+                                                  : rank.get<int64_t>() >= 0 && rank.get<int64_t>() <= INT32_MAX;
+  if (!in_range)
+    throw Error(name + ": \"otherData\" gives rank " + rank.dump() + ", not a rank (0 to " + std::to_string(INT32_MAX) + ")",
+                ErrorClass::ValueError);
+  return rank.get<int>();
+}
+
 }  // namespace
 
 std::string merge_chrome_traces(const std::vector<std::string>& traces, const std::vector<std::string>& names) {
@@ -30,10 +53,7 @@ std::string merge_chrome_traces(const std::vector<std::string>& traces, const st
   for (size_t i = 0; i < traces.size(); ++i) {
     const std::string name = i < names.size() ? names[i] : "trace " + std::to_string(i);
     Json j = parse_trace(traces[i], name);
-    int rank = static_cast<int>(i);
-    if (j.contains("otherData") && j["otherData"].is_object() && j["otherData"].contains("rank") &&
-        j["otherData"]["rank"].is_number_integer())
-      rank = j["otherData"]["rank"].get<int>();
+    const int rank = trace_rank(j, i, name);
     if (seen.count(rank)) {
       throw Error("trace merge: " + name + " and " + seen[rank] + " are both rank " + std::to_string(rank) +
                       " (give each rank's trace once)",
@@ -44,7 +64,7 @@ std::string merge_chrome_traces(const std::vector<std::string>& traces, const st
     std::string process_label;
     for (Json& e : j["traceEvents"]) {
       if (!e.is_object()) continue;
-      if (e.value("ph", "") == "M" && e.value("name", "") == "process_name" && e.contains("args") &&
+      if (text_field(e, "ph") == "M" && text_field(e, "name") == "process_name" && e.contains("args") &&
           e["args"].is_object() && e["args"].contains("name") && e["args"]["name"].is_string())
         process_label = e["args"]["name"].get<std::string>();
     }
@@ -54,8 +74,8 @@ std::string merge_chrome_traces(const std::vector<std::string>& traces, const st
         Json{{"name", "process_sort_index"}, {"ph", "M"}, {"pid", rank}, {"tid", 0}, {"args", {{"sort_index", rank}}}});
     for (Json& e : j["traceEvents"]) {
       if (!e.is_object()) continue;
-      const std::string ph = e.value("ph", "");
-      const std::string ev_name = e.value("name", "");
+      const std::string ph = text_field(e, "ph");
+      const std::string ev_name = text_field(e, "name");
       if (ph == "M" && (ev_name == "process_name" || ev_name == "process_sort_index")) continue;  // replaced above
       e["pid"] = rank;
       if (e.contains("args") && e["args"].is_object() && ph != "M") e["args"]["rank"] = rank;

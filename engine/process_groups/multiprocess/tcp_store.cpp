@@ -3,16 +3,17 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <optional>
 
 #include "engine/error.h"
+#include "engine/process_groups/multiprocess/store_request.h"
 
 namespace dpv::dist {
 namespace {
 
 // Wire format (host byte order: every rank of a job runs the same build on the same architecture).
-// Request: u8 command, u32 key count, keys (u32 length + bytes), u64 value length + bytes, i64 number.
+// Request: store_request.h (encode_request, decode_request).
 // Reply:   u8 status, u64 payload length + bytes (the value, or the error text), i64 number.
-enum Command : uint8_t { kHello = 1, kSet, kGet, kAdd, kCheck, kWait };
 enum Status : uint8_t { kOk = 0, kTimeout = 1, kRefused = 2 };
 
 // A far deadline for a server waiting on an idle client; poll() waits in chunks, shutdown wakes it.
@@ -52,9 +53,32 @@ Bytes get_blob(Socket& s, uint64_t max, Clock::time_point deadline, const std::s
   return b;
 }
 
-constexpr uint64_t kMaxValue = 1ull << 30;  // 1 GiB: far above any rendezvous value
-constexpr uint32_t kMaxKeys = 1u << 16;
-constexpr uint32_t kMaxKeyBytes = 1u << 16;  // keys are names such as "dpv/rank/3"
+// Reads one request: its bytes arrive in steps of at most kReceiveStep, as many as decode_request
+// says are still missing, so memory grows with what really arrives and nothing past the request is
+// read. Empty when the client left between requests or sent something that is not a request.
+std::optional<StoreRequest> receive_request(Socket& s, const std::string& what) {
+  Bytes pending;  // this request's bytes so far
+  Clock::time_point deadline = idle_deadline();
+  for (;;) {
+    DecodedRequest decoded = decode_request(pending.data(), pending.size());
+    if (decoded.outcome == DecodedRequest::Outcome::kRequest) return std::move(decoded.request);
+    if (decoded.outcome == DecodedRequest::Outcome::kMalformed) return std::nullopt;
+    const size_t had = pending.size();
+    const size_t step = static_cast<size_t>(std::min<uint64_t>(decoded.missing, kReceiveStep));
+    pending.resize(had + step);
+    if (had == 0) {
+      if (!s.recv_all_or_eof(pending.data(), step, deadline, what)) return std::nullopt;
+      deadline = Clock::now() + std::chrono::seconds(30);  // once a request starts, all of it within 30 s
+    } else {
+      s.recv_all(pending.data() + had, step, deadline, what);
+    }
+  }
+}
+
+// A wait's milliseconds from the wire, kept where adding them to now() cannot overflow.
+std::chrono::milliseconds wire_wait(int64_t ms) {
+  return std::chrono::milliseconds(std::clamp<int64_t>(ms, 0, int64_t{1000} * 3600 * 24 * 365));
+}
 
 // The integer an add counts from; false for a value that is not one.
 bool parse_counter(const Bytes& value, int64_t& out) {
@@ -149,25 +173,13 @@ void TcpStoreServer::serve_requests(Socket* client) {
   const std::string what = "a store client";
   try {
     for (;;) {
-      uint8_t command = 0;
-      if (!client->recv_all_or_eof(&command, 1, idle_deadline(), what)) return;
-      const Clock::time_point deadline = Clock::now() + std::chrono::seconds(30);
-      uint32_t key_count = get_value<uint32_t>(*client, deadline, what);
-      if (key_count > kMaxKeys) return;
-      std::vector<std::string> keys;
-      for (uint32_t i = 0; i < key_count; ++i) {
-        uint32_t len = get_value<uint32_t>(*client, deadline, what);
-        if (len > kMaxKeyBytes) return;
-        std::string k(len, '\0');
-        if (len) client->recv_all(k.data(), len, deadline, what);
-        keys.push_back(std::move(k));
-      }
-      Bytes value = get_blob(*client, kMaxValue, deadline, what);
-      int64_t number = get_value<int64_t>(*client, deadline, what);
+      std::optional<StoreRequest> request = receive_request(*client, what);
+      if (!request) return;  // the client left, or sent something that is not a request
+      auto& [command, keys, value, number] = *request;
 
       std::unique_lock<std::mutex> lock(mutex_);
       switch (command) {
-        case kHello:
+        case kStoreHello:
           if (number != world_size_) {
             // The job cannot form: every rank waiting here (or arriving later) is told at once,
             // instead of waiting its whole timeout for a rank that was refused.
@@ -186,25 +198,25 @@ void TcpStoreServer::serve_requests(Socket* client) {
           lock.unlock();
           reply(*client, kOk, {}, 0);
           break;
-        case kSet:
+        case kStoreSet:
           if (keys.size() != 1) return;
           data_[keys[0]] = std::move(value);
           lock.unlock();
           changed_.notify_all();
           reply(*client, kOk, {}, 0);
           break;
-        case kGet:
-        case kWait: {
-          bool ok = wait_for(lock, keys, Clock::now() + std::chrono::milliseconds(number));
+        case kStoreGet:
+        case kStoreWait: {
+          bool ok = wait_for(lock, keys, Clock::now() + wire_wait(number));
           Bytes out;
-          if (ok && command == kGet && keys.size() == 1) out = data_[keys[0]];
+          if (ok && command == kStoreGet && keys.size() == 1) out = data_[keys[0]];
           const std::string aborted = abort_reason_;
           lock.unlock();
           if (!aborted.empty()) reply(*client, kRefused, to_bytes(aborted), 0);
           else reply(*client, ok ? kOk : kTimeout, out, 0);
           break;
         }
-        case kAdd: {
+        case kStoreAdd: {
           if (keys.size() != 1) return;
           int64_t current = 0;
           auto it = data_.find(keys[0]);
@@ -214,14 +226,18 @@ void TcpStoreServer::serve_requests(Socket* client) {
             reply(*client, kRefused, to_bytes("cannot add to key '" + keys[0] + "': its value is not an integer"), 0);
             break;
           }
-          current += number;
+          if (__builtin_add_overflow(current, number, &current)) {  // past int64: no counter either
+            lock.unlock();
+            reply(*client, kRefused, to_bytes("cannot add to key '" + keys[0] + "': the sum overflows int64"), 0);
+            break;
+          }
           data_[keys[0]] = to_bytes(std::to_string(current));
           lock.unlock();
           changed_.notify_all();
           reply(*client, kOk, {}, current);
           break;
         }
-        case kCheck: {
+        case kStoreCheck: {
           bool present = keys.size() == 1 && data_.count(keys[0]);
           lock.unlock();
           reply(*client, kOk, {}, present ? 1 : 0);
@@ -240,25 +256,17 @@ void TcpStoreServer::serve_requests(Socket* client) {
 
 TcpStore::TcpStore(const std::string& host, int port, int world_size, std::chrono::milliseconds timeout)
     : socket_(connect_tcp(host, port, timeout)), where_("the store at " + endpoint_text(host, port)), timeout_(timeout) {
-  request(kHello, {}, {}, world_size, std::chrono::milliseconds(0), "");
+  request(kStoreHello, {}, {}, world_size, std::chrono::milliseconds(0), "");
 }
 
 Bytes TcpStore::request(uint8_t command, const std::vector<std::string>& keys, const Bytes& value, int64_t number,
                         std::chrono::milliseconds wait_timeout, const std::string& awaited) {
-  Bytes out;
-  put<uint8_t>(out, command);
-  put<uint32_t>(out, static_cast<uint32_t>(keys.size()));
-  for (const std::string& k : keys) {
-    put<uint32_t>(out, static_cast<uint32_t>(k.size()));
-    out.insert(out.end(), k.begin(), k.end());
-  }
-  put_bytes(out, value.data(), value.size());
-  put<int64_t>(out, number);
+  const Bytes out = encode_request(StoreRequest{command, keys, value, number});
   // The server answers a wait itself when its time is up; the extra seconds cover a slow network.
   const Clock::time_point deadline = Clock::now() + wait_timeout + timeout_ + std::chrono::seconds(5);
   socket_.send_all(out.data(), out.size(), deadline, where_);
   uint8_t status = get_value<uint8_t>(socket_, deadline, where_);
-  Bytes payload = get_blob(socket_, kMaxValue, deadline, where_);
+  Bytes payload = get_blob(socket_, kMaxStoreValueBytes, deadline, where_);
   int64_t result = get_value<int64_t>(socket_, deadline, where_);
   if (status == kTimeout) {
     throw Error("timed out after " + describe_seconds(wait_timeout) + " waiting for " + awaited + " in " + where_ +
@@ -267,28 +275,28 @@ Bytes TcpStore::request(uint8_t command, const std::vector<std::string>& keys, c
   // The store refuses a rank whose WORLD_SIZE is not rank 0's, every wait once it did (the job
   // cannot form), and an add to a value that is no integer.
   if (status == kRefused) throw Error(to_string(payload) + " [" + where_ + "]").about_settings({"WORLD_SIZE"});
-  if (command == kAdd || command == kCheck) return to_bytes(std::to_string(result));
+  if (command == kStoreAdd || command == kStoreCheck) return to_bytes(std::to_string(result));
   return payload;
 }
 
 void TcpStore::set(const std::string& key, const Bytes& value) {
-  request(kSet, {key}, value, 0, std::chrono::milliseconds(0), "");
+  request(kStoreSet, {key}, value, 0, std::chrono::milliseconds(0), "");
 }
 
 Bytes TcpStore::get(const std::string& key) {
-  return request(kGet, {key}, {}, timeout_.count(), timeout_, "key '" + key + "'");
+  return request(kStoreGet, {key}, {}, timeout_.count(), timeout_, "key '" + key + "'");
 }
 
 int64_t TcpStore::add(const std::string& key, int64_t delta) {
-  return std::stoll(to_string(request(kAdd, {key}, {}, delta, std::chrono::milliseconds(0), "")));
+  return std::stoll(to_string(request(kStoreAdd, {key}, {}, delta, std::chrono::milliseconds(0), "")));
 }
 
 bool TcpStore::check(const std::string& key) {
-  return to_string(request(kCheck, {key}, {}, 0, std::chrono::milliseconds(0), "")) == "1";
+  return to_string(request(kStoreCheck, {key}, {}, 0, std::chrono::milliseconds(0), "")) == "1";
 }
 
 void TcpStore::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
-  request(kWait, keys, {}, timeout.count(), timeout, describe_keys(keys));
+  request(kStoreWait, keys, {}, timeout.count(), timeout, describe_keys(keys));
 }
 
 }  // namespace dpv::dist
