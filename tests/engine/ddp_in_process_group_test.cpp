@@ -5,30 +5,15 @@
 #include <functional>
 #include <thread>
 
+#include "tests/engine/rank_threads.h"
 #include "engine/device.h"
 #include "engine/process_groups/in_process_group.h"
 #include "engine/error.h"
 
 using namespace dpv;
+using dpv::testing::on_ranks;
 
 namespace {
-// Runs fn(rank) on W threads, one per rank; returns each rank's error message ("" when none).
-std::vector<std::string> on_ranks(std::vector<std::unique_ptr<ProcessGroup>>& group,
-                                  const std::function<void(ProcessGroup&)>& fn) {
-  std::vector<std::string> errors(group.size());
-  std::vector<std::thread> threads;
-  for (size_t r = 0; r < group.size(); ++r)
-    threads.emplace_back([&, r] {
-      try {
-        fn(*group[r]);
-      } catch (const Error& e) {
-        errors[r] = e.what();
-      }
-    });
-  for (auto& t : threads) t.join();
-  return errors;
-}
-
 std::vector<double> rank_values(int rank, int64_t n) {
   std::vector<double> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = 1000.0 * (rank + 1) + static_cast<double>(i);

@@ -7,31 +7,16 @@
 #include <functional>
 #include <thread>
 
+#include "tests/engine/rank_threads.h"
 #include "engine/device.h"
 #include "engine/process_groups/in_process_group.h"
 #include "engine/error.h"
 
 using namespace dpv;
+using dpv::testing::on_ranks;
 
 namespace {
 size_t ix(int64_t i) { return static_cast<size_t>(i); }
-
-// Runs fn(rank) on W threads, one per rank; returns each rank's error message ("" when none).
-std::vector<std::string> on_ranks(std::vector<std::unique_ptr<ProcessGroup>>& group,
-                                  const std::function<void(ProcessGroup&)>& fn) {
-  std::vector<std::string> errors(group.size());
-  std::vector<std::thread> threads;
-  for (size_t r = 0; r < group.size(); ++r)
-    threads.emplace_back([&, r] {
-      try {
-        fn(*group[r]);
-      } catch (const Error& e) {
-        errors[r] = e.what();
-      }
-    });
-  for (auto& t : threads) t.join();
-  return errors;
-}
 
 // Rank `rank`'s values: fractions of very different sizes, so that a float sum depends on the
 // order of its additions.
