@@ -38,7 +38,7 @@ FaultLabPanel::FaultLabPanel(AppContext* context, TimelinePage* page, ProcessRun
   fault_->addItem(tr("SIGSTOP (a hang)"), static_cast<int>(FaultKind::Stop));
   fault_->addItem(tr("SIGTERM"), static_cast<int>(FaultKind::Term));
   afterStep_ = new QSpinBox(this);
-  afterStep_->setRange(0, kLabSteps - 1);
+  afterStep_->setRange(0, kLatestFaultStep);
   afterStep_->setValue(1);
   afterStep_->setSpecialValueText(tr("by hand (Send now)"));
   afterStep_->setPrefix(tr("after step "));
@@ -119,7 +119,8 @@ void FaultLabPanel::setPlan(const dpv::course::FaultPlan& p) {
 
 ProcessRunRequest FaultLabPanel::request() const {
   ProcessRunRequest r = page_->processRequest();
-  r.steps = kLabSteps;
+  r.steps = labSteps(restart_->isChecked(), afterStep_->value() == 0);
+  r.traceSteps = kLabTraceSteps;
   r.timeoutS = kLabTimeoutS;
   r.events = true;
   r.maxRestarts = restart_->isChecked() ? 1 : 0;
@@ -246,7 +247,8 @@ void FaultLabPanel::updateControls() {
   rank_->setRange(0, std::max(0, world - 1));
   const bool running = run_->running();
   startButton_->setEnabled(world > 1 && !running);
-  startButton_->setToolTip(world > 1 ? tr("Runs %1 processes for %2 steps and sends the fault").arg(world).arg(kLabSteps)
+  startButton_->setToolTip(world > 1 ? tr("Runs %1 processes of dpv train --ddp long enough for the fault to land while they train, and sends the fault")
+                                           .arg(world)
                                      : tr("A fault lab needs at least 2 processes: choose cpu:2 or more"));
   sendNowButton_->setEnabled(active() && !lab_->fault_sent());
 }
