@@ -190,5 +190,32 @@ TEST_F(FaultLabTest, FaultLabEndToEnd_WithARestartTheJobSucceedsAfterOneRestart)
   EXPECT_TRUE(waitUntil([&] { return page_->showingOpenedTrace(); }, 60000)) << page_->processStatus().toStdString();
 }
 
+// SIGTERM: the rank exits by the signal, and the launcher ends the job naming it.
+TEST_F(FaultLabTest, FaultLabEndToEnd_TermRank1AfterStep2FailsNamingRank1) {
+  lab_->setPlan(FaultPlan{1, FaultKind::Term, 2, false, 2, 15});
+  const int before = finished_;
+  lab_->startWith(lab_->request());
+  ASSERT_TRUE(waitUntil([&] { return finished_ > before; }, 150000));
+  EXPECT_TRUE(lab_->lab()->fault_sent()) << page_->processStatus().toStdString();
+  EXPECT_EQ(lab_->rankStatusText(1), QStringLiteral("killed by SIGTERM"));
+  EXPECT_TRUE(lab_->verdict().contains(QLatin1String("The launcher ended the job</b> (failed rank 1)"))) << lab_->verdict().toStdString();
+  EXPECT_TRUE(lab_->lessonText().contains(QLatin1String("SIGTERM asks the process to end"))) << lab_->lessonText().toStdString();
+}
+
+// SIGSTOP: nothing exits, so nothing is seen until rank 0's all-reduce times out (the lab's
+// --timeout); then the launcher blames the stopped rank, not rank 0 whose error came first.
+TEST_F(FaultLabTest, FaultLabEndToEnd_StopRank1AfterStep1IsSeenAtTheTimeoutAndBlamesRank1) {
+  lab_->setPlan(FaultPlan{1, FaultKind::Stop, 1, false, 2, FaultLabPanel::kLabTimeoutS});
+  const int before = finished_;
+  lab_->startWith(lab_->request());
+  ASSERT_TRUE(waitUntil([&] { return lab_->lab()->fault_sent(); }, 60000)) << page_->processStatus().toStdString();
+  EXPECT_EQ(lab_->rankStatusText(1), QStringLiteral("stopped (SIGSTOP)"));
+  ASSERT_TRUE(waitUntil([&] { return finished_ > before; }, 150000));
+  EXPECT_TRUE(lab_->verdict().contains(QLatin1String("(failed rank 1)"))) << lab_->verdict().toStdString();
+  EXPECT_TRUE(lab_->rankStatusText(1).contains(QLatin1String("stopped by the launcher"))) << lab_->rankStatusText(1).toStdString();
+  EXPECT_TRUE(lab_->lessonText().contains(QLatin1String("until the collective's timeout (15 s in this run)"))) << lab_->lessonText().toStdString();
+  EXPECT_TRUE(lab_->lessonText().contains(QLatin1String("naming rank 1 as the one that failed"))) << lab_->lessonText().toStdString();
+}
+
 }  // namespace
 }  // namespace gui
