@@ -8,6 +8,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QTextBrowser>
@@ -72,6 +73,8 @@ FaultLabPanel::FaultLabPanel(AppContext* context, TimelinePage* page, ProcessRun
   const int rowPx = fontMetrics().height() + 8;
   ranks_->setMinimumHeight(3 * rowPx);
   ranks_->setMaximumHeight(5 * rowPx);
+  // Shown once a run has ranks: an empty table would take the lesson's room in a small window.
+  ranks_->setVisible(false);
   layout->addWidget(ranks_);
   verdict_ = new QLabel(this);
   verdict_->setObjectName(QStringLiteral("notice"));
@@ -135,6 +138,7 @@ void FaultLabPanel::startWith(const ProcessRunRequest& request) {
   ownsRun_ = true;
   secondsToEnd_ = 0;
   ranks_->setRowCount(0);
+  ranks_->setVisible(false);
   verdict_->setVisible(false);
   showLesson();
   updateControls();
@@ -212,6 +216,7 @@ void FaultLabPanel::showRanks() {
   if (!lab_) return;
   const auto& ranks = lab_->job().ranks;
   ranks_->setRowCount(static_cast<int>(ranks.size()));
+  ranks_->setVisible(!ranks.empty());
   for (int r = 0; r < static_cast<int>(ranks.size()); ++r) {
     const dpv::course::RankStatus& s = ranks[static_cast<size_t>(r)];
     const QStringList cells = {QString::number(r), s.pid > 0 ? QString::number(s.pid) : QString(),
@@ -235,7 +240,10 @@ void FaultLabPanel::showLesson() {
   const dpv::course::FaultFacts facts = lab_ ? lab_->facts(secondsToEnd_) : dpv::course::FaultLab(plan()).facts(0);
   try {
     const std::string text = dpv::course::load_lesson(context_->lessonsDir().toStdString(), "ddp/faults");
-    lesson_->setMarkdown(QString::fromStdString(dpv::course::render_lesson("ddp/faults", text, dpv::course::fault_fact_table(facts))));
+    // The lesson's "# Title" drawn as a "### " heading, as LessonPanel does: a side panel, not a page.
+    static const QRegularExpression heading(QStringLiteral("^#{1,2} "), QRegularExpression::MultilineOption);
+    lesson_->setMarkdown(QString::fromStdString(dpv::course::render_lesson("ddp/faults", text, dpv::course::fault_fact_table(facts)))
+                             .replace(heading, QStringLiteral("### ")));
   } catch (const dpv::Error& e) {
     lesson_->setMarkdown(tr("**The lesson on failures and restarts is missing** (%1). The lab still works.")
                              .arg(QString::fromStdString(e.what()).toHtmlEscaped()));
