@@ -241,7 +241,8 @@ void FaultLabPanel::showLesson() {
   try {
     const std::string text = dpv::course::load_lesson(context_->lessonsDir().toStdString(), "ddp/faults");
     // The lesson's "# Title" drawn as a "### " heading, as LessonPanel does: a side panel, not a page.
-    static const QRegularExpression heading(QStringLiteral("^#{1,2} "), QRegularExpression::MultilineOption);
+    // Only the title on the first line: a "# comment" in the lesson's Python block stays code.
+    static const QRegularExpression heading(QStringLiteral("\\A#{1,2} "));
     lesson_->setMarkdown(QString::fromStdString(dpv::course::render_lesson("ddp/faults", text, dpv::course::fault_fact_table(facts)))
                              .replace(heading, QStringLiteral("### ")));
   } catch (const dpv::Error& e) {

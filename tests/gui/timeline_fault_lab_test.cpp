@@ -63,6 +63,8 @@ TEST_F(FaultLabTest, TheRequestAsksForEventsAndWithARestartForCheckpoints) {
   line = ProcessRun::arguments(lab_->request(), QStringLiteral("/tmp/x/trace.json")).join(QLatin1Char(' '));
   EXPECT_TRUE(line.contains(QStringLiteral("--steps %1").arg(FaultLabPanel::kLabSteps * FaultLabPanel::kByHandFactor))) << line.toStdString();
   lab_->setPlan(FaultPlan{1, FaultKind::Kill, 1, true, 2, 15});
+  // The Python block's "# comment" is code, not a heading turned into text.
+  EXPECT_TRUE(lab_->lessonText().contains(QLatin1String("\n# PyTorch 1.13, started by"))) << lab_->lessonText().toStdString();
   // Before a run the lesson describes the plan, and claims nothing happened.
   EXPECT_TRUE(lab_->lessonText().contains(QLatin1String("no fault has been sent yet: rank 1 gets SIGKILL"))) << lab_->lessonText().toStdString();
 }
