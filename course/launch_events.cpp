@@ -142,6 +142,12 @@ void LaunchEventsReader::take_line(std::string_view line, std::vector<LaunchEven
 }
 
 void LaunchJob::apply(const LaunchEvent& e) {
+  // The first rank the launcher blames replaces the guess from the exits; a later one does not.
+  auto name_failed_rank = [this](int rank) {
+    if (rank < 0 || failed_rank_named) return;
+    first_failed_rank = rank;
+    failed_rank_named = true;
+  };
   auto status_of = [this](int rank) -> RankStatus& {
     if (rank >= static_cast<int>(ranks.size())) ranks.resize(static_cast<size_t>(rank) + 1);
     ranks[static_cast<size_t>(rank)].rank = rank;
@@ -173,11 +179,11 @@ void LaunchJob::apply(const LaunchEvent& e) {
     case LaunchEventKind::Restarting:
       ++restarts;
       max_restarts = e.max_restarts;
-      if (first_failed_rank < 0) first_failed_rank = e.failed_rank;
+      name_failed_rank(e.failed_rank);
       return;
     case LaunchEventKind::Finished:
       finished = e;
-      if (first_failed_rank < 0 && e.failed_rank >= 0) first_failed_rank = e.failed_rank;
+      name_failed_rank(e.failed_rank);
       return;
   }
 }

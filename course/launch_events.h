@@ -78,7 +78,12 @@ struct LaunchJob {
   int attempt = 0;                // the newest attempt started
   int restarts = 0;               // "restarting" events seen
   int max_restarts = 0;
-  int first_failed_rank = -1;     // the rank whose failure ended (or restarted) the job first
+  // The rank whose failure ended (or restarted) the job first: the first rank that failed on its
+  // own until the launcher names one (restarting, finished). The launcher's word wins: a rank that
+  // hangs (SIGSTOP) fails nobody by exiting, the rank whose collective timed out exits first, and
+  // the launcher blames the one it waited for.
+  int first_failed_rank = -1;
+  bool failed_rank_named = false;  // first_failed_rank is the launcher's
   int stopped_by_launcher = 0;    // exits of ranks the launcher stopped itself, all attempts
   std::optional<LaunchEvent> finished;
   void apply(const LaunchEvent& event);

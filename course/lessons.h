@@ -19,7 +19,7 @@ const std::vector<std::string>& stage_lesson_names();
 // loss, backward, finalize, step: the dpv::stage_kind_name of DDP's plan).
 const std::vector<std::string>& ddp_stage_lesson_names();
 
-// DDP topic lessons under ddp/: "sampler", "buckets", "ring", "dp-vs-ddp".
+// DDP topic lessons under ddp/: "sampler", "buckets", "ring", "dp-vs-ddp", "faults".
 const std::vector<std::string>& ddp_topic_lesson_names();
 
 // Tries to load every lesson of lesson_ids(); returns one message per lesson that fails.

@@ -239,6 +239,12 @@ const std::map<std::string, TypeSpec>& type_specs() {
          {"preset", Kind::Text, false}},
         {"counts", "why_faster"},
         run_ddp_buckets}},
+      {"ddp_resume",
+       {{{"devices", Kind::Int, true}, {"batch", Kind::Int, true}, {"steps", Kind::Int, true},
+         {"resume_after", Kind::Int, true}, {"optimizer", Kind::Text, false}, {"model", Kind::Object, false},
+         {"preset", Kind::Text, false}},
+        {"final_weights", "checkpoint_contents"},
+        run_ddp_resume}},
   };
   return specs;
 }
@@ -306,6 +312,17 @@ std::string check_params(const TypeSpec& spec, const json& p) {
   if (outside("features", 1, 64)) return "'features' must be between 1 and 64";
   if (outside("dataset", 1, 100000)) return "'dataset' must be between 1 and 100000";
   if (outside("rank", 0, 7)) return "'rank' must be between 0 and 7";
+  if (outside("steps", 2, 20)) return "'steps' must be between 2 and 20";
+  if (outside("resume_after", 1, 19)) return "'resume_after' must be between 1 and 19";
+  if (p.contains("resume_after") && p.contains("steps") && p.at("resume_after").get<int64_t>() >= p.at("steps").get<int64_t>())
+    return "'resume_after' must be less than 'steps'";
+  if (p.contains("optimizer")) {
+    try {
+      (void)parse_optimizer_kind(p.at("optimizer").get<std::string>());
+    } catch (const Error& e) {
+      return std::string("'optimizer': ") + e.what();
+    }
+  }
   if (p.contains("rank") && p.contains("devices") && p.at("rank").get<int64_t>() >= p.at("devices").get<int64_t>())
     return "'rank' must be less than 'devices'";
   if (p.contains("lr") && !(p.at("lr").get<double>() > 0 && p.at("lr").get<double>() <= 10)) return "'lr' must be in (0, 10]";

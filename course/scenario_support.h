@@ -108,5 +108,7 @@ ScenarioResult run_ddp_gradients(const Params& p);
 ScenarioResult run_ddp_buffers(const Params& p);
 ScenarioResult run_ddp_memory(const Params& p);
 ScenarioResult run_ddp_buckets(const Params& p);
+// A restart from a checkpoint (scenario_ddp_resume.cpp).
+ScenarioResult run_ddp_resume(const Params& p);
 
 }  // namespace dpv::course::detail

@@ -138,7 +138,7 @@ QStringList ProcessRun::arguments(const ProcessRunRequest& r, const QString& tra
                    QString::fromStdString(run.preset), QStringLiteral("--batch"), QString::number(run.batch),
                    QStringLiteral("--lr"), QString::number(run.optimizer.lr, 'g', 17), QStringLiteral("--seed"),
                    QString::number(static_cast<quint64>(run.seed)), QStringLiteral("--steps"), QString::number(r.steps),
-                   QStringLiteral("--trace"), tracePath, QStringLiteral("--trace-steps"), QString::number(r.steps)};
+                   QStringLiteral("--trace"), tracePath, QStringLiteral("--trace-steps"), QString::number(r.traceSteps > 0 ? std::min(r.traceSteps, r.steps) : r.steps)};
   if (run.sync_bn) args << QStringLiteral("--sync-bn");
   // A restarted attempt resumes from the newest checkpoint; one after every step loses none.
   if (r.maxRestarts > 0)

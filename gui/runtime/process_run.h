@@ -28,7 +28,8 @@ struct ProcessRunRequest {
   // each rank its strided share), lr, seed and SyncBatchNorm. The ranks always run DDP with dpv
   // train's own bucket sizes: arguments() reads neither `strategy` nor `ddp`.
   dpv::RunSpec run = defaultRun();
-  int steps = 3;          // iterations trained, all of them traced
+  int steps = 3;          // iterations trained
+  int traceSteps = 0;     // the first iterations traced (--trace-steps); 0: all of them
   double timeoutS = 60;   // dpv launch --timeout: how long a rank waits for the store or a collective
   double wallLimitS = 180;  // the whole job: past this it is stopped as by Cancel, with an error
   QStringList extraTrainArguments;  // appended to `dpv train` (e.g. an option the user typed)

@@ -8,6 +8,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QTextBrowser>
@@ -38,7 +39,7 @@ FaultLabPanel::FaultLabPanel(AppContext* context, TimelinePage* page, ProcessRun
   fault_->addItem(tr("SIGSTOP (a hang)"), static_cast<int>(FaultKind::Stop));
   fault_->addItem(tr("SIGTERM"), static_cast<int>(FaultKind::Term));
   afterStep_ = new QSpinBox(this);
-  afterStep_->setRange(0, kLabSteps - 1);
+  afterStep_->setRange(0, kLatestFaultStep);
   afterStep_->setValue(1);
   afterStep_->setSpecialValueText(tr("by hand (Send now)"));
   afterStep_->setPrefix(tr("after step "));
@@ -72,6 +73,8 @@ FaultLabPanel::FaultLabPanel(AppContext* context, TimelinePage* page, ProcessRun
   const int rowPx = fontMetrics().height() + 8;
   ranks_->setMinimumHeight(3 * rowPx);
   ranks_->setMaximumHeight(5 * rowPx);
+  // Shown once a run has ranks: an empty table would take the lesson's room in a small window.
+  ranks_->setVisible(false);
   layout->addWidget(ranks_);
   verdict_ = new QLabel(this);
   verdict_->setObjectName(QStringLiteral("notice"));
@@ -119,7 +122,8 @@ void FaultLabPanel::setPlan(const dpv::course::FaultPlan& p) {
 
 ProcessRunRequest FaultLabPanel::request() const {
   ProcessRunRequest r = page_->processRequest();
-  r.steps = kLabSteps;
+  r.steps = labSteps(restart_->isChecked(), afterStep_->value() == 0);
+  r.traceSteps = kLabTraceSteps;
   r.timeoutS = kLabTimeoutS;
   r.events = true;
   r.maxRestarts = restart_->isChecked() ? 1 : 0;
@@ -134,6 +138,7 @@ void FaultLabPanel::startWith(const ProcessRunRequest& request) {
   ownsRun_ = true;
   secondsToEnd_ = 0;
   ranks_->setRowCount(0);
+  ranks_->setVisible(false);
   verdict_->setVisible(false);
   showLesson();
   updateControls();
@@ -211,6 +216,7 @@ void FaultLabPanel::showRanks() {
   if (!lab_) return;
   const auto& ranks = lab_->job().ranks;
   ranks_->setRowCount(static_cast<int>(ranks.size()));
+  ranks_->setVisible(!ranks.empty());
   for (int r = 0; r < static_cast<int>(ranks.size()); ++r) {
     const dpv::course::RankStatus& s = ranks[static_cast<size_t>(r)];
     const QStringList cells = {QString::number(r), s.pid > 0 ? QString::number(s.pid) : QString(),
@@ -234,7 +240,11 @@ void FaultLabPanel::showLesson() {
   const dpv::course::FaultFacts facts = lab_ ? lab_->facts(secondsToEnd_) : dpv::course::FaultLab(plan()).facts(0);
   try {
     const std::string text = dpv::course::load_lesson(context_->lessonsDir().toStdString(), "ddp/faults");
-    lesson_->setMarkdown(QString::fromStdString(dpv::course::render_lesson("ddp/faults", text, dpv::course::fault_fact_table(facts))));
+    // The lesson's "# Title" drawn as a "### " heading, as LessonPanel does: a side panel, not a page.
+    // Only the title on the first line: a "# comment" in the lesson's Python block stays code.
+    static const QRegularExpression heading(QStringLiteral("\\A#{1,2} "));
+    lesson_->setMarkdown(QString::fromStdString(dpv::course::render_lesson("ddp/faults", text, dpv::course::fault_fact_table(facts)))
+                             .replace(heading, QStringLiteral("### ")));
   } catch (const dpv::Error& e) {
     lesson_->setMarkdown(tr("**The lesson on failures and restarts is missing** (%1). The lab still works.")
                              .arg(QString::fromStdString(e.what()).toHtmlEscaped()));
@@ -246,7 +256,8 @@ void FaultLabPanel::updateControls() {
   rank_->setRange(0, std::max(0, world - 1));
   const bool running = run_->running();
   startButton_->setEnabled(world > 1 && !running);
-  startButton_->setToolTip(world > 1 ? tr("Runs %1 processes for %2 steps and sends the fault").arg(world).arg(kLabSteps)
+  startButton_->setToolTip(world > 1 ? tr("Runs %1 processes of dpv train --ddp long enough for the fault to land while they train, and sends the fault")
+                                           .arg(world)
                                      : tr("A fault lab needs at least 2 processes: choose cpu:2 or more"));
   sendNowButton_->setEnabled(active() && !lab_->fault_sent());
 }

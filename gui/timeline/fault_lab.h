@@ -28,7 +28,19 @@ class TimelinePage;
 class FaultLabPanel : public QWidget {
   Q_OBJECT
  public:
-  static constexpr int kLabSteps = 6;       // enough steps after the fault for the group to notice it
+  // The job lasts seconds, so the fault lands while the ranks train: the app sends it when it reads
+  // rank 0's "step k" line, and a small model's DDP step takes well under a millisecond, so a short
+  // job would be over before the signal came. A checkpoint after every step (a restart) makes a step
+  // some milliseconds; by hand ("Send now") the learner needs ten times longer. Only the first
+  // kLabTraceSteps iterations are traced, so the trace stays small.
+  static constexpr int kLabSteps = 5000;
+  static constexpr int kLabStepsWithCheckpoints = 300;
+  static constexpr int kByHandFactor = 10;
+  static constexpr int kLatestFaultStep = 20;  // the "after step k" choices end here, far before the end
+  static constexpr int kLabTraceSteps = 6;
+  static int labSteps(bool restart, bool byHand) {
+    return (restart ? kLabStepsWithCheckpoints : kLabSteps) * (byHand ? kByHandFactor : 1);
+  }
   static constexpr double kLabTimeoutS = 15;  // dpv launch --timeout: how long a hang goes unseen
 
   FaultLabPanel(AppContext* context, TimelinePage* page, ProcessRun* run, QWidget* parent = nullptr);

@@ -2,8 +2,8 @@
 // writes prepared events (the lab sends the real signal to the stand-in worker's pid once rank 0
 // reports the step), and the real end-to-end runs with `dpv launch --events-file`.
 //
-// FaultLabEndToEnd_NeedsLauncherEvents.* run the real dpv: they pass only once dpv launch has
-// --events-file and --max-restarts and dpv train has --checkpoint (issue 27, the launcher's part).
+// FaultLabEndToEnd_*: the real dpv built beside the tests (dpv launch --events-file, --max-restarts,
+// dpv train --checkpoint).
 #include <gtest/gtest.h>
 
 #include <QDir>
@@ -56,7 +56,15 @@ TEST_F(FaultLabTest, TheRequestAsksForEventsAndWithARestartForCheckpoints) {
   line = ProcessRun::arguments(lab_->request(), QStringLiteral("/tmp/x/trace.json")).join(QLatin1Char(' '));
   EXPECT_TRUE(line.contains(QLatin1String("--max-restarts 1 -- train --ddp"))) << line.toStdString();
   EXPECT_TRUE(line.contains(QLatin1String("--checkpoint /tmp/x/checkpoints --checkpoint-every 1"))) << line.toStdString();
-  EXPECT_TRUE(line.contains(QStringLiteral("--steps %1").arg(FaultLabPanel::kLabSteps))) << line.toStdString();
+  EXPECT_TRUE(line.contains(QStringLiteral("--steps %1").arg(FaultLabPanel::kLabStepsWithCheckpoints))) << line.toStdString();
+  EXPECT_TRUE(line.contains(QStringLiteral("--trace-steps %1").arg(FaultLabPanel::kLabTraceSteps))) << line.toStdString();
+  // By hand the learner needs time to press "Send now": a longer job.
+  lab_->setPlan(FaultPlan{1, FaultKind::Stop, 0, false, 2, 15});
+  line = ProcessRun::arguments(lab_->request(), QStringLiteral("/tmp/x/trace.json")).join(QLatin1Char(' '));
+  EXPECT_TRUE(line.contains(QStringLiteral("--steps %1").arg(FaultLabPanel::kLabSteps * FaultLabPanel::kByHandFactor))) << line.toStdString();
+  lab_->setPlan(FaultPlan{1, FaultKind::Kill, 1, true, 2, 15});
+  // The Python block's "# comment" is code, not a heading turned into text.
+  EXPECT_TRUE(lab_->lessonText().contains(QLatin1String("\n# PyTorch 1.13, started by"))) << lab_->lessonText().toStdString();
   // Before a run the lesson describes the plan, and claims nothing happened.
   EXPECT_TRUE(lab_->lessonText().contains(QLatin1String("no fault has been sent yet: rank 1 gets SIGKILL"))) << lab_->lessonText().toStdString();
 }
@@ -145,9 +153,8 @@ TEST_F(FaultLabTest, WithAStandInLauncherSendNowStopsTheRankAndCancelStillEndsIt
   EXPECT_TRUE(waitUntil([&] { return state() == "gone" || state() == "Z"; }, 10000)) << "the stopped worker is left behind: " << state().constData();
 }
 
-// The real launcher (expected to fail until dpv launch has --events-file, --max-restarts and dpv
-// train --checkpoint).
-TEST_F(FaultLabTest, FaultLabEndToEnd_NeedsLauncherEvents_KillRank1AfterStep1FailsNamingRank1) {
+// The real launcher: two processes of dpv train --ddp, rank 1 killed by the lab after step 1.
+TEST_F(FaultLabTest, FaultLabEndToEnd_KillRank1AfterStep1FailsNamingRank1) {
   lab_->setPlan(FaultPlan{1, FaultKind::Kill, 1, false, 2, 15});
   ProcessRunRequest r = lab_->request();
   const int before = finished_;
@@ -155,10 +162,15 @@ TEST_F(FaultLabTest, FaultLabEndToEnd_NeedsLauncherEvents_KillRank1AfterStep1Fai
   ASSERT_TRUE(waitUntil([&] { return finished_ > before; }, 150000));
   EXPECT_TRUE(lab_->lab()->fault_sent()) << page_->processStatus().toStdString();
   EXPECT_EQ(lab_->rankStatusText(1), QStringLiteral("killed by SIGKILL"));
-  EXPECT_TRUE(lab_->verdict().contains(QLatin1String("The launcher ended the job (failed rank 1)"))) << lab_->verdict().toStdString();
+  EXPECT_TRUE(lab_->verdict().contains(QLatin1String("The launcher ended the job</b> (failed rank 1)"))) << lab_->verdict().toStdString();
+  EXPECT_TRUE(lab_->verdict().contains(QLatin1String("rank 1 (local rank 1, pid "))) << lab_->verdict().toStdString();
+  // The launcher's SIGTERM ends rank 0 (dpv train, like a Python script, does not catch it).
+  EXPECT_EQ(lab_->rankStatusText(0), QStringLiteral("killed by SIGTERM, stopped by the launcher"));
+  EXPECT_TRUE(page_->processStatus().contains(QLatin1String("rank 1"))) << page_->processStatus().toStdString();
+  EXPECT_TRUE(lab_->lessonText().contains(QLatin1String("naming rank 1 as the one that failed"))) << lab_->lessonText().toStdString();
 }
 
-TEST_F(FaultLabTest, FaultLabEndToEnd_NeedsLauncherEvents_WithARestartTheJobSucceedsAfterOneRestart) {
+TEST_F(FaultLabTest, FaultLabEndToEnd_WithARestartTheJobSucceedsAfterOneRestart) {
   lab_->setPlan(FaultPlan{1, FaultKind::Kill, 1, true, 2, 15});
   ProcessRunRequest r = lab_->request();
   const int before = finished_;
@@ -168,7 +180,43 @@ TEST_F(FaultLabTest, FaultLabEndToEnd_NeedsLauncherEvents_WithARestartTheJobSucc
   EXPECT_EQ(lab_->lab()->job().restarts, 1);
   EXPECT_TRUE(lab_->verdict().contains(QLatin1String("The job succeeded</b> after 1 restart"))) << lab_->verdict().toStdString();
   EXPECT_TRUE(lab_->rankStatusText(1).contains(QLatin1String("restarted at attempt 1"))) << lab_->rankStatusText(1).toStdString();
-  EXPECT_TRUE(page_->showingOpenedTrace());
+  // Every step is checkpointed: the restarted ranks resume from the newest checkpoint, which is of a
+  // step at or after the one the fault was sent at (rank 0 may have saved one more before the kill).
+  ASSERT_TRUE(lab_->lab()->resumed_from().has_value()) << "rank 0 printed no resume line";
+  const int resumed = *lab_->lab()->resumed_from();
+  EXPECT_GE(resumed, 1);
+  EXPECT_LT(resumed, FaultLabPanel::kLabStepsWithCheckpoints);
+  EXPECT_TRUE(lab_->verdict().contains(QStringLiteral("resuming from the checkpoint of step %1").arg(resumed))) << lab_->verdict().toStdString();
+  EXPECT_TRUE(lab_->lessonText().contains(QStringLiteral("they resumed from the checkpoint of step %1").arg(resumed))) << lab_->lessonText().toStdString();
+  // The merged trace of the successful attempt loads off the GUI thread after the job's end.
+  EXPECT_TRUE(waitUntil([&] { return page_->showingOpenedTrace(); }, 60000)) << page_->processStatus().toStdString();
+}
+
+// SIGTERM: the rank exits by the signal, and the launcher ends the job naming it.
+TEST_F(FaultLabTest, FaultLabEndToEnd_TermRank1AfterStep2FailsNamingRank1) {
+  lab_->setPlan(FaultPlan{1, FaultKind::Term, 2, false, 2, 15});
+  const int before = finished_;
+  lab_->startWith(lab_->request());
+  ASSERT_TRUE(waitUntil([&] { return finished_ > before; }, 150000));
+  EXPECT_TRUE(lab_->lab()->fault_sent()) << page_->processStatus().toStdString();
+  EXPECT_EQ(lab_->rankStatusText(1), QStringLiteral("killed by SIGTERM"));
+  EXPECT_TRUE(lab_->verdict().contains(QLatin1String("The launcher ended the job</b> (failed rank 1)"))) << lab_->verdict().toStdString();
+  EXPECT_TRUE(lab_->lessonText().contains(QLatin1String("SIGTERM asks the process to end"))) << lab_->lessonText().toStdString();
+}
+
+// SIGSTOP: nothing exits, so nothing is seen until rank 0's all-reduce times out (the lab's
+// --timeout); then the launcher blames the stopped rank, not rank 0 whose error came first.
+TEST_F(FaultLabTest, FaultLabEndToEnd_StopRank1AfterStep1IsSeenAtTheTimeoutAndBlamesRank1) {
+  lab_->setPlan(FaultPlan{1, FaultKind::Stop, 1, false, 2, FaultLabPanel::kLabTimeoutS});
+  const int before = finished_;
+  lab_->startWith(lab_->request());
+  ASSERT_TRUE(waitUntil([&] { return lab_->lab()->fault_sent(); }, 60000)) << page_->processStatus().toStdString();
+  EXPECT_EQ(lab_->rankStatusText(1), QStringLiteral("stopped (SIGSTOP)"));
+  ASSERT_TRUE(waitUntil([&] { return finished_ > before; }, 150000));
+  EXPECT_TRUE(lab_->verdict().contains(QLatin1String("(failed rank 1)"))) << lab_->verdict().toStdString();
+  EXPECT_TRUE(lab_->rankStatusText(1).contains(QLatin1String("stopped by the launcher"))) << lab_->rankStatusText(1).toStdString();
+  EXPECT_TRUE(lab_->lessonText().contains(QLatin1String("until the collective's timeout (15 s in this run)"))) << lab_->lessonText().toStdString();
+  EXPECT_TRUE(lab_->lessonText().contains(QLatin1String("naming rank 1 as the one that failed"))) << lab_->lessonText().toStdString();
 }
 
 }  // namespace

@@ -118,6 +118,25 @@ TEST(LaunchEvents, TheJobTracksEachRankThroughARestart) {
   EXPECT_TRUE(job.finished->ok);
 }
 
+// A hang: the stopped rank 1 exits by nobody's hand; rank 0's all-reduce times out and it exits
+// first, on its own. The launcher blames rank 1, and its word replaces the guess from the exits.
+TEST(LaunchEvents, TheRankTheLauncherBlamesWinsOverTheFirstExit) {
+  LaunchJob job;
+  for (const char* line : {kStarted0, kStarted1}) job.apply(parse_launch_event(line));
+  job.apply(parse_launch_event(R"({"event":"exited","attempt":0,"rank":0,"pid":100,"exit_code":1,"signal":null,"stopped_by_launcher":false})"));
+  EXPECT_EQ(job.first_failed_rank, 0) << "until the launcher speaks, the first rank that failed";
+  EXPECT_FALSE(job.failed_rank_named);
+  job.apply(parse_launch_event(R"({"event":"exited","attempt":0,"rank":1,"pid":101,"exit_code":null,"signal":15,"stopped_by_launcher":true})"));
+  job.apply(parse_launch_event(R"({"event":"finished","ok":false,"attempts":1,"failed_rank":1,"message":"rank 1 was stopped by SIGSTOP and never arrived"})"));
+  EXPECT_EQ(job.first_failed_rank, 1);
+  EXPECT_TRUE(job.failed_rank_named);
+  // With a restart, the rank named by the first restart stays the first failure.
+  LaunchJob restarted;
+  restarted.apply(parse_launch_event(R"({"event":"restarting","attempt":1,"failed_rank":1,"max_restarts":1})"));
+  restarted.apply(parse_launch_event(R"({"event":"finished","ok":false,"attempts":2,"failed_rank":0,"message":"rank 0 failed"})"));
+  EXPECT_EQ(restarted.first_failed_rank, 1);
+}
+
 TEST(LaunchEvents, ReadsProgressAndResumeLines) {
   EXPECT_EQ(progress_step("step 2/3  loss 0.5"), 2);
   EXPECT_EQ(progress_step("step  7/10  loss 0.5"), 7);
