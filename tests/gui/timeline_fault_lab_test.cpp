@@ -89,16 +89,20 @@ echo '{"error_class":"RuntimeError","message":"rank 1 was killed","rank":1}' > "
 exit 1
 )";
 
+// The stand-in launcher as an executable `dpv` in `dir`; "" when it could not be written.
+QString writeStandInLauncher(const QTemporaryDir& dir) {
+  const QString fake = dir.filePath(QStringLiteral("dpv"));
+  QFile f(fake);
+  if (!dir.isValid() || !f.open(QIODevice::WriteOnly) || f.write(kStandInLauncher) < 0) return {};
+  f.close();
+  QFile::setPermissions(fake, QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+  return fake;
+}
+
 TEST_F(FaultLabTest, WithAStandInLauncherTheLabKillsTheRankAndShowsTheVerdict) {
   QTemporaryDir dir;
-  ASSERT_TRUE(dir.isValid());
-  const QString fake = dir.filePath(QStringLiteral("dpv"));
-  {
-    QFile f(fake);
-    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
-    f.write(kStandInLauncher);
-  }
-  QFile::setPermissions(fake, QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+  const QString fake = writeStandInLauncher(dir);
+  ASSERT_FALSE(fake.isEmpty());
   // The panel runs page->processRequest() plus its own options; the stand-in gets them all.
   lab_->setPlan(FaultPlan{1, FaultKind::Kill, 1, false, 2, 15});
   ProcessRunRequest r = lab_->request();
@@ -122,14 +126,8 @@ TEST_F(FaultLabTest, WithAStandInLauncherTheLabKillsTheRankAndShowsTheVerdict) {
 // and Cancel still ends the job and its stopped worker.
 TEST_F(FaultLabTest, WithAStandInLauncherSendNowStopsTheRankAndCancelStillEndsIt) {
   QTemporaryDir dir;
-  ASSERT_TRUE(dir.isValid());
-  const QString fake = dir.filePath(QStringLiteral("dpv"));
-  {
-    QFile f(fake);
-    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
-    f.write(kStandInLauncher);
-  }
-  QFile::setPermissions(fake, QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+  const QString fake = writeStandInLauncher(dir);
+  ASSERT_FALSE(fake.isEmpty());
   lab_->setPlan(FaultPlan{1, FaultKind::Stop, 0, false, 2, 15});
   ProcessRunRequest r = lab_->request();
   r.dpvPath = fake;
