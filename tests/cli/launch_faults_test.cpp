@@ -107,8 +107,11 @@ TEST_F(LaunchFaults, SighupStopsTheJobAsSigterm) {
   ASSERT_FALSE(e.empty());
   EXPECT_EQ(e.back()["event"], "finished");
   EXPECT_EQ(e.back()["ok"], false);
-  for (const json& x : e)
-    if (x["event"] == "exited") EXPECT_EQ(x["stopped_by_launcher"], true) << x.dump();
+  for (const json& x : e) {
+    if (x["event"] == "exited") {
+      EXPECT_EQ(x["stopped_by_launcher"], true) << x.dump();
+    }
+  }
   expect_port_free(port);
 }
 

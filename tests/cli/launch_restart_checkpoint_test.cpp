@@ -74,7 +74,7 @@ TEST_F(RestartCheckpoint, AKilledRankRestartsTheJobWhichResumesBitIdentical) {
 
 TEST_F(RestartCheckpoint, AdamsStateResumesBitIdenticalInProcess) {
   const std::string whole = path("whole"), split = path("split");
-  for (const std::string& devices : {"cpu:1", "cpu:2"}) {
+  for (const std::string devices : {"cpu:1", "cpu:2"}) {
     SCOPED_TRACE(devices);
     auto args = [&](const std::string& dir, int64_t steps) {
       std::vector<std::string> a = train(dir + devices, steps);
