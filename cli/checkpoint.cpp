@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -17,6 +16,7 @@
 #include "engine/io/input_file.h"
 #include "engine/io/safetensors.h"
 #include "engine/model_spec.h"
+#include "engine/number_text.h"
 
 namespace dpv::cli {
 namespace fs = std::filesystem;
@@ -89,13 +89,6 @@ int64_t meta_int(const std::map<std::string, std::string>& m, const std::string&
   throw Error(source + ": metadata '" + key + "' is '" + printable(text) + "', not a count (corrupt checkpoint)");
 }
 
-// The shortest text that reads back as the same double ("0.1"), as Python's repr writes it.
-std::string shortest(double value) {
-  char text[32];
-  const auto [end, ec] = std::to_chars(text, text + sizeof text, value);
-  return ec == std::errc() ? std::string(text, end) : std::string("nan");
-}
-
 // "3,2,1,0": DDP's first ready order, as serialize_checkpoint writes it.
 std::vector<size_t> bucket_order(const std::string& text, const std::string& source) {
   std::vector<size_t> out;
@@ -157,12 +150,12 @@ std::string serialize_checkpoint(const TrainingState& state, const CheckpointFac
   m["producer"] = "dpv train";
   m["step"] = std::to_string(state.step);
   m["data_position"] = std::to_string(data_position);  // the first sample of the next batch
-  m["lr"] = shortest(run.optimizer.lr);
-  m["momentum"] = shortest(run.optimizer.momentum);
-  m["weight_decay"] = shortest(run.optimizer.weight_decay);
+  m["lr"] = shortest_text(run.optimizer.lr);
+  m["momentum"] = shortest_text(run.optimizer.momentum);
+  m["weight_decay"] = shortest_text(run.optimizer.weight_decay);
   if (run.optimizer.kind != OptimizerKind::Sgd) {
-    m["betas"] = shortest(run.optimizer.beta1) + "," + shortest(run.optimizer.beta2);
-    m["eps"] = shortest(run.optimizer.eps);
+    m["betas"] = shortest_text(run.optimizer.beta1) + "," + shortest_text(run.optimizer.beta2);
+    m["eps"] = shortest_text(run.optimizer.eps);
   }
   m["sync_bn"] = run.sync_bn ? "true" : "false";
   if (!state.ddp_bucket_order.empty()) {

@@ -1,22 +1,14 @@
 #include "cli/launch_ddp_config.h"
 
-#include <sstream>
-
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "engine/number_text.h"
 
 namespace dpv::cli {
 namespace {
 
 std::string config_key(int rank) { return "dpv/ddp_config/" + std::to_string(rank); }
-
-std::string number_text(double v) {
-  std::ostringstream s;
-  s.precision(17);
-  s << v;
-  return s.str();
-}
 
 DdpConfig parse_config(const std::string& text, int rank) {
   DdpConfig config;
@@ -47,7 +39,7 @@ std::string first_difference(const DdpConfig& rank0, const DdpConfig& other, int
 DdpConfig ddp_config_of(const DdpOptions& options, int64_t steps) {
   return {
       {"broadcast_buffers", options.broadcast_buffers ? "true" : "false"},
-      {"bucket_cap_mb", number_text(options.bucket_cap_mb)},
+      {"bucket_cap_mb", shortest_text(options.bucket_cap_mb)},
       {"first_bucket_bytes", std::to_string(options.first_bucket_bytes)},
       {"sync_bn", options.sync_bn ? "true" : "false"},
       {"steps", std::to_string(steps)},

@@ -64,9 +64,8 @@ void LaunchEvents::append(const std::string& line) {
 }
 
 void LaunchEvents::started(const Worker& w) {
-  append(line_of(nlohmann::ordered_json{{"event", "started"}, {"attempt", w.attempt}, {"rank", w.rank}, {"local_rank", w.local_rank},
-                        {"pid", w.pid}}
-             ));
+  append(line_of(nlohmann::ordered_json{
+      {"event", "started"}, {"attempt", w.attempt}, {"rank", w.rank}, {"local_rank", w.local_rank}, {"pid", w.pid}}));
 }
 
 void LaunchEvents::exited(const Worker& w) {
@@ -79,15 +78,13 @@ void LaunchEvents::exited(const Worker& w) {
 }
 
 void LaunchEvents::restarting(int next_attempt, int failed_rank, int max_restarts) {
-  append(line_of(nlohmann::ordered_json{{"event", "restarting"}, {"attempt", next_attempt}, {"failed_rank", failed_rank},
-                        {"max_restarts", max_restarts}}
-             ));
+  append(line_of(nlohmann::ordered_json{
+      {"event", "restarting"}, {"attempt", next_attempt}, {"failed_rank", failed_rank}, {"max_restarts", max_restarts}}));
 }
 
 void LaunchEvents::finished(bool ok, int attempts, int failed_rank, const std::string& message) {
-  append(line_of(nlohmann::ordered_json{{"event", "finished"}, {"ok", ok}, {"attempts", attempts}, {"failed_rank", failed_rank},
-                        {"message", message}}
-             ));
+  append(line_of(nlohmann::ordered_json{
+      {"event", "finished"}, {"ok", ok}, {"attempts", attempts}, {"failed_rank", failed_rank}, {"message", message}}));
 }
 
 }  // namespace dpv::cli

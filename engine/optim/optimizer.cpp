@@ -1,27 +1,16 @@
 #include "engine/optim/optimizer.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 
 #include "engine/backend.h"
 #include "engine/device.h"
 #include "engine/error.h"
+#include "engine/number_text.h"
 #include "engine/strategy.h"
 
 namespace dpv {
 namespace {
-
-// A double as Python's repr prints it ("1.0", "0.001", "-inf"), for PyTorch's own messages.
-std::string python_float(double value) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  char text[64];
-  const auto [end, ec] = std::to_chars(text, text + sizeof(text), value);
-  std::string out(text, ec == std::errc() ? end : text);
-  if (out.find_first_of(".en") == std::string::npos) out += ".0";
-  return out;
-}
 
 bool is_adam(OptimizerKind kind) { return kind == OptimizerKind::Adam || kind == OptimizerKind::AdamW; }
 
@@ -86,8 +75,6 @@ const TensorMap& ParameterOptimizer::state(const std::string& state_name) const 
   auto it = state_.find(state_name);
   return it == state_.end() ? none_ : it->second;
 }
-
-TensorMap& ParameterOptimizer::state(const std::string& state_name) { return state_[state_name]; }
 
 Tensor& ParameterOptimizer::state_tensor(const std::string& state_name, const std::string& param, const Tensor& like,
                                          const std::shared_ptr<Device>& device, bool& created) {

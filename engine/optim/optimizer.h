@@ -69,7 +69,6 @@ class ParameterOptimizer {
   // state("momentum_buffer"), state("exp_avg"), state("exp_avg_sq"). Empty for a state this
   // optimizer does not keep. `step` lives in steps() (PyTorch keeps it as a float tensor).
   const TensorMap& state(const std::string& state_name) const;
-  TensorMap& state(const std::string& state_name);
   // How many steps each parameter has taken (Adam's bias correction counts per parameter).
   const std::map<std::string, int64_t>& steps() const { return steps_; }
   // Every state tensor of `param_name` under PyTorch's names, `step` as a one-element float32
@@ -86,7 +85,6 @@ class ParameterOptimizer {
   }
   // Bytes of every state tensor held (the memory accounts' optimizer state).
   int64_t state_bytes() const;
-  bool empty() const { return steps_.empty(); }
 
  private:
   Tensor& state_tensor(const std::string& state_name, const std::string& param, const Tensor& like,

@@ -1,0 +1,24 @@
+#pragma once
+// Doubles as text that reads back as the same double, the one way the engine and its front ends
+// write a number into a message, a file's metadata or a configuration they compare.
+#include <charconv>
+#include <string>
+
+namespace dpv {
+
+// The shortest text that reads back as the same double: "0.1", "25", "1e-08", "inf", "nan".
+inline std::string shortest_text(double value) {
+  if (value != value) return "nan";  // to_chars writes "-nan" for a NaN with its sign bit set
+  char text[32];
+  const auto [end, ec] = std::to_chars(text, text + sizeof text, value);
+  return ec == std::errc() ? std::string(text, end) : std::string("nan");
+}
+
+// As Python's repr prints a float, which PyTorch's own messages show: "1.0", "0.001", "1e-08", "-inf".
+inline std::string python_float(double value) {
+  std::string out = shortest_text(value);
+  if (out.find_first_of(".ein") == std::string::npos) out += ".0";  // "1" -> "1.0"; not inf, nan, 1e-08
+  return out;
+}
+
+}  // namespace dpv
