@@ -100,21 +100,29 @@ void add_step_command(CLI::App& app, Action& run) {
   auto* ddp = sub->add_flag("--ddp", o->ddp,
                             "DistributedDataParallel: one rank per device; the batch is the GLOBAL batch, split by "
                             "DistributedSampler");
-  sub->add_flag("--no-broadcast-buffers", o->no_broadcast_buffers,
-                "DDP: keep every rank's own buffers (broadcast_buffers=False)")
-      ->needs(ddp);
-  sub->add_option("--bucket-cap-mb", o->run.ddp.bucket_cap_mb, "DDP: gradient bucket cap in MiB (bucket_cap_mb)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber)
-      ->needs(ddp);
-  sub->callback([o, devices, finish_optimizer, &run] {
+  sub->add_option("--zero", o->zero,
+                  "Sharded data parallel over DDP's ranks: 1 = ZeroRedundancyOptimizer, 2 = FSDP SHARD_GRAD_OP, "
+                  "3 = FSDP FULL_SHARD")
+      ->transform(integer_in<int>(1, 3));
+  auto* no_broadcast = sub->add_flag("--no-broadcast-buffers", o->no_broadcast_buffers,
+                                     "DDP, ZeRO: keep every rank's own buffers (broadcast_buffers=False)");
+  auto* bucket_cap = sub->add_option("--bucket-cap-mb", o->run.ddp.bucket_cap_mb,
+                                     "DDP, ZeRO-1: gradient bucket cap in MiB (bucket_cap_mb)")
+                         ->capture_default_str()
+                         ->check(CLI::PositiveNumber);
+  sub->callback([o, devices, ddp, no_broadcast, bucket_cap, finish_optimizer, &run] {
+    // DDP's own options need ranks: --ddp or --zero.
+    for (const CLI::Option* option : {no_broadcast, bucket_cap})
+      if (option->count() > 0 && !o->ddp && o->zero == 0)
+        throw CLI::RequiresError(option->get_name(), ddp->get_name() + " or --zero");
     finish_optimizer();
     o->devices_given = devices->count() > 0;
     finish_step_options(*o);
     // A launched DDP rank's device is fixed by the launcher (cli/ddp_launched.h); elsewhere
     // --devices is required, a command-line error like any missing option.
-    if (!o->devices_given && !(o->ddp && launched_rank())) throw CLI::RequiredError("--devices");
-    run = [o] { o->ddp ? run_step_ddp(*o) : run_step(*o); };
+    const bool ranks = runs_ranks(o->run.strategy);
+    if (!o->devices_given && !(ranks && launched_rank())) throw CLI::RequiredError("--devices");
+    run = [o, ranks] { ranks ? run_step_ddp(*o) : run_step(*o); };
   });
 }
 

@@ -28,11 +28,25 @@ dist::RankEnv read_launched_rank_env(const dist::EnvLookup& lookup) {
 }
 
 void add_step_ddp_metadata(DdpStepOutput& out, const StepOptions& o, const std::string& devices) {
-  out.metadata["producer"] = "dpv step --ddp";
+  out.metadata["producer"] = o.zero > 0 ? "dpv step --zero " + std::to_string(o.zero) : std::string("dpv step --ddp");
   out.metadata["devices"] = devices;
   out.metadata["steps"] = std::to_string(o.steps);
   out.metadata["sync_bn"] = o.run.sync_bn ? "true" : "false";
   out.metadata["broadcast_buffers"] = o.run.ddp.broadcast_buffers ? "true" : "false";
+}
+
+std::string step_command_name(const StepOptions& o) {
+  return o.zero > 0 ? "dpv step --zero " + std::to_string(o.zero) : std::string("dpv step --ddp");
+}
+
+std::string sharding_words(const DdpRankResult& rank0) {
+  const auto plural = [](size_t n, const std::string& what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); };
+  if (rank0.zero_stage >= 2)
+    return "flat parameter of " + std::to_string(rank0.flat_layout.padded_numel) + " elements, " +
+           std::to_string(rank0.flat_layout.shard_numel()) + " per rank";
+  std::string words = plural(rank0.buckets.size(), "bucket");
+  if (rank0.zero_stage == 1) words += ", optimizer state for " + plural(rank0.partition.at(0).size(), "parameter") + " on rank 0";
+  return words;
 }
 
 namespace {
@@ -119,10 +133,10 @@ void run_step_ddp_launched(const StepOptions& o) {
     save_safetensors(o.out, out.tensors, out.metadata);
     std::vector<int64_t> shard_sizes;
     for (const DdpRankResult& r : results) shard_sizes.push_back(r.output.defined() ? r.output.dim(0) : 0);
-    std::cout << "dpv step --ddp: " << o.steps << " iteration" << (o.steps == 1 ? "" : "s") << " on " << lr.devices_spec
-              << " (" << lr.world_size() << " launched processes over " << group.backend() << ", shards "
-              << list_str(shard_sizes) << ", " << results[0].buckets.size() << " bucket"
-              << (results[0].buckets.size() == 1 ? "" : "s") << "), mean loss over the ranks "
+    std::cout << step_command_name(o) << ": " << o.steps << " iteration" << (o.steps == 1 ? "" : "s") << " on "
+              << lr.devices_spec << " (" << lr.world_size() << " launched processes over " << group.backend()
+              << ", shards " << list_str(shard_sizes) << ", " << sharding_words(results[0])
+              << "), mean loss over the ranks "
               << strf("%.6f", out.tensors.at("loss").item()) << " -> " << o.out << "\n";
   }
   lr.session->shutdown();

@@ -43,6 +43,11 @@ LaunchedRank join_launched_job(const std::optional<std::string>& devices_spec);
 // The metadata `dpv step --ddp`'s output records: the same for in-process ranks
 // (cmd_step_ddp.cpp) and launched ones.
 void add_step_ddp_metadata(DdpStepOutput& out, const StepOptions& o, const std::string& devices);
+// "dpv step --ddp" or "dpv step --zero 2", as the summary line and the metadata name the command.
+std::string step_command_name(const StepOptions& o);
+// The summary line's words on rank 0's gradient sync: "3 buckets", "2 buckets, optimizer state for
+// 4 parameters on rank 0", "flat parameter of 1026 elements, 513 per rank".
+std::string sharding_words(const DdpRankResult& rank0);
 
 // `dpv step --ddp` as one launched rank; rank 0 writes --out (atomically) and prints the summary.
 void run_step_ddp_launched(const StepOptions& o);

@@ -43,6 +43,8 @@ DdpConfig ddp_config_of(const DdpOptions& options, int64_t steps) {
       {"first_bucket_bytes", std::to_string(options.first_bucket_bytes)},
       {"sync_bn", options.sync_bn ? "true" : "false"},
       {"steps", std::to_string(steps)},
+      // A rank with another ZeRO stage would meet the others in different collectives.
+      {"zero", std::to_string(options.zero_stage)},
       // The model is not compared here: DdpRank's construction checks the parameter shapes against
       // rank 0's with PyTorch's own message ("DDP expects same model across all ranks").
   };

@@ -7,7 +7,10 @@
 namespace dpv::cli {
 
 void finish_step_options(StepOptions& o) {
-  o.run.strategy = o.ddp ? StrategyKind::DistributedDataParallel : StrategyKind::DataParallel;
+  if (o.zero > 0)
+    o.run.strategy = rank_strategy(o.zero);
+  else
+    o.run.strategy = o.ddp ? StrategyKind::DistributedDataParallel : StrategyKind::DataParallel;
   o.run.ddp.broadcast_buffers = !o.no_broadcast_buffers;
 }
 

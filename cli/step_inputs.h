@@ -19,12 +19,13 @@ struct StepOptions {
   RunSpec run;
   bool devices_given = false;  // --devices was on the command line (a launched DDP rank may go without)
   int steps = 1;
-  // --ddp and the flag only DDP has.
+  // --ddp and the flag only DDP has; --zero S (1, 2 or 3; 0: not given), DDP's ranks and options too.
   bool ddp = false;
   bool no_broadcast_buffers = false;
+  int zero = 0;
 };
 
-// Completes o.run from the flags read into other fields: the strategy (--ddp) and
+// Completes o.run from the flags read into other fields: the strategy (--ddp, --zero) and
 // broadcast_buffers (--no-broadcast-buffers).
 void finish_step_options(StepOptions& o);
 
@@ -46,7 +47,7 @@ Shape step_sample_shape(const Tensor& input);
 // How a memory message names the batch: "--batch FILE (N samples)".
 std::string step_batch_label(const std::string& path, const Tensor& input);
 
-// DDP's `dpv step --ddp` (cli/cmd_step_ddp.cpp).
+// DDP's `dpv step --ddp` and the sharded `dpv step --zero S` (cli/cmd_step_ddp.cpp).
 void run_step_ddp(const StepOptions& o);
 
 }  // namespace dpv::cli

@@ -52,11 +52,12 @@ StepParts step_parts(const std::vector<StageEvent>& events, double total) {
       if (s.device == 0) p.overlapped += s.t_end - s.t_start;
     switch (e.stage.kind) {
       case StageKind::Forward: case StageKind::Loss: case StageKind::Backward: case StageKind::Step:
-      case StageKind::Sample:
+      case StageKind::Sample: case StageKind::FreeParams:
         p.compute += span(e);
         break;
       case StageKind::Scatter: case StageKind::Gather: case StageKind::GradScatter: case StageKind::ReduceGrads:
-      case StageKind::BroadcastBuffers: case StageKind::Finalize:
+      case StageKind::BroadcastBuffers: case StageKind::Finalize: case StageKind::GatherParams:
+      case StageKind::ReduceScatter: case StageKind::BroadcastParams:
         p.communication += span(e);
         break;
       case StageKind::Replicate: case StageKind::Construct:

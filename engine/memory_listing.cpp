@@ -14,6 +14,7 @@ int64_t& memory_part(MemoryBreakdown& m, MemoryKind kind) {
     case MemoryKind::Optimizer: return m.optimizer;
     case MemoryKind::Output: return m.output;
     case MemoryKind::Buckets: return m.buckets;
+    case MemoryKind::Gathered: return m.gathered;
   }
   return m.other;
 }
@@ -48,7 +49,7 @@ void MemoryListing::push(const Tensor& t, const std::string& name, TensorRole ro
   i.dtype = t.dtype();
   i.device = t.device_index();
   i.bytes = t.nbytes();
-  if (copy_values) i.head = t.to_doubles(ix(t.numel()) <= kSnapshotAllValues ? ix(t.numel()) : kSnapshotHeadValues);
+  if (copy_values && copy_values_) i.head = t.to_doubles(ix(t.numel()) <= kSnapshotAllValues ? ix(t.numel()) : kSnapshotHeadValues);
   i.first_row = first_row;
   i.why = why;
   i.memory = kind;

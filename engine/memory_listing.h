@@ -15,7 +15,8 @@ class MemoryListing {
  public:
   // `state.device` and `state.memory_bytes` must be set: tensors on other devices are skipped, and
   // finish() puts what the counter holds beyond the listed tensors into memory.other.
-  explicit MemoryListing(DeviceState& state) : s_(state) {}
+  // `copy_values` false: a memory account only, no tensor's values are read (TensorInfo::head empty).
+  explicit MemoryListing(DeviceState& state, bool copy_values = true) : s_(state), copy_values_(copy_values) {}
 
   // `first_row`: for a piece of the batch, its first row in the batch (then a view of a listed
   // tensor is shown, not counted). `copy_values`: false for a tensor another thread may be writing
@@ -34,6 +35,7 @@ class MemoryListing {
   DeviceState& s_;
   std::vector<Tensor> seen_;
   int64_t counted_ = 0;
+  bool copy_values_ = true;
 };
 
 // The part of `m` that `kind` counts in.

@@ -25,6 +25,10 @@ StageNames names_of(StageKind k) {
     case StageKind::Sample: return {"sample", "Sample"};
     case StageKind::BroadcastBuffers: return {"broadcast_buffers", "Broadcast buffers"};
     case StageKind::Finalize: return {"finalize", "Finalize"};
+    case StageKind::GatherParams: return {"gather_params", "All-gather params"};
+    case StageKind::FreeParams: return {"free_params", "Free params"};
+    case StageKind::ReduceScatter: return {"reduce_scatter", "Reduce-scatter"};
+    case StageKind::BroadcastParams: return {"broadcast_params", "Broadcast params"};
   }
   return {"?", "?"};
 }
@@ -40,6 +44,7 @@ const char* memory_kind_name(MemoryKind kind) {
     case MemoryKind::Optimizer: return "optimizer state";
     case MemoryKind::Output: return "gathered output";
     case MemoryKind::Buckets: return "DDP buckets";
+    case MemoryKind::Gathered: return "gathered parameters";
   }
   return "?";
 }

@@ -15,10 +15,14 @@
 namespace dpv {
 
 // DataParallel uses Scatter .. Step; DDP uses Construct, Sample, BroadcastBuffers, Forward, Loss,
-// Backward, Finalize and Step.
+// Backward, Finalize and Step. The sharded strategies add GatherParams (FSDP's all-gather of the flat
+// parameter before forward, and ZeRO-3's again before backward), FreeParams (ZeRO-3's reshard after
+// forward), ReduceScatter (FSDP's gradient reduce-scatter, in Finalize's place) and BroadcastParams
+// (ZeroRedundancyOptimizer's broadcast of each rank's stepped parameters).
 enum class StageKind {
   Scatter, Replicate, Forward, Gather, Loss, GradScatter, Backward, ReduceGrads, Step,
-  Construct, Sample, BroadcastBuffers, Finalize
+  Construct, Sample, BroadcastBuffers, Finalize,
+  GatherParams, FreeParams, ReduceScatter, BroadcastParams
 };
 // The stage names, once: the id used in traces, bench output and lesson files ("scatter",
 // "grad_scatter", ...) and the short title the app shows ("Scatter", "Grad scatter", ...).
@@ -43,7 +47,9 @@ constexpr size_t kSnapshotHeadValues = 6;
 
 // What a tensor's memory is for: the parts of a device's memory bar (and of its chips). Buckets:
 // DDP's flat gradient buckets (DataParallel has none).
-enum class MemoryKind { Batch, Parameters, Gradients, Activations, Optimizer, Output, Buckets };
+// Gathered: the sharded strategies' full parameters all-gathered from the shards (FSDP), alive
+// only while a forward or backward needs them.
+enum class MemoryKind { Batch, Parameters, Gradients, Activations, Optimizer, Output, Buckets, Gathered };
 const char* memory_kind_name(MemoryKind kind);  // "batch", "parameters", "gradients", ..., "DDP buckets"
 
 struct TensorInfo {
@@ -75,8 +81,12 @@ struct MemoryBreakdown {
   int64_t optimizer = 0;    // optimizer state (SGD momentum buffers)
   int64_t output = 0;       // the gathered output, its gradient and the loss
   int64_t buckets = 0;      // DDP: the rank's flat gradient buckets (the all-reduce's buffers)
+  int64_t gathered = 0;     // FSDP: the full flat parameter all-gathered from the shards
   int64_t other = 0;
-  int64_t total() const { return batch + parameters + gradients + activations + optimizer + output + buckets + other; }
+  int64_t total() const {
+    return batch + parameters + gradients + activations + optimizer + output + buckets + gathered + other;
+  }
+  bool operator==(const MemoryBreakdown&) const = default;
 };
 
 struct BatchNormStats {
@@ -137,6 +147,22 @@ enum class GradState {
 };
 const char* grad_state_name(GradState s);  // "none", "local", "averaged"
 
+// The sharded strategies: what one rank holds of the sharded state after a stage (snapshots only).
+struct ShardState {
+  int stage = 0;                   // ZeRO stage (0: not sharded, DDP)
+  // ZeRO-1: the parameters whose optimizer state and step this rank owns.
+  std::vector<std::string> owned_params;
+  // ZeRO-2/3: this rank's slice [shard_begin, shard_begin + shard_numel) of the flat parameter.
+  int64_t shard_begin = 0;
+  int64_t shard_numel = 0;
+  int64_t padding_in_shard = 0;    // of it, zero padding at the end of the flat parameter
+  bool full_params = false;        // the full flat parameter is gathered on this rank now
+  bool full_grads = false;         // the full flat gradient (this rank's own) exists now
+  bool grad_shard_averaged = false;  // the reduce-scatter has left the averaged slice
+  std::vector<double> shard_head;      // the slice's first values
+  std::vector<double> grad_shard_head; // its averaged gradient's first values (after the reduce-scatter)
+};
+
 // DDP: one rank after a stage (snapshots only).
 struct RankState {
   int rank = 0;
@@ -153,6 +179,7 @@ struct RankState {
   std::string watched_buffer;     // the first buffer ("1.running_mean"), "" when the model has none
   std::vector<double> buffer_head;
   std::optional<double> loss;     // this rank's own loss (after Loss)
+  ShardState shard;               // the sharded strategies' part (stage 0 under DDP)
 };
 
 // One weight element followed through ReduceGrads and Step (snapshots only), so the app can show

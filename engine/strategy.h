@@ -21,16 +21,61 @@ namespace dpv {
 enum class StrategyKind : uint8_t {
   DataParallel,             // nn.DataParallel: one process, replicas made every iteration
   DistributedDataParallel,  // DDP: one rank per device, gradients all-reduced in buckets
+  // The sharded strategies: DDP's ranks and data split, with state split across the ranks.
+  Zero1,  // ZeroRedundancyOptimizer over DDP: optimizer state sharded, parameters broadcast
+  Zero2,  // FSDP SHARD_GRAD_OP: flat parameter; gradients and optimizer state sharded
+  Zero3,  // FSDP FULL_SHARD: parameters too, gathered before forward and backward, freed after
 };
 
-// The PyTorch class name ("DataParallel", "DistributedDataParallel").
+// The PyTorch class name ("DataParallel", "DistributedDataParallel", "ZeroRedundancyOptimizer",
+// "FSDP(SHARD_GRAD_OP)", "FSDP(FULL_SHARD)").
 inline const char* strategy_name(StrategyKind kind) {
   switch (kind) {
     case StrategyKind::DataParallel: return "DataParallel";
     case StrategyKind::DistributedDataParallel: return "DistributedDataParallel";
+    case StrategyKind::Zero1: return "ZeroRedundancyOptimizer";
+    case StrategyKind::Zero2: return "FSDP(SHARD_GRAD_OP)";
+    case StrategyKind::Zero3: return "FSDP(FULL_SHARD)";
   }
   return "DataParallel";
 }
+
+// The short name the app and the CLI use: "DP", "DDP", "ZeRO-1", "ZeRO-2", "ZeRO-3".
+inline const char* strategy_short_name(StrategyKind kind) {
+  switch (kind) {
+    case StrategyKind::DataParallel: return "DP";
+    case StrategyKind::DistributedDataParallel: return "DDP";
+    case StrategyKind::Zero1: return "ZeRO-1";
+    case StrategyKind::Zero2: return "ZeRO-2";
+    case StrategyKind::Zero3: return "ZeRO-3";
+  }
+  return "DP";
+}
+
+// The ZeRO stage: 0 for DataParallel and DDP, 1..3 for the sharded strategies.
+inline int zero_stage(StrategyKind kind) {
+  switch (kind) {
+    case StrategyKind::Zero1: return 1;
+    case StrategyKind::Zero2: return 2;
+    case StrategyKind::Zero3: return 3;
+    case StrategyKind::DataParallel:
+    case StrategyKind::DistributedDataParallel: return 0;
+  }
+  return 0;
+}
+
+// The strategy of DDP's ranks with ZeRO stage `stage` (0: DDP itself).
+inline StrategyKind rank_strategy(int stage) {
+  switch (stage) {
+    case 1: return StrategyKind::Zero1;
+    case 2: return StrategyKind::Zero2;
+    case 3: return StrategyKind::Zero3;
+    default: return StrategyKind::DistributedDataParallel;
+  }
+}
+
+// Every strategy but DataParallel runs one rank per device (DDP's ranks, sampler and outputs).
+inline bool runs_ranks(StrategyKind kind) { return kind != StrategyKind::DataParallel; }
 
 // The tensors a strategy keeps after a step, on their devices: DataParallel's on device 0 (its
 // state dict holds the parameters and the buffers in one map), DDP's on rank 0 (every rank holds

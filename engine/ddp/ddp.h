@@ -31,7 +31,7 @@ class DdpTrainer : public Strategy {
   DdpTrainer(const DdpTrainer&) = delete;
   DdpTrainer& operator=(const DdpTrainer&) = delete;
 
-  StrategyKind kind() const override { return StrategyKind::DistributedDataParallel; }
+  StrategyKind kind() const override { return rank_strategy(options_.zero_stage); }
   int world_size() const { return devices_->size(); }
   DeviceSet& devices() const override { return *devices_; }
   const Model& model() const override { return model_; }
@@ -77,7 +77,7 @@ class DdpIteration : public StrategyIteration {
   // indices of it (shuffle off by default: `dpv step --ddp`'s contract).
   DdpIteration(DdpTrainer& trainer, const Tensor& input, const Tensor& target, Observer* observer = nullptr,
                SamplerOptions sampler = no_shuffle());
-  StrategyKind strategy() const override { return StrategyKind::DistributedDataParallel; }
+  StrategyKind strategy() const override { return trainer_.kind(); }
   const std::vector<Stage>& plan() const override { return plan_; }
   int next_index() const override { return next_; }
   StageEvent step() override;
@@ -89,6 +89,9 @@ class DdpIteration : public StrategyIteration {
   // On when the observer wants them; the app's engine worker asks for them without an observer.
   void set_snapshots(bool on) override { snapshots_ = on; }
   bool snapshots() const override { return snapshots_; }
+  // Every stage's event carries each rank's memory by kind (DeviceState::memory, no values read),
+  // with or without snapshots: what `dpv bench memory` adds up.
+  void set_memory_accounts(bool on) { memory_accounts_ = on; }
   double loss() const override;               // rank 0's own loss (after Loss), as rank 0 prints it
   std::vector<double> rank_losses() const override;
   Tensor output() const override;             // rank 0's output on its device
@@ -124,6 +127,8 @@ class DdpIteration : public StrategyIteration {
   std::vector<std::vector<int64_t>> shards_;
   std::vector<std::vector<bool>> padding_;
   bool snapshots_ = false;
+  bool memory_accounts_ = false;
+  bool gathered_once_ = false;  // ZeRO-3: the next GatherParams is the one before the backward
   bool backward_started_ = false, finalized_ = false, loss_computed_ = false;
   int next_ = 0;
   bool failed_ = false;

@@ -6,6 +6,7 @@
 #include "engine/ddp/rank_snapshot.h"
 #include "engine/process_groups/in_process_group.h"
 #include "engine/error.h"
+#include "engine/zero/zero_summaries.h"
 
 namespace dpv {
 
@@ -130,19 +131,10 @@ DdpIteration::DdpIteration(DdpTrainer& trainer, const Tensor& input, const Tenso
     padding_.push_back(distributed_sampler_padding(input.dim(0), world, r, sampler));
   }
   snapshots_ = observer && observer->wants_snapshots();
-  const int L = model.num_layers();
   if (!trainer.constructed())
     plan_.push_back({StageKind::Construct, -1, "Construct: check the model across ranks, broadcast rank 0's state"});
   plan_.push_back({StageKind::Sample, -1, "Sample: DistributedSampler gives each rank its strided shard"});
-  if (trainer.options().broadcast_buffers && !model.buffer_decls().empty())
-    plan_.push_back({StageKind::BroadcastBuffers, -1, "Broadcast buffers: rank 0's buffers to every rank"});
-  for (int i = 0; i < L; ++i)
-    plan_.push_back({StageKind::Forward, i, "Forward " + std::to_string(i) + ": " + model.layer(i).describe()});
-  plan_.push_back({StageKind::Loss, -1, "Loss: cross-entropy on every rank's shard"});
-  for (int i = L - 1; i >= 0; --i)
-    plan_.push_back({StageKind::Backward, i, "Backward " + std::to_string(i) + ": " + model.layer(i).describe()});
-  plan_.push_back({StageKind::Finalize, -1, "Finalize: wait for the bucket all-reduces, averaged gradients into .grad"});
-  plan_.push_back({StageKind::Step, -1, "Step: SGD update on every rank"});
+  for (Stage& stage : rank_iteration_plan(model, trainer.options())) plan_.push_back(std::move(stage));
   t0_ = trainer.now();
 }
 
@@ -213,7 +205,9 @@ bool DdpIteration::ranks_independent(const Stage& stage) const {
   const int layer = stage.layer;
   const bool sync_bn_layer = layer >= 0 && trainer_.options().sync_bn && trainer_.world_size() > 1 &&
                              trainer_.model().layer(layer).is_batchnorm();
-  return stage.kind != StageKind::Construct && stage.kind != StageKind::BroadcastBuffers && !sync_bn_layer;
+  return stage.kind != StageKind::Construct && stage.kind != StageKind::BroadcastBuffers &&
+         stage.kind != StageKind::GatherParams && stage.kind != StageKind::ReduceScatter &&
+         stage.kind != StageKind::BroadcastParams && !sync_bn_layer;
 }
 
 void DdpIteration::on_ranks(bool independent, const RankJob& fn) {
@@ -247,15 +241,18 @@ void DdpIteration::run_stage(StageEvent& e, RankReports& reports, bool independe
       on_ranks(independent, [&](DdpRank& rank, int r) {
         reports[static_cast<size_t>(r)] = rank.backward_layer(layer);
       });
-      e.summary = "Every rank back-propagates through " + trainer_.model().layer(layer).describe() +
-                  "; each finished gradient is copied into its bucket times 1/W, and a full bucket starts its "
-                  "all-reduce on the communication thread while the backward goes on.";
+      e.summary = backward_summary(trainer_.rank(0), layer);
       break;
     case StageKind::Finalize: finalize_stage(e, reports, independent); break;
     case StageKind::Step:
       on_ranks(independent, [&](DdpRank& rank, int) { rank.optimizer_step(); });
-      e.summary = "optimizer.step() on every rank with the same averaged gradients: the parameters stay equal "
-                  "without being broadcast.";
+      e.summary = step_summary(trainer_.rank(0));
+      break;
+    case StageKind::GatherParams: case StageKind::FreeParams: case StageKind::ReduceScatter:
+    case StageKind::BroadcastParams:
+      on_ranks(independent, [&](DdpRank& rank, int r) { reports[static_cast<size_t>(r)] = rank.run_stage(e.stage); });
+      e.summary = sharding_summary(trainer_.rank(0), e.stage.kind, gathered_once_);
+      if (e.stage.kind == StageKind::GatherParams) gathered_once_ = true;
       break;
     default: throw Error(std::string("not a DDP stage: ") + stage_kind_name(e.stage.kind));
   }
@@ -288,7 +285,7 @@ void DdpIteration::finalize_stage(StageEvent& e, RankReports& reports, bool inde
   on_ranks(independent, [&](DdpRank& rank, int) { rank.finalize(); });
   finalized_ = true;
   // Every rank's bucket runs go on the timeline; rank 0's reports stand for the stage's collectives.
-  for (int r = 0; r < trainer_.world_size(); ++r) {
+  for (int r = 0; r < trainer_.world_size() && trainer_.rank(0).has_reducer(); ++r) {
     const DdpRank& rank = trainer_.rank(r);
     const auto names = rank.reducer().bucket_names();
     for (const BucketRun& b : rank.reducer().runs()) {
@@ -316,7 +313,7 @@ void DdpIteration::fill_devices(StageEvent& e) const {
       s.busy_start = busy_start_[static_cast<size_t>(d)] - t0_;
       s.busy_end = busy_end_[static_cast<size_t>(d)] - t0_;
     }
-    if (snapshots_ && trainer_.constructed()) list_rank_memory(trainer_.rank(d), s);
+    if ((snapshots_ || memory_accounts_) && trainer_.constructed()) list_rank_memory(trainer_.rank(d), s, snapshots_);
     e.devices.push_back(std::move(s));
   }
 }

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "engine/zero/zero_output.h"
 
 namespace dpv {
 
@@ -41,6 +42,7 @@ DdpStepOutput ddp_step_output(const std::vector<DdpRankResult>& ranks, DType dty
   }
   out.metadata["ddp.buckets"] = buckets_json(r0.buckets);
   out.metadata["world_size"] = std::to_string(ranks.size());
+  add_zero_outputs(out, ranks);  // the sharded strategies' slices, optimizer state and layout
   return out;
 }
 

@@ -152,8 +152,16 @@ void DdpRank::construct(const TensorMap& state) {
       ready_in_layer_.back().push_back(index);
     }
   }
-  reducer_ = std::make_unique<Reducer>(group_, comm_, device_, param_names_, params, options_.bucket_cap_mb, clock_,
-                                       options_.first_bucket_bytes);
+  // FSDP has no buckets: its flat gradient is reduce-scattered whole.
+  if (options_.zero_stage < 2)
+    reducer_ = std::make_unique<Reducer>(group_, comm_, device_, param_names_, params, options_.bucket_cap_mb, clock_,
+                                         options_.first_bucket_bytes);
+  shard_after_construct();
+}
+
+const Reducer& DdpRank::reducer() const {
+  check(reducer_ != nullptr, "FSDP (ZeRO-2/3) has no DDP Reducer: its gradients are reduce-scattered");
+  return *reducer_;
 }
 
 LayerRun DdpRank::layer_run(int layer) {
@@ -193,7 +201,7 @@ bool DdpRank::will_sync_buffers() const { return options_.broadcast_buffers && !
 std::vector<CollectiveReport> DdpRank::sync_buffers() {
   // DDP.forward rebuilds the buckets (after iteration 1) before it syncs the buffers; forward_layer(0)
   // asks again, which does nothing once they are rebuilt.
-  reducer_->prepare_for_forward();
+  if (reducer_) reducer_->prepare_for_forward();
   std::vector<CollectiveReport> reports;
   if (!will_sync_buffers()) return reports;
   device_->backend().synchronize();
@@ -204,7 +212,7 @@ std::vector<CollectiveReport> DdpRank::sync_buffers() {
 std::vector<CollectiveReport> DdpRank::forward_layer(int layer) {
   check(input_.defined(), "DDP: set the batch before the forward");
   if (layer == 0) {
-    reducer_->prepare_for_forward();  // DDP.forward: the one bucket rebuild, before the second forward
+    if (reducer_) reducer_->prepare_for_forward();  // DDP.forward: the one bucket rebuild, before the second forward
     flow_ = input_;
     bn_stats_.clear();
   }
@@ -254,10 +262,14 @@ std::vector<CollectiveReport> DdpRank::backward_layer(int layer) {
   if (layer == L - 1) {
     check(dlogits_.defined(), "DDP: compute the loss before the backward");
     replica_.grads = TensorMap{};  // optimizer.zero_grad(set_to_none=True)
-    reducer_->set_gradients_in_buckets(gradients_in_buckets_);
-    reducer_->prepare_for_backward();
     replica_.grad_homes = TensorMap{};
-    if (gradients_in_buckets_) {
+    if (!reducer_) {
+      start_flat_gradients();
+    } else {
+      reducer_->set_gradients_in_buckets(gradients_in_buckets_);
+      reducer_->prepare_for_backward();
+    }
+    if (reducer_ && gradients_in_buckets_) {
       const auto& decls = model_.parameter_decls();
       for (size_t p = 0; p < param_names_.size(); ++p)
         replica_.grad_homes.set(param_names_[p], reducer_->gradient_view(p).reshape(decls[p].shape));
@@ -272,8 +284,9 @@ std::vector<CollectiveReport> DdpRank::backward_layer(int layer) {
     flow_ = l.backward(run, flow_);
   device_->backend().synchronize();
   // AccumulateGrad fires for this layer's parameters now: hand them to the Reducer.
-  for (size_t index : ready_in_layer_[static_cast<size_t>(layer)])
-    reducer_->mark_ready(index, replica_.grads.at(param_names_[index], "the rank's gradients"));
+  if (reducer_)
+    for (size_t index : ready_in_layer_[static_cast<size_t>(layer)])
+      reducer_->mark_ready(index, replica_.grads.at(param_names_[index], "the rank's gradients"));
   return reports;
 }
 
@@ -284,25 +297,74 @@ void DdpRank::set_gradients_in_buckets(bool on) {
 }
 
 void DdpRank::finalize() {
+  check(reducer_ != nullptr, "FSDP (ZeRO-2/3) reduce-scatters its gradients: there are no buckets to finalize");
   reducer_->finalize(replica_.grads);
   ++iterations_;
 }
 
 void DdpRank::optimizer_step() {
-  Backend& be = device_->backend();
-  for (const auto& name : param_names_)
-    optimizer_.step(name, replica_.params.at(name), replica_.grads.at(name, "the gradients"), be, device_);
-  be.synchronize();
+  if (options_.zero_stage > 0) {
+    step_shards();
+  } else {
+    Backend& be = device_->backend();
+    for (const auto& name : param_names_)
+      optimizer_.step(name, replica_.params.at(name), replica_.grads.at(name, "the gradients"), be, device_);
+    be.synchronize();
+  }
   ++steps_;
 }
 
 void DdpRank::run_iteration() {
-  sync_buffers();
-  for (int i = 0; i < model_.num_layers(); ++i) forward_layer(i);
-  compute_loss();
-  for (int i = model_.num_layers() - 1; i >= 0; --i) backward_layer(i);
-  finalize();
-  optimizer_step();
+  sync_buffers();  // also DDP.forward's bucket rebuild when there is no buffer to broadcast
+  for (const Stage& stage : rank_iteration_plan(model_, options_))
+    if (stage.kind != StageKind::BroadcastBuffers) run_stage(stage);
+}
+
+std::vector<CollectiveReport> DdpRank::run_stage(const Stage& stage) {
+  switch (stage.kind) {
+    case StageKind::BroadcastBuffers: return sync_buffers();
+    case StageKind::GatherParams: return gather_params();
+    case StageKind::Forward: return forward_layer(stage.layer);
+    case StageKind::FreeParams: free_params(); return {};
+    case StageKind::Loss: compute_loss(); return {};
+    case StageKind::Backward: return backward_layer(stage.layer);
+    case StageKind::Finalize: finalize(); return {};
+    case StageKind::ReduceScatter: return reduce_scatter_gradients();
+    case StageKind::Step: optimizer_step(); return {};
+    case StageKind::BroadcastParams: return broadcast_params();
+    case StageKind::Scatter: case StageKind::Replicate: case StageKind::Gather: case StageKind::GradScatter:
+    case StageKind::ReduceGrads: case StageKind::Construct: case StageKind::Sample: break;
+  }
+  throw Error("a DDP rank has no stage " + stage.title);
+}
+
+std::vector<Stage> rank_iteration_plan(const Model& model, const DdpOptions& options) {
+  const int L = model.num_layers(), zero = options.zero_stage;
+  std::vector<Stage> plan;
+  if (options.broadcast_buffers && !model.buffer_decls().empty())
+    plan.push_back({StageKind::BroadcastBuffers, -1, "Broadcast buffers: rank 0's buffers to every rank"});
+  if (zero >= 2)
+    plan.push_back({StageKind::GatherParams, -1, "All-gather params: every rank's slice into the full flat parameter"});
+  for (int i = 0; i < L; ++i)
+    plan.push_back({StageKind::Forward, i, "Forward " + std::to_string(i) + ": " + model.layer(i).describe()});
+  if (zero == 3) plan.push_back({StageKind::FreeParams, -1, "Free params: keep only this rank's slice"});
+  plan.push_back({StageKind::Loss, -1, "Loss: cross-entropy on every rank's shard"});
+  if (zero == 3)
+    plan.push_back({StageKind::GatherParams, -1, "All-gather params again for the backward"});
+  for (int i = L - 1; i >= 0; --i)
+    plan.push_back({StageKind::Backward, i, "Backward " + std::to_string(i) + ": " + model.layer(i).describe()});
+  if (zero >= 2)
+    plan.push_back({StageKind::ReduceScatter, -1, "Reduce-scatter: each rank keeps the averaged gradient of its slice"});
+  else
+    plan.push_back({StageKind::Finalize, -1, "Finalize: wait for the bucket all-reduces, averaged gradients into .grad"});
+  const std::string optimizer = optimizer_class_name(options.optimizer.kind);
+  if (zero == 0) plan.push_back({StageKind::Step, -1, "Step: " + optimizer + " update on every rank"});
+  if (zero == 1) {
+    plan.push_back({StageKind::Step, -1, "Step: each rank's " + optimizer + " updates only its own parameters"});
+    plan.push_back({StageKind::BroadcastParams, -1, "Broadcast params: each rank sends the parameters it stepped"});
+  }
+  if (zero >= 2) plan.push_back({StageKind::Step, -1, "Step: each rank's " + optimizer + " updates its slice"});
+  return plan;
 }
 
 DdpRankResult DdpRank::result() const {
@@ -313,15 +375,18 @@ DdpRankResult DdpRank::result() const {
   for (const auto& d : model_.state_decls()) {
     const Tensor* t = replica_.params.find(d.name);
     if (!t) t = replica_.buffers.find(d.name);
-    r.state.set(d.name, t->to(nullptr));
+    if (t) r.state.set(d.name, t->to(nullptr));  // ZeRO-2/3: the parameters are in the flat slices
   }
   for (const auto& name : param_names_)
     if (const Tensor* g = replica_.grads.find(name)) r.grads.set(name, g->to(nullptr));
   r.batchnorm = bn_stats_;
-  r.buckets = reducer_->bucket_names();
-  r.ready_order = reducer_->ready_order();
-  r.bucket_runs = reducer_->runs();
+  if (reducer_) {
+    r.buckets = reducer_->bucket_names();
+    r.ready_order = reducer_->ready_order();
+    r.bucket_runs = reducer_->runs();
+  }
   r.sample_indices = indices_;
+  add_sharded_result(r);
   return r;
 }
 

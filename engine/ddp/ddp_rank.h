@@ -15,7 +15,17 @@
 //  backward       layer by layer; each parameter gradient is handed to the Reducer as soon as its
 //                 layer produced it, in PyTorch's ready order (see ready_order_in_layer)
 //  finalize       wait for the bucket all-reduces; .grad holds the MEAN over ranks
-//  step           torch.optim.SGD on this rank (every rank steps the same averaged gradients)
+//  step           the optimizer on this rank (every rank steps the same averaged gradients)
+//
+// With options.zero_stage the same rank runs the sharded strategies (engine/zero/sharding.cpp):
+//  1  ZeroRedundancyOptimizer over DDP: the step covers only this rank's partition of the
+//     parameters (so only it has optimizer state), then broadcast_params sends every rank's
+//  2  FSDP SHARD_GRAD_OP: after construction only this rank's slice of the flat parameter stays;
+//     gather_params all-gathers it before the forward; the backward writes into one flat gradient,
+//     reduce_scatter_gradients averages it into this rank's slice and frees the full parameter and
+//     gradient; the step covers the slice
+//  3  FSDP FULL_SHARD: as 2, and free_params after the forward, gather_params again before backward
+// iteration_plan() lists the stages of each, and run_stage() runs any of them.
 #include <functional>
 #include <memory>
 #include <string>
@@ -28,6 +38,7 @@
 #include "engine/model.h"
 #include "engine/observer.h"
 #include "engine/optim/optimizer.h"
+#include "engine/zero/flat_layout.h"
 
 namespace dpv {
 
@@ -45,7 +56,12 @@ struct DdpSettings {
 struct DdpOptions : DdpSettings {
   OptimizerSettings optimizer;     // each rank's own torch.optim.SGD, Adam or AdamW
   bool sync_bn = false;            // BatchNorm layers run as SyncBatchNorm over the group
+  int zero_stage = 0;              // 0: DDP; 1, 2, 3: the sharded strategies (see above)
 };
+
+// The stages of one iteration on a rank, after Construct and Sample, for `options` (DDP's, or a
+// sharded strategy's): what DdpRank::run_iteration runs and what the drivers step through.
+std::vector<Stage> rank_iteration_plan(const Model& model, const DdpOptions& options);
 
 // Where the gradients of one layer become ready, first to last (AccumulateGrad order in PyTorch's
 // autograd, checked with real DDP): Linear: bias then weight (addmm's backward yields the bias
@@ -64,6 +80,15 @@ struct DdpRankResult {
   std::vector<size_t> ready_order;                // parameter indices in the order they became ready
   std::vector<BucketRun> bucket_runs;
   std::vector<int64_t> sample_indices;            // the global-batch rows this rank trained on, last step
+  // The sharded strategies (zero_stage > 0). Under ZeRO-2/3 `state` holds only the buffers and
+  // `grads` nothing: the full parameters and gradients are the ranks' flat slices put together.
+  int zero_stage = 0;
+  ZeroPartition partition;  // ZeRO-1: every rank's parameters (the same on every rank)
+  FlatLayout flat_layout;   // ZeRO-2/3: the flat parameter's layout (the same on every rank)
+  TensorMap optim;          // ZeRO-1: "<param>/<state>" for each parameter this rank owns
+  Tensor flat_param;        // ZeRO-2/3: [L/W] this rank's slice after the last step
+  Tensor flat_grad;         // [L/W] its averaged gradient slice
+  TensorMap flat_state;     // state name ("exp_avg", "momentum_buffer") -> [L/W]
 };
 
 class DdpRank {
@@ -97,6 +122,22 @@ class DdpRank {
   void optimizer_step();
   // One whole iteration on the batch set by set_batch.
   void run_iteration();
+  // Any stage of rank_iteration_plan (Construct and Sample are the driver's); its collectives.
+  std::vector<CollectiveReport> run_stage(const Stage& stage);
+
+  // The sharded strategies (engine/zero/sharding.cpp).
+  int zero_stage() const { return options_.zero_stage; }
+  std::vector<CollectiveReport> gather_params();             // ZeRO-2/3: shard -> full flat parameter
+  void free_params();                                        // ZeRO-2/3: only the shard stays
+  std::vector<CollectiveReport> reduce_scatter_gradients();  // ZeRO-2/3: averaged slice; frees full ones
+  std::vector<CollectiveReport> broadcast_params();          // ZeRO-1: each rank's stepped parameters
+  const ZeroPartition& partition() const { return partition_; }  // ZeRO-1: every rank's parameters
+  const FlatLayout& flat_layout() const { return flat_layout_; }  // ZeRO-2/3
+  const Tensor& flat_param_shard() const { return shard_param_; }  // [L/W]
+  const Tensor& flat_grad_shard() const { return shard_grad_; }    // [L/W] after the reduce-scatter
+  const Tensor& gathered_params() const { return full_params_; }   // [L] while gathered
+  const Tensor& flat_grads() const { return full_grads_; }         // [L] this rank's own, until reduce-scattered
+  bool has_reducer() const { return reducer_ != nullptr; }
   // From the next backward on: the backward writes each gradient straight into its bucket slot, so
   // .grad ends up a view of the bucket (gradient_as_bucket_view=True's layout; the values are the
   // same, bit for bit). Off by default, and whenever someone looks at .grad before the averaging.
@@ -119,13 +160,17 @@ class DdpRank {
   const Tensor& target() const { return target_; }  // [n_r]
   const Tensor& flow() const { return flow_; }      // the activation or gradient the next layer takes
   const Tensor& output_grad() const { return dlogits_; }  // [n_r, K] d loss / d output
-  const Reducer& reducer() const { return *reducer_; }
+  const Reducer& reducer() const;  // DDP and ZeRO-1 (check has_reducer())
   const std::vector<BatchNormStats>& batchnorm_stats() const { return bn_stats_; }
   int64_t iterations() const { return iterations_; }
   DdpRankResult result() const;
 
  private:
   void construct(const TensorMap& state);
+  void shard_after_construct();    // engine/zero/sharding.cpp
+  void start_flat_gradients();     // ZeRO-2/3: the backward writes into one flat gradient
+  void step_shards();              // ZeRO-1/2/3's optimizer step
+  void add_sharded_result(DdpRankResult& r) const;
   LayerRun layer_run(int layer);
 
   ProcessGroup& group_;
@@ -150,6 +195,13 @@ class DdpRank {
   int64_t iterations_ = 0;
   int64_t steps_ = 0;
   bool gradients_in_buckets_ = false;
+
+  ZeroPartition partition_;  // ZeRO-1
+  FlatLayout flat_layout_;   // ZeRO-2/3
+  Tensor shard_param_;       // [L/W]
+  Tensor shard_grad_;        // [L/W]
+  Tensor full_params_;       // [L] gathered; undefined when freed
+  Tensor full_grads_;        // [L] the backward's flat gradient; undefined outside the backward
 };
 
 // The launched path: construct DDP on this rank, then `steps` iterations on the same GLOBAL batch,

@@ -35,6 +35,13 @@ std::string encode_rank_result(const DdpRankResult& r) {
   if (r.output.defined()) tensors.set("output", r.output);
   put_prefixed(tensors, "state/", r.state);
   put_prefixed(tensors, "grad/", r.grads);
+  put_prefixed(tensors, "optim/", r.optim);
+  put_prefixed(tensors, "flatstate/", r.flat_state);
+  if (r.flat_param.defined()) tensors.set("flat/param", r.flat_param);
+  if (r.flat_grad.defined()) tensors.set("flat/grad", r.flat_grad);
+  Json flat = Json::array();
+  for (const FlatEntry& e : r.flat_layout.entries) flat.push_back({{"name", e.name}, {"offset", e.offset},
+                                                                  {"numel", e.numel}, {"shape", e.shape}});
   Json bn = Json::array();
   for (const BatchNormStats& s : r.batchnorm)
     bn.push_back({{"layer", s.layer}, {"device", s.device}, {"mean", s.mean}, {"var", s.var}, {"count", s.count}});
@@ -43,7 +50,13 @@ std::string encode_rank_result(const DdpRankResult& r) {
             {"batchnorm", bn},
             {"buckets", r.buckets},
             {"ready_order", r.ready_order},
-            {"sample_indices", r.sample_indices}};
+            {"sample_indices", r.sample_indices},
+            {"zero_stage", r.zero_stage},
+            {"partition", r.partition},
+            {"flat", flat},
+            {"flat_numel", r.flat_layout.numel},
+            {"flat_padded_numel", r.flat_layout.padded_numel},
+            {"flat_world", r.flat_layout.world}};
   const std::string tensor_bytes = serialize_safetensors(tensors);
   const std::string meta_bytes = meta.dump();
   std::string out(8, '\0');
@@ -79,6 +92,22 @@ DdpRankResult decode_rank_result(const std::string& bytes, const std::string& so
     r.buckets = meta.at("buckets").get<std::vector<std::vector<std::string>>>();
     r.ready_order = meta.at("ready_order").get<std::vector<size_t>>();
     r.sample_indices = meta.at("sample_indices").get<std::vector<int64_t>>();
+    r.zero_stage = meta.at("zero_stage").get<int>();
+    r.partition = meta.at("partition").get<ZeroPartition>();
+    for (const Json& e : meta.at("flat"))
+      r.flat_layout.entries.push_back({e.at("name").get<std::string>(), e.at("offset").get<int64_t>(),
+                                       e.at("numel").get<int64_t>(), e.at("shape").get<Shape>()});
+    r.flat_layout.numel = meta.at("flat_numel").get<int64_t>();
+    r.flat_layout.padded_numel = meta.at("flat_padded_numel").get<int64_t>();
+    r.flat_layout.world = meta.at("flat_world").get<int>();
+    check(r.flat_layout.world >= 1 && r.flat_layout.padded_numel >= r.flat_layout.numel &&
+              r.flat_layout.padded_numel % r.flat_layout.world == 0,
+          source + " is not a rank result (a flat layout of " + std::to_string(r.flat_layout.padded_numel) +
+              " elements over " + std::to_string(r.flat_layout.world) + " ranks)");
+    r.optim = take_prefixed(tensors, "optim/");
+    r.flat_state = take_prefixed(tensors, "flatstate/");
+    if (const Tensor* t = tensors.find("flat/param")) r.flat_param = *t;
+    if (const Tensor* t = tensors.find("flat/grad")) r.flat_grad = *t;
     return r;
   } catch (const nlohmann::json::exception& e) {
     throw Error(source + " is not a rank result: " + e.what());

@@ -20,21 +20,12 @@ class DdpRankIteration : public StrategyIteration {
     sampler.shuffle = false;
     indices_ = distributed_sampler_indices(input.dim(0), ddp_.world_size(), ddp_.rank(), sampler);
     ddp_.set_batch(input, target, indices_);
-    const Model& model = ddp_.model();
-    if (ddp_.will_sync_buffers())
-      plan_.push_back({StageKind::BroadcastBuffers, -1, "Broadcast buffers: rank 0's buffers to every rank"});
-    for (int i = 0; i < model.num_layers(); ++i)
-      plan_.push_back({StageKind::Forward, i, "Forward " + std::to_string(i) + ": " + model.layer(i).describe()});
-    plan_.push_back({StageKind::Loss, -1, "Loss (this rank's shard)"});
-    for (int i = model.num_layers() - 1; i >= 0; --i)
-      plan_.push_back({StageKind::Backward, i, "Backward " + std::to_string(i) + ": " + model.layer(i).describe()});
-    plan_.push_back({StageKind::Finalize, -1, "Finalize: wait for the bucket all-reduces, averaged gradients into .grad"});
-    plan_.push_back({StageKind::Step, -1, "SGD step"});
+    plan_ = rank_iteration_plan(ddp_.model(), ddp_.options());
     label_ = "rank " + std::to_string(ddp_.rank()) + " (" + ddp_.device().name() + ")";
     t0_ = strategy_.now();
   }
 
-  StrategyKind strategy() const override { return StrategyKind::DistributedDataParallel; }
+  StrategyKind strategy() const override { return rank_strategy(ddp_.zero_stage()); }
   const std::vector<Stage>& plan() const override { return plan_; }
   int next_index() const override { return next_; }
 
@@ -44,7 +35,7 @@ class DdpRankIteration : public StrategyIteration {
     const double start = strategy_.now();
     std::vector<CollectiveReport> reports = run(stage);
     StageEvent e = event_for(stage, start, std::move(reports));
-    if (stage.kind == StageKind::Finalize) add_bucket_runs(e);
+    if (stage.kind == StageKind::Finalize && ddp_.has_reducer()) add_bucket_runs(e);
     ++next_;
     if (observer_) observer_->on_stage(e);
     return e;
@@ -71,19 +62,7 @@ class DdpRankIteration : public StrategyIteration {
   const std::vector<BatchNormStats>& batchnorm_stats() const override { return ddp_.batchnorm_stats(); }
 
  private:
-  std::vector<CollectiveReport> run(const Stage& stage) {
-    switch (stage.kind) {
-      case StageKind::BroadcastBuffers: return ddp_.sync_buffers();
-      case StageKind::Forward: return ddp_.forward_layer(stage.layer);
-      case StageKind::Loss: ddp_.compute_loss(); return {};
-      case StageKind::Backward: return ddp_.backward_layer(stage.layer);
-      case StageKind::Finalize: ddp_.finalize(); return {};
-      case StageKind::Step: ddp_.optimizer_step(); return {};
-      case StageKind::Scatter: case StageKind::Replicate: case StageKind::Gather: case StageKind::GradScatter:
-      case StageKind::ReduceGrads: case StageKind::Construct: case StageKind::Sample: break;
-    }
-    throw Error("a launched DDP rank has no stage " + stage.title);
-  }
+  std::vector<CollectiveReport> run(const Stage& stage) { return ddp_.run_stage(stage); }
 
   // The stage on this rank's one lane: busy from its start to its end.
   StageEvent event_for(const Stage& stage, double start, std::vector<CollectiveReport> reports) const {

@@ -26,7 +26,7 @@ class DdpRankStrategy : public Strategy {
   DdpRankStrategy(ProcessGroup& group, std::shared_ptr<DeviceSet> devices, Model model, const TensorMap& state,
                   DdpOptions options);
 
-  StrategyKind kind() const override { return StrategyKind::DistributedDataParallel; }
+  StrategyKind kind() const override { return rank_strategy(rank_->zero_stage()); }
   const Model& model() const override { return model_; }
   DeviceSet& devices() const override { return *devices_; }
   std::string transport() const override;  // the group's backend ("gloo", "nccl")

@@ -14,6 +14,10 @@ std::string watched_parameter(const Model& model) {
   return decls.empty() ? std::string() : decls.back().name;
 }
 
+namespace {
+void add_buckets(const DdpRank& rank, const Model& model, const RankSnapshotContext& context, RankState& s);
+}  // namespace
+
 RankState snapshot_rank(const DdpRank* rank, int rank_index, const Model& model, const RankSnapshotContext& context) {
   RankState s;
   s.rank = rank_index;
@@ -29,7 +33,26 @@ RankState snapshot_rank(const DdpRank* rank, int rank_index, const Model& model,
   const Tensor& input = rank->input();
   if (input.defined() && input.ndim() >= 1 && input.dim(0) == static_cast<int64_t>(context.samples.size()))
     for (int64_t k = 0; k < input.dim(0); ++k) s.sample_rows.push_back(input.slice0(k, k + 1).to_doubles(kSnapshotAllValues));
-  const Reducer& reducer = rank->reducer();
+  s.shard = snapshot_shard(*rank);
+  if (rank->has_reducer()) add_buckets(*rank, model, context, s);
+
+  if (context.finalized) {
+    s.grads = GradState::Averaged;
+  } else if (context.backward_started && !rank->grads().empty()) {
+    s.grads = GradState::Local;
+  }
+  if (const Tensor* p = rank->params().find(s.watched_param)) s.param_head = p->to_doubles(kRankHeadValues);
+  if (s.grads != GradState::None)
+    if (const Tensor* g = rank->grads().find(s.watched_param)) s.grad_head = g->to_doubles(kRankHeadValues);
+  if (!s.watched_buffer.empty())
+    if (const Tensor* b = rank->buffers().find(s.watched_buffer)) s.buffer_head = b->to_doubles(kRankHeadValues);
+  if (context.loss_computed) s.loss = rank->loss();
+  return s;
+}
+
+namespace {
+void add_buckets(const DdpRank& rank, const Model& model, const RankSnapshotContext& context, RankState& s) {
+  const Reducer& reducer = rank.reducer();
   s.buckets_rebuilt = reducer.rebuilt();
   const auto names = reducer.bucket_names();
   const auto decls = model.parameter_decls();
@@ -52,33 +75,32 @@ RankState snapshot_rank(const DdpRank* rank, int rank_index, const Model& model,
     }
     s.buckets.push_back(std::move(bucket));
   }
-
-  if (context.finalized) {
-    s.grads = GradState::Averaged;
-  } else if (context.backward_started && !rank->grads().empty()) {
-    s.grads = GradState::Local;
-  }
-  if (const Tensor* p = rank->params().find(s.watched_param)) s.param_head = p->to_doubles(kRankHeadValues);
-  if (s.grads != GradState::None)
-    if (const Tensor* g = rank->grads().find(s.watched_param)) s.grad_head = g->to_doubles(kRankHeadValues);
-  if (!s.watched_buffer.empty())
-    if (const Tensor* b = rank->buffers().find(s.watched_buffer)) s.buffer_head = b->to_doubles(kRankHeadValues);
-  if (context.loss_computed) s.loss = rank->loss();
-  return s;
 }
+}  // namespace
 
-void list_rank_memory(const DdpRank& rank, DeviceState& device) {
-  MemoryListing list(device);
+void list_rank_memory(const DdpRank& rank, DeviceState& device, bool copy_values) {
+  MemoryListing list(device, copy_values);
   const Model& model = rank.model();
   list.add(rank.input(), "input shard", TensorRole::Input, MemoryKind::Batch,
            "This rank's shard of the global batch (DistributedSampler's indices), copied to its device.");
   list.add(rank.target(), "labels", TensorRole::Target, MemoryKind::Batch, "The labels of this rank's shard.");
+  // FSDP: the gathered flat parameter first, so the parameters (views of it) count in it once.
+  list.add(rank.gathered_params(), "gathered flat parameter", TensorRole::Param, MemoryKind::Gathered,
+           "Every rank's slice all-gathered into the full flat parameter, alive only while a forward or "
+           "backward needs it.");
+  list.add(rank.flat_param_shard(), "flat parameter slice", TensorRole::Param, MemoryKind::Parameters,
+           "This rank's slice of the flat parameter: the only copy of these parameters it keeps.");
   for (const auto& [name, t] : rank.params().items())
     list.add_state(name, t, name, TensorRole::Param, MemoryKind::Parameters,
              "This rank's own module: every rank holds all the parameters, for the whole run.");
   for (const auto& [name, t] : rank.buffers().items())
     list.add_state(name, t, name, TensorRole::Buffer, MemoryKind::Parameters,
              "This rank's own buffer; with broadcast_buffers rank 0's overwrites it before each forward.");
+  list.add(rank.flat_grads(), "flat gradient", TensorRole::Grad, MemoryKind::Gradients,
+           "This rank's own gradient of the whole flat parameter, written by the backward, until the "
+           "reduce-scatter.");
+  list.add(rank.flat_grad_shard(), "flat gradient slice", TensorRole::Grad, MemoryKind::Gradients,
+           "The mean over the ranks of the gradient of this rank's slice: what the reduce-scatter left it.");
   for (const auto& [name, g] : rank.grads().items())
     list.add_state(name, g, "grad " + name, TensorRole::Grad, MemoryKind::Gradients,
              "The parameter's .grad on this rank: its own gradient, then (after Finalize) the mean over the ranks.");
@@ -107,6 +129,10 @@ void list_rank_memory(const DdpRank& rank, DeviceState& device) {
            "d loss / d output of this rank's shard.");
   list.add(rank.flow(), "flow", TensorRole::Activation, MemoryKind::Activations,
            "What the next layer of the forward or backward takes.");
+  if (!rank.has_reducer()) {
+    list.finish();
+    return;
+  }
   const auto& buckets = rank.reducer().bucket_buffers();
   for (size_t b = 0; b < buckets.size(); ++b)
     list.add(buckets[b], "bucket " + std::to_string(b), TensorRole::Grad, MemoryKind::Buckets,

@@ -31,6 +31,10 @@ constexpr size_t kRankHeadValues = 4;
 // momentum, what the layers saved for backward, its own output and its gradient, and the flat
 // gradient buckets (MemoryKind::Buckets). `device.memory_bytes` must be read first; what the
 // counter holds beyond these (a bucket all-reduce's scratch while one is in flight) is `other`.
-void list_rank_memory(const DdpRank& rank, DeviceState& device);
+// `copy_values` false: the memory account only (no TensorInfo::head read from the device).
+void list_rank_memory(const DdpRank& rank, DeviceState& device, bool copy_values = true);
+
+// The sharded strategies' part of a rank's snapshot (engine/zero/shard_snapshot.cpp).
+ShardState snapshot_shard(const DdpRank& rank);
 
 }  // namespace dpv

@@ -21,6 +21,7 @@ DdpOptions ddp_options(const RunSpec& spec) {
   static_cast<DdpSettings&>(options) = spec.ddp;
   options.optimizer = spec.optimizer;
   options.sync_bn = spec.sync_bn;
+  options.zero_stage = zero_stage(spec.strategy);
   return options;
 }
 
@@ -46,6 +47,9 @@ std::unique_ptr<Strategy> make_strategy(const RunSpec& spec, std::shared_ptr<Dev
   const TensorMap& start = state ? *state : initial;
   switch (spec.strategy) {
     case StrategyKind::DistributedDataParallel:
+    case StrategyKind::Zero1:
+    case StrategyKind::Zero2:
+    case StrategyKind::Zero3:
       return std::make_unique<DdpTrainer>(std::move(devices), std::move(model), start, ddp_options(spec));
     case StrategyKind::DataParallel:
       break;
