@@ -82,6 +82,7 @@ TEST(DdpMemory, PartsByKindAddUpToEachRanksCounterAtEveryStage) {
             case MemoryKind::Optimizer: by_kind.optimizer += b; break;
             case MemoryKind::Output: by_kind.output += b; break;
             case MemoryKind::Buckets: by_kind.buckets += b; break;
+            case MemoryKind::Gathered: by_kind.gathered += b; break;
           }
         }
         EXPECT_EQ(by_kind.batch, d.memory.batch) << at;
