@@ -92,6 +92,9 @@ struct MemoryComparison {
 // Rank 0's difference lines of every measured strategy, between iterations and at its peak
 // (zero_memory_differences.cpp): what compare_memory puts in `differences`.
 std::vector<MemoryDifference> explain_differences(const MemoryComparison& c);
+// The same lines for rank 0 after stage `sample` of `kind`'s measured iteration (at_peak false):
+// what the app shows beside a stage's bars. dpv::Error for a sample or strategy not measured.
+std::vector<MemoryDifference> explain_stage(const MemoryComparison& c, StrategyKind kind, int sample);
 
 // Runs DDP and ZeRO-1/2/3 from `run` (its strategy is not read) for two iterations each and
 // measures the second. dpv::Error for a bad run description.

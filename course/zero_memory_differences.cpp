@@ -3,17 +3,27 @@
 // partition, the optimizer, which tensors the plan has alive at that stage), and per kind whatever
 // those causes leave over as an unexplained line, so the lines always add up to measured minus
 // formula and a cause nobody wrote down shows instead of hiding.
+#include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <string>
 
 #include "course/zero_memory.h"
-#include "engine/number_text.h"
+#include "engine/error.h"
 
 namespace dpv::course {
 namespace {
 
 std::string text(int64_t v) { return std::to_string(v); }
-std::string text(double v) { return shortest_text(v); }
+std::string text(double v) {  // 7.33, 25.5, 26
+  std::ostringstream out;
+  out.precision(2);
+  out << std::fixed << v;
+  std::string t = out.str();
+  t.erase(t.find_last_not_of('0') + 1);
+  if (t.back() == '.') t.pop_back();
+  return t;
+}
 
 // The facts one point of one strategy is explained from.
 struct Point {
@@ -24,6 +34,7 @@ struct Point {
   FormulaParts formula;            // rank 0
   bool gathered_alive = false;     // the full flat parameter exists after this stage
   bool full_grad_alive = false;    // the backward's full flat gradient exists after this stage
+  std::vector<int> backward_done;  // layers whose Backward stage has run in this iteration
   std::string where;               // "between iterations", "at its peak (after Forward 0: ...)"
 };
 
@@ -78,6 +89,10 @@ std::string padding_words(const MemoryComparison& c) {
          text(c.flat.shard_numel()) + " elements, not " + psi_over_w(c);
 }
 
+std::string slice_words(const MemoryComparison& c) {
+  return "L/W = " + text(c.flat.shard_numel()) + " elements, not " + psi_over_w(c);
+}
+
 void parameter_lines(Lines& l) {
   const MemoryComparison& c = l.c();
   const Point& p = l.p();
@@ -97,14 +112,33 @@ void parameter_lines(Lines& l) {
   l.rest(MemoryKind::Parameters, p.measured.parameters, p.formula.parameters);
 }
 
+// DDP's and ZeRO-1's .grad part way through the backward: the engine drops the last iteration's
+// .grad when the backward begins, and each layer's Backward stage makes its parameters' anew.
+void backward_progress_line(Lines& l) {
+  const MemoryComparison& c = l.c();
+  const Point& p = l.p();
+  if (p.stage > 1 || p.backward_done.empty()) return;
+  int64_t made = 0;
+  for (const FlatEntry& e : c.flat.entries) {
+    const int layer = std::stoi(e.name.substr(0, e.name.find('.')));
+    if (std::find(p.backward_done.begin(), p.backward_done.end(), layer) != p.backward_done.end()) made += e.numel;
+  }
+  if (made == c.parameters) return;
+  l.add(MemoryKind::Gradients, (made - c.parameters) * element_bytes(c),
+        "the backward has made the gradients of " + text(made) + " of the Ψ = " + text(c.parameters) +
+            " parameters so far (its Backward stages run from the last layer to layer " +
+            std::to_string(p.backward_done.back()) + "); the last iteration's .grad was released when it began");
+}
+
 void gradient_lines(Lines& l) {
   const MemoryComparison& c = l.c();
   const Point& p = l.p();
   const int64_t e = element_bytes(c);
+  backward_progress_line(l);
   if (p.stage >= 2 && c.flat.padding() > 0)
     l.add(MemoryKind::Gradients,
           static_cast<int64_t>(std::llround(c.flat.shard_numel() * e - p.formula.gradients)),
-          "the averaged gradient slice is padded like the parameter: " + padding_words(c));
+          "the averaged gradient slice is padded like the parameter: " + slice_words(c));
   if (p.stage >= 2 && p.full_grad_alive)
     l.add(MemoryKind::Gradients, c.flat.padded_numel * e,
           "the backward writes rank 0's own gradient of the whole flat parameter (L = " + text(c.flat.padded_numel) +
@@ -126,7 +160,7 @@ void optimizer_lines(Lines& l) {
   }
   if (p.stage >= 2 && k > 0 && c.flat.padding() > 0)
     l.add(MemoryKind::Optimizer, static_cast<int64_t>(std::llround(c.flat.shard_numel() * k - p.formula.optimizer)),
-          optimizer + "'s state covers the padded slice: " + padding_words(c));
+          optimizer + "'s state covers the padded slice: " + slice_words(c));
   if (c.run.optimizer.kind != OptimizerKind::Sgd && !p.at_peak)  // Adam, AdamW
     l.add(MemoryKind::Optimizer, 0,
           optimizer + "'s `step` counters are host tensors (PyTorch 1.13 keeps `step` on the CPU unless "
@@ -162,28 +196,36 @@ void outside_formula_lines(Lines& l) {
   const int64_t activations = p.measured.activations + p.measured.output;
   if (activations != 0)
     l.add(MemoryKind::Activations, activations,
-          "activations (what the layers saved for the backward, the output and its gradient, the flow between "
-          "layers) grow with the batch, not with Ψ, and are not in the formula");
+          std::string("activations (what the layers saved for the backward, the output and its gradient, the flow "
+                      "between layers) grow with the batch, not with Ψ, and are not in the formula") +
+              (p.at_peak ? "" : "; the engine's layers keep what they saved until their next forward, so they are "
+                                "here between iterations too"));
   l.rest(MemoryKind::Activations, activations, 0);
 }
 
-Point make_point(const MemoryComparison& c, const StrategyMemory& s, int sample, bool at_peak) {
+enum class Moment { BetweenIterations, Peak, AfterStage };
+
+Point make_point(const MemoryComparison& c, const StrategyMemory& s, int sample, Moment moment) {
   Point p;
   p.strategy = s.strategy;
   p.stage = zero_stage(s.strategy);
-  p.at_peak = at_peak;
-  p.measured = at_peak ? s.at_peak.at(0) : s.persistent.at(0);
+  p.at_peak = moment == Moment::Peak;
+  p.measured = s.samples.at(static_cast<size_t>(sample)).ranks.at(0);
   p.formula = c.formula.parts(s.strategy);
   // Which full tensors the plan has alive after the sample's stage.
   for (int i = 0; i <= sample && i < static_cast<int>(s.samples.size()); ++i) {
     const StageKind k = s.samples[static_cast<size_t>(i)].stage.kind;
     if (k == StageKind::GatherParams) p.gathered_alive = true;
     if (k == StageKind::FreeParams || k == StageKind::ReduceScatter) p.gathered_alive = false;
-    if (k == StageKind::Backward) p.full_grad_alive = true;
+    if (k == StageKind::Backward) {
+      p.full_grad_alive = true;
+      p.backward_done.push_back(s.samples[static_cast<size_t>(i)].stage.layer);
+    }
     if (k == StageKind::ReduceScatter) p.full_grad_alive = false;
   }
-  p.where = at_peak ? "at rank 0's peak (after " + s.samples.at(static_cast<size_t>(sample)).stage.title + ")"
-                    : "between iterations";
+  const std::string after = "(after " + s.samples.at(static_cast<size_t>(sample)).stage.title + ")";
+  p.where = moment == Moment::Peak ? "at rank 0's peak " + after
+            : moment == Moment::AfterStage ? after : "between iterations";
   return p;
 }
 
@@ -207,9 +249,19 @@ std::vector<MemoryDifference> explain_differences(const MemoryComparison& c) {
   std::vector<MemoryDifference> out;
   for (const StrategyMemory& s : c.strategies) {
     if (s.persistent.empty() || s.samples.empty()) continue;
-    explain_point(c, make_point(c, s, static_cast<int>(s.samples.size()) - 1, false), out);
-    explain_point(c, make_point(c, s, s.peak_sample.at(0), true), out);
+    explain_point(c, make_point(c, s, static_cast<int>(s.samples.size()) - 1, Moment::BetweenIterations), out);
+    explain_point(c, make_point(c, s, s.peak_sample.at(0), Moment::Peak), out);
   }
+  return out;
+}
+
+std::vector<MemoryDifference> explain_stage(const MemoryComparison& c, StrategyKind kind, int sample) {
+  const StrategyMemory& s = c.of(kind);
+  check(sample >= 0 && sample < static_cast<int>(s.samples.size()),
+        "stage " + std::to_string(sample) + " is not one of the " + std::to_string(s.samples.size()) + " measured",
+        ErrorClass::IndexError);
+  std::vector<MemoryDifference> out;
+  explain_point(c, make_point(c, s, sample, Moment::AfterStage), out);
   return out;
 }
 
