@@ -77,7 +77,7 @@ std::vector<double> time_strategies(const course::MemoryComparison& c, int iters
 
 void print_header(const course::MemoryComparison& c) {
   const course::MemoryFormula& f = c.formula;
-  std::cout << strf("dpv bench memory: %s on %s, global batch %lld, %s; Psi = %lld parameters (L = %lld padded "
+  std::cout << strf("dpv bench memory: %s on %s, global batch %lld, %s; Ψ = %lld parameters (L = %lld padded "
                     "for W = %d), %g bytes each; bytes per rank at stage boundaries\n",
                     c.run.model ? "model" : c.run.preset.c_str(), c.run.devices.c_str(),
                     static_cast<long long>(c.batch), optimizer_class_name(c.run.optimizer.kind),
