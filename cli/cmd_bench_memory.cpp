@@ -18,6 +18,7 @@
 #include "cli/optimizer_options.h"
 #include "cli/output_paths.h"
 #include "cli/size_checks.h"
+#include "cli/stage_totals.h"
 #include "course/zero_memory.h"
 #include "engine/ddp/ddp.h"
 #include "engine/io/atomic_file.h"
@@ -53,9 +54,17 @@ nlohmann::ordered_json parts_json(const MemoryBreakdown& m) {
   return j;
 }
 
+// One strategy's step time: seconds per step (best round) and, from observed iterations after
+// the timed ones, the milliseconds per step of each stage kind.
+struct StrategyTime {
+  double seconds = 0;
+  std::vector<std::pair<std::string, double>> stage_ms;  // stage kind name, ms per step (plan order)
+};
+
 // Seconds per step of each strategy on the comparison's model, devices and batch: warm-up, then
-// the best of three rounds (the same timing `dpv bench` gives DDP).
-std::vector<double> time_strategies(const course::MemoryComparison& c, int iters) {
+// the best of three rounds (the same timing `dpv bench` gives DDP); then as many observed
+// iterations for the time per stage, so the observer does not slow the timed ones.
+std::vector<StrategyTime> time_strategies(const course::MemoryComparison& c, int iters) {
   const ModelSpec spec = c.run.model_spec();
   const Dataset data = make_data_for_model(spec, c.batch, c.run.seed + 1);
   const TensorMap state = Model(spec).initial_state(c.run.seed);
@@ -63,16 +72,25 @@ std::vector<double> time_strategies(const course::MemoryComparison& c, int iters
   timing.warmup = 2;  // construction, then DDP's bucket rebuild
   timing.rounds = std::min(3, iters);
   timing.per_round = std::max(1, iters / timing.rounds);
-  std::vector<double> seconds;
+  std::vector<StrategyTime> times;
   for (const course::StrategyMemory& s : c.strategies) {
     RunSpec run = c.run;
     run.strategy = s.strategy;
     const std::unique_ptr<Strategy> strategy = make_strategy(run, DeviceSet::create(run.devices), &state);
     auto* trainer = dynamic_cast<DdpTrainer*>(strategy.get());
     check(trainer != nullptr, std::string(strategy_name(s.strategy)) + " was built without DDP's ranks");
-    seconds.push_back(time_ddp_steps(*trainer, data.inputs, data.targets, timing));
+    StrategyTime t;
+    t.seconds = time_ddp_steps(*trainer, data.inputs, data.targets, timing);
+    StageTotals stages;
+    for (int i = 0; i < iters; ++i) DdpIteration(*trainer, data.inputs, data.targets, &stages).run_to_end();
+    for (const course::MemorySample& sample : s.samples) {
+      const std::string name = stage_kind_name(sample.stage.kind);
+      const bool listed = std::any_of(t.stage_ms.begin(), t.stage_ms.end(), [&](const auto& p) { return p.first == name; });
+      if (!listed) t.stage_ms.emplace_back(name, 1e3 * stages.seconds[static_cast<size_t>(sample.stage.kind)] / iters);
+    }
+    times.push_back(std::move(t));
   }
-  return seconds;
+  return times;
 }
 
 void print_header(const course::MemoryComparison& c) {
@@ -91,10 +109,16 @@ void print_header(const course::MemoryComparison& c) {
                       f.mixed_for_strategy(s.strategy));
 }
 
-void print_strategy(const course::MemoryComparison& c, const course::StrategyMemory& s, double seconds) {
+void print_strategy(const course::MemoryComparison& c, const course::StrategyMemory& s, const StrategyTime& time) {
   std::cout << "\n" << strategy_short_name(s.strategy) << " (" << strategy_name(s.strategy) << ")";
-  if (seconds > 0) std::cout << strf(", %.3f ms/step", 1e3 * seconds);
-  std::cout << "\n"
+  if (time.seconds > 0) std::cout << strf(", %.3f ms/step", 1e3 * time.seconds);
+  std::cout << "\n";
+  if (!time.stage_ms.empty()) {
+    std::cout << "  ms per step by stage:";
+    for (const auto& [name, ms] : time.stage_ms) std::cout << strf(" %s %.3f", name.c_str(), ms);
+    std::cout << "\n";
+  }
+  std::cout
             << strf("%4s %-10s %10s", "rank", "point", "total");
   for (const Part& p : kParts) std::cout << strf(" %11s", p.name);
   std::cout << strf(" %11s %11s  %s\n", "model state", "formula", "stage");
@@ -119,14 +143,19 @@ void print_strategy(const course::MemoryComparison& c, const course::StrategyMem
 }
 
 nlohmann::ordered_json strategy_json(const course::MemoryComparison& c, const course::StrategyMemory& s,
-                                     double seconds) {
+                                     const StrategyTime& time) {
   nlohmann::ordered_json j;
   j["strategy"] = strategy_short_name(s.strategy);
   j["name"] = strategy_name(s.strategy);
   j["zero_stage"] = zero_stage(s.strategy);
   j["formula_bytes"] = c.formula.for_strategy(s.strategy);
   j["mixed_formula_bytes"] = c.formula.mixed_for_strategy(s.strategy);
-  if (seconds > 0) j["ms_per_step"] = 1e3 * seconds;
+  if (time.seconds > 0) {
+    j["ms_per_step"] = 1e3 * time.seconds;
+    nlohmann::ordered_json stages = nlohmann::ordered_json::object();
+    for (const auto& [name, ms] : time.stage_ms) stages[name] = ms;
+    j["stage_ms_per_step"] = stages;
+  }
   j["ranks"] = nlohmann::ordered_json::array();
   for (size_t r = 0; r < s.persistent.size(); ++r)
     j["ranks"].push_back({{"rank", r},
@@ -151,7 +180,7 @@ nlohmann::ordered_json strategy_json(const course::MemoryComparison& c, const co
   return j;
 }
 
-nlohmann::ordered_json comparison_json(const course::MemoryComparison& c, const std::vector<double>& seconds) {
+nlohmann::ordered_json comparison_json(const course::MemoryComparison& c, const std::vector<StrategyTime>& times) {
   nlohmann::ordered_json j;
   j["model"] = c.run.model ? "model" : c.run.preset;
   j["devices"] = c.run.devices;
@@ -169,7 +198,7 @@ nlohmann::ordered_json comparison_json(const course::MemoryComparison& c, const 
                   {"mixed_optimizer_bytes", f.mixed_optimizer_bytes}};
   j["strategies"] = nlohmann::ordered_json::array();
   for (size_t i = 0; i < c.strategies.size(); ++i)
-    j["strategies"].push_back(strategy_json(c, c.strategies[i], i < seconds.size() ? seconds[i] : 0));
+    j["strategies"].push_back(strategy_json(c, c.strategies[i], i < times.size() ? times[i] : StrategyTime{}));
   return j;
 }
 
@@ -183,11 +212,12 @@ void run_memory_bench(MemoryBenchOptions o) {
                    batch_given ? "--batch " + std::to_string(o.run.batch)
                                : "the preset's batch of " + std::to_string(o.run.batch));
   const course::MemoryComparison c = course::compare_memory(o.run);
-  const std::vector<double> seconds = o.timing_iters > 0 ? time_strategies(c, o.timing_iters) : std::vector<double>{};
+  const std::vector<StrategyTime> times =
+      o.timing_iters > 0 ? time_strategies(c, o.timing_iters) : std::vector<StrategyTime>(c.strategies.size());
   print_header(c);
-  for (size_t i = 0; i < c.strategies.size(); ++i) print_strategy(c, c.strategies[i], i < seconds.size() ? seconds[i] : 0);
+  for (size_t i = 0; i < c.strategies.size(); ++i) print_strategy(c, c.strategies[i], times.at(i));
   if (!o.json.empty()) {
-    write_file_atomic(o.json, comparison_json(c, seconds).dump(1) + "\n");
+    write_file_atomic(o.json, comparison_json(c, times).dump(1) + "\n");
     std::cout << "JSON -> " << o.json << "\n";
   }
 }

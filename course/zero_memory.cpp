@@ -69,6 +69,30 @@ StrategyMemory measure_strategy(const RunSpec& run, StrategyKind kind, const Dat
   return m;
 }
 
+// Rank 0's model state (buffers left out: they do not grow with the parameters) split as the
+// strategy holds it: whole on every rank, sharded over the ranks, and what is alive only during
+// the iteration beyond what stays between iterations (the gathered parameter, the full gradient).
+struct StateSplit {
+  double whole = 0, sharded = 0, transient = 0;
+};
+
+StateSplit split_state(const MemoryComparison& c, const StrategyMemory& s) {
+  const MemoryBreakdown& p = s.persistent.at(0);
+  StateSplit split;
+  const double params = static_cast<double>(p.parameters - c.buffer_bytes);
+  const double grads = static_cast<double>(p.gradients), optim = static_cast<double>(p.optimizer);
+  switch (zero_stage(s.strategy)) {
+    case 0: split.whole = params + grads + optim; break;
+    case 1: split.whole = params + grads; split.sharded = optim; break;
+    default: split.sharded = params + grads + optim; break;
+  }
+  split.whole += static_cast<double>(p.buckets + p.gathered);
+  int64_t most = 0;
+  for (const MemorySample& sample : s.samples) most = std::max(most, model_state_bytes(sample.ranks.at(0)));
+  split.transient = static_cast<double>(std::max<int64_t>(0, most - model_state_bytes(p)));
+  return split;
+}
+
 }  // namespace
 
 int64_t model_state_bytes(const MemoryBreakdown& m) {
@@ -154,34 +178,6 @@ MemoryComparison compare_memory(const RunSpec& run) {
   c.differences = explain_differences(c);
   return c;
 }
-
-namespace {
-
-// Rank 0's model state (buffers left out: they do not grow with the parameters) split as the
-// strategy holds it: whole on every rank, sharded over the ranks, and what is alive only during
-// the iteration beyond what stays between iterations (the gathered parameter, the full gradient).
-struct StateSplit {
-  double whole = 0, sharded = 0, transient = 0;
-};
-
-StateSplit split_state(const MemoryComparison& c, const StrategyMemory& s) {
-  const MemoryBreakdown& p = s.persistent.at(0);
-  StateSplit split;
-  const double params = static_cast<double>(p.parameters - c.buffer_bytes);
-  const double grads = static_cast<double>(p.gradients), optim = static_cast<double>(p.optimizer);
-  switch (zero_stage(s.strategy)) {
-    case 0: split.whole = params + grads + optim; break;
-    case 1: split.whole = params + grads; split.sharded = optim; break;
-    default: split.sharded = params + grads + optim; break;
-  }
-  split.whole += static_cast<double>(p.buckets + p.gathered);
-  int64_t most = 0;
-  for (const MemorySample& sample : s.samples) most = std::max(most, model_state_bytes(sample.ranks.at(0)));
-  split.transient = static_cast<double>(std::max<int64_t>(0, most - model_state_bytes(p)));
-  return split;
-}
-
-}  // namespace
 
 std::vector<FitEstimate> what_fits(const MemoryComparison& measured, int64_t parameters, int world, double gpu_bytes) {
   check(parameters >= 1, "what fits needs at least one parameter, got " + std::to_string(parameters),

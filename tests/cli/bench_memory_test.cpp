@@ -92,7 +92,15 @@ TEST_F(BenchMemory, TimingAddsMillisecondsPerStep) {
                                "--json", json});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("ms/step"), std::string::npos) << r.out;
-  for (const auto& s : read_json(json).at("strategies")) EXPECT_GT(s.at("ms_per_step").get<double>(), 0);
+  EXPECT_NE(r.out.find("ms per step by stage:"), std::string::npos) << r.out;
+  for (const auto& s : read_json(json).at("strategies")) {
+    EXPECT_GT(s.at("ms_per_step").get<double>(), 0);
+    // Every stage kind of the strategy's plan, ZeRO's own included (cli/stage_totals.h counts them).
+    const auto& stages = s.at("stage_ms_per_step");
+    EXPECT_TRUE(stages.contains("forward")) << stages;
+    if (s.at("strategy") == "ZeRO-1") EXPECT_TRUE(stages.contains("broadcast_params")) << stages;
+    if (s.at("strategy") == "ZeRO-3") EXPECT_TRUE(stages.contains("free_params")) << stages;
+  }
 }
 
 TEST_F(BenchMemory, FlagErrors) {
