@@ -98,8 +98,12 @@ TEST_F(BenchMemory, TimingAddsMillisecondsPerStep) {
     // Every stage kind of the strategy's plan, ZeRO's own included (cli/stage_totals.h counts them).
     const auto& stages = s.at("stage_ms_per_step");
     EXPECT_TRUE(stages.contains("forward")) << stages;
-    if (s.at("strategy") == "ZeRO-1") EXPECT_TRUE(stages.contains("broadcast_params")) << stages;
-    if (s.at("strategy") == "ZeRO-3") EXPECT_TRUE(stages.contains("free_params")) << stages;
+    if (s.at("strategy") == "ZeRO-1") {
+      EXPECT_TRUE(stages.contains("broadcast_params")) << stages;
+    }
+    if (s.at("strategy") == "ZeRO-3") {
+      EXPECT_TRUE(stages.contains("free_params")) << stages;
+    }
   }
 }
 
