@@ -76,17 +76,20 @@ struct StateSplit {
   double whole = 0, sharded = 0, transient = 0;
 };
 
+// The sharded part is every rank's share added up: rank 0's alone times W would carry its uneven
+// ZeRO-1 share (whole parameters) into a model size where the partition is close to even.
 StateSplit split_state(const MemoryComparison& c, const StrategyMemory& s) {
   const MemoryBreakdown& p = s.persistent.at(0);
   StateSplit split;
+  const int stage = zero_stage(s.strategy);
   const double params = static_cast<double>(p.parameters - c.buffer_bytes);
-  const double grads = static_cast<double>(p.gradients), optim = static_cast<double>(p.optimizer);
-  switch (zero_stage(s.strategy)) {
-    case 0: split.whole = params + grads + optim; break;
-    case 1: split.whole = params + grads; split.sharded = optim; break;
-    default: split.sharded = params + grads + optim; break;
+  split.whole = static_cast<double>(p.buckets + p.gathered);
+  split.whole += stage <= 1 ? params + static_cast<double>(p.gradients) : 0;
+  split.whole += stage == 0 ? static_cast<double>(p.optimizer) : 0;
+  for (const MemoryBreakdown& r : s.persistent) {
+    if (stage >= 1) split.sharded += static_cast<double>(r.optimizer);
+    if (stage >= 2) split.sharded += static_cast<double>(r.parameters - c.buffer_bytes + r.gradients);
   }
-  split.whole += static_cast<double>(p.buckets + p.gathered);
   int64_t most = 0;
   for (const MemorySample& sample : s.samples) most = std::max(most, model_state_bytes(sample.ranks.at(0)));
   split.transient = static_cast<double>(std::max<int64_t>(0, most - model_state_bytes(p)));
@@ -190,9 +193,9 @@ std::vector<FitEstimate> what_fits(const MemoryComparison& measured, int64_t par
   std::vector<FitEstimate> out;
   for (const StrategyMemory& s : measured.strategies) {
     const StateSplit split = split_state(measured, s);
-    // The sharded part was 1/W_measured of the whole: per parameter it costs sharded * W / Ψ.
+    // The sharded part, all ranks' shares together, is spread over `world` GPUs.
     const double per_param_whole = (split.whole + split.transient) / psi;
-    const double per_param_sharded = split.sharded * measured.world / psi;
+    const double per_param_sharded = split.sharded / psi;
     FitEstimate f;
     f.strategy = s.strategy;
     f.bytes_per_gpu = target * per_param_whole + target * per_param_sharded / world;

@@ -100,13 +100,13 @@ std::vector<MemoryDifference> explain_stage(const MemoryComparison& c, StrategyK
 // measures the second. dpv::Error for a bad run description.
 MemoryComparison compare_memory(const RunSpec& run);
 
-// "What fits": rank 0's measured model state per parameter (buffers, the batch and activations
-// left out), split as the strategy holds it: whole on every rank (DDP: all of it; ZeRO-1:
-// parameters, gradients, buckets), sharded over the ranks (ZeRO-1: optimizer state; ZeRO-2/3:
-// the parameter, gradient and state slices, costing W_measured times their bytes per parameter),
-// and what the iteration adds beyond that at rank 0's largest model state (FSDP's gathered
-// parameter and full flat gradient, whole), scaled to `parameters` over `world` GPUs of
-// `gpu_bytes` each. A formula, not a run: `is_formula` says so for the page to print.
+// "What fits": the measured model state per parameter (buffers, the batch and activations left
+// out), split as the strategy holds it: whole on every rank (rank 0's; DDP: all of it; ZeRO-1:
+// parameters, gradients, buckets), sharded (ZeRO-1: optimizer state; ZeRO-2/3: the parameter,
+// gradient and state slices; every rank's share added up, then spread evenly over `world`), and
+// what the iteration adds at rank 0's largest model state (FSDP's gathered parameter and full flat
+// gradient, whole), scaled to `parameters` over `world` GPUs of `gpu_bytes` each. A formula, not
+// a run: `is_formula` says so for the page to print.
 struct FitEstimate {
   StrategyKind strategy;
   double bytes_per_gpu = 0;   // model state per GPU

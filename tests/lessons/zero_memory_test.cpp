@@ -290,7 +290,14 @@ TEST(ZeroMemory, WhatFitsGrowsWithTheModelAndShrinksWithTheGpus) {
     EXPECT_GT(one[1].bytes_per_gpu, eight[1].bytes_per_gpu);
     EXPECT_GT(eight[0].bytes_per_gpu, eight[1].bytes_per_gpu);
     // DDP: 20 bytes per parameter (4 parameter, 4 gradient, 8 Adam, 4 buckets), measured.
-    EXPECT_NEAR(eight[0].bytes_per_gpu, 20.0 * static_cast<double>(params), 1e-6 * static_cast<double>(params));
+    const double p = static_cast<double>(params);
+    EXPECT_NEAR(eight[0].bytes_per_gpu, 20.0 * p, 1e-6 * p);
+    // ZeRO-1: 12 whole (parameter, gradient, buckets) and Adam's 8 spread over the GPUs, whatever
+    // share the greedy partition gave rank 0 of the small model (27 of 51 elements).
+    EXPECT_NEAR(eight[1].bytes_per_gpu, (12.0 + 8.0 / 8) * p, 1e-6 * p);
+    // ZeRO-3: the slices (4 + 4 + 8, padded 52/51) spread over the GPUs, plus the gathered flat
+    // parameter and the backward's full flat gradient (4 + 4 bytes, padded) that rank 0 holds at once.
+    EXPECT_NEAR(eight[3].bytes_per_gpu, (16.0 / 8 + 8.0) * 52 / 51 * p, 1e-6 * p);
   }
   EXPECT_THROW(what_fits(c, 0, 8, gpu), Error);
   EXPECT_THROW(what_fits(c, 10, 0, gpu), Error);
