@@ -9,6 +9,7 @@
 
 #include "course/scenario_support.h"
 #include "engine/error.h"
+#include "engine/number_text.h"
 #include "engine/zero/zero_output.h"
 
 namespace dpv::course::detail {
@@ -190,10 +191,10 @@ ScenarioResult run_zero_layout(const Params& p) {
     r.answer_value = std::to_string(layout.shard_numel());
   } else {  // divide
     const DivideFactors divide = fsdp_divide_factors(world);
-    r.lines.push_back("The gradient is divided by " + ratio_text(divide.pre) + " before the reduce-scatter and by " +
-                      ratio_text(divide.post) + " after it: " + ratio_text(divide.pre) + " × " + ratio_text(divide.post) +
-                      " = " + std::to_string(world) + ", so the slice holds the mean over the ranks.");
-    r.answer_value = std::to_string(std::lround(divide.pre)) + "," + std::to_string(std::lround(divide.post));
+    const std::string pre = shortest_text(divide.pre), post = shortest_text(divide.post);
+    r.lines.push_back("The gradient is divided by " + pre + " before the reduce-scatter and by " + post + " after it: " +
+                      pre + " × " + post + " = " + std::to_string(world) + ", so the slice holds the mean over the ranks.");
+    r.answer_value = pre + "," + post;
   }
   return r;
 }
