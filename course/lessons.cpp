@@ -94,8 +94,8 @@ const std::vector<std::string>& ddp_stage_lesson_names() {
 }
 
 const std::vector<std::string>& zero_stage_lesson_names() {
-  static const std::vector<std::string> names = {"gather_params", "free_params", "reduce_scatter", "broadcast_params",
-                                                 "step"};
+  static const std::vector<std::string> names = {"gather_params", "free_params",      "backward",
+                                                 "reduce_scatter", "broadcast_params", "step"};
   return names;
 }
 

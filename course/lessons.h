@@ -23,8 +23,8 @@ const std::vector<std::string>& ddp_stage_lesson_names();
 const std::vector<std::string>& ddp_topic_lesson_names();
 
 // The sharded strategies' stages with a lesson "zero/stages/<name>" (gather_params, free_params,
-// reduce_scatter, broadcast_params, step: the dpv::stage_kind_name of the stages ZeRO adds or
-// changes; the others are DDP's own lessons).
+// backward, reduce_scatter, broadcast_params, step: the dpv::stage_kind_name of the stages ZeRO adds
+// or changes; the others are DDP's own lessons).
 const std::vector<std::string>& zero_stage_lesson_names();
 // ZeRO and FSDP topic lessons under zero/: "overview", "zero1", "fsdp", "memory".
 const std::vector<std::string>& zero_topic_lesson_names();

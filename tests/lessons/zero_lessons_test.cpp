@@ -172,6 +172,10 @@ void check_lesson(const std::string& stage, const std::string& text, const Lesso
   if (stage == "step") {
     EXPECT_EQ(contains(text, "keeps no state"), f.optimizer_states.empty()) << text;
   }
+  if (stage == "backward") {
+    EXPECT_EQ(contains(text, "bucket times 1/W"), f.zero_stage == 1) << text;
+    EXPECT_EQ(contains(text, "flat gradient of " + std::to_string(f.flat_padded_numel) + " elements"), f.zero_stage >= 2) << text;
+  }
 }
 
 void walk(const Case& c) {
@@ -206,8 +210,10 @@ void walk(const Case& c) {
       check_lesson(stage, rendered("zero/stages/" + stage, f), f);
       ++lessons_shown;
     }
-    // ZeRO-1: step, broadcast; ZeRO-2: gather, reduce-scatter, step; ZeRO-3: also free, gather again.
-    EXPECT_EQ(lessons_shown, c.stage == 1 ? 2 : c.stage == 2 ? 3 : 5);
+    // Every backward layer; ZeRO-1: step, broadcast; ZeRO-2: gather, reduce-scatter, step; ZeRO-3: also
+    // free, gather again.
+    const int layers = Model(spec.model_spec()).num_layers();
+    EXPECT_EQ(lessons_shown, layers + (c.stage == 1 ? 2 : c.stage == 2 ? 3 : 5));
   }
 }
 
