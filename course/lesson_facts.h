@@ -56,6 +56,36 @@ struct LessonFacts {
   bool buckets_rebuilt = false;      // the one rebuild in gradient-ready order has happened
   int64_t bucket_cap_bytes = 0;      // bucket_cap_mb in bytes
   int64_t first_bucket_bytes = 0;    // dist._DEFAULT_FIRST_BUCKET_BYTES
+  // The sharded strategies on DDP's ranks (ZeRO-1: ZeroRedundancyOptimizer; ZeRO-2/3: FSDP's
+  // SHARD_GRAD_OP and FULL_SHARD); zero_stage 0 under DataParallel and DDP, where the rest stay 0.
+  int zero_stage = 0;
+  std::string optimizer;                      // DDP and ZeRO: each rank's torch.optim class, "Adam"
+  std::vector<std::string> optimizer_states;  // its state tensors shaped like a parameter ("exp_avg", "exp_avg_sq")
+  bool optimizer_step_counts = false;         // Adam/AdamW also keep a "step" per parameter
+  int64_t param_numel = 0;                    // Ψ: the model's parameter elements
+  int param_count = 0;                        // the model's parameter tensors
+  int64_t element_bytes = 0;                  // bytes per element of the model's dtype
+  // ZeRO-1: ZeroRedundancyOptimizer's greedy partition, read from rank 0's (the same on every rank).
+  std::vector<std::string> rank0_owned;       // the parameters rank 0 steps, in partition order
+  int64_t rank0_owned_numel = 0;
+  // ZeRO-2/3: the flat parameter (rank 0's FlatLayout, the same on every rank).
+  int64_t flat_numel = 0;                     // the parameters' elements in it
+  int64_t flat_padded_numel = 0;              // L: rounded up to a multiple of W
+  int64_t shard_numel = 0;                    // L / W: each rank's slice
+  int64_t last_shard_padding = 0;             // zeros at the end of the last rank's slice
+  double pre_divide = 0, post_divide = 0;     // FSDP's gradient pre- and post-divide factors (W = 3: 2, 1.5)
+  int gathers_per_step = 0;                   // all-gathers of the flat parameter per iteration (1 or 2)
+  // One collective's size as nccl-tests counts it (CollectiveReport::bytes), from the layout:
+  // FSDP's all-gather and reduce-scatter of the flat parameter, L × element bytes; DDP's
+  // all-reduce of every gradient, Ψ × element bytes.
+  int64_t flat_bytes = 0;
+  int64_t allreduce_bytes = 0;
+  // The stage just run (lesson_facts_after, from rank 0's CollectiveReports in its event): how
+  // many collectives of each kind and their bytes (nccl-tests size, summed).
+  int stage_collectives = 0;
+  int64_t stage_bytes = 0;
+  int stage_index = -1;                       // the stage's position in the plan (-1 before any)
+  int backward_gather_index = -1;             // ZeRO-3: the plan position of the all-gather before the backward
   // Simulated devices and the host's cores.
   bool simulated = false;            // CPU devices standing in for GPUs
   int host_cores = 0;
@@ -70,7 +100,8 @@ LessonFacts lesson_facts(const RunSpec& spec, const Strategy& strategy, const St
 
 // The facts as they stand after the stage `event` of the same iteration: DDP's bucket facts follow
 // rank 0's reducer as the event reports it (the rebuild happens at the second iteration's first
-// forward). An event without rank snapshots leaves the facts as they were.
+// forward; an event without rank snapshots leaves them as they were); the stage's collectives and
+// bytes are the event's.
 LessonFacts lesson_facts_after(LessonFacts facts, const StageEvent& event);
 
 // One fact as the templates see it: a condition (bool) or a value (number or text).

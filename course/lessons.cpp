@@ -93,6 +93,17 @@ const std::vector<std::string>& ddp_stage_lesson_names() {
   return names;
 }
 
+const std::vector<std::string>& zero_stage_lesson_names() {
+  static const std::vector<std::string> names = {"gather_params", "free_params",      "backward",
+                                                 "reduce_scatter", "broadcast_params", "step"};
+  return names;
+}
+
+const std::vector<std::string>& zero_topic_lesson_names() {
+  static const std::vector<std::string> names = {"overview", "zero1", "fsdp", "memory"};
+  return names;
+}
+
 const std::vector<std::string>& lesson_ids() {
   static const std::vector<std::string> ids = [] {
     std::vector<std::string> v = {"intro"};
@@ -101,6 +112,8 @@ const std::vector<std::string>& lesson_ids() {
     v.push_back("batchnorm-lab");
     v.push_back("timeline");
     for (const auto& s : ddp_topic_lesson_names()) v.push_back("ddp/" + s);
+    for (const auto& s : zero_stage_lesson_names()) v.push_back("zero/stages/" + s);
+    for (const auto& s : zero_topic_lesson_names()) v.push_back("zero/" + s);
     return v;
   }();
   return ids;

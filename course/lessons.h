@@ -11,7 +11,7 @@ namespace dpv::course {
 std::string load_lesson(const std::string& lessons_dir, const std::string& id);
 
 // Every lesson the app expects: "intro", "stages/scatter", ..., "ddp/stages/construct", ...,
-// "batchnorm-lab", "timeline", "ddp/sampler", ...
+// "batchnorm-lab", "timeline", "ddp/sampler", ..., "zero/stages/gather_params", ..., "zero/overview", ...
 const std::vector<std::string>& lesson_ids();
 // Stage lesson ids in the order of the DataParallel plan ("scatter", ..., "step").
 const std::vector<std::string>& stage_lesson_names();
@@ -21,6 +21,13 @@ const std::vector<std::string>& ddp_stage_lesson_names();
 
 // DDP topic lessons under ddp/: "sampler", "buckets", "ring", "dp-vs-ddp", "faults".
 const std::vector<std::string>& ddp_topic_lesson_names();
+
+// The sharded strategies' stages with a lesson "zero/stages/<name>" (gather_params, free_params,
+// backward, reduce_scatter, broadcast_params, step: the dpv::stage_kind_name of the stages ZeRO adds
+// or changes; the others are DDP's own lessons).
+const std::vector<std::string>& zero_stage_lesson_names();
+// ZeRO and FSDP topic lessons under zero/: "overview", "zero1", "fsdp", "memory".
+const std::vector<std::string>& zero_topic_lesson_names();
 
 // Tries to load every lesson of lesson_ids(); returns one message per lesson that fails.
 std::vector<std::string> check_lessons(const std::string& lessons_dir);

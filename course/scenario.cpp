@@ -245,6 +245,23 @@ const std::map<std::string, TypeSpec>& type_specs() {
          {"preset", Kind::Text, false}},
         {"final_weights", "checkpoint_contents"},
         run_ddp_resume}},
+      // ZeRO on DDP's ranks: ZeroRedundancyOptimizer (stage 1), FSDP SHARD_GRAD_OP (2), FULL_SHARD (3).
+      {"zero_layout",
+       {{{"devices", Kind::Int, true}, {"batch", Kind::Int, true}, {"stage", Kind::Int, true},
+         {"model", Kind::Object, false}, {"preset", Kind::Text, false}, {"rank", Kind::Int, false},
+         {"param", Kind::Text, false}},
+        {"owned_count", "owner", "broadcasts", "padding", "shard_numel", "divide"},
+        run_zero_layout}},
+      {"zero_traffic",
+       {{{"devices", Kind::Int, true}, {"batch", Kind::Int, true}, {"stage", Kind::Int, true},
+         {"model", Kind::Object, false}, {"preset", Kind::Text, false}},
+        {"vs_ddp", "zero3_vs_zero2"},
+        run_zero_traffic}},
+      {"zero_state",
+       {{{"devices", Kind::Int, true}, {"batch", Kind::Int, true}, {"stage", Kind::Int, true},
+         {"model", Kind::Object, false}, {"preset", Kind::Text, false}, {"optimizer", Kind::Text, false}},
+        {"persistent", "vs_ddp", "padding_state", "grad_shards"},
+        run_zero_state}},
   };
   return specs;
 }
@@ -312,6 +329,7 @@ std::string check_params(const TypeSpec& spec, const json& p) {
   if (outside("features", 1, 64)) return "'features' must be between 1 and 64";
   if (outside("dataset", 1, 100000)) return "'dataset' must be between 1 and 100000";
   if (outside("rank", 0, 7)) return "'rank' must be between 0 and 7";
+  if (outside("stage", 0, 3)) return "'stage' must be 0 (DDP), 1, 2 or 3 (the ZeRO stage)";
   if (outside("steps", 2, 20)) return "'steps' must be between 2 and 20";
   if (outside("resume_after", 1, 19)) return "'resume_after' must be between 1 and 19";
   if (p.contains("resume_after") && p.contains("steps") && p.at("resume_after").get<int64_t>() >= p.at("steps").get<int64_t>())

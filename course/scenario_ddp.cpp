@@ -22,17 +22,6 @@ std::string number(double v, int precision = 6) {
   return o.str();
 }
 
-// The global batch the DDP scenarios train on: rows of the model's input width, targets in its classes.
-struct Batch {
-  Tensor input, target;
-};
-Batch ddp_batch(const ModelSpec& spec, int batch, uint64_t seed) {
-  check(!spec.layers.empty() && spec.layers.front().kind == LayerKind::Linear,
-        "this scenario needs a model whose first layer is linear (it feeds rows of features)", ErrorClass::ValueError);
-  const Shape shape = {batch, spec.layers.front().in_features};
-  return {make_input(shape, spec.dtype, seed), make_targets(batch, model_classes(spec, shape), seed)};
-}
-
 // One device, one iteration with `lr` on rows `rows` of the batch (all rows when empty).
 std::unique_ptr<IterationRun> one_device(const ModelSpec& spec, const Batch& b, const std::vector<int64_t>& rows,
                                          double lr = 0.01) {
@@ -91,6 +80,13 @@ std::string shown_indices(const std::vector<int64_t>& v) {
 }
 
 }  // namespace
+
+Batch ddp_batch(const ModelSpec& spec, int batch, uint64_t seed) {
+  check(!spec.layers.empty() && spec.layers.front().kind == LayerKind::Linear,
+        "this scenario needs a model whose first layer is linear (it feeds rows of features)", ErrorClass::ValueError);
+  const Shape shape = {batch, spec.layers.front().in_features};
+  return {make_input(shape, spec.dtype, seed), make_targets(batch, model_classes(spec, shape), seed)};
+}
 
 ScenarioResult run_sampler(const Params& p) {
   const int world = p.integer("devices");

@@ -77,6 +77,29 @@ struct DdpRun {
 std::unique_ptr<DdpRun> run_ddp(int devices, const ModelSpec& spec, const Tensor& input, const Tensor& target,
                                 const DdpOptions& options, int iterations = 1, uint64_t seed = 7);
 
+// The global batch the DDP and ZeRO scenarios train on: rows of the model's input width (its first
+// layer must be Linear), targets in its classes (scenario_ddp.cpp).
+struct Batch {
+  Tensor input, target;
+};
+Batch ddp_batch(const ModelSpec& spec, int batch, uint64_t seed);
+
+// DDP (stage 0) or ZeRO-`stage` (1: ZeroRedundancyOptimizer, 2: FSDP SHARD_GRAD_OP, 3: FULL_SHARD) on
+// "cpu:<devices>": `iterations` iterations on the same global batch, the last one recorded stage by
+// stage with every rank's memory by kind (scenario_zero.cpp). Engine errors propagate.
+struct ZeroRun {
+  std::shared_ptr<DeviceSet> devices;
+  std::unique_ptr<DdpTrainer> trainer;
+  Recorder recorder;  // the last iteration's stage events
+};
+std::unique_ptr<ZeroRun> run_zero(int devices, const ModelSpec& spec, const Batch& batch, int stage,
+                                  const OptimizerSettings& optimizer, int iterations = 1);
+// The scenarios' optimizer: "sgd" (momentum 0.9), "adam" (the default) or "adamw".
+OptimizerSettings zero_optimizer(const Params& p);
+// The model's parameters after the run, put together on the host: rank 0's own under DDP and
+// ZeRO-1 (the broadcast left every rank all of them), every rank's flat slice under FSDP.
+TensorMap full_parameters(const ZeroRun& run);
+
 // Rows `indices` of a host batch (input [N, ...] or int64 target [N]): what one rank trains on.
 Tensor take_rows(const Tensor& batch, const std::vector<int64_t>& indices);
 // max |a - b| over the names both maps hold (0 when none).
@@ -110,5 +133,10 @@ ScenarioResult run_ddp_memory(const Params& p);
 ScenarioResult run_ddp_buckets(const Params& p);
 // A restart from a checkpoint (scenario_ddp_resume.cpp).
 ScenarioResult run_ddp_resume(const Params& p);
+// ZeRO and FSDP: partition, flat layout and traffic (scenario_zero.cpp), what each rank holds
+// (scenario_zero_state.cpp).
+ScenarioResult run_zero_layout(const Params& p);
+ScenarioResult run_zero_traffic(const Params& p);
+ScenarioResult run_zero_state(const Params& p);
 
 }  // namespace dpv::course::detail

@@ -100,7 +100,8 @@ TEST(QuizContent, EveryQuestionIsComplete) {
 
 TEST(LessonContent, EveryLessonLoads) {
   EXPECT_TRUE(check_lessons(lessons_dir()).empty()) << joined(check_lessons(lessons_dir()));
-  EXPECT_EQ(lesson_ids().size(), 17u + ddp_stage_lesson_names().size());
+  EXPECT_EQ(lesson_ids().size(), 17u + ddp_stage_lesson_names().size() + zero_stage_lesson_names().size() +
+                                     zero_topic_lesson_names().size());
   EXPECT_NE(std::find(lesson_ids().begin(), lesson_ids().end(), "ddp/faults"), lesson_ids().end());
 }
 
@@ -148,8 +149,10 @@ TEST(QuizContent, DdpSectionHasTwelveEngineGradedQuestions) {
     ++ddp;
     SCOPED_TRACE(q.id);
     ASSERT_TRUE(q.scenario.has_value());
-    // Graded by a DDP run, not by a DataParallel scenario.
-    EXPECT_TRUE(q.scenario->type == "sampler" || q.scenario->type.rfind("ddp_", 0) == 0) << q.scenario->type;
+    // Graded by a run of DDP's ranks (DDP, or ZeRO on them), not by a DataParallel scenario.
+    EXPECT_TRUE(q.scenario->type == "sampler" || q.scenario->type.rfind("ddp_", 0) == 0 ||
+                q.scenario->type.rfind("zero_", 0) == 0)
+        << q.scenario->type;
   }
   EXPECT_GE(ddp, 12);
   EXPECT_GT(static_cast<int>(quiz.questions.size()) - ddp, 0) << "the DataParallel section is still there";
