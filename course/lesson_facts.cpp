@@ -79,12 +79,6 @@ void ddp_facts(LessonFacts& f, const DdpTrainer* trainer, const DdpIteration& dd
   }
 }
 
-std::vector<ParamExtent> param_extents(const Model& model) {
-  std::vector<ParamExtent> extents;
-  for (const auto& d : model.parameter_decls()) extents.push_back({d.name, d.shape, shape_numel(d.shape)});
-  return extents;
-}
-
 // The optimizer's facts, under DDP and ZeRO: the class and the state it keeps per parameter.
 void optimizer_facts(LessonFacts& f, const OptimizerSettings& optimizer) {
   f.optimizer = optimizer_class_name(optimizer.kind);

@@ -19,12 +19,6 @@ constexpr StrategyKind kCompared[] = {StrategyKind::DistributedDataParallel, Str
 
 int64_t listed_bytes(const MemoryBreakdown& m) { return m.total() - m.other; }
 
-std::vector<ParamExtent> extents_of(const Model& model) {
-  std::vector<ParamExtent> extents;
-  for (const auto& d : model.parameter_decls()) extents.push_back({d.name, d.shape, shape_numel(d.shape)});
-  return extents;
-}
-
 // Each rank's largest sample (by its listed tensors) and the last one.
 void read_peaks(StrategyMemory& m, int world) {
   const size_t w = static_cast<size_t>(world);
@@ -172,8 +166,8 @@ MemoryComparison compare_memory(const RunSpec& run) {
   for (const auto& d : model.parameter_decls()) c.parameters += shape_numel(d.shape);
   for (const auto& d : model.buffer_decls())
     c.buffer_bytes += shape_numel(d.shape) * static_cast<int64_t>(dtype_size(d.dtype));
-  c.flat = make_flat_layout(extents_of(model), c.world);
-  c.partition = zero1_partition(extents_of(model), c.world);
+  c.flat = make_flat_layout(param_extents(model), c.world);
+  c.partition = zero1_partition(param_extents(model), c.world);
   c.formula = memory_formula(c.parameters, c.world, spec.dtype, run.optimizer);
   const Dataset data = make_data_for_model(spec, c.batch, run.seed + 1);
   const TensorMap state = model.initial_state(run.seed);

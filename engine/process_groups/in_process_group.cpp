@@ -42,12 +42,22 @@ class InProcessHub {
     const Tensor* tensor = nullptr;
     int64_t numel = 0;
     DType dtype = DType::Float32;
+    const std::vector<Tensor*>* many = nullptr;  // broadcast_each: every buffer of the group
   };
 
   // Posts this rank's tensor and waits until every rank has posted; then checks they agree.
   void post_and_wait(int rank, const Tensor* t, const char* op) {
+    post_and_wait(rank, Post{t, t ? t->numel() : 0, t ? t->dtype() : DType::Float32}, op);
+  }
+  // Posts several buffers at once (numel: their total, dtype: the first's).
+  void post_many_and_wait(int rank, const std::vector<Tensor*>& many, const char* op) {
+    int64_t numel = 0;
+    for (const Tensor* t : many) numel += t->numel();
+    post_and_wait(rank, Post{nullptr, numel, many.empty() ? DType::Float32 : many[0]->dtype(), &many}, op);
+  }
+  void post_and_wait(int rank, const Post& post, const char* op) {
     // Each rank writes only its own slot; the barrier publishes it to the others.
-    posted_[static_cast<size_t>(rank)] = {t, t ? t->numel() : 0, t ? t->dtype() : DType::Float32};
+    posted_[static_cast<size_t>(rank)] = post;
     wait_all();
     const Post& first = posted_[0];
     for (int w = 1; w < world_size_; ++w) {
@@ -59,6 +69,7 @@ class InProcessHub {
     }
   }
   const Tensor& posted(int rank) const { return *posted_[static_cast<size_t>(rank)].tensor; }
+  const Tensor& posted(int rank, size_t index) const { return *posted_[static_cast<size_t>(rank)].many->at(index); }
 
   // Every rank of the group meets here. Throws once the hub is aborted. A ring all-reduce passes
   // 2 world - 1 of these, so it is a spinning barrier (engine/spin_wait.h): microseconds per step, no
@@ -157,6 +168,33 @@ class InProcessGroup final : public ProcessGroup {
     r.seconds = seconds_since(t0);
     finish_report(r);
     return r;
+  }
+
+  // Every rank posts its list once, copies each buffer from its root, and meets the others once
+  // more: two barriers for the whole group instead of two per buffer.
+  std::vector<CollectiveReport> broadcast_each(const std::vector<Tensor*>& bufs, const std::vector<int>& roots) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    check(bufs.size() == roots.size(), "broadcast_each: one root per buffer");
+    for (int root : roots) check(root >= 0 && root < size(), "broadcast: invalid root " + std::to_string(root));
+    hub_->post_many_and_wait(rank_, bufs, "broadcast");
+    for (size_t i = 0; i < bufs.size(); ++i)
+      if (roots[i] != rank_) {
+        const Tensor& from = hub_->posted(roots[i], i);
+        check(from.numel() == bufs[i]->numel() && from.dtype() == bufs[i]->dtype(),
+              "broadcast: buffer " + std::to_string(i) + " differs between ranks " + std::to_string(roots[i]) +
+                  " and " + std::to_string(rank_) + "; every rank must bring the same buffers");
+        bufs[i]->copy_from(from);
+      }
+    hub_->wait_all();
+    const double seconds = seconds_since(t0);
+    std::vector<CollectiveReport> reports;
+    for (const Tensor* buf : bufs) {
+      CollectiveReport r{CollectiveOp::Broadcast, size(), buf->nbytes()};
+      r.seconds = seconds;  // all were in flight together, as async broadcasts waited together
+      finish_report(r);
+      reports.push_back(r);
+    }
+    return reports;
   }
 
   // The all-reduce's second phase over `out`, starting from this rank's piece in slot `rank`

@@ -78,6 +78,16 @@ class ProcessGroup {
   virtual CollectiveReport reduce_scatter_sum(const Tensor& in, Tensor& out, std::vector<RingStep>* steps = nullptr) = 0;
   virtual CollectiveReport all_gather(const Tensor& in, Tensor& out, std::vector<RingStep>* steps = nullptr) = 0;
   virtual void barrier() = 0;
+  // Several broadcasts issued together and waited for together (PyTorch's
+  // dist.broadcast(..., async_op=True) calls followed by their waits, as ZeroRedundancyOptimizer's
+  // _sync_params makes them): bufs[i] becomes roots[i]'s on every rank; every rank passes the same
+  // list. One report per buffer. The default runs them one after another; the in-process group
+  // meets its ranks twice for the whole group.
+  virtual std::vector<CollectiveReport> broadcast_each(const std::vector<Tensor*>& bufs, const std::vector<int>& roots) {
+    std::vector<CollectiveReport> reports;
+    for (size_t i = 0; i < bufs.size() && i < roots.size(); ++i) reports.push_back(broadcast(*bufs[i], roots[i]));
+    return reports;
+  }
 
   // Starts a SUM all-reduce of buf (contiguous, on `device`'s memory) and returns at once, when the
   // group has a communication thread of its own for such buffers: the in-process group on host

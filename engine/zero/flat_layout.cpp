@@ -5,8 +5,15 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "engine/model.h"
 
 namespace dpv {
+
+std::vector<ParamExtent> param_extents(const Model& model) {
+  std::vector<ParamExtent> extents;
+  for (const auto& d : model.parameter_decls()) extents.push_back({d.name, d.shape, shape_numel(d.shape)});
+  return extents;
+}
 
 ZeroPartition zero1_partition(const std::vector<ParamExtent>& params, int world) {
   check(world >= 1, "ZeRO needs at least one rank, got " + std::to_string(world));

@@ -16,12 +16,17 @@
 
 namespace dpv {
 
+class Model;
+
 // A parameter as the partition and the flat layout see it: its name, shape and element count.
 struct ParamExtent {
   std::string name;  // "0.weight"
   Shape shape;
   int64_t numel = 0;
 };
+
+// The model's parameters in model (state-dict) order, as the partition and the layout take them.
+std::vector<ParamExtent> param_extents(const Model& model);
 
 // ZeroRedundancyOptimizer's partition: for each rank, the names of the parameters it steps, in the
 // order PyTorch assigns them (largest first).

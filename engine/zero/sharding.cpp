@@ -15,12 +15,6 @@ namespace {
 // The name of the one flat parameter in the optimizer (its state is the slice's).
 constexpr const char* kFlatParam = "flat";
 
-std::vector<ParamExtent> param_extents(const Model& model) {
-  std::vector<ParamExtent> extents;
-  for (const auto& d : model.parameter_decls()) extents.push_back({d.name, d.shape, shape_numel(d.shape)});
-  return extents;
-}
-
 // Elements [lo, hi) of the flat parameter that `entry` and the slice [begin, end) share.
 struct Overlap {
   int64_t lo = 0, hi = 0;
@@ -114,13 +108,17 @@ void DdpRank::step_shards() {
 std::vector<CollectiveReport> DdpRank::broadcast_params() {
   check(options_.zero_stage == 1, "only ZeroRedundancyOptimizer (ZeRO-1) broadcasts its parameters");
   // _sync_params: for each rank in order, each of its parameters in partition order, from it.
+  // They are async_op=True and waited for together: one group of broadcasts.
+  std::vector<Tensor*> bufs;
+  std::vector<int> roots;
+  for (size_t src = 0; src < partition_.size(); ++src)
+    for (const auto& name : partition_[src]) {
+      bufs.push_back(&replica_.params.at(name));
+      roots.push_back(static_cast<int>(src));
+    }
   std::vector<CollectiveReport> reports;
   device_->backend().synchronize();
-  comm_.run([&] {
-    for (size_t src = 0; src < partition_.size(); ++src)
-      for (const auto& name : partition_[src])
-        reports.push_back(group_.broadcast(replica_.params.at(name), static_cast<int>(src)));
-  });
+  comm_.run([&] { reports = group_.broadcast_each(bufs, roots); });
   return reports;
 }
 
