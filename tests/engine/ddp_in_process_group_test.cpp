@@ -109,7 +109,7 @@ TEST(InProcessGroup, RecordedRingValuesArePartialSums) {
       const RingStep& st = s[k];
       ASSERT_EQ(st.before.size(), static_cast<size_t>(n));
       ASSERT_EQ(st.after.size(), static_cast<size_t>(n));
-      if (k > 0) EXPECT_EQ(st.before, s[k - 1].after);
+      if (k > 0) { EXPECT_EQ(st.before, s[k - 1].after); }
       const auto& sender = steps[static_cast<size_t>(st.recv_from)][k].before;
       for (int i = 0; i < n; ++i) {
         const bool received = i >= off[static_cast<size_t>(st.recv_chunk)] && i < off[static_cast<size_t>(st.recv_chunk) + 1];

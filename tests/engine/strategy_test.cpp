@@ -156,7 +156,7 @@ TEST(Strategy, SnapshotsSayWhichStateEntryATensorBelongsTo) {
       }
       EXPECT_GT(claimed[TensorRole::Param], 0);
       EXPECT_GT(claimed[TensorRole::Grad], 0);
-      if (iteration == 1) EXPECT_GT(claimed[TensorRole::Optimizer], 0);
+      if (iteration == 1) { EXPECT_GT(claimed[TensorRole::Optimizer], 0); }
     }
   }
 }

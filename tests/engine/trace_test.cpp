@@ -88,7 +88,7 @@ TEST(TraceTest, NamesOneTrackPerDeviceAndAHostTrack) {
   EXPECT_EQ(process_name, "dpviz DataParallel");
   rec.set_process_name("dpviz DDP");
   for (const json& e : events_with(json::parse(rec.to_json()), "M"))
-    if (e.at("name") == "process_name") EXPECT_EQ(e.at("args").at("name"), "dpviz DDP");
+    if (e.at("name") == "process_name") { EXPECT_EQ(e.at("args").at("name"), "dpviz DDP"); }
 }
 
 TEST(TraceTest, OneCompleteEventPerBusyDevicePlusTheHostSpan) {

@@ -102,16 +102,16 @@ void check_dp_lesson(const std::string& stage, const std::string& text, const Le
   if (stage == "gather") {
     EXPECT_TRUE(contains(text, "Linear(" + std::to_string(f.last_in_features) + ", " + std::to_string(f.out_features) + ")"));
     EXPECT_TRUE(contains(text, "shape [" + joined(f.output_shape) + "]")) << text;
-    if (f.last_in_features != 3072) EXPECT_FALSE(contains(text, "3072")) << "a fixed example, not this run's";
+    if (f.last_in_features != 3072) { EXPECT_FALSE(contains(text, "3072")) << "a fixed example, not this run's"; }
   }
-  if (stage == "loss") EXPECT_TRUE(contains(text, "mean over all " + std::to_string(f.batch) + " samples")) << text;
+  if (stage == "loss") { EXPECT_TRUE(contains(text, "mean over all " + std::to_string(f.batch) + " samples")) << text; }
 }
 
 void check_ddp_lesson(const std::string& stage, const std::string& text, const LessonFacts& f) {
   EXPECT_FALSE(contains(text, "every forward after the first")) << stage;
   if (stage == "sample" || stage == "sampler") {
     EXPECT_EQ(contains(text, "is padded to "), f.repeated > 0) << text;
-    if (f.repeated > 0) EXPECT_TRUE(contains(text, "is padded to " + std::to_string(f.padded_total))) << text;
+    if (f.repeated > 0) { EXPECT_TRUE(contains(text, "is padded to " + std::to_string(f.padded_total))) << text; }
     EXPECT_TRUE(contains(text, "[" + joined(f.rank0_samples) + "]")) << text;
     // PyTorch's own example: 10 samples on 4 ranks are padded to 12, samples 0 and 1 twice.
     if (stage == "sample" && f.batch == 10 && f.devices == 4) {
@@ -119,16 +119,16 @@ void check_ddp_lesson(const std::string& stage, const std::string& text, const L
       EXPECT_TRUE(contains(text, "rank 3 gets [3, 7, 1]")) << text;
     }
   }
-  if (stage == "broadcast_buffers") EXPECT_EQ(contains(text, "changes no value"), f.iteration == 1) << text;
+  if (stage == "broadcast_buffers") { EXPECT_EQ(contains(text, "changes no value"), f.iteration == 1) << text; }
   if (stage == "loss") {
     EXPECT_TRUE(contains(text, "rank 0's: the mean over its " + std::to_string(f.per_rank) + " samples")) << text;
     EXPECT_EQ(contains(text, "not\nover the whole batch"), f.devices > 1) << text;
   }
   if (stage == "backward" || stage == "buckets") {
     EXPECT_EQ(contains(text, "single bucket"), !f.buckets_rebuilt) << text;
-    if (f.buckets_rebuilt && f.buckets > 1) EXPECT_TRUE(contains(text, std::to_string(f.buckets) + " buckets")) << text;
+    if (f.buckets_rebuilt && f.buckets > 1) { EXPECT_TRUE(contains(text, std::to_string(f.buckets) + " buckets")) << text; }
   }
-  if (stage == "step") EXPECT_EQ(contains(text, "still differ from rank 0's"), f.bn_per_rank) << text;
+  if (stage == "step") { EXPECT_EQ(contains(text, "still differ from rank 0's"), f.bn_per_rank) << text; }
 }
 
 // The facts against the engine, after stage `event` of iteration `it` on `strategy`.
@@ -146,7 +146,7 @@ void check_facts(const Case& c, const LessonFacts& f, const Strategy& strategy, 
       for (const DeviceState& d : event.devices) idle += d.chunk_rows == 0;
       EXPECT_EQ(f.idle_devices, idle);
     }
-    if (event.stage.kind == StageKind::Loss) EXPECT_EQ(dp.output().shape(), f.output_shape);
+    if (event.stage.kind == StageKind::Loss) { EXPECT_EQ(dp.output().shape(), f.output_shape); }
     return;
   }
   const auto& ddp = dynamic_cast<const DdpIteration&>(it);
@@ -216,7 +216,7 @@ void walk(const Case& c, int iterations) {
     }
     if (!ddp && c.devices > 1) {
       const double gap = dp_gradient_gap(c, data.inputs, data.targets, *strategy->tensors().grads);
-      if (start.bn_breaks_sum) EXPECT_GT(gap, 1e-3) << "BatchNorm per chunk should make the sum differ";
+      if (start.bn_breaks_sum) { EXPECT_GT(gap, 1e-3) << "BatchNorm per chunk should make the sum differ"; }
       else EXPECT_LT(gap, 1e-4) << "the summed gradient should be one device's";
     }
   }
