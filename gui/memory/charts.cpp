@@ -84,18 +84,21 @@ MemoryCharts::MemoryCharts(QWidget* parent) : QWidget(parent) {
   clear();
 }
 
-// Four charts a row while each keeps about 230 px (its stage names readable), else two rows of two.
-void MemoryCharts::arrange(int columns) {
-  if (columns == columns_) return;
+// Four charts a row while each keeps about 16 px per stage beside its value axis (the stage
+// names, turned upright, stay apart) and 230 px at least, else two rows of two.
+int MemoryCharts::columnsFor(int width) const { return width >= 4 * std::max(230, 80 + 16 * stages_) ? 4 : 2; }
+
+bool MemoryCharts::arrange(int columns) {
+  if (columns == columns_) return false;
   columns_ = columns;
   for (QCustomPlot* plot : plots_) grid_->removeWidget(plot);
   for (int i = 0; i < kStrategies; ++i) grid_->addWidget(plots_[static_cast<size_t>(i)], i / columns, i % columns);
-  if (shown_) show(shown_, rank_);  // the unit's label goes on the first chart of each row
+  return true;
 }
 
 void MemoryCharts::resizeEvent(QResizeEvent* event) {
   QWidget::resizeEvent(event);
-  arrange(width() >= 4 * 230 ? 4 : 2);
+  if (arrange(columnsFor(width())) && shown_) show(shown_, rank_);  // the unit's label moves with the rows
 }
 
 void MemoryCharts::changeEvent(QEvent* event) {
@@ -146,6 +149,9 @@ void MemoryCharts::show(const MemoryResult& result, int rank) {
   const QString colourTheme = theme();
   const int64_t largest = largestTotal(c);
   const Unit unit = unitFor(largest);
+  stages_ = 0;
+  for (const StrategyMemory& s : c.strategies) stages_ = std::max(stages_, static_cast<int>(s.samples.size()));
+  arrange(columnsFor(width()));
   QStringList legend;
   for (const BreakdownPart& part : breakdownParts())
     if (anyBytes(c, part))
@@ -157,7 +163,7 @@ void MemoryCharts::show(const MemoryResult& result, int rank) {
     if (static_cast<size_t>(i) >= c.strategies.size()) continue;
     const StrategyMemory& s = c.strategies[static_cast<size_t>(i)];
     const int64_t peak = static_cast<size_t>(rank) < s.peak_total.size() ? s.peak_total[static_cast<size_t>(rank)] : 0;
-    style(p, tr("%1 · peak %2").arg(QString::fromLatin1(dpv::strategy_short_name(s.strategy)), formatBytes(static_cast<double>(peak))));
+    style(p, tr("%1 · peak %2").arg(QString::fromLatin1(dpv::strategy_short_name(s.strategy)), exactBytes(peak)));
     auto ticks = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
     for (size_t x = 0; x < s.samples.size(); ++x) ticks->addTick(static_cast<double>(x), stageTick(s.samples[x].stage));
     p->xAxis->setTicker(ticks);

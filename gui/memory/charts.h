@@ -34,7 +34,8 @@ class MemoryCharts : public QWidget {
 
  private:
   void style(QCustomPlot* plot, const QString& title);
-  void arrange(int columns);
+  bool arrange(int columns);  // whether the grid changed
+  int columnsFor(int width) const;
   QString theme() const;
   std::array<QCustomPlot*, kStrategies> plots_{};
   QLabel* legend_;
@@ -42,6 +43,7 @@ class MemoryCharts : public QWidget {
   int columns_ = 0;
   MemoryResult shown_;  // what is drawn (null: nothing)
   int rank_ = 0;
+  int stages_ = 0;  // the most stages a strategy's iteration has: how wide a chart must be
 };
 
 }  // namespace gui

@@ -12,7 +12,6 @@
 #include <cmath>
 
 #include "engine/error.h"
-#include "gui/runtime/engine_types.h"
 
 namespace gui {
 
@@ -146,7 +145,9 @@ void MemoryFitsPanel::update() {
   for (int row = 0; row < static_cast<int>(estimates_.size()); ++row) {
     const dpv::course::FitEstimate& e = estimates_[static_cast<size_t>(row)];
     auto* name = new QTableWidgetItem(QString::fromLatin1(dpv::strategy_short_name(e.strategy)));
-    auto* bytes = new QTableWidgetItem(formatBytes(e.bytes_per_gpu) + (e.is_formula ? tr(" (formula)") : QString()));
+    // In GiB, the unit the GPU memory is picked in.
+    auto* bytes = new QTableWidgetItem(tr("%1 GiB").arg(e.bytes_per_gpu / kGiB, 0, 'f', e.bytes_per_gpu < 10 * kGiB ? 2 : 1) +
+                                       (e.is_formula ? tr(" (formula)") : QString()));
     bytes->setData(Qt::UserRole, e.bytes_per_gpu);
     auto* verdict = new QTableWidgetItem(e.fits ? tr("fits") : tr("does not fit"));
     verdict->setData(Qt::UserRole, e.fits);

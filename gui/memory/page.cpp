@@ -1,15 +1,18 @@
 #include "gui/memory/page.h"
 
 #include <QComboBox>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
 #include "gui/common/context.h"
+#include "gui/common/lesson_panel.h"
 #include "gui/common/ui_helpers.h"
 #include "gui/memory/charts.h"
 #include "gui/memory/fits_panel.h"
@@ -41,7 +44,7 @@ MemoryPage::MemoryPage(AppContext* context, QWidget* parent, MemoryWorker::Runne
   setObjectName(QStringLiteral("memory"));
   // The page scrolls: four charts, a table, the formula and the "what fits" panel do not all fit
   // a 1024x640 window, and each keeps the height it needs to be read.
-  auto* scroll = new QScrollArea(this);
+  auto* scroll = scroll_ = new QScrollArea(this);
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
   scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
@@ -127,7 +130,8 @@ QWidget* MemoryPage::buildBody() {
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->setSelectionMode(QAbstractItemView::NoSelection);
   const int rows = static_cast<int>(breakdownParts().size()) + 1;  // every part and the total
-  table_->setMinimumHeight(2 * table_->horizontalHeader()->sizeHint().height() + rows * table_->verticalHeader()->defaultSectionSize() + 8);
+  // Every row without a scroll bar: the header is two lines high once the strategies name it.
+  table_->setMinimumHeight(2 * table_->horizontalHeader()->sizeHint().height() + rows * table_->verticalHeader()->defaultSectionSize());
   column->addWidget(wrapInCard(tr("Peak and persistent bytes by kind, one rank"), table_, box));
 
   auto* formulaBox = new QWidget(box);
@@ -141,6 +145,16 @@ QWidget* MemoryPage::buildBody() {
 
   fits_ = new MemoryFitsPanel(box);
   column->addWidget(wrapInCard(tr("What fits: a formula scaled to a model and GPUs you pick"), fits_, box));
+
+  // The lesson on what these figures show, under them, where the lessons have one.
+  const QString lessons = context() ? context()->lessonsDir() : QString();
+  if (QFileInfo::exists(lessons + QStringLiteral("/zero/memory.md"))) {
+    auto* lesson = new LessonPanel(box);
+    lesson->setLessonsDir(lessons);
+    lesson->showLesson(QStringLiteral("zero/memory"));
+    lesson->setMinimumHeight(240);
+    column->addWidget(wrapInCard(tr("The lesson"), lesson, box));
+  }
   return box;
 }
 
@@ -236,20 +250,30 @@ void MemoryPage::showRank() {
 }
 
 QList<Page::Shot> MemoryPage::screenshots() {
-  return {Shot{QString(), [this](std::function<void()> done) {
-                 auto finished = std::make_shared<bool>(false);
-                 auto connections = std::make_shared<QList<QMetaObject::Connection>>();
-                 auto finish = [done, finished, connections] {
-                   if (*finished) return;
-                   *finished = true;
-                   for (const auto& c : *connections) QObject::disconnect(c);
-                   done();
-                 };
-                 if (result_) return finish();
-                 *connections << connect(this, &MemoryPage::resultShown, this, finish);
-                 *connections << connect(this, &MemoryPage::failed, this, finish);
-                 run();
-               }}};
+  // The charts after a run, then the page scrolled to the formula and to the "what fits" panel.
+  auto afterRun = [this](std::function<void()> done) {
+    auto finished = std::make_shared<bool>(false);
+    auto connections = std::make_shared<QList<QMetaObject::Connection>>();
+    auto finish = [this, done, finished, connections] {
+      if (*finished) return;
+      *finished = true;
+      for (const auto& c : *connections) QObject::disconnect(c);
+      scroll_->verticalScrollBar()->setValue(0);
+      done();
+    };
+    if (result_ || !error_.isEmpty()) return finish();
+    *connections << connect(this, &MemoryPage::resultShown, this, finish);
+    *connections << connect(this, &MemoryPage::failed, this, finish);
+    run();
+  };
+  auto scrolledTo = [this](QWidget* target) {
+    return [this, target](std::function<void()> done) {
+      scroll_->ensureWidgetVisible(target, 0, 0);
+      done();
+    };
+  };
+  return {Shot{QString(), afterRun}, Shot{QStringLiteral("formula"), scrolledTo(formula_)},
+          Shot{QStringLiteral("fits"), scrolledTo(fits_)}};
 }
 
 }  // namespace gui

@@ -17,6 +17,7 @@
 class QComboBox;
 class QLabel;
 class QPushButton;
+class QScrollArea;
 class QTableWidget;
 
 namespace gui {
@@ -72,6 +73,7 @@ class MemoryPage : public Page {
   QString formulaHtml(const dpv::course::MemoryComparison& c) const;
   QString differencesHtml(const dpv::course::MemoryComparison& c) const;
 
+  QScrollArea* scroll_;
   QComboBox* optimizer_;
   QComboBox* rank_;
   QPushButton* runButton_;

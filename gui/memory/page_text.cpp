@@ -93,7 +93,7 @@ QString MemoryPage::formulaHtml(const MemoryComparison& c) const {
                      .arg(number(f.param_bytes), number(f.grad_bytes), number(f.optimizer_bytes));
   html += QStringLiteral("<table cellspacing=\"0\" cellpadding=\"3\"><tr><th align=\"left\">%1</th><th align=\"left\">%2</th>"
                          "<th align=\"right\">%3</th><th align=\"right\">%4</th><th align=\"right\">%5</th></tr>")
-              .arg(tr("strategy"), tr("formula"), tr("formula bytes"), tr("measured, rank 0"), tr("mixed precision (2 + 2 + 12)Ψ"));
+              .arg(tr("strategy"), tr("formula"), tr("formula bytes"), tr("measured, rank 0"), tr("mixed precision"));
   for (size_t s = 0; s < c.strategies.size(); ++s) {
     const StrategyMemory& m = c.strategies[s];
     const QString measured = m.persistent.empty() ? QStringLiteral("–") : exactBytes(m.persistent.front().total());

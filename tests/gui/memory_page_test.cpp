@@ -116,7 +116,7 @@ TEST(MemoryPage, ShowsTheFourStrategiesWithTheNumbersItWasGiven) {
       auto* title = qobject_cast<QCPTextElement*>(page.charts()->plot(s)->plotLayout()->element(0, 0));
       ASSERT_NE(title, nullptr);
       EXPECT_TRUE(title->text().contains(names[s])) << title->text().toStdString();
-      EXPECT_TRUE(title->text().contains(formatBytes(static_cast<double>(m.peak_total[static_cast<size_t>(rank)]))));
+      EXPECT_TRUE(title->text().contains(exactBytes(m.peak_total[static_cast<size_t>(rank)])));
       // One tick per stage, named by the stage, and the parameters' bars in proportion to the engine's bytes.
       QCustomPlot* plot = page.charts()->plot(s);
       auto ticker = qSharedPointerDynamicCast<QCPAxisTickerText>(plot->xAxis->ticker());
