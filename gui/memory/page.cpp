@@ -11,6 +11,7 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include "course/run_caption.h"
 #include "gui/common/context.h"
 #include "gui/common/lesson_panel.h"
 #include "gui/common/ui_helpers.h"
@@ -105,6 +106,9 @@ QWidget* MemoryPage::buildControls() {
   status_->setTextFormat(Qt::PlainText);
   status_->setText(tr("Press “Run” (Ctrl+R) to measure every rank's memory under DDP and the three ZeRO stages."));
   column->addWidget(status_);
+  next_ = wrappedLabel(box, QStringLiteral("hintLabel"));
+  next_->setTextFormat(Qt::PlainText);
+  column->addWidget(next_);
   caption_ = wrappedLabel(box, QStringLiteral("runCaption"));
   caption_->setVisible(false);
   column->addWidget(caption_);
@@ -112,6 +116,9 @@ QWidget* MemoryPage::buildControls() {
   connect(runButton_, &QPushButton::clicked, this, &MemoryPage::run);
   connect(cancelButton_, &QPushButton::clicked, this, &MemoryPage::cancel);
   connect(rank_, &QComboBox::currentIndexChanged, this, [this] { showRank(); });
+  connect(optimizer_, &QComboBox::currentIndexChanged, this, &MemoryPage::showNextRun);
+  if (context()) connect(context(), &AppContext::settingsChanged, this, &MemoryPage::showNextRun);
+  showNextRun();
   return box;
 }
 
@@ -210,6 +217,15 @@ void MemoryPage::onFailed(const QString& message, quint64 generation) {
   error_ = message;
   status_->setText(message);
   emit failed(message);
+}
+
+// What "Run" will measure, from the settings bar and the optimizer now (the figures shown may be
+// of an earlier run: their caption says which).
+void MemoryPage::showNextRun() {
+  const dpv::RunSpec s = spec();
+  next_->setText(tr("Run measures: %1, with %2.")
+                     .arg(QString::fromStdString(dpv::course::run_caption(s, 0, "DDP, ZeRO-1, ZeRO-2 and ZeRO-3")),
+                          optimizer_->currentText()));
 }
 
 void MemoryPage::setRank(int rank) {

@@ -68,6 +68,7 @@ class MemoryPage : public Page {
   void onFailed(const QString& message, quint64 generation);
   void setBusy(bool busy);
   void showRank();
+  void showNextRun();
   void fillTable();
   QString caption(const dpv::course::MemoryComparison& c) const;
   QString formulaHtml(const dpv::course::MemoryComparison& c) const;
@@ -79,7 +80,8 @@ class MemoryPage : public Page {
   QPushButton* runButton_;
   QPushButton* cancelButton_;
   QLabel* status_;
-  QLabel* caption_;
+  QLabel* next_;     // what "Run" will measure
+  QLabel* caption_;  // what the figures shown were measured on
   MemoryCharts* charts_;
   QTableWidget* table_;
   QLabel* formula_;
