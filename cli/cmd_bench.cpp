@@ -352,6 +352,8 @@ void run_bench(const BenchOptions& o) {
 
 }  // namespace
 
+void add_bench_memory_command(CLI::App* bench, Action& run);  // cmd_bench_memory.cpp
+
 void add_bench_command(CLI::App& app, Action& run) {
   auto o = std::make_shared<BenchOptions>();
   auto* sub = app.add_subcommand("bench", "Training-step throughput: one device versus DataParallel versus DDP; JSON out");
@@ -367,6 +369,7 @@ void add_bench_command(CLI::App& app, Action& run) {
   sub->callback([o, sub, &run] {
     if (sub->get_subcommands().empty()) run = [o] { run_bench(*o); };
   });
+  add_bench_memory_command(sub, run);
 }
 
 }  // namespace dpv::cli

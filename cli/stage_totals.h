@@ -11,7 +11,7 @@
 
 namespace dpv::cli {
 
-constexpr int kStageKinds = static_cast<int>(StageKind::Finalize) + 1;  // every kind, DataParallel and DDP
+constexpr int kStageKinds = static_cast<int>(StageKind::BroadcastParams) + 1;  // every kind: DP, DDP and ZeRO
 
 class StageTotals : public Observer {
  public:
