@@ -150,6 +150,7 @@ QColor SceneColors::memoryFor(dpv::MemoryKind kind) const {
     case dpv::MemoryKind::Optimizer: return chipOptimizer;
     case dpv::MemoryKind::Output: return chipOutput;
     case dpv::MemoryKind::Buckets: return chipLoss;  // DDP's all-reduce buffers: their own colour
+    case dpv::MemoryKind::Gathered: return chipParam.lighter(150);  // FSDP's full parameters: the parameters' hue, lighter
   }
   return memoryFill;
 }

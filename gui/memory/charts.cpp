@@ -78,6 +78,12 @@ MemoryCharts::MemoryCharts(QWidget* parent) : QWidget(parent) {
     plot->setMinimumSize(200, 260);
     plot->plotLayout()->insertRow(0);
     plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, QString(), QFont(font().family(), font().pointSize(), QFont::Bold)));
+    plot->setInteractions(QCP::iSelectPlottables);
+    connect(plot, &QCustomPlot::plottableClick, this, [this, i](QCPAbstractPlottable* bars, int dataIndex, QMouseEvent*) {
+      // The bars hold one point per stage, in plan order: the point's key is the stage's index.
+      if (auto* b = qobject_cast<QCPBars*>(bars); b && dataIndex >= 0 && dataIndex < b->data()->size())
+        emit stageClicked(i, static_cast<int>(b->data()->at(dataIndex)->key));
+    });
     plots_[static_cast<size_t>(i)] = plot;
   }
   arrange(4);
@@ -162,8 +168,13 @@ void MemoryCharts::show(const MemoryResult& result, int rank) {
     p->clearPlottables();
     if (static_cast<size_t>(i) >= c.strategies.size()) continue;
     const StrategyMemory& s = c.strategies[static_cast<size_t>(i)];
-    const int64_t peak = static_cast<size_t>(rank) < s.peak_total.size() ? s.peak_total[static_cast<size_t>(rank)] : 0;
-    style(p, tr("%1 · peak %2").arg(QString::fromLatin1(dpv::strategy_short_name(s.strategy)), exactBytes(peak)));
+    const auto r = static_cast<size_t>(rank);
+    const int64_t peak = r < s.peak_total.size() ? s.peak_total[r] : 0;
+    const int peakSample = r < s.peak_sample.size() ? s.peak_sample[r] : -1;
+    const QString peakAt = peakSample >= 0 && static_cast<size_t>(peakSample) < s.samples.size()
+                               ? tr(" after %1").arg(stageTick(s.samples[static_cast<size_t>(peakSample)].stage))
+                               : QString();
+    style(p, tr("%1 · peak %2%3").arg(QString::fromLatin1(dpv::strategy_short_name(s.strategy)), exactBytes(peak), peakAt));
     auto ticks = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
     for (size_t x = 0; x < s.samples.size(); ++x) ticks->addTick(static_cast<double>(x), stageTick(s.samples[x].stage));
     p->xAxis->setTicker(ticks);

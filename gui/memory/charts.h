@@ -28,6 +28,10 @@ class MemoryCharts : public QWidget {
   int columns() const { return columns_; }
   QString legendText() const;
 
+ signals:
+  // A bar was clicked: stage `sample` of strategy `strategy` (0 DDP .. 3 ZeRO-3).
+  void stageClicked(int strategy, int sample);
+
  protected:
   void changeEvent(QEvent* event) override;
   void resizeEvent(QResizeEvent* event) override;

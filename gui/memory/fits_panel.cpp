@@ -63,10 +63,10 @@ MemoryFitsPanel::MemoryFitsPanel(QWidget* parent) : QWidget(parent) {
   note_->setObjectName(QStringLiteral("fitsFormulaNote"));
   note_->setWordWrap(true);
   note_->setTextFormat(Qt::RichText);
-  note_->setText(tr("<b>A formula, not a run:</b> each strategy's model state per parameter, as measured on rank 0 above "
-                    "(parameters, gradients, optimizer state and what the strategy keeps beside them; the measured batch's "
-                    "activations left out), multiplied by the model size and divided as the strategy divides it over the "
-                    "GPUs. Activations of a real batch come on top."));
+  note_->setText(tr("<b>A formula, not a run:</b> each strategy's model state per parameter as measured above (parameters, "
+                    "gradients, optimizer state, DDP's buckets, FSDP's gathered parameter; buffers, the batch and activations "
+                    "left out), what every GPU holds whole and what is sharded, scaled to the model size and spread over the "
+                    "GPUs as the strategy spreads it. A real batch's activations come on top."));
   outer->addWidget(note_);
 
   auto* controls = new QHBoxLayout();

@@ -129,6 +129,10 @@ QWidget* MemoryPage::buildBody() {
   column->setSpacing(8);
   charts_ = new MemoryCharts(box);
   column->addWidget(charts_, 1);
+  stage_ = wrappedLabel(box, QStringLiteral("memoryStage"));
+  stage_->setText(tr("Click a bar to see what rank 0 holds after that stage and why it differs from the formula there."));
+  column->addWidget(stage_);
+  connect(charts_, &MemoryCharts::stageClicked, this, &MemoryPage::showStage);
 
   table_ = new QTableWidget(0, 1 + 2 * MemoryCharts::kStrategies, box);
   table_->setObjectName(QStringLiteral("memoryTable"));

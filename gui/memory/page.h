@@ -43,6 +43,10 @@ class MemoryPage : public Page {
   // Shows `comparison` as if a run had returned it (the worker's replies come here).
   void showComparison(const MemoryResult& comparison);
   void setRank(int rank);
+  // What rank 0 holds after stage `sample` of strategy `strategy` (0 DDP .. 3 ZeRO-3), and why it
+  // differs from the formula there (course::explain_stage); a bar's click shows it.
+  void showStage(int strategy, int sample);
+  QString stageText() const;
 
   // --- State, for tests and screenshots.
   const MemoryResult& result() const { return result_; }
@@ -84,6 +88,7 @@ class MemoryPage : public Page {
   QLabel* caption_;  // what the figures shown were measured on
   MemoryCharts* charts_;
   QTableWidget* table_;
+  QLabel* stage_;  // the clicked stage's details
   QLabel* formula_;
   QLabel* differences_;
   MemoryFitsPanel* fits_;

@@ -8,6 +8,7 @@
 #include <QTableWidget>
 
 #include "course/run_caption.h"
+#include "engine/error.h"
 #include "gui/memory/page.h"
 #include "gui/runtime/engine_types.h"
 
@@ -25,16 +26,6 @@ QString formulaFor(dpv::StrategyKind kind) {
     case dpv::StrategyKind::Zero2: return QStringLiteral("(p + (g + K)/W)·Ψ");
     case dpv::StrategyKind::Zero3: return QStringLiteral("(p + g + K)·Ψ/W");
     default: return QStringLiteral("(p + g + K)·Ψ");
-  }
-}
-
-// The same strategy's figure under mixed precision: 2 + 2 bytes and 12 of optimizer state per parameter.
-double mixedFor(const dpv::course::MemoryFormula& f, dpv::StrategyKind kind) {
-  switch (kind) {
-    case dpv::StrategyKind::Zero1: return f.mixed_zero1;
-    case dpv::StrategyKind::Zero2: return f.mixed_zero2;
-    case dpv::StrategyKind::Zero3: return f.mixed_zero3;
-    default: return f.mixed_ddp;
   }
 }
 
@@ -84,6 +75,28 @@ void MemoryPage::fillTable() {
   }
 }
 
+QString MemoryPage::stageText() const { return stage_->text(); }
+
+void MemoryPage::showStage(int strategy, int sample) {
+  if (!result_ || strategy < 0 || static_cast<size_t>(strategy) >= result_->strategies.size()) return;
+  const StrategyMemory& m = result_->strategies[static_cast<size_t>(strategy)];
+  if (sample < 0 || static_cast<size_t>(sample) >= m.samples.size() || m.samples[static_cast<size_t>(sample)].ranks.empty()) return;
+  const dpv::course::MemorySample& s = m.samples[static_cast<size_t>(sample)];
+  QString html = tr("<b>%1, after “%2”</b>: rank 0 holds %3.")
+                     .arg(name(m.strategy), QString::fromStdString(s.stage.title).toHtmlEscaped(), exactBytes(s.ranks.front().total()));
+  try {
+    QStringList lines;
+    for (const dpv::course::MemoryDifference& d : dpv::course::explain_stage(*result_, m.strategy, sample))
+      lines << QStringLiteral("%1 %2%3: %4").arg(d.other ? tr("other") : QString::fromLatin1(dpv::memory_kind_name(d.kind)),
+                                                 d.bytes > 0 ? QStringLiteral("+") : QString(), exactBytes(d.bytes),
+                                                 QString::fromStdString(d.why).toHtmlEscaped());
+    html += lines.isEmpty() ? tr(" The formula's figure, exactly.") : tr(" Beside the formula: ") + lines.join(QStringLiteral("; "));
+  } catch (const dpv::Error& e) {
+    html += QLatin1Char(' ') + QString::fromStdString(e.full()).toHtmlEscaped();
+  }
+  stage_->setText(html);
+}
+
 QString MemoryPage::formulaHtml(const MemoryComparison& c) const {
   const dpv::course::MemoryFormula& f = c.formula;
   QString html = tr("<b>The formula</b> for Ψ = %1 parameters over W = %2 ranks, in float32: p = %3 bytes of parameter, "
@@ -93,27 +106,38 @@ QString MemoryPage::formulaHtml(const MemoryComparison& c) const {
                      .arg(number(f.param_bytes), number(f.grad_bytes), number(f.optimizer_bytes));
   html += QStringLiteral("<table cellspacing=\"0\" cellpadding=\"3\"><tr><th align=\"left\">%1</th><th align=\"left\">%2</th>"
                          "<th align=\"right\">%3</th><th align=\"right\">%4</th><th align=\"right\">%5</th></tr>")
-              .arg(tr("strategy"), tr("formula"), tr("formula bytes"), tr("measured, rank 0"), tr("mixed precision"));
+              .arg(tr("strategy"), tr("formula"), tr("formula bytes"), tr("measured, rank 0"), tr("mixed precision, K = %1").arg(number(f.mixed_optimizer_bytes)));
   for (size_t s = 0; s < c.strategies.size(); ++s) {
     const StrategyMemory& m = c.strategies[s];
     const QString measured = m.persistent.empty() ? QStringLiteral("–") : exactBytes(m.persistent.front().total());
     html += QStringLiteral("<tr><td>%1</td><td>%2</td><td align=\"right\">%3</td><td align=\"right\">%4</td><td align=\"right\">%5</td></tr>")
                 .arg(name(m.strategy), formulaFor(m.strategy), exactBytes(static_cast<int64_t>(f.for_strategy(m.strategy))), measured,
-                     formatBytes(mixedFor(f, m.strategy)));
+                     formatBytes(f.mixed_for_strategy(m.strategy)));
   }
   html += QStringLiteral("</table>");
   return html;
 }
 
+// One list between iterations and one at the peak: each line the engine's sentence, under the
+// strategy and the part it is counted in.
 QString MemoryPage::differencesHtml(const MemoryComparison& c) const {
   if (c.differences.empty()) return tr("<b>Measured and formula agree</b> for every strategy: the run kept nothing the formula leaves out.");
-  QString html = tr("<b>Why the measured figures differ from the formula</b> (measured minus formula, rank 0):<ul>");
-  for (const dpv::course::MemoryDifference& d : c.differences)
-    html += QStringLiteral("<li><b>%1</b>, %2: %3%4. %5</li>")
-                .arg(name(d.strategy), QString::fromLatin1(dpv::memory_kind_name(d.kind)).toHtmlEscaped(),
-                     d.bytes > 0 ? QStringLiteral("+") : QString(), exactBytes(d.bytes),
-                     QString::fromStdString(d.why).toHtmlEscaped());
-  return html + QStringLiteral("</ul>");
+  QString html;
+  for (const bool atPeak : {false, true}) {
+    QString items;
+    for (const dpv::course::MemoryDifference& d : c.differences) {
+      if (d.at_peak != atPeak) continue;
+      const QString part = d.other ? tr("other") : QString::fromLatin1(dpv::memory_kind_name(d.kind));
+      items += QStringLiteral("<li><b>%1</b>, %2: %3%4%5. %6</li>")
+                   .arg(name(d.strategy), part.toHtmlEscaped(), d.bytes > 0 ? QStringLiteral("+") : QString(), exactBytes(d.bytes),
+                        d.explained ? QString() : tr(" (not explained)"), QString::fromStdString(d.why).toHtmlEscaped());
+    }
+    if (items.isEmpty()) continue;
+    html += (atPeak ? tr("<b>At each strategy's peak</b>, measured minus formula on rank 0:")
+                    : tr("<b>Between iterations</b>, measured minus formula on rank 0:")) +
+            QStringLiteral("<ul>") + items + QStringLiteral("</ul>");
+  }
+  return html;
 }
 
 }  // namespace gui

@@ -68,20 +68,17 @@ MemoryComparison handMade(int world) {
     for (int r = 0; r < world; ++r) {
       m.at_peak.push_back(breakdown(s, 1, r));
       m.peak_total.push_back(breakdown(s, 1, r).total());
+      m.peak_sample.push_back(1);
       m.persistent.push_back(breakdown(s, 2, r));
     }
     c.strategies.push_back(m);
   }
-  c.formula = dpv::course::MemoryFormula{};
-  c.formula.parameters = 1234;
-  c.formula.world = world;
-  c.formula.optimizer_bytes = 8;
-  c.formula.ddp = 19744;
-  c.formula.zero1 = 12340;
-  c.formula.zero2 = 11106;
-  c.formula.zero3 = 9872;
+  c.formula = dpv::course::memory_formula(c.parameters, world, dpv::DType::Float32, c.run.optimizer);
   c.differences.push_back({StrategyKind::Zero2, dpv::MemoryKind::Parameters, 24,
                            "The flat parameter was padded from 1234 to 1240 elements, 24 bytes, so every rank's slice is equal."});
+  dpv::course::MemoryDifference peak{StrategyKind::Zero3, dpv::MemoryKind::Gathered, 4960, "The gathered flat parameter is whole at the peak."};
+  peak.at_peak = true;
+  c.differences.push_back(peak);
   return c;
 }
 
@@ -117,6 +114,7 @@ TEST(MemoryPage, ShowsTheFourStrategiesWithTheNumbersItWasGiven) {
       ASSERT_NE(title, nullptr);
       EXPECT_TRUE(title->text().contains(names[s])) << title->text().toStdString();
       EXPECT_TRUE(title->text().contains(exactBytes(m.peak_total[static_cast<size_t>(rank)])));
+      EXPECT_TRUE(title->text().contains(QStringLiteral("after ") + stageShortTitle(dpv::StageKind::Backward))) << title->text().toStdString();
       // One tick per stage, named by the stage, and the parameters' bars in proportion to the engine's bytes.
       QCustomPlot* plot = page.charts()->plot(s);
       auto ticker = qSharedPointerDynamicCast<QCPAxisTickerText>(plot->xAxis->ticker());
@@ -140,10 +138,17 @@ TEST(MemoryPage, ShowsTheFormulaBesideTheMeasuredFiguresAndTheDifferences) {
   AppContext context;
   MemoryPage page(&context);
   page.showComparison(std::make_shared<const MemoryComparison>(handMade(4)));
-  EXPECT_TRUE(page.formulaText().contains(exactBytes(19744))) << page.formulaText().toStdString();
-  EXPECT_TRUE(page.formulaText().contains(exactBytes(9872)));
+  const MemoryComparison& shown = *page.result();
+  for (StrategyKind kind : {StrategyKind::DistributedDataParallel, StrategyKind::Zero1, StrategyKind::Zero2, StrategyKind::Zero3})
+    EXPECT_TRUE(page.formulaText().contains(exactBytes(static_cast<int64_t>(shown.formula.for_strategy(kind)))))
+        << dpv::strategy_short_name(kind) << ": " << page.formulaText().toStdString();
   EXPECT_TRUE(page.formulaText().contains(exactBytes(breakdown(0, 2, 0).total())));  // DDP, rank 0, between iterations
-  EXPECT_TRUE(page.differencesText().contains(QStringLiteral("padded from 1234 to 1240 elements")));
+  const QString differences = page.differencesText();
+  EXPECT_TRUE(differences.contains(QStringLiteral("padded from 1234 to 1240 elements")));
+  // Between iterations first, then at the peak: each line under its own heading.
+  EXPECT_LT(differences.indexOf(QStringLiteral("Between iterations")), differences.indexOf(QStringLiteral("padded from")));
+  EXPECT_LT(differences.indexOf(QStringLiteral("At each strategy")), differences.indexOf(QStringLiteral("gathered flat parameter is whole")));
+  EXPECT_LT(differences.indexOf(QStringLiteral("padded from")), differences.indexOf(QStringLiteral("At each strategy")));
   EXPECT_TRUE(page.fitsPanel()->noteText().contains(QStringLiteral("A formula, not a run")));
 }
 
@@ -253,6 +258,56 @@ TEST(MemoryPage, ACancelledRunsReplyIsDropped) {
   ASSERT_TRUE(waitUntil([&] { return page.result() != nullptr; }));
   EXPECT_EQ(gate.returned.load(), 2);
   EXPECT_FALSE(page.running());
+}
+
+}  // namespace
+}  // namespace gui
+
+namespace gui {
+namespace {
+
+// A real comparison on the engine: the table and the charts' titles are the result's numbers, and
+// a clicked stage names the engine's own stage title.
+TEST(MemoryPage, ARealRunShowsTheEnginesComparison) {
+  AppContext context;
+  context.setSettings(settingsFor(QStringLiteral("cpu:2"), QStringLiteral("mlp-bn"), 8));
+  MemoryPage page(&context);
+  page.resize(1280, 800);
+  page.show();
+  page.setOptimizer(MemoryPage::Optimizer::Adam);
+  page.run();
+  ASSERT_TRUE(waitUntil([&] { return !page.running(); }, 120000));
+  ASSERT_NE(page.result(), nullptr) << page.errorText().toStdString();
+  const MemoryComparison& c = *page.result();
+  EXPECT_EQ(c.run.optimizer.kind, dpv::OptimizerKind::Adam);
+  ASSERT_EQ(c.strategies.size(), 4u);
+  const QList<BreakdownPart>& parts = breakdownParts();
+  for (int s = 0; s < 4; ++s)
+    for (int row = 0; row < parts.size(); ++row)
+      EXPECT_EQ(cell(page.table(), row, 2 + 2 * s), c.strategies[static_cast<size_t>(s)].persistent[0].*parts[row].bytes);
+  const StrategyMemory& zero3 = c.strategies[3];
+  ASSERT_FALSE(zero3.samples.empty());
+  settleEvents();
+  // The charts keep their height whatever rows they are in (the page scrolls instead).
+  for (int s = 0; s < 4; ++s) EXPECT_GE(page.charts()->plot(s)->height(), page.charts()->plot(s)->minimumHeight()) << s;
+  page.showStage(3, 0);
+  EXPECT_TRUE(page.stageText().contains(QString::fromStdString(zero3.samples[0].stage.title).toHtmlEscaped())) << page.stageText().toStdString();
+  EXPECT_TRUE(page.stageText().contains(exactBytes(zero3.samples[0].ranks[0].total())));
+}
+
+// In the main window, after a run of the settings bar's model: the charts keep their height in
+// whatever rows they are (the page scrolls), and the navigation lists the page.
+TEST(MemoryPage, InTheWindowTheChartsKeepTheirHeightAfterARun) {
+  SizedWindow w(settingsFor(QStringLiteral("cpu:4"), QStringLiteral("mlp-bn"), 10), QSize(1280, 800), QStringLiteral("dark"));
+  w.window->showPage(QStringLiteral("memory"));
+  ASSERT_EQ(w.window->currentPageId(), QStringLiteral("memory"));
+  auto* page = qobject_cast<MemoryPage*>(w.window->page(QStringLiteral("memory")));
+  ASSERT_NE(page, nullptr);
+  page->run();
+  ASSERT_TRUE(waitUntil([&] { return !page->running(); }, 120000));
+  ASSERT_NE(page->result(), nullptr) << page->errorText().toStdString();
+  settleEvents();
+  for (int s = 0; s < 4; ++s) EXPECT_GE(page->charts()->plot(s)->height(), page->charts()->plot(s)->minimumHeight()) << s;
 }
 
 }  // namespace
