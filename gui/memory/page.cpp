@@ -152,7 +152,7 @@ QWidget* MemoryPage::buildBody() {
   differences_ = wrappedLabel(formulaBox, QStringLiteral("memoryDifferences"));
   formulaColumn->addWidget(formula_);
   formulaColumn->addWidget(differences_);
-  column->addWidget(wrapInCard(tr("The formula beside the measured figures (rank 0, between iterations)"), formulaBox, box));
+  column->addWidget(wrapInCard(tr("The formula beside the measured figures (rank 0)"), formulaBox, box));
 
   fits_ = new MemoryFitsPanel(box);
   column->addWidget(wrapInCard(tr("What fits: a formula scaled to a model and GPUs you pick"), fits_, box));

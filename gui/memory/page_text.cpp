@@ -106,7 +106,7 @@ QString MemoryPage::formulaHtml(const MemoryComparison& c) const {
                      .arg(number(f.param_bytes), number(f.grad_bytes), number(f.optimizer_bytes));
   html += QStringLiteral("<table cellspacing=\"0\" cellpadding=\"3\"><tr><th align=\"left\">%1</th><th align=\"left\">%2</th>"
                          "<th align=\"right\">%3</th><th align=\"right\">%4</th><th align=\"right\">%5</th></tr>")
-              .arg(tr("strategy"), tr("formula"), tr("formula bytes"), tr("measured, rank 0"), tr("mixed precision, K = %1").arg(number(f.mixed_optimizer_bytes)));
+              .arg(tr("strategy"), tr("formula"), tr("formula bytes"), tr("measured between iterations"), tr("mixed precision, K = %1").arg(number(f.mixed_optimizer_bytes)));
   for (size_t s = 0; s < c.strategies.size(); ++s) {
     const StrategyMemory& m = c.strategies[s];
     const QString measured = m.persistent.empty() ? QStringLiteral("–") : exactBytes(m.persistent.front().total());
@@ -128,7 +128,7 @@ QString MemoryPage::differencesHtml(const MemoryComparison& c) const {
     for (const dpv::course::MemoryDifference& d : c.differences) {
       if (d.at_peak != atPeak) continue;
       const QString part = d.other ? tr("other") : QString::fromLatin1(dpv::memory_kind_name(d.kind));
-      items += QStringLiteral("<li><b>%1</b>, %2: %3%4%5. %6</li>")
+      items += QStringLiteral("<li><b>%1</b>, %2, %3%4%5: %6</li>")
                    .arg(name(d.strategy), part.toHtmlEscaped(), d.bytes > 0 ? QStringLiteral("+") : QString(), exactBytes(d.bytes),
                         d.explained ? QString() : tr(" (not explained)"), QString::fromStdString(d.why).toHtmlEscaped());
     }
