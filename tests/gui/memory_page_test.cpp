@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <QLabel>
+#include <QDir>
+#include <QFile>
 #include <QPushButton>
 #include <QTableWidget>
+#include <QTemporaryDir>
 #include <atomic>
 #include <condition_variable>
 #include <memory>
@@ -16,6 +19,7 @@
 
 #include "engine/error.h"
 #include "gui/common/context.h"
+#include "gui/common/lesson_panel.h"
 #include "gui/memory/charts.h"
 #include "gui/memory/fits_panel.h"
 #include "gui/memory/page.h"
@@ -308,6 +312,38 @@ TEST(MemoryPage, InTheWindowTheChartsKeepTheirHeightAfterARun) {
   ASSERT_NE(page->result(), nullptr) << page->errorText().toStdString();
   settleEvents();
   for (int s = 0; s < 4; ++s) EXPECT_GE(page->charts()->plot(s)->height(), page->charts()->plot(s)->minimumHeight()) << s;
+}
+
+// The lesson on memory (lessons/zero/memory.md) shows under the figures where the lessons have
+// it, and the page leaves the panel out where they do not.
+TEST(MemoryPage, ShowsTheMemoryLessonWhereTheLessonsHaveIt) {
+  QTemporaryDir lessons;
+  ASSERT_TRUE(lessons.isValid());
+  QFile intro(lessons.filePath(QStringLiteral("intro.md")));  // what marks a lessons folder
+  ASSERT_TRUE(intro.open(QIODevice::WriteOnly));
+  intro.write("# Introduction\n");
+  intro.close();
+  // $DPVIZ_LESSONS names the folder for this test only, whichever way it ends.
+  struct Restore {
+    QByteArray previous = qgetenv("DPVIZ_LESSONS");
+    ~Restore() { previous.isNull() ? void(qunsetenv("DPVIZ_LESSONS")) : void(qputenv("DPVIZ_LESSONS", previous)); }
+  } restore;
+  qputenv("DPVIZ_LESSONS", lessons.path().toUtf8());
+  AppContext context;
+  {
+    MemoryPage without(&context);
+    EXPECT_EQ(without.findChild<LessonPanel*>(), nullptr);
+  }
+  ASSERT_TRUE(QDir(lessons.path()).mkpath(QStringLiteral("zero")));
+  QFile file(lessons.filePath(QStringLiteral("zero/memory.md")));
+  ASSERT_TRUE(file.open(QIODevice::WriteOnly));
+  file.write("# Memory under DDP and ZeRO\n\nThe optimizer state is what ZeRO-1 shards.\n");
+  file.close();
+  MemoryPage with(&context);
+  auto* panel = with.findChild<LessonPanel*>();
+  ASSERT_NE(panel, nullptr);
+  EXPECT_FALSE(panel->lessonMissing());
+  EXPECT_TRUE(panel->lastMarkdown().contains(QStringLiteral("what ZeRO-1 shards"))) << panel->lastMarkdown().toStdString();
 }
 
 }  // namespace
