@@ -29,7 +29,7 @@ class MainWindow : public QMainWindow {
   MainWindow(AppContext* context, EngineController* engine, const Options& options, QWidget* parent = nullptr);
   ~MainWindow() override;
 
-  // Page ids in navigation order: intro, iteration, bnlab, timeline, ring, compare, quiz.
+  // Page ids in navigation order: intro, iteration, bnlab, timeline, ring, compare, memory, quiz.
   static QStringList pageIds();
   Page* page(const QString& id) const { return pages_.value(id); }
   QString currentPageId() const;

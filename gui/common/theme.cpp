@@ -150,6 +150,8 @@ QColor SceneColors::memoryFor(dpv::MemoryKind kind) const {
     case dpv::MemoryKind::Optimizer: return chipOptimizer;
     case dpv::MemoryKind::Output: return chipOutput;
     case dpv::MemoryKind::Buckets: return chipLoss;  // DDP's all-reduce buffers: their own colour
+    // FSDP's full parameters: the parameters' hue, set apart from them towards the text colour.
+    case dpv::MemoryKind::Gathered: return background.lightness() < 128 ? chipParam.lighter(150) : chipParam.darker(140);
   }
   return memoryFill;
 }
