@@ -48,6 +48,13 @@ void DdpScene::addFlights(const DdpSceneState& previous) {
   using K = dpv::StageKind;
   const int world = static_cast<int>(state_.ranks.size());
   auto at = [](const QGraphicsItem* item) { return item ? item->sceneBoundingRect().topLeft() : QPointF(); };
+  // The sharded strategies' own stages, and their step (only the owned part changes), fly their own way.
+  if (shardedStrategy(state_.strategy) && (state_.kind == K::Step || state_.kind == K::GatherParams ||
+                                           state_.kind == K::ReduceScatter || state_.kind == K::BroadcastParams ||
+                                           state_.kind == K::FreeParams)) {
+    addShardFlights(previous);
+    return;
+  }
   switch (state_.kind) {
     case K::Sample: {
       // Every index leaves the sampler's strip at once, like cards dealt: position p = k*world + r
@@ -94,7 +101,7 @@ void DdpScene::addFlights(const DdpSceneState& previous) {
                               ? before->buckets[b.bucket].ready
                               : 0;
           if (b.ready <= was) continue;
-          const QPointF from(columnX(r, world) + kActX + kActW - kSmallChip.width(), rowTop(r, world) + kCellY + 5);
+          const QPointF from(columnX(r, world) + kActX + kActW - kSmallChip.width(), rowTop(r, world, rowH()) + kCellY + 5);
           addFlight(QStringLiteral("+%1").arg(b.ready - was), dpv::TensorRole::Grad,
                     {from, at(buckets_.value(key(r, b.bucket))) + QPointF(2, 5)}, kSmallChip, k++);
           filled = true;
@@ -120,7 +127,7 @@ void DdpScene::addFlights(const DdpSceneState& previous) {
           if (next == 0) {  // back up along the ring's return lane (from the last column, under the rows)
             const qreal lane = kRingX + kRingW - kSmallChip.width() / 2;
             const qreal lastLane = columnX(r, world) + lane;
-            const qreal under = rowTop(rowsFor(world) - 1, world) + kRowH + kRowGap / 2 - kSmallChip.height() / 2;
+            const qreal under = rowTop(rowsFor(world) - 1, world, rowH()) + rowH() + kRowGap / 2 - kSmallChip.height() / 2;
             path = lastLane == lane ? QList<QPointF>{from, QPointF(lane, from.y()), QPointF(lane, to.y()), to}
                                     : QList<QPointF>{from, QPointF(lastLane, from.y()), QPointF(lastLane, under), QPointF(lane, under),
                                                      QPointF(lane, to.y()), to};

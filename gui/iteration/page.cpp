@@ -17,6 +17,7 @@
 #include "gui/ddp/code.h"
 #include "gui/ddp/scene.h"
 #include "gui/ddp/scene_model.h"
+#include "gui/ddp/zero_code.h"
 #include "gui/common/code_view.h"
 #include "gui/common/lesson_panel.h"
 #include "gui/iteration/loss_strip.h"
@@ -24,6 +25,7 @@
 #include "gui/iteration/stepper_bar.h"
 #include "gui/iteration/tensor_inspector.h"
 #include "gui/runtime/engine_controller.h"
+#include "gui/runtime/settings_store.h"
 
 namespace gui {
 
@@ -107,26 +109,24 @@ bool IterationPage::eventFilter(QObject* watched, QEvent* event) {
   return Page::eventFilter(watched, event);
 }
 
-bool IterationPage::ddpMode() const { return context()->settings().ddp; }
+dpv::StrategyKind IterationPage::strategy() const { return context()->settings().strategy; }
 
 bool IterationPage::showingDdp() const { return sceneStack_->currentWidget() == ddpView_; }
 
-void IterationPage::setDdpMode(bool ddp) {
+void IterationPage::setStrategy(dpv::StrategyKind kind) {
   AppSettings s = context()->settings();
-  s.ddp = ddp;
+  s.strategy = kind;
   context()->setSettings(s);  // the engine starts afresh in the new mode (settingsApplied, then iterationStarted)
   updateModeButtons();
 }
 
 void IterationPage::updateModeButtons() {
-  const bool ddp = ddpMode();
-  dpButton_->setChecked(!ddp);
-  ddpButton_->setChecked(ddp);
+  for (int i = 0; i < strategyButtons_.size(); ++i) strategyButtons_[i]->setChecked(kAllStrategies[i] == strategy());
 }
 
 void IterationPage::updateCode() {
   const AppSettings& s = context()->settings();
-  if (!s.ddp) {
+  if (!dpv::runs_ranks(s.strategy)) {
     code_->setCode(tr("Your code"), userCodeLines(s.preset, s.syncBatchNorm, s.batchSize, s.learningRate, s.devices),
                    tr("DataParallel.forward"), dataParallelCodeLines());
     return;
@@ -134,6 +134,12 @@ void IterationPage::updateCode() {
   // The run's own numbers once the engine announced it; until then the device count of the last one.
   const bool known = haveInfo_ && info_.ddp;
   const int ranks = static_cast<int>(info_.deviceLabels.size());
+  if (dpv::zero_stage(s.strategy) > 0) {
+    code_->setCode(tr("Your %1 code").arg(QString::fromLatin1(dpv::strategy_short_name(s.strategy))),
+                   zeroScriptLines(s, ranks > 0 ? ranks : 1, known ? info_.batchRows : s.batchSize),
+                   dpv::zero_stage(s.strategy) == 1 ? tr("ZeRO source") : tr("FSDP source"), zeroSourceLines(s.strategy));
+    return;
+  }
   // Short tab titles: both stay whole in the code panel's width at 1024x640.
   code_->setCode(tr("Your DDP code"),
                  ddpScriptLines(s, ranks > 0 ? ranks : 1, known ? info_.batchRows : s.batchSize,
@@ -239,6 +245,7 @@ void IterationPage::showStage(int index, bool animate) {
   if (!event) scene_->setFailure(-1, QString());
   if (info_.ddp) {
     DdpSceneState ddpState = ddpSceneStateFor(info_, event);
+    ddpState.memoryScale = scale;
     markFailedRank(ddpState);
     ddpScene_->showState(ddpState, animate);
   } else {
