@@ -49,10 +49,12 @@ QString shardedActivity(const dpv::StageEvent& e, const DdpRankView& view) {
     case dpv::StageKind::FreeParams: return QObject::tr("frees all but its slice");
     case dpv::StageKind::ReduceScatter: return QObject::tr("reduce-scatters grads");
     case dpv::StageKind::BroadcastParams:
-      return QObject::tr("sends its %n parameter(s)", nullptr, static_cast<int>(view.ownedParams.size()));
+      return view.ownedParams.size() == 1 ? QObject::tr("sends its 1 parameter")
+                                          : QObject::tr("sends its %1 parameters").arg(view.ownedParams.size());
     case dpv::StageKind::Step:
-      return view.flat ? QObject::tr("steps its slice only")
-                       : QObject::tr("steps its %n parameter(s)", nullptr, static_cast<int>(view.ownedParams.size()));
+      if (view.flat) return QObject::tr("steps its slice only");
+      return view.ownedParams.size() == 1 ? QObject::tr("steps its 1 parameter")
+                                          : QObject::tr("steps its %1 parameters").arg(view.ownedParams.size());
     case dpv::StageKind::Finalize: return QObject::tr("waits for all-reduces");
     default: return QString::fromStdString(e.stage.title);
   }

@@ -184,7 +184,7 @@ void DdpScene::addShardFlights(const DdpSceneState& previous) {
         for (int s = 0; s < mine.size(); ++s) {
           const QGraphicsRectItem* from = flatSlices_.value(s).value(s);
           if (s == r || !from) continue;
-          addFlight(tr("slice %1").arg(s), dpv::TensorRole::Param, {at(from), at(mine[s])}, kSmallChip, 0);
+          addFlight(tr("s%1").arg(s), dpv::TensorRole::Param, {at(from), at(mine[s])}, kSmallChip, 0);
           revealOnArrival(mine[s], 0);
         }
       }
@@ -224,7 +224,8 @@ void DdpScene::addShardFlights(const DdpSceneState& previous) {
           if (!state_.ranks[owner].ownedParams.contains(state_.params.value(i))) continue;
           for (int r = 0; r < world; ++r) {
             const QGraphicsRectItem* to = paramChips_.value(r).value(i);
-            if (r != owner && to) addFlight(state_.params.value(i), dpv::TensorRole::Param, {at(chips[i]), at(to)}, kSmallChip, 0);
+            if (r != owner && to)  // the chip the size of the parameter's, so its name stays whole
+              addFlight(state_.params.value(i), dpv::TensorRole::Param, {at(chips[i]), at(to)}, chips[i]->rect().size(), 0);
           }
         }
       }

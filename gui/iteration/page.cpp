@@ -398,7 +398,6 @@ void IterationPage::rebuildStageStrip() {
     stagePills_.append(pill);
     pillFirstIndex_.append(first);
   }
-  stageStripLayout_->addStretch(1);
 }
 
 void IterationPage::updateControls() {

@@ -7,6 +7,7 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include "gui/common/flow_layout.h"
 #include "gui/common/ui_helpers.h"
 #include "gui/ddp/scene.h"
 #include "gui/common/code_view.h"
@@ -53,11 +54,10 @@ void IterationPage::buildUi() {
   page->setSpacing(10);
   auto* stripCard = makeCard(this);
   stageStrip_ = stripCard;
-  auto* stripRow = new QHBoxLayout(stripCard);
-  stripRow->setContentsMargins(10, 5, 10, 5);
-  stageStripLayout_ = new QHBoxLayout();  // the pills; rebuilt for every plan
-  stageStripLayout_->setSpacing(2);
-  stripRow->addLayout(stageStripLayout_, 1);
+  // The pills, rebuilt for every plan; they wrap onto a second row when a long plan (ZeRO-3's
+  // gathers, frees and reduce-scatter) does not fit, instead of widening the page.
+  stageStripLayout_ = new FlowLayout(stripCard, 2, 2);
+  stageStripLayout_->setContentsMargins(10, 5, 10, 5);
   page->addWidget(stripCard);
   // The picture and the side panels share the width through a splitter the learner can drag.
   outer_ = new QSplitter(Qt::Horizontal, this);
