@@ -3,6 +3,7 @@
 #include <QEvent>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QScrollArea>
 #include <QShortcut>
 #include <QStyle>
 #include <QSplitter>
@@ -398,6 +399,8 @@ void IterationPage::rebuildStageStrip() {
     stagePills_.append(pill);
     pillFirstIndex_.append(first);
   }
+  stageStripLayout_->addStretch(1);
+  if (auto* scroll = stageStrip_->findChild<QScrollArea*>()) scroll->setFixedHeight(stageStripLayout_->sizeHint().height());
 }
 
 void IterationPage::updateControls() {
@@ -417,6 +420,8 @@ void IterationPage::updateControls() {
     stagePills_[p]->setProperty("done", first < recorded);
     stagePills_[p]->style()->unpolish(stagePills_[p]);
     stagePills_[p]->style()->polish(stagePills_[p]);
+    if (active)
+      if (auto* scroll = stageStrip_->findChild<QScrollArea*>()) scroll->ensureWidgetVisible(stagePills_[p], 24, 0);
   }
   stepper_->setState(playing_, cursor_ >= 0, haveInfo_ && !waiting_, haveInfo_);
   if (!haveInfo_) {

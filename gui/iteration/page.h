@@ -137,7 +137,7 @@ class IterationPage : public Page {
   LossStrip* lossStrip_ = nullptr;
   QLabel* errorBanner_ = nullptr;
   QWidget* stageStrip_ = nullptr;
-  QLayout* stageStripLayout_ = nullptr;  // a FlowLayout
+  QHBoxLayout* stageStripLayout_ = nullptr;
   QList<QToolButton*> stagePills_;
   QList<int> pillFirstIndex_;
   QTimer dwell_;  // the pause between stages while playing

@@ -2,12 +2,12 @@
 // the mode switch), the loss strip and the transport controls, and the side panels.
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QToolButton>
 #include <QVBoxLayout>
 
-#include "gui/common/flow_layout.h"
 #include "gui/common/ui_helpers.h"
 #include "gui/ddp/scene.h"
 #include "gui/common/code_view.h"
@@ -54,10 +54,25 @@ void IterationPage::buildUi() {
   page->setSpacing(10);
   auto* stripCard = makeCard(this);
   stageStrip_ = stripCard;
-  // The pills, rebuilt for every plan; they wrap onto a second row when a long plan (ZeRO-3's
-  // gathers, frees and reduce-scatter) does not fit, instead of widening the page.
-  stageStripLayout_ = new FlowLayout(stripCard, 2, 2);
-  stageStripLayout_->setContentsMargins(10, 5, 10, 5);
+  auto* stripRow = new QHBoxLayout(stripCard);
+  stripRow->setContentsMargins(10, 5, 10, 5);
+  // The pills, rebuilt for every plan, in a strip that never widens the page: a plan longer than
+  // the window (ZeRO-3's gathers, frees and reduce-scatter at 1024 px) scrolls so the current
+  // stage's pill is in sight (updateControls).
+  auto* stripScroll = new QScrollArea(stripCard);
+  stripScroll->setObjectName(QStringLiteral("stageStripScroll"));
+  stripScroll->setFrameShape(QFrame::NoFrame);
+  stripScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  stripScroll->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  stripScroll->setWidgetResizable(true);
+  stripScroll->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+  stripScroll->setStyleSheet(QStringLiteral("QScrollArea, QScrollArea > QWidget > QWidget { background: transparent; }"));
+  auto* pills = new QWidget();
+  stageStripLayout_ = new QHBoxLayout(pills);
+  stageStripLayout_->setContentsMargins(0, 0, 0, 0);
+  stageStripLayout_->setSpacing(2);
+  stripScroll->setWidget(pills);
+  stripRow->addWidget(stripScroll, 1);
   page->addWidget(stripCard);
   // The picture and the side panels share the width through a splitter the learner can drag.
   outer_ = new QSplitter(Qt::Horizontal, this);

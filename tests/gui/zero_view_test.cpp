@@ -6,11 +6,14 @@
 
 #include <QGraphicsRectItem>
 #include <QGraphicsSimpleTextItem>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QTemporaryDir>
 #include <QToolButton>
 #include <algorithm>
 #include <set>
 
+#include "gui/app/main_window.h"
 #include "gui/common/code_view.h"
 #include "gui/common/lesson_panel.h"
 #include "gui/common/scene_model.h"
@@ -175,6 +178,36 @@ TEST_F(IterationPageTest, Zero1HighlightsEachRanksOwnedParametersAsTheEnginePart
     }
   }
   EXPECT_TRUE(sawBroadcast);
+}
+
+TEST(ZeroLayout, Zero3sLongPlanFitsA1024x640WindowWithTheCurrentStageInSight) {
+  SizedWindow w(zeroSettings(dpv::StrategyKind::Zero3, QStringLiteral("cpu:4")), QSize(1024, 640));
+  w.window->showPage(QStringLiteral("iteration"));
+  auto* page = qobject_cast<IterationPage*>(w.window->page(QStringLiteral("iteration")));
+  ASSERT_NE(page, nullptr);
+  page->setSpeed(0);
+  ASSERT_TRUE(waitUntil([&] { return w.engine->hasIteration() && w.engine->info().strategy == dpv::StrategyKind::Zero3 && !w.engine->busy(); }));
+  const int last = static_cast<int>(w.engine->info().plan.size()) - 1;
+  bool done = false;
+  page->seekTo(last, [&] { done = true; });
+  ASSERT_TRUE(waitUntil([&] { return done; }));
+  settleEvents();
+  auto* scroll = qobject_cast<QScrollArea*>(page->parentWidget()->parentWidget());
+  ASSERT_NE(scroll, nullptr);
+  EXPECT_EQ(scroll->horizontalScrollBar()->maximum(), 0) << "the plan's pills widen the page";
+  EXPECT_EQ(scroll->verticalScrollBar()->maximum(), 0);
+  // The last stage's pill is checked and inside the strip's visible part.
+  auto* strip = page->findChild<QScrollArea*>(QStringLiteral("stageStripScroll"));
+  ASSERT_NE(strip, nullptr);
+  const QToolButton* active = nullptr;
+  for (const QToolButton* pill : strip->widget()->findChildren<QToolButton*>())
+    if (pill->isChecked()) active = pill;
+  ASSERT_NE(active, nullptr);
+  const QRect shown(active->mapTo(strip->viewport(), QPoint(0, 0)), active->size());
+  EXPECT_TRUE(shown.left() >= 0 && shown.right() < strip->viewport()->width())
+      << "the current stage's pill is scrolled into sight: x " << shown.x() << ", width " << shown.width() << " in "
+      << strip->viewport()->width();
+  EXPECT_GT(strip->horizontalScrollBar()->value(), 0) << "at 1024 px ZeRO-3's pills do not all fit: the strip scrolled";
 }
 
 TEST(ZeroLessons, TheShardedStagesReadZerosLessonsAndTheOthersKeepDdps) {
