@@ -72,7 +72,12 @@ void DdpScene::showState(const DdpSceneState& state, bool animate) {
   rebuild();
   if (!animate || duration_ <= 0 || !state.started) return;
   group_ = new QParallelAnimationGroup(this);
-  addFlights(previous);
+  // The sharded strategies' own stages, and their step (only the owned part changes), fly their own way.
+  using K = dpv::StageKind;
+  const bool shardStage = state.kind == K::Step || state.kind == K::GatherParams || state.kind == K::ReduceScatter ||
+                          state.kind == K::BroadcastParams || state.kind == K::FreeParams;
+  if (shardedStrategy(state.strategy) && shardStage) addShardFlights(previous);
+  else addFlights(previous);
   if (group_->animationCount() == 0) {
     delete group_;
     return;

@@ -99,6 +99,7 @@ class DdpScene : public QGraphicsScene {
   qreal rowH() const;  // a rank row's height: taller with the sharded strategies' line
   // The flights from `previous` to the state shown (state_).
   void addFlights(const DdpSceneState& previous);
+  void addSampleFlights();  // the sampler's indices dealt to the ranks' shards
   ChipItem* addFlight(const QString& text, dpv::TensorRole role, const QList<QPointF>& path, QSizeF size, int order);
   void revealOnArrival(QGraphicsItem* item, int order);  // hidden until its flight arrives
   void makeClickable(QGraphicsItem* item, DdpPart part, int rank, int bucket = 0);

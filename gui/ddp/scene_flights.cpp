@@ -44,36 +44,32 @@ void DdpScene::revealOnArrival(QGraphicsItem* item, int order) {
   group_->addAnimation(wait);
 }
 
+void DdpScene::addSampleFlights() {
+  const int world = static_cast<int>(state_.ranks.size());
+  auto at = [](const QGraphicsItem* item) { return item ? item->sceneBoundingRect().topLeft() : QPointF(); };
+  // Every index leaves the sampler's strip at once, like cards dealt: position p = k*world + r
+  // goes to cell k of rank r, so two chips never cross (a later position is never in an
+  // earlier cell) and the ranks' rows keep them apart vertically.
+  const qint64 total = stripCells_.size();
+  for (int r = 0; r < world; ++r) {
+    const QList<QGraphicsRectItem*> cells = samples_.value(r);
+    for (int k = 0; k < cells.size(); ++k) {
+      const qint64 p = static_cast<qint64>(k) * world + r;
+      if (p >= total) continue;
+      const QRectF cell = cells[k]->sceneBoundingRect();
+      addFlight(QString::number(state_.ranks[r].samples[k].index), dpv::TensorRole::Input,
+                {at(stripCells_[p]), cell.topLeft()}, cell.size(), 0);
+      revealOnArrival(cells[k], 0);
+    }
+  }
+}
+
 void DdpScene::addFlights(const DdpSceneState& previous) {
   using K = dpv::StageKind;
   const int world = static_cast<int>(state_.ranks.size());
   auto at = [](const QGraphicsItem* item) { return item ? item->sceneBoundingRect().topLeft() : QPointF(); };
-  // The sharded strategies' own stages, and their step (only the owned part changes), fly their own way.
-  if (shardedStrategy(state_.strategy) && (state_.kind == K::Step || state_.kind == K::GatherParams ||
-                                           state_.kind == K::ReduceScatter || state_.kind == K::BroadcastParams ||
-                                           state_.kind == K::FreeParams)) {
-    addShardFlights(previous);
-    return;
-  }
   switch (state_.kind) {
-    case K::Sample: {
-      // Every index leaves the sampler's strip at once, like cards dealt: position p = k*world + r
-      // goes to cell k of rank r, so two chips never cross (a later position is never in an
-      // earlier cell) and the ranks' rows keep them apart vertically.
-      const qint64 total = stripCells_.size();
-      for (int r = 0; r < world; ++r) {
-        const QList<QGraphicsRectItem*> cells = samples_.value(r);
-        for (int k = 0; k < cells.size(); ++k) {
-          const qint64 p = static_cast<qint64>(k) * world + r;
-          if (p >= total) continue;
-          const QRectF cell = cells[k]->sceneBoundingRect();
-          addFlight(QString::number(state_.ranks[r].samples[k].index), dpv::TensorRole::Input,
-                    {at(stripCells_[p]), cell.topLeft()}, cell.size(), 0);
-          revealOnArrival(cells[k], 0);
-        }
-      }
-      break;
-    }
+    case K::Sample: addSampleFlights(); break;
     case K::Construct:
     case K::BroadcastBuffers: {
       // Rank 0's parameters and buffers (at construction) or its buffers (each forward) to every
