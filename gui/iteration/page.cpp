@@ -400,7 +400,16 @@ void IterationPage::rebuildStageStrip() {
     pillFirstIndex_.append(first);
   }
   stageStripLayout_->addStretch(1);
-  if (auto* scroll = stageStrip_->findChild<QScrollArea*>()) scroll->setFixedHeight(stageStripLayout_->sizeHint().height());
+  // The strip as tall as its pills (styled: polished first, so their size is the one drawn).
+  if (auto* scroll = stageStrip_->findChild<QScrollArea*>()) {
+    int height = 0;
+    for (QToolButton* pill : std::as_const(stagePills_)) {
+      pill->ensurePolished();
+      height = std::max(height, pill->sizeHint().height());
+    }
+    stageStripLayout_->invalidate();
+    scroll->setFixedHeight(std::max(height, stageStripLayout_->sizeHint().height()));
+  }
 }
 
 void IterationPage::updateControls() {

@@ -204,6 +204,8 @@ TEST(ZeroLayout, Zero3sLongPlanFitsA1024x640WindowWithTheCurrentStageInSight) {
     if (pill->isChecked()) active = pill;
   ASSERT_NE(active, nullptr);
   const QRect shown(active->mapTo(strip->viewport(), QPoint(0, 0)), active->size());
+  EXPECT_GE(strip->viewport()->height(), active->height()) << "the strip shows its pills whole";
+  EXPECT_GE(shown.top(), 0);
   EXPECT_TRUE(shown.left() >= 0 && shown.right() < strip->viewport()->width())
       << "the current stage's pill is scrolled into sight: x " << shown.x() << ", width " << shown.width() << " in "
       << strip->viewport()->width();
