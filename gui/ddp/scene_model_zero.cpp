@@ -41,6 +41,9 @@ void fillShardView(DdpRankView& view, const IterationInfo& info, const dpv::Stag
     flat.gradHead = formatHead(s.grad_shard_head);
   }
   view.flat = flat;
+  // FSDP keeps the gradient in the flat parameter's slice, not in each parameter's .grad.
+  if (view.grads == dpv::GradState::None && (flat.fullGrads || flat.gradShardAveraged))
+    view.gradText = QObject::tr("grad: in the flat gradient (below)");
 }
 
 QString shardedActivity(const dpv::StageEvent& e, const DdpRankView& view) {

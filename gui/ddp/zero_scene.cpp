@@ -93,9 +93,9 @@ void DdpScene::drawFlatBar(const DdpRankView& rank, qreal x, qreal y, qreal w, b
     if (grads && ew >= 30) {
       QString name = e.name;
       QFont f10;
-      f10.setPixelSize(9);
+      f10.setPixelSize(10);
       name = QFontMetricsF(f10).elidedText(name, Qt::ElideRight, ew - 3);
-      text(name, ex + 2, y + kBarH + 1, c.subtext, 9);
+      text(name, ex + 2, y + kBarH + 1, c.subtext, 10);
     }
   }
   if (f.padding > 0) {
