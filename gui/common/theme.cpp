@@ -151,7 +151,7 @@ QColor SceneColors::memoryFor(dpv::MemoryKind kind) const {
     case dpv::MemoryKind::Output: return chipOutput;
     case dpv::MemoryKind::Buckets: return chipLoss;  // DDP's all-reduce buffers: their own colour
     // FSDP's gathered full parameters: a violet of their own beside the parameters' blue.
-    case dpv::MemoryKind::Gathered: return background.lightness() < 128 ? QColor(0x7a, 0x5c, 0xc0) : QColor(0xc7, 0xb3, 0xf0);
+    case dpv::MemoryKind::Gathered: return background.lightness() < 128 ? QColor(0x7a, 0x5c, 0xc0) : QColor(0xa9, 0x8c, 0xe6);
   }
   return memoryFill;
 }

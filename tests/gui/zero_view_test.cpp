@@ -17,6 +17,7 @@
 #include "gui/common/code_view.h"
 #include "gui/common/lesson_panel.h"
 #include "gui/common/scene_model.h"
+#include "gui/common/theme.h"
 #include "gui/ddp/scene.h"
 #include "gui/runtime/settings_store.h"
 
@@ -210,6 +211,19 @@ TEST(ZeroLayout, Zero3sLongPlanFitsA1024x640WindowWithTheCurrentStageInSight) {
       << "the current stage's pill is scrolled into sight: x " << shown.x() << ", width " << shown.width() << " in "
       << strip->viewport()->width();
   EXPECT_GT(strip->horizontalScrollBar()->value(), 0) << "at 1024 px ZeRO-3's pills do not all fit: the strip scrolled";
+}
+
+TEST(ZeroMemory, GatheredParametersHaveAColourOfTheirOwnInBothThemes) {
+  using K = dpv::MemoryKind;
+  for (const QString theme : {QStringLiteral("light"), QStringLiteral("dark")}) {
+    const SceneColors& c = sceneColors(theme);
+    const QColor gathered = c.memoryFor(K::Gathered);
+    for (K other : {K::Batch, K::Parameters, K::Gradients, K::Activations, K::Optimizer, K::Output, K::Buckets})
+      EXPECT_NE(gathered, c.memoryFor(other)) << theme.toStdString() << " " << dpv::memory_kind_name(other);
+    EXPECT_NE(gathered, c.memoryFill) << theme.toStdString() << ": not the colour of an unknown kind";
+    // Visible on the memory bar's track.
+    EXPECT_GT(std::abs(gathered.lightness() - c.memoryTrack.lightness()), 40) << theme.toStdString();
+  }
 }
 
 TEST(ZeroLessons, TheShardedStagesReadZerosLessonsAndTheOthersKeepDdps) {
