@@ -38,6 +38,7 @@
 #include "gui/quiz/page.h"
 #include "gui/ring/page.h"
 #include "gui/runtime/engine_controller.h"
+#include "gui/runtime/settings_store.h"
 #include "gui/timeline/page.h"
 
 namespace gui {
@@ -60,15 +61,7 @@ MainWindow::MainWindow(AppContext* context, EngineController* engine, const Opti
 
   // Settings before the pages exist, so they start with the remembered ones.
   if (options_.persistent) {
-    QSettings s;
-    AppSettings a = context_->settings();
-    a.devices = s.value(QStringLiteral("engine/devices"), a.devices).toString();
-    a.preset = s.value(QStringLiteral("engine/preset"), a.preset).toString();
-    a.batchSize = s.value(QStringLiteral("engine/batch"), a.batchSize).toInt();
-    a.syncBatchNorm = s.value(QStringLiteral("engine/syncBatchNorm"), a.syncBatchNorm).toBool();
-    a.learningRate = s.value(QStringLiteral("engine/lr"), a.learningRate).toDouble();
-    a.seed = s.value(QStringLiteral("engine/seed"), a.seed).toULongLong();
-    context_->setSettings(a);
+    context_->setSettings(readSettings(QSettings(), context_->settings()));
   }
   requestedTheme_ = options_.theme;
   if (requestedTheme_.isEmpty()) {
@@ -460,13 +453,7 @@ void MainWindow::saveState() const {
   s.setValue(QStringLiteral("window/state"), QMainWindow::saveState());
   s.setValue(QStringLiteral("window/page"), currentPageId());
   s.setValue(QStringLiteral("window/theme"), requestedTheme_);
-  const AppSettings& a = context_->settings();
-  s.setValue(QStringLiteral("engine/devices"), a.devices);
-  s.setValue(QStringLiteral("engine/preset"), a.preset);
-  s.setValue(QStringLiteral("engine/batch"), a.batchSize);
-  s.setValue(QStringLiteral("engine/syncBatchNorm"), a.syncBatchNorm);
-  s.setValue(QStringLiteral("engine/lr"), a.learningRate);
-  s.setValue(QStringLiteral("engine/seed"), static_cast<qulonglong>(a.seed));
+  writeSettings(s, context_->settings());
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

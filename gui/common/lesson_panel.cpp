@@ -32,8 +32,13 @@ QString renderLessonMarkdown(const QString& lessonsDir, const QString& id, const
   }
 }
 
-QString stageLessonPath(bool ddp, dpv::StageKind kind) {
-  return (ddp ? QStringLiteral("ddp/stages/") : QStringLiteral("stages/")) + stageLessonId(kind);
+QString stageLessonPath(dpv::StrategyKind strategy, dpv::StageKind kind) {
+  using K = dpv::StageKind;
+  // The sharded strategies' own stages, and their sharded step, have lessons of their own.
+  const bool sharded = kind == K::GatherParams || kind == K::FreeParams || kind == K::ReduceScatter ||
+                       kind == K::BroadcastParams || kind == K::Step;
+  if (dpv::zero_stage(strategy) > 0 && sharded) return QStringLiteral("zero/stages/") + stageLessonId(kind);
+  return (dpv::runs_ranks(strategy) ? QStringLiteral("ddp/stages/") : QStringLiteral("stages/")) + stageLessonId(kind);
 }
 
 QList<dpv::TensorRole> chipRolesForLink(const QUrl& url) {
@@ -103,10 +108,11 @@ void LessonPanel::showStage(const IterationInfo& info, const dpv::StageEvent* ev
   stageFacts_.reset();
   QString md;
   if (!event && info.ddp) {
-    md += tr("### Before the first stage (DistributedDataParallel)\n\nOne process per device, each running the "
+    md += tr("### Before the first stage (%2)\n\nOne process per device, each running the "
              "same script on its own share of the data set (%1 samples). Press **Step** (→) to run the first stage, "
              "or **Play** (Space) to watch the whole iteration.\n\n")
-              .arg(info.batchRows);
+              .arg(info.batchRows)
+              .arg(QString::fromLatin1(dpv::strategy_name(info.strategy)));
   } else if (!event) {
     md += tr("### Before the first stage\n\nYour program made the batch %1 and its labels on the host, and "
              "`.cuda()` copied both to GPU 0, where `model.cuda()` put the module: see GPU 0's chips and memory. "
@@ -126,7 +132,7 @@ void LessonPanel::showStage(const IterationInfo& info, const dpv::StageEvent* ev
     showMessage(md);
     return;
   }
-  const QString id = stageLessonPath(info.ddp, event->stage.kind);
+  const QString id = stageLessonPath(info.strategy, event->stage.kind);
   stageFacts_ = dpv::course::lesson_facts_after(info.lessonFacts, *event);
   QString error;
   const QString lesson = renderLessonMarkdown(lessonsDir_, id, &*stageFacts_, &error);

@@ -14,8 +14,9 @@ namespace gui {
 // Reads lessons/<id>.md ("intro", "stages/scatter"); on failure returns an empty string and
 // puts the reason in `error`.
 QString loadLessonMarkdown(const QString& lessonsDir, const QString& id, QString* error);
-// The lesson id of a stage: "stages/<id>" for DataParallel, "ddp/stages/<id>" for DDP.
-QString stageLessonPath(bool ddp, dpv::StageKind kind);
+// The lesson id of a stage: "stages/<id>" for DataParallel, "ddp/stages/<id>" for DDP's ranks, and
+// "zero/stages/<id>" for ZeRO's own stages (gather, free, reduce-scatter, broadcast, sharded step).
+QString stageLessonPath(dpv::StrategyKind strategy, dpv::StageKind kind);
 // Reads lessons/<id>.md and renders it with `facts` (none: a lesson shown without a run, which
 // must have no placeholder); on failure returns an empty string and puts the reason in `error`.
 QString renderLessonMarkdown(const QString& lessonsDir, const QString& id, const dpv::course::LessonFacts* facts,

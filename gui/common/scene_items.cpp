@@ -298,6 +298,7 @@ QList<MemoryPart> memoryParts(const DeviceView& view) {
                              {K::Output, QObject::tr("gathered output"), m.output},
                              {K::Batch, QObject::tr("batch"), m.batch},
                              {K::Buckets, QObject::tr("DDP buckets"), m.buckets},
+                             {K::Gathered, QObject::tr("gathered parameters"), m.gathered},
                              {std::nullopt, QObject::tr("other"), m.other}};
   if (m.total() == 0 && view.memoryBytes > 0) parts = {{std::nullopt, QObject::tr("allocations"), view.memoryBytes}};
   return parts;

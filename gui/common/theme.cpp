@@ -150,8 +150,8 @@ QColor SceneColors::memoryFor(dpv::MemoryKind kind) const {
     case dpv::MemoryKind::Optimizer: return chipOptimizer;
     case dpv::MemoryKind::Output: return chipOutput;
     case dpv::MemoryKind::Buckets: return chipLoss;  // DDP's all-reduce buffers: their own colour
-    // FSDP's full parameters: the parameters' hue, set apart from them towards the text colour.
-    case dpv::MemoryKind::Gathered: return background.lightness() < 128 ? chipParam.lighter(150) : chipParam.darker(140);
+    // FSDP's gathered full parameters: a violet of their own beside the parameters' blue.
+    case dpv::MemoryKind::Gathered: return background.lightness() < 128 ? QColor(0x7a, 0x5c, 0xc0) : QColor(0xa9, 0x8c, 0xe6);
   }
   return memoryFill;
 }

@@ -72,7 +72,12 @@ void DdpScene::showState(const DdpSceneState& state, bool animate) {
   rebuild();
   if (!animate || duration_ <= 0 || !state.started) return;
   group_ = new QParallelAnimationGroup(this);
-  addFlights(previous);
+  // The sharded strategies' own stages, and their step (only the owned part changes), fly their own way.
+  using K = dpv::StageKind;
+  const bool shardStage = state.kind == K::Step || state.kind == K::GatherParams || state.kind == K::ReduceScatter ||
+                          state.kind == K::BroadcastParams || state.kind == K::FreeParams;
+  if (shardedStrategy(state.strategy) && shardStage) addShardFlights(previous);
+  else addFlights(previous);
   if (group_->animationCount() == 0) {
     delete group_;
     return;
@@ -134,20 +139,28 @@ void DdpScene::rebuild() {
   activities_.clear();
   params_.clear();
   stripCells_.clear();
+  flatSlices_.clear();
+  gradSlices_.clear();
+  paramChips_.clear();
+  paddingTexts_.clear();
+  memoryBars_.clear();
   headline_ = nullptr;
   ring_ = nullptr;
   const SceneColors& c = sceneColors(theme_);
   const int n = static_cast<int>(state_.ranks.size());
-  const qreal height = kHeaderH + rowsFor(n) * (kRowH + kRowGap) + kMargin;
+  const bool sharded = shardedStrategy(state_.strategy);
+  const qreal legendH = sharded ? 22 : 0;  // the memory bars' legend under the rows
+  const qreal height = kHeaderH + rowsFor(n) * (rowH() + kRowGap) + kMargin + legendH;
   setSceneRect(0, 0, kWidth + (columnsFor(n) - 1) * kColumnStep, height);
   headline_ = text(state_.headline, kMargin, kMargin - 4, c.text, 13, true);
   drawBatchStrips(kMargin + 24);
   for (int r = 0; r < n; ++r) {
     origin_ = QPointF(columnX(r, n), 0);  // the rank's column: text() and box() place its items there
-    drawRank(state_.ranks[r], rowTop(r, n));
+    drawRank(state_.ranks[r], rowTop(r, n, rowH()));
   }
   origin_ = QPointF();
   drawRing();
+  if (sharded) drawMemoryLegend(kHeaderH + rowsFor(n) * (rowH() + kRowGap));
 }
 
 // Item data keys of a clickable part (kDescription is 0).
@@ -190,9 +203,9 @@ void DdpScene::drawRing() {
   bool busy = false;
   for (const auto& rank : state_.ranks)
     for (const auto& b : rank.buckets) busy = busy || b.phase == BucketPhase::AllReducing;
-  auto mid = [world](int r) { return rowTop(r, world) + kCellY + kCellH / 2; };
-  auto down = [world](int r) { return columnX(r, world) + kRingX + 6; };           // the lane r -> r + 1
-  auto back = [world](int r) { return columnX(r, world) + kRingX + kRingW - 4; };  // the return lane
+  auto mid = [this, world](int r) { return rowTop(r, world, rowH()) + kCellY + kCellH / 2; };
+  auto down = [this, world](int r) { return columnX(r, world) + kRingX + 6; };           // the lane r -> r + 1
+  auto back = [this, world](int r) { return columnX(r, world) + kRingX + kRingW - 4; };  // the return lane
   QPainterPath path;
   auto arrowHead = [&path](QPointF tip, qreal dx, qreal dy) {  // (dx, dy): the direction it points
     path.moveTo(tip - QPointF(dx * 6 - dy * 4, dy * 6 - dx * 4));
@@ -220,7 +233,7 @@ void DdpScene::drawRing() {
   path.moveTo(down(last) + 2, mid(last));
   path.lineTo(back(last), mid(last));
   if (columnX(last, world) > 0) {
-    const qreal under = rowTop(rows - 1, world) + kRowH + kRowGap / 2;
+    const qreal under = rowTop(rows - 1, world, rowH()) + rowH() + kRowGap / 2;
     path.lineTo(back(last), under);
     path.lineTo(back(0), under);
   }
@@ -230,7 +243,7 @@ void DdpScene::drawRing() {
   ring_ = addPath(path, QPen(busy ? QColor(0x2f, 0x6f, 0xd6) : c.panelBorder, busy ? 2.0 : 1.2));
   ring_->setData(kDescription, busy ? QStringLiteral("ring: all-reducing") : QStringLiteral("ring: idle"));
   ring_->setToolTip(tr("The ring: in an all-reduce each rank sends to the next and receives from the one before"));
-  for (int col = 0; col < columnsFor(world); ++col) text(tr("ring"), col * kColumnStep + kRingX, rowTop(0, world) + 4, c.subtext, 11);
+  for (int col = 0; col < columnsFor(world); ++col) text(tr("ring"), col * kColumnStep + kRingX, rowTop(0, world, rowH()) + 4, c.subtext, 11);
 }
 
 void DdpScene::drawBatchStrips(qreal top) {
@@ -280,17 +293,19 @@ void DdpScene::drawBatchStrips(qreal top) {
 
 void DdpScene::drawRank(const DdpRankView& rank, qreal top) {
   const SceneColors& c = sceneColors(theme_);
-  auto* panel = box(QRectF(kMargin - 6, top, kWidth - 2 * kMargin + 12, kRowH), c.panel, c.panelBorder);
+  auto* panel = box(QRectF(kMargin - 6, top, kWidth - 2 * kMargin + 12, rowH()), c.panel, c.panelBorder);
   panel->setZValue(-1);
   if (!rank.failure.isEmpty()) {  // a failing rank is marked as a failing DataParallel device is
     panel->setPen(QPen(c.failed, 2));
     panel->setToolTip(rank.failure);
   }
   // Rank label with its colour.
-  box(QRectF(kRankX, top + 8, 6, kRowH - 16), rankColor(rank.rank), QColor());
+  box(QRectF(kRankX, top + 8, 6, rowH() - 16), rankColor(rank.rank), QColor());
   text(rank.title, kRankX + 12, top + 6, c.text, 15, true);
   text(rank.deviceName, kRankX + 12, top + 26, c.subtext, 11);
-  text(rank.constructed ? tr("DDP built") : tr("not built yet"), kRankX + 12, top + 42, c.subtext, 11);
+  // What the rank built: DDP (also under ZeroRedundancyOptimizer) or FSDP's flat parameter.
+  const bool fsdp = dpv::zero_stage(state_.strategy) >= 2;
+  text(rank.constructed ? (fsdp ? tr("FSDP built") : tr("DDP built")) : tr("not built yet"), kRankX + 12, top + 42, c.subtext, 11);
 
   // Shard: one cell per sample, padding duplicates outlined in red.
   text(tr("shard"), kShardX, top + 6, c.subtext, 11);
@@ -321,7 +336,7 @@ void DdpScene::drawRank(const DdpRankView& rank, qreal top) {
 
   // Buckets in launch order, filled by the share of their gradients that are in, coloured by phase
   // (equal widths: the bytes are on the label and in the tooltip).
-  text(tr("gradient buckets (launch order →)"), kBucketX, top + 6, c.subtext, 11);
+  if (!fsdp) text(tr("gradient buckets (launch order →)"), kBucketX, top + 6, c.subtext, 11);
   qreal x = kBucketX;
   const qreal gap = 4;
   const int nb = static_cast<int>(rank.buckets.size());
@@ -340,7 +355,8 @@ void DdpScene::drawRank(const DdpRankView& rank, qreal top) {
     buckets_.insert(key(rank.rank, b.bucket), outline);
     x += w + gap;
   }
-  if (rank.buckets.isEmpty()) text(tr("built with DDP"), kBucketX, top + 28, c.subtext, 11);
+  if (fsdp) text(tr("no buckets: FSDP reduce-scatters\nthe flat gradient (below)"), kBucketX, top + 22, c.subtext, 11);
+  else if (rank.buckets.isEmpty()) text(tr("built with DDP"), kBucketX, top + 28, c.subtext, 11);
 
   // Values, on the second line: the watched parameter, its gradient, a buffer; green where equal
   // to rank 0's, orange where they differ.
@@ -360,6 +376,7 @@ void DdpScene::drawRank(const DdpRankView& rank, qreal top) {
     buffers_.insert(rank.rank, bt);
     makeClickable(bt, DdpPart::Buffers, rank.rank);
   }
+  if (shardedStrategy(state_.strategy)) drawShardLine(rank, top);
 }
 
 }  // namespace gui

@@ -61,6 +61,16 @@ class DdpScene : public QGraphicsScene {
   QGraphicsSimpleTextItem* bufferText(int rank) const { return buffers_.value(rank); }
   QGraphicsSimpleTextItem* activityText(int rank) const { return activities_.value(rank); }
   QGraphicsSimpleTextItem* headlineText() const { return headline_; }
+  // ZeRO-2/3: a rank's flat parameter and flat gradient bars, one rect per rank slice in slice
+  // order ("slice 1: own", "slice 0: gathered", "slice 2: freed"; gradients "slice 1: averaged",
+  // "slice 0: local", "slice 2: none"), and the padding's label ("padding (2)").
+  QList<QGraphicsRectItem*> flatSliceItems(int rank) const { return flatSlices_.value(rank); }
+  QList<QGraphicsRectItem*> gradSliceItems(int rank) const { return gradSlices_.value(rank); }
+  QGraphicsSimpleTextItem* paddingText(int rank) const { return paddingTexts_.value(rank); }
+  // ZeRO-1: a rank's chips of every parameter in model order ("0.weight: owned", "0.bias").
+  QList<QGraphicsRectItem*> paramChipItems(int rank) const { return paramChips_.value(rank); }
+  // A rank's memory bar (its data(kDescription): "memory 1.2 KB"); null without memory figures.
+  QGraphicsRectItem* memoryItem(int rank) const { return memoryBars_.value(rank); }
 
   static QColor rankColor(int rank);
 
@@ -78,8 +88,18 @@ class DdpScene : public QGraphicsScene {
   void drawBatchStrips(qreal top);
   void drawRank(const DdpRankView& rank, qreal top);
   void drawRing();
+  // The sharded strategies' line under a rank's row (zero_scene.cpp): ZeRO-1's parameter chips,
+  // or ZeRO-2/3's flat parameter and gradient bars, and the rank's memory bar.
+  void drawShardLine(const DdpRankView& rank, qreal top);
+  void drawFlatBar(const DdpRankView& rank, qreal x, qreal y, qreal w, bool grads);
+  void drawParamChips(const DdpRankView& rank, qreal x, qreal y, qreal w);
+  void drawMemoryBar(const DdpRankView& rank, qreal x, qreal y, qreal w);
+  void drawMemoryLegend(qreal top);  // the memory bars' colours, one entry per kind
+  void addShardFlights(const DdpSceneState& previous);
+  qreal rowH() const;  // a rank row's height: taller with the sharded strategies' line
   // The flights from `previous` to the state shown (state_).
   void addFlights(const DdpSceneState& previous);
+  void addSampleFlights();  // the sampler's indices dealt to the ranks' shards
   ChipItem* addFlight(const QString& text, dpv::TensorRole role, const QList<QPointF>& path, QSizeF size, int order);
   void revealOnArrival(QGraphicsItem* item, int order);  // hidden until its flight arrives
   void makeClickable(QGraphicsItem* item, DdpPart part, int rank, int bucket = 0);
@@ -94,6 +114,9 @@ class DdpScene : public QGraphicsScene {
   QHash<int, QList<QGraphicsRectItem*>> samples_;
   QHash<int, QGraphicsSimpleTextItem*> grads_, buffers_, activities_, params_;
   QList<QGraphicsRectItem*> stripCells_;  // the DistributedSampler strip, by position in the padded list
+  QHash<int, QList<QGraphicsRectItem*>> flatSlices_, gradSlices_, paramChips_;
+  QHash<int, QGraphicsSimpleTextItem*> paddingTexts_;
+  QHash<int, QGraphicsRectItem*> memoryBars_;
   QGraphicsSimpleTextItem* headline_ = nullptr;
   QGraphicsPathItem* ring_ = nullptr;
   int duration_ = 700;

@@ -44,29 +44,32 @@ void DdpScene::revealOnArrival(QGraphicsItem* item, int order) {
   group_->addAnimation(wait);
 }
 
+void DdpScene::addSampleFlights() {
+  const int world = static_cast<int>(state_.ranks.size());
+  auto at = [](const QGraphicsItem* item) { return item ? item->sceneBoundingRect().topLeft() : QPointF(); };
+  // Every index leaves the sampler's strip at once, like cards dealt: position p = k*world + r
+  // goes to cell k of rank r, so two chips never cross (a later position is never in an
+  // earlier cell) and the ranks' rows keep them apart vertically.
+  const qint64 total = stripCells_.size();
+  for (int r = 0; r < world; ++r) {
+    const QList<QGraphicsRectItem*> cells = samples_.value(r);
+    for (int k = 0; k < cells.size(); ++k) {
+      const qint64 p = static_cast<qint64>(k) * world + r;
+      if (p >= total) continue;
+      const QRectF cell = cells[k]->sceneBoundingRect();
+      addFlight(QString::number(state_.ranks[r].samples[k].index), dpv::TensorRole::Input,
+                {at(stripCells_[p]), cell.topLeft()}, cell.size(), 0);
+      revealOnArrival(cells[k], 0);
+    }
+  }
+}
+
 void DdpScene::addFlights(const DdpSceneState& previous) {
   using K = dpv::StageKind;
   const int world = static_cast<int>(state_.ranks.size());
   auto at = [](const QGraphicsItem* item) { return item ? item->sceneBoundingRect().topLeft() : QPointF(); };
   switch (state_.kind) {
-    case K::Sample: {
-      // Every index leaves the sampler's strip at once, like cards dealt: position p = k*world + r
-      // goes to cell k of rank r, so two chips never cross (a later position is never in an
-      // earlier cell) and the ranks' rows keep them apart vertically.
-      const qint64 total = stripCells_.size();
-      for (int r = 0; r < world; ++r) {
-        const QList<QGraphicsRectItem*> cells = samples_.value(r);
-        for (int k = 0; k < cells.size(); ++k) {
-          const qint64 p = static_cast<qint64>(k) * world + r;
-          if (p >= total) continue;
-          const QRectF cell = cells[k]->sceneBoundingRect();
-          addFlight(QString::number(state_.ranks[r].samples[k].index), dpv::TensorRole::Input,
-                    {at(stripCells_[p]), cell.topLeft()}, cell.size(), 0);
-          revealOnArrival(cells[k], 0);
-        }
-      }
-      break;
-    }
+    case K::Sample: addSampleFlights(); break;
     case K::Construct:
     case K::BroadcastBuffers: {
       // Rank 0's parameters and buffers (at construction) or its buffers (each forward) to every
@@ -94,7 +97,7 @@ void DdpScene::addFlights(const DdpSceneState& previous) {
                               ? before->buckets[b.bucket].ready
                               : 0;
           if (b.ready <= was) continue;
-          const QPointF from(columnX(r, world) + kActX + kActW - kSmallChip.width(), rowTop(r, world) + kCellY + 5);
+          const QPointF from(columnX(r, world) + kActX + kActW - kSmallChip.width(), rowTop(r, world, rowH()) + kCellY + 5);
           addFlight(QStringLiteral("+%1").arg(b.ready - was), dpv::TensorRole::Grad,
                     {from, at(buckets_.value(key(r, b.bucket))) + QPointF(2, 5)}, kSmallChip, k++);
           filled = true;
@@ -120,7 +123,7 @@ void DdpScene::addFlights(const DdpSceneState& previous) {
           if (next == 0) {  // back up along the ring's return lane (from the last column, under the rows)
             const qreal lane = kRingX + kRingW - kSmallChip.width() / 2;
             const qreal lastLane = columnX(r, world) + lane;
-            const qreal under = rowTop(rowsFor(world) - 1, world) + kRowH + kRowGap / 2 - kSmallChip.height() / 2;
+            const qreal under = rowTop(rowsFor(world) - 1, world, rowH()) + rowH() + kRowGap / 2 - kSmallChip.height() / 2;
             path = lastLane == lane ? QList<QPointF>{from, QPointF(lane, from.y()), QPointF(lane, to.y()), to}
                                     : QList<QPointF>{from, QPointF(lastLane, from.y()), QPointF(lastLane, under), QPointF(lane, under),
                                                      QPointF(lane, to.y()), to};

@@ -16,6 +16,7 @@ constexpr qreal kShardX = 150, kShardW = 168;
 constexpr qreal kActX = 328, kActW = 150;
 constexpr qreal kBucketX = 488, kBucketW = 272;
 constexpr qreal kValuesY = 66;  // the second line, below the cells
+constexpr qreal kShardLineH = 46;  // ZeRO: a third line, the shards (parameter chips or flat bars) and memory
 // The ring beside the buckets: arrows down from rank to rank, and back up from the last to rank 0.
 constexpr qreal kRingX = kBucketX + kBucketW + 12, kRingW = 30;
 constexpr qreal kWidth = kRingX + kRingW + kMargin;
@@ -28,7 +29,8 @@ inline const QSizeF kSmallChip(46, 20), kStateChip(118, 20);
 inline int columnsFor(int world) { return world > 4 ? 2 : 1; }
 inline int rowsFor(int world) { return (world + columnsFor(world) - 1) / columnsFor(world); }
 constexpr qreal kColumnStep = kWidth - kMargin + 4;  // from a column's rows to the next column's
-inline qreal rowTop(int rank, int world) { return kHeaderH + (rank % rowsFor(world)) * (kRowH + kRowGap); }
+// `rowH`: the rows' height (kRowH, or kRowH + kShardLineH under the sharded strategies).
+inline qreal rowTop(int rank, int world, qreal rowH) { return kHeaderH + (rank % rowsFor(world)) * (rowH + kRowGap); }
 inline qreal columnX(int rank, int world) { return (rank / rowsFor(world)) * kColumnStep; }
 
 }  // namespace gui::ddp_geometry

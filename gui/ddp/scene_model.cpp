@@ -83,6 +83,10 @@ QString activity(const dpv::StageEvent& e, const dpv::RankState* r, const QStrin
 
 DdpSceneState ddpSceneStateFor(const IterationInfo& info, const dpv::StageEvent* event) {
   DdpSceneState state;
+  state.strategy = info.strategy;
+  const bool sharded = shardedStrategy(info.strategy);
+  if (!info.zeroPartition.empty())
+    for (const auto& name : info.parameterNames) state.params << programParameterName(info, name);
   state.started = event != nullptr;
   state.batchRows = info.batchRows;
   for (int64_t c : info.chunks) state.dpChunks << c;
@@ -90,7 +94,10 @@ DdpSceneState ddpSceneStateFor(const IterationInfo& info, const dpv::StageEvent*
     state.stageIndex = event->index;
     state.kind = event->stage.kind;
     state.layer = event->stage.layer;
-    state.headline = headline(*event, info.layerNames);
+    // The sharded strategies' stages tell their own story: the engine's title, written from the run.
+    const bool ownStory = sharded && event->stage.kind != dpv::StageKind::Sample && event->stage.kind != dpv::StageKind::Forward &&
+                          event->stage.kind != dpv::StageKind::Loss && event->stage.kind != dpv::StageKind::BroadcastBuffers;
+    state.headline = ownStory ? QString::fromStdString(event->stage.title) : headline(*event, info.layerNames);
     // Sample is the first stage after construction; every later stage knows the shards.
     state.sampled = event->stage.kind != dpv::StageKind::Construct;
   } else {
@@ -155,6 +162,14 @@ DdpSceneState ddpSceneStateFor(const IterationInfo& info, const dpv::StageEvent*
         view.gradsEqualRank0 = rs->grad_head == rank0->grad_head;
         view.buffersEqualRank0 = rs->buffer_head == rank0->buffer_head;
       }
+    }
+    if (sharded) {
+      fillShardView(view, info, event, rs);
+      const auto k = event ? event->stage.kind : dpv::StageKind::Construct;
+      if (event && (k == dpv::StageKind::Step || k == dpv::StageKind::Finalize || k == dpv::StageKind::GatherParams ||
+                    k == dpv::StageKind::FreeParams || k == dpv::StageKind::ReduceScatter || k == dpv::StageKind::BroadcastParams))
+        view.activity = shardedActivity(*event, view);
+      view.computing = view.computing || (event && k == dpv::StageKind::GatherParams);
     }
     state.ranks.append(view);
   }

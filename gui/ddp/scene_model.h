@@ -37,6 +37,27 @@ struct DdpSampleView {
   bool padding = false;  // a repeat DistributedSampler added
 };
 
+// ZeRO-2/3: one rank's flat parameter (FSDP's FlatParameter), from the run's flat layout and the
+// rank's ShardState after the stage.
+struct FlatEntryView {
+  QString name;  // the program's name for the parameter ("fc.weight")
+  qint64 offset = 0;
+  qint64 numel = 0;
+};
+struct FlatParamView {
+  QList<FlatEntryView> entries;  // model order, back to back from 0
+  qint64 paddedNumel = 0;        // L, a multiple of the world size
+  qint64 padding = 0;            // zeros at the end (L - the parameters' elements)
+  int world = 1;
+  qint64 shardBegin = 0;         // this rank's slice [shardBegin, shardBegin + shardNumel)
+  qint64 shardNumel = 0;
+  bool fullParams = false;       // every rank's slice is gathered here now
+  bool fullGrads = false;        // the whole flat gradient (this rank's own, before the reduce-scatter)
+  bool gradShardAveraged = false;  // the reduce-scatter left the averaged gradient of this slice
+  QString shardHead;             // the slice's first values
+  QString gradHead;              // its averaged gradient's first values
+};
+
 struct DdpRankView {
   int rank = 0;
   QString title;       // "rank 1"
@@ -56,6 +77,10 @@ struct DdpRankView {
   bool buffersEqualRank0 = true;
   std::optional<double> loss;
   QString failure;  // why this rank's stage failed ("" when it did not): the row is marked red
+  // The sharded strategies (from the event's RankState::shard and DeviceState::memory).
+  QStringList ownedParams;      // ZeRO-1: the parameters whose optimizer state and step are this rank's
+  std::optional<FlatParamView> flat;  // ZeRO-2/3
+  std::optional<dpv::MemoryBreakdown> memory;  // what the rank's device holds after the stage
 };
 
 struct DdpSceneState {
@@ -67,10 +92,19 @@ struct DdpSceneState {
   qint64 batchRows = 0;
   QList<qint64> dpChunks;      // DataParallel's contiguous chunk sizes of the same batch
   bool sampled = false;        // the shards are known (from the Sample stage on)
+  dpv::StrategyKind strategy = dpv::StrategyKind::DistributedDataParallel;
+  QStringList params;          // ZeRO-1: every parameter in model order (the owned ones marked per rank)
+  qint64 memoryScale = 1;      // the largest rank memory of the run so far: the bars' common scale
   QList<DdpRankView> ranks;
 };
 
 DdpSceneState ddpSceneStateFor(const IterationInfo& info, const dpv::StageEvent* event);
+// The sharded strategies (scene_model_zero.cpp). ZeRO-1, -2, -3 (not DataParallel nor DDP).
+bool shardedStrategy(dpv::StrategyKind kind);
+// Fills a rank's ownedParams, flat and memory from the run and the rank's state after the stage.
+void fillShardView(DdpRankView& view, const IterationInfo& info, const dpv::StageEvent* event, const dpv::RankState* rs);
+// What a rank does in a stage under a sharded strategy ("all-gathers the slices", ...).
+QString shardedActivity(const dpv::StageEvent& e, const DdpRankView& view);
 BucketPhase bucketPhaseOf(const dpv::BucketState& bucket);
 // "0.123  −0.311  0.052": the first kHeadShown values of a snapshot head.
 constexpr size_t kHeadShown = 3;

@@ -3,6 +3,7 @@
 #include <QEvent>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QScrollArea>
 #include <QShortcut>
 #include <QStyle>
 #include <QSplitter>
@@ -17,6 +18,7 @@
 #include "gui/ddp/code.h"
 #include "gui/ddp/scene.h"
 #include "gui/ddp/scene_model.h"
+#include "gui/ddp/zero_code.h"
 #include "gui/common/code_view.h"
 #include "gui/common/lesson_panel.h"
 #include "gui/iteration/loss_strip.h"
@@ -24,6 +26,7 @@
 #include "gui/iteration/stepper_bar.h"
 #include "gui/iteration/tensor_inspector.h"
 #include "gui/runtime/engine_controller.h"
+#include "gui/runtime/settings_store.h"
 
 namespace gui {
 
@@ -107,26 +110,24 @@ bool IterationPage::eventFilter(QObject* watched, QEvent* event) {
   return Page::eventFilter(watched, event);
 }
 
-bool IterationPage::ddpMode() const { return context()->settings().ddp; }
+dpv::StrategyKind IterationPage::strategy() const { return context()->settings().strategy; }
 
 bool IterationPage::showingDdp() const { return sceneStack_->currentWidget() == ddpView_; }
 
-void IterationPage::setDdpMode(bool ddp) {
+void IterationPage::setStrategy(dpv::StrategyKind kind) {
   AppSettings s = context()->settings();
-  s.ddp = ddp;
+  s.strategy = kind;
   context()->setSettings(s);  // the engine starts afresh in the new mode (settingsApplied, then iterationStarted)
   updateModeButtons();
 }
 
 void IterationPage::updateModeButtons() {
-  const bool ddp = ddpMode();
-  dpButton_->setChecked(!ddp);
-  ddpButton_->setChecked(ddp);
+  for (int i = 0; i < strategyButtons_.size(); ++i) strategyButtons_[i]->setChecked(kAllStrategies[i] == strategy());
 }
 
 void IterationPage::updateCode() {
   const AppSettings& s = context()->settings();
-  if (!s.ddp) {
+  if (!dpv::runs_ranks(s.strategy)) {
     code_->setCode(tr("Your code"), userCodeLines(s.preset, s.syncBatchNorm, s.batchSize, s.learningRate, s.devices),
                    tr("DataParallel.forward"), dataParallelCodeLines());
     return;
@@ -134,6 +135,12 @@ void IterationPage::updateCode() {
   // The run's own numbers once the engine announced it; until then the device count of the last one.
   const bool known = haveInfo_ && info_.ddp;
   const int ranks = static_cast<int>(info_.deviceLabels.size());
+  if (dpv::zero_stage(s.strategy) > 0) {
+    code_->setCode(tr("Your %1 code").arg(QString::fromLatin1(dpv::strategy_short_name(s.strategy))),
+                   zeroScriptLines(s, ranks > 0 ? ranks : 1, known ? info_.batchRows : s.batchSize),
+                   dpv::zero_stage(s.strategy) == 1 ? tr("ZeRO source") : tr("FSDP source"), zeroSourceLines(s.strategy));
+    return;
+  }
   // Short tab titles: both stay whole in the code panel's width at 1024x640.
   code_->setCode(tr("Your DDP code"),
                  ddpScriptLines(s, ranks > 0 ? ranks : 1, known ? info_.batchRows : s.batchSize,
@@ -239,6 +246,7 @@ void IterationPage::showStage(int index, bool animate) {
   if (!event) scene_->setFailure(-1, QString());
   if (info_.ddp) {
     DdpSceneState ddpState = ddpSceneStateFor(info_, event);
+    ddpState.memoryScale = scale;
     markFailedRank(ddpState);
     ddpScene_->showState(ddpState, animate);
   } else {
@@ -392,6 +400,16 @@ void IterationPage::rebuildStageStrip() {
     pillFirstIndex_.append(first);
   }
   stageStripLayout_->addStretch(1);
+  // The strip as tall as its pills (styled: polished first, so their size is the one drawn).
+  if (auto* scroll = stageStrip_->findChild<QScrollArea*>()) {
+    int height = 0;
+    for (QToolButton* pill : std::as_const(stagePills_)) {
+      pill->ensurePolished();
+      height = std::max(height, pill->sizeHint().height());
+    }
+    stageStripLayout_->invalidate();
+    scroll->setFixedHeight(std::max(height, stageStripLayout_->sizeHint().height()));
+  }
 }
 
 void IterationPage::updateControls() {
@@ -411,6 +429,8 @@ void IterationPage::updateControls() {
     stagePills_[p]->setProperty("done", first < recorded);
     stagePills_[p]->style()->unpolish(stagePills_[p]);
     stagePills_[p]->style()->polish(stagePills_[p]);
+    if (active)
+      if (auto* scroll = stageStrip_->findChild<QScrollArea*>()) scroll->ensureWidgetVisible(stagePills_[p], 24, 0);
   }
   stepper_->setState(playing_, cursor_ >= 0, haveInfo_ && !waiting_, haveInfo_);
   if (!haveInfo_) {

@@ -57,12 +57,13 @@ class IterationPage : public Page {
   bool atEnd() const;                     // the last stage of the iteration is shown
   bool waitingForEngine() const { return waiting_; }
   IterationScene* scene() const { return scene_; }
-  // DistributedDataParallel instead of DataParallel (AppSettings::ddp; the engine starts afresh).
-  void setDdpMode(bool ddp);
-  bool ddpMode() const;
+  // The strategy run: DataParallel, DDP or ZeRO-1/2/3 (AppSettings::strategy; the engine starts afresh).
+  void setStrategy(dpv::StrategyKind kind);
+  dpv::StrategyKind strategy() const;
   DdpScene* ddpScene() const { return ddpScene_; }
-  QWidget* modeSwitch() const { return modeBox_; }  // the DataParallel | DDP switch
-  bool showingDdp() const;  // the DDP view is the one on screen
+  QWidget* modeSwitch() const { return modeBox_; }  // the DataParallel | DDP | ZeRO-1 | ZeRO-2 | ZeRO-3 switch
+  QList<QToolButton*> strategyButtons() const { return strategyButtons_; }  // in the switch's order
+  bool showingDdp() const;  // the ranks' view (DDP and ZeRO) is the one on screen
   CodeView* codeView() const { return code_; }
   LessonPanel* lessonPanel() const { return lesson_; }
   TensorInspector* inspector() const { return inspector_; }
@@ -88,7 +89,7 @@ class IterationPage : public Page {
   QWidget* buildPicturePanel();
   QWidget* buildSceneCard();
   QWidget* buildSidePanels();
-  static constexpr int kModeBoxTop = 6;  // the DataParallel | DDP switch's distance from the scene card's top
+  static constexpr int kModeBoxTop = 6;  // the strategy switch's distance from the scene card's top
   void onSettingsApplied();
   void onIterationStarted(const IterationInfo& info);
   void onStageRecorded(const dpv::StageEvent& event);
@@ -112,6 +113,7 @@ class IterationPage : public Page {
   // Applies `settings` and calls `done` once the engine has announced the new iteration.
   void applyAndWait(const AppSettings& settings, std::function<void()> done);
   QList<Shot> ddpScreenshots();
+  QList<Shot> zeroScreenshots();  // ZeRO-1, -2, -3 mid-iteration: gather, free, reduce-scatter, broadcast
   // Screenshots: animates the next stage at 1x and stops it at `fraction` of its flights.
   void freezeNextStage(double fraction, std::function<void()> done);
   EngineController* engine() const;
@@ -126,9 +128,8 @@ class IterationPage : public Page {
   DdpScene* ddpScene_ = nullptr;
   SceneView* ddpView_ = nullptr;
   QStackedWidget* sceneStack_ = nullptr;
-  QWidget* modeBox_ = nullptr;  // the DataParallel | DDP switch, over the scene card's corner
-  QToolButton* dpButton_ = nullptr;
-  QToolButton* ddpButton_ = nullptr;
+  QWidget* modeBox_ = nullptr;  // the strategy switch, over the scene card's corner
+  QList<QToolButton*> strategyButtons_;  // one per gui::kAllStrategies
   CodeView* code_ = nullptr;
   StepperBar* stepper_ = nullptr;
   LessonPanel* lesson_ = nullptr;

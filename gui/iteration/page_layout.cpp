@@ -2,6 +2,7 @@
 // the mode switch), the loss strip and the transport controls, and the side panels.
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QToolButton>
@@ -16,8 +17,34 @@
 #include "gui/iteration/scene.h"
 #include "gui/iteration/stepper_bar.h"
 #include "gui/iteration/tensor_inspector.h"
+#include "gui/runtime/settings_store.h"
 
 namespace gui {
+
+namespace {
+
+// What each strategy does, after its PyTorch class (dpv::strategy_name).
+QString strategyToolTip(dpv::StrategyKind kind) {
+  const QString name = QString::fromLatin1(dpv::strategy_name(kind));
+  switch (kind) {
+    case dpv::StrategyKind::DataParallel:
+      return QObject::tr("%1: one process; scatter, replicate, gather, reduce on GPU 0").arg(name);
+    case dpv::StrategyKind::DistributedDataParallel:
+      return QObject::tr("%1: one process per device, strided shards, buckets all-reduced during the backward").arg(name);
+    case dpv::StrategyKind::Zero1:
+      return QObject::tr("%1 over DDP (ZeRO-1): each rank keeps and steps the optimizer state of its own "
+                         "parameters, then broadcasts them to the others").arg(name);
+    case dpv::StrategyKind::Zero2:
+      return QObject::tr("%1 (ZeRO-2): one flat parameter cut into a slice per rank; gradients reduce-scattered, "
+                         "each rank steps only its slice").arg(name);
+    case dpv::StrategyKind::Zero3:
+      return QObject::tr("%1 (ZeRO-3): as ZeRO-2, and the full parameters are gathered only for the forward and "
+                         "the backward, freed after each").arg(name);
+  }
+  return name;
+}
+
+}  // namespace
 
 void IterationPage::buildUi() {
   // Top: the stage strip across the page. Below, left: error banner, the scene, the transport
@@ -29,9 +56,23 @@ void IterationPage::buildUi() {
   stageStrip_ = stripCard;
   auto* stripRow = new QHBoxLayout(stripCard);
   stripRow->setContentsMargins(10, 5, 10, 5);
-  stageStripLayout_ = new QHBoxLayout();  // the pills; rebuilt for every plan
+  // The pills, rebuilt for every plan, in a strip that never widens the page: a plan longer than
+  // the window (ZeRO-3's gathers, frees and reduce-scatter at 1024 px) scrolls so the current
+  // stage's pill is in sight (updateControls).
+  auto* stripScroll = new QScrollArea(stripCard);
+  stripScroll->setObjectName(QStringLiteral("stageStripScroll"));
+  stripScroll->setFrameShape(QFrame::NoFrame);
+  stripScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  stripScroll->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  stripScroll->setWidgetResizable(true);
+  stripScroll->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+  stripScroll->setStyleSheet(QStringLiteral("QScrollArea, QScrollArea > QWidget > QWidget { background: transparent; }"));
+  auto* pills = new QWidget();
+  stageStripLayout_ = new QHBoxLayout(pills);
+  stageStripLayout_->setContentsMargins(0, 0, 0, 0);
   stageStripLayout_->setSpacing(2);
-  stripRow->addLayout(stageStripLayout_, 1);
+  stripScroll->setWidget(pills);
+  stripRow->addWidget(stripScroll, 1);
   page->addWidget(stripCard);
   // The picture and the side panels share the width through a splitter the learner can drag.
   outer_ = new QSplitter(Qt::Horizontal, this);
@@ -101,22 +142,18 @@ QWidget* IterationPage::buildSceneCard() {
   auto* modeRow = new QHBoxLayout(modeBox_);
   modeRow->setContentsMargins(0, 0, 0, 0);
   modeRow->setSpacing(2);
-  auto mode = [this](const QString& text, const QString& tip, bool ddp) {
+  // One pill per strategy, named as the CLI names it, the PyTorch class in the tooltip.
+  for (dpv::StrategyKind kind : kAllStrategies) {
     auto* b = new QToolButton(modeBox_);
     b->setObjectName(QStringLiteral("stagePill"));
-    b->setText(text);
-    b->setToolTip(tip);
+    b->setText(kind == dpv::StrategyKind::DataParallel ? tr("DataParallel") : QString::fromLatin1(dpv::strategy_short_name(kind)));
+    b->setToolTip(strategyToolTip(kind));
     b->setCheckable(true);
     b->setFocusPolicy(Qt::NoFocus);
-    connect(b, &QToolButton::clicked, this, [this, ddp] { setDdpMode(ddp); });
-    return b;
-  };
-  dpButton_ = mode(tr("DataParallel"), tr("One process: scatter, replicate, gather, reduce on GPU 0"), false);
-  ddpButton_ = mode(tr("DDP"),
-                    tr("DistributedDataParallel: one process per device, strided shards, buckets all-reduced "
-                       "during the backward"), true);
-  modeRow->addWidget(dpButton_);
-  modeRow->addWidget(ddpButton_);
+    connect(b, &QToolButton::clicked, this, [this, kind] { setStrategy(kind); });
+    modeRow->addWidget(b);
+    strategyButtons_.append(b);
+  }
   modeBox_->adjustSize();
   modeBox_->raise();
   // The scene starts below the switch: a long DDP headline or a wide DataParallel picture would

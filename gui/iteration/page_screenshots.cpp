@@ -29,6 +29,10 @@ dpv::TensorRole roleShownFor(dpv::StageKind kind) {
     case dpv::StageKind::Construct:
     case dpv::StageKind::BroadcastBuffers: return dpv::TensorRole::Param;
     case dpv::StageKind::Sample: return dpv::TensorRole::Input;
+    case dpv::StageKind::GatherParams:
+    case dpv::StageKind::FreeParams:
+    case dpv::StageKind::BroadcastParams: return dpv::TensorRole::Param;
+    case dpv::StageKind::ReduceScatter: return dpv::TensorRole::Grad;
   }
   return dpv::TensorRole::Input;
 }
@@ -42,6 +46,7 @@ QList<Page::Shot> IterationPage::screenshots() {
   // The DDP view first (on mlp-bn, so there are buffers and several buckets); the first DataParallel
   // shot puts the settings back.
   QList<Shot> shots = ddpScreenshots();
+  shots.append(zeroScreenshots());
   const AppSettings original = context()->settings();
   shots.append(Shot{QStringLiteral("stage-00-start"), [this, original](std::function<void()> done) {
                       if (context()->settings() != original) {
@@ -174,7 +179,7 @@ QList<Page::Shot> IterationPage::ddpScreenshots() {
   QList<Shot> shots;
   shots.append(Shot{QStringLiteral("ddp-00-start"), [this](std::function<void()> done) {
                       AppSettings s = context()->settings();
-                      s.ddp = true;
+                      s.strategy = dpv::StrategyKind::DistributedDataParallel;
                       s.preset = QStringLiteral("mlp-bn");
                       applyAndWait(s, [this, done] { seekTo(-1, done); });
                     }});
@@ -207,6 +212,53 @@ QList<Page::Shot> IterationPage::ddpScreenshots() {
                         // The stage before, then this one animated and frozen mid-flight.
                         seekInIteration(p.iteration, [pick] { return std::max(0, pick() - 1); },
                                         [this, p, done] { freezeNextStage(p.frozen, done); });
+                      }});
+  }
+  return shots;
+}
+
+QList<Page::Shot> IterationPage::zeroScreenshots() {
+  using K = dpv::StageKind;
+  using S = dpv::StrategyKind;
+  // frozen > 0: the stage's flights stopped at that share; `which`: the first (0) or last (2) match.
+  struct Pick {
+    const char* name;
+    S strategy;
+    K kind;
+    int which;
+    double frozen;
+  };
+  const Pick picks[] = {{"zero2-gather-flying", S::Zero2, K::GatherParams, 0, 0.6},
+                        {"zero2-gather", S::Zero2, K::GatherParams, 0, 0},
+                        {"zero2-reduce-scatter-flying", S::Zero2, K::ReduceScatter, 0, 0.6},
+                        {"zero2-step", S::Zero2, K::Step, 0, 0},
+                        {"zero3-gather-backward", S::Zero3, K::GatherParams, 2, 0},
+                        {"zero3-free", S::Zero3, K::FreeParams, 0, 0},
+                        {"zero3-reduce-scatter", S::Zero3, K::ReduceScatter, 0, 0},
+                        {"zero1-step", S::Zero1, K::Step, 0, 0},
+                        {"zero1-broadcast-flying", S::Zero1, K::BroadcastParams, 0, 0.5}};
+  QList<Shot> shots;
+  int n = 1;
+  for (const Pick& p : picks) {
+    const QString name = QStringLiteral("zero-%1-%2").arg(n++, 2, 10, QLatin1Char('0')).arg(QLatin1String(p.name));
+    shots.append(Shot{name, [this, p](std::function<void()> done) {
+                        auto pick = [this, p] {
+                          QList<int> matches;
+                          for (int i = 0; i < static_cast<int>(info_.plan.size()); ++i)
+                            if (info_.plan[static_cast<size_t>(i)].kind == p.kind) matches.append(i);
+                          if (matches.isEmpty()) return cursor_;
+                          return p.which == 0 ? matches.first() : matches.last();
+                        };
+                        auto shoot = [this, p, pick, done] {
+                          if (p.frozen <= 0) return seekInIteration(1, pick, done);
+                          seekInIteration(1, [pick] { return std::max(0, pick() - 1); },
+                                          [this, p, done] { freezeNextStage(p.frozen, done); });
+                        };
+                        AppSettings s = context()->settings();
+                        if (s.strategy == p.strategy && s.preset == QLatin1String("mlp-bn")) return shoot();
+                        s.strategy = p.strategy;
+                        s.preset = QStringLiteral("mlp-bn");
+                        applyAndWait(s, shoot);
                       }});
   }
   return shots;

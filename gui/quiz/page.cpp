@@ -240,7 +240,7 @@ void QuizPage::openLink() {
     AppSettings wanted = q->scenario ? settingsOfScenario(*q->scenario, context()->settings()) : context()->settings();
     // The question's section decides the mode: a DataParallel question opens in DataParallel
     // whatever mode the page was left in.
-    wanted.ddp = q->section == "ddp";
+    wanted.strategy = q->section == "ddp" ? dpv::StrategyKind::DistributedDataParallel : dpv::StrategyKind::DataParallel;
     if (!(wanted == context()->settings())) {
       context()->setSettings(wanted);
       // Said on the page that shows them.

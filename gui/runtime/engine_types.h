@@ -4,12 +4,15 @@
 #include <QMetaType>
 #include <QString>
 #include <QStringList>
+#include <optional>
 #include <vector>
 
 #include "course/lesson_facts.h"
 #include "engine/error.h"
 #include "engine/model_spec.h"
 #include "engine/observer.h"
+#include "engine/strategy.h"
+#include "engine/zero/flat_layout.h"
 
 namespace gui {
 
@@ -38,7 +41,9 @@ struct IterationInfo {
   QString modelText;            // PyTorch repr of the model (Sequential(...))
   std::vector<double> inputHead;  // a few input values
 
-  // DistributedDataParallel (AppSettings::ddp): the plan is DDP's, one rank per device.
+  // The strategy run. `ddp`: its plan is DDP's ranks' (DDP or ZeRO, dpv::runs_ranks), one rank
+  // per device, with what follows filled in.
+  dpv::StrategyKind strategy = dpv::StrategyKind::DataParallel;
   bool ddp = false;
   qint64 batchRows = 0;                        // rows of the global batch
   std::vector<std::vector<int64_t>> shards;    // per rank: DistributedSampler's indices of the batch
@@ -47,6 +52,12 @@ struct IterationInfo {
   qint64 firstBucketBytes = 0;                 // dist._DEFAULT_FIRST_BUCKET_BYTES in this run
   qint64 parameterBytes = 0;                   // all parameters of the model
   std::vector<dpv::DeviceState> devicesBefore;  // what the devices hold before the first stage
+  // ZeRO-1: ZeroRedundancyOptimizer's partition (each rank's parameters); ZeRO-2/3: FSDP's flat
+  // parameter layout over the ranks. Both from the engine's own functions over the model's
+  // parameters (dpv::zero1_partition, dpv::make_flat_layout); empty for the other strategies.
+  dpv::ZeroPartition zeroPartition;
+  std::vector<std::string> parameterNames;  // the engine's names of the model's parameters, in model order
+  std::optional<dpv::FlatLayout> flatLayout;
 
   // What the stage lessons may say about this run (course/lesson_facts.h), before the first
   // stage; dpv::course::lesson_facts_after gives them after a stage.

@@ -12,6 +12,7 @@
 #include "engine/error.h"
 #include "engine/model.h"
 #include "engine/run/run_spec.h"
+#include "engine/zero/flat_layout.h"
 #include "gui/runtime/run_spec_from_settings.h"
 
 namespace gui {
@@ -34,6 +35,19 @@ EngineFailure describeException(std::exception_ptr error) {
     failure.message = QStringLiteral("RuntimeError: unknown engine failure");
   }
   return failure;
+}
+
+// The sharded strategies' split of the model's parameters, as the engine's ranks compute it.
+void describeSharding(IterationInfo& info, const dpv::Model& model, dpv::StrategyKind kind, int world) {
+  const int stage = dpv::zero_stage(kind);
+  if (stage == 0) return;
+  std::vector<dpv::ParamExtent> params;
+  for (const auto& d : model.parameter_decls()) {
+    params.push_back({d.name, d.shape, dpv::shape_numel(d.shape)});
+    info.parameterNames.push_back(d.name);
+  }
+  if (stage == 1) info.zeroPartition = dpv::zero1_partition(params, world);
+  else info.flatLayout = dpv::make_flat_layout(params, world);
 }
 
 }  // namespace
@@ -74,7 +88,7 @@ void EngineWorker::reportFailure(quint64 generation, std::exception_ptr error) {
   // The failed iteration cannot continue (replicas are half-way); the next request starts afresh.
   iteration_.reset();
   // A failed rank leaves the group aborted.
-  if (strategy_ && strategy_->kind() == dpv::StrategyKind::DistributedDataParallel) strategy_.reset();
+  if (strategy_ && dpv::runs_ranks(strategy_->kind())) strategy_.reset();
   EngineFailure failure = describeException(error);
   failure.inProgram = std::exchange(inStage_, false);
   emit failed(generation, failure);
@@ -126,6 +140,7 @@ IterationInfo EngineWorker::describeIteration(quint64 generation, const dpv::Str
     info.layerNames << qs(model.layer(i).type());
     info.layerKinds.push_back(model.layer(i).kind());
   }
+  info.strategy = strategy.kind();
   info.preset = settings_.preset.toStdString();
   info.modelText = qs(model.describe());
   info.inputHead = batch_->inputs.to_doubles(6);
@@ -134,6 +149,7 @@ IterationInfo EngineWorker::describeIteration(quint64 generation, const dpv::Str
     info.devicesBefore = dp->devices_now();
   } else if (const auto* ddp = dynamic_cast<const dpv::DdpIteration*>(iteration_.get())) {
     info.ddp = true;
+    describeSharding(info, model, strategy.kind(), devices_->size());
     info.batchRows = batch_->inputs.dim(0);
     info.chunks = dpv::chunk_sizes(batch_->inputs.dim(0), devices_->size());  // DataParallel's, for contrast
     info.shards = ddp->shards();

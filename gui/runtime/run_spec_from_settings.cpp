@@ -10,10 +10,11 @@ dpv::RunSpec runSpecFromSettings(const AppSettings& settings) {
   spec.optimizer.lr = settings.learningRate;
   spec.sync_bn = settings.syncBatchNorm;
   spec.seed = settings.seed;
-  if (settings.ddp) {
-    spec.strategy = dpv::StrategyKind::DistributedDataParallel;
+  spec.strategy = settings.strategy;
+  // DDP's buckets (also ZeRO-1's: ZeroRedundancyOptimizer runs over DDP) at the teaching size;
+  // FSDP (ZeRO-2/3) has no buckets, and DataParallel none either.
+  if (spec.strategy == dpv::StrategyKind::DistributedDataParallel || spec.strategy == dpv::StrategyKind::Zero1)
     spec.ddp = dpv::teaching_ddp_settings(spec.model_spec());
-  }
   return spec;
 }
 

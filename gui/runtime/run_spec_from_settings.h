@@ -8,9 +8,9 @@
 namespace gui {
 
 // Devices, preset, global batch, learning rate, BatchNorm mode, seed and strategy from `settings`.
-// Under DDP (settings.ddp) the buckets are the teaching size (dpv::teaching_ddp_settings), so even
-// a small model gets several buckets to watch; that reads the preset, so an unknown preset throws
-// dpv::Error there.
+// Under DDP and ZeRO-1 (DDP's buckets under ZeroRedundancyOptimizer) the buckets are the teaching
+// size (dpv::teaching_ddp_settings), so even a small model gets several buckets to watch; that
+// reads the preset, so an unknown preset throws dpv::Error there.
 dpv::RunSpec runSpecFromSettings(const AppSettings& settings);
 
 }  // namespace gui

@@ -5,6 +5,8 @@
 #include <QMetaType>
 #include <QString>
 
+#include "engine/strategy.h"
+
 namespace gui {
 
 struct AppSettings {
@@ -14,9 +16,9 @@ struct AppSettings {
   bool syncBatchNorm = false;
   double learningRate = 0.01;
   quint64 seed = 0;
-  // The Iteration page runs DistributedDataParallel (one in-process rank per device) instead of
-  // DataParallel. Set by the page's mode switch, not by the settings bar.
-  bool ddp = false;
+  // What the Iteration page runs: DataParallel, or one in-process rank per device under DDP or
+  // ZeRO-1/2/3 (dpv::runs_ranks). Set by the page's strategy switch, not by the settings bar.
+  dpv::StrategyKind strategy = dpv::StrategyKind::DataParallel;
   bool operator==(const AppSettings&) const = default;
 };
 

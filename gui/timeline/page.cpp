@@ -422,7 +422,7 @@ QList<Page::Shot> TimelinePage::screenshots() {
     EngineController* e = context()->engine();
     if (!e) return done();
     AppSettings s = context()->settings();
-    s.ddp = true;
+    s.strategy = dpv::StrategyKind::DistributedDataParallel;
     s.preset = QStringLiteral("mlp-bn");
     auto completed = std::make_shared<int>(0);
     auto c1 = std::make_shared<QMetaObject::Connection>();

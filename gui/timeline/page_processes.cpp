@@ -36,7 +36,7 @@ ProcessRunRequest TimelinePage::processRequest() const {
   // The launched ranks run DDP whatever the Iteration page's mode, with dpv train's own buckets, so
   // the run is described without that mode (which would also read the preset for teaching buckets).
   AppSettings s = context()->settings();
-  s.ddp = false;
+  s.strategy = dpv::StrategyKind::DataParallel;
   ProcessRunRequest r;
   r.run = runSpecFromSettings(s);
   r.run.strategy = dpv::StrategyKind::DistributedDataParallel;

@@ -33,7 +33,7 @@ class DdpLessonsTest : public IterationPageTest {};
 TEST_F(DdpLessonsTest, SampleAndBackwardStagesLinkToTheirTopicLessonsAndBack) {
   LessonsFromSource lessons;
   AppSettings s = settingsFor(QStringLiteral("cpu:2"), QStringLiteral("mlp-bn"), 6);
-  s.ddp = true;
+  s.strategy = dpv::StrategyKind::DistributedDataParallel;
   start(s);
   LessonPanel* panel = page_->lessonPanel();
   const QString sampler = lessonTitle(QStringLiteral("ddp/sampler"));

@@ -12,7 +12,7 @@ namespace gui {
 
 inline AppSettings ddpSettings(const QString& devices, const QString& preset, int batch) {
   AppSettings s = settingsFor(devices, preset, batch);
-  s.ddp = true;
+  s.strategy = dpv::StrategyKind::DistributedDataParallel;
   return s;
 }
 

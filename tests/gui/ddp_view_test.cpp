@@ -94,7 +94,7 @@ TEST_F(IterationPageTest, DdpTwoIterationsOnFourRanksMatchTheEngineAtEveryStage)
 TEST_F(IterationPageTest, ModeSwitchRunsDdpAndBackWithTheSameControls) {
   start(settingsFor(QStringLiteral("cpu:2"), QStringLiteral("simple"), 8));
   EXPECT_FALSE(page_->showingDdp());
-  page_->setDdpMode(true);
+  page_->setStrategy(dpv::StrategyKind::DistributedDataParallel);
   ASSERT_TRUE(waitUntil([&] { return engine_->hasIteration() && engine_->info().ddp && !engine_->busy(); }));
   EXPECT_TRUE(page_->showingDdp());
   EXPECT_EQ(engine_->info().plan.front().kind, dpv::StageKind::Construct);
@@ -103,7 +103,7 @@ TEST_F(IterationPageTest, ModeSwitchRunsDdpAndBackWithTheSameControls) {
   page_->stepBack();
   EXPECT_EQ(page_->cursor(), 0);
   EXPECT_EQ(page_->ddpScene()->state().kind, dpv::StageKind::Construct);
-  page_->setDdpMode(false);
+  page_->setStrategy(dpv::StrategyKind::DataParallel);
   ASSERT_TRUE(waitUntil([&] { return engine_->hasIteration() && !engine_->info().ddp && !engine_->busy(); }));
   EXPECT_FALSE(page_->showingDdp());
   EXPECT_EQ(engine_->info().plan.front().kind, dpv::StageKind::Scatter);
@@ -131,7 +131,7 @@ TEST(DdpTimeline, OverlapCountsOnlyAllReduceTimeDuringTheSameRanksBackward) {
 
 TEST_F(IterationPageTest, TimelineDrawsACommunicationLaneUnderEachRanksComputeLane) {
   AppSettings s = settingsFor(QStringLiteral("cpu:2"), QStringLiteral("mlp-bn"), 8);
-  s.ddp = true;
+  s.strategy = dpv::StrategyKind::DistributedDataParallel;
   start(s);
   TimelinePage timeline(context_.get());
   int completed = 0;

@@ -83,7 +83,7 @@ TEST_F(IterationPlaceTest, ADdpFailureSpeaksOfRanksAndShardsAndMarksTheRank) {
 TEST_F(IterationPlaceTest, TheLossStripSaysWhoseLossItIs) {
   start(settingsFor(QStringLiteral("cpu:2"), QStringLiteral("simple"), 8));
   EXPECT_TRUE(page_->lossStrip()->caption().startsWith(QLatin1String("Loss (whole batch)"))) << page_->lossStrip()->caption().toStdString();
-  page_->setDdpMode(true);
+  page_->setStrategy(dpv::StrategyKind::DistributedDataParallel);
   ASSERT_TRUE(waitUntil([&] { return engine_->hasIteration() && engine_->info().ddp && !engine_->busy(); }));
   EXPECT_TRUE(page_->lossStrip()->yTitle().contains(QLatin1String("rank 0"))) << page_->lossStrip()->yTitle().toStdString();
   EXPECT_TRUE(page_->lossStrip()->caption().contains(QLatin1String("its shard"))) << page_->lossStrip()->caption().toStdString();

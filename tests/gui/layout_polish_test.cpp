@@ -57,7 +57,7 @@ class ModeSwitchLayout : public ::testing::TestWithParam<QSize> {};
 
 TEST_P(ModeSwitchLayout, NothingOfTheSceneRunsUnderTheModeSwitch) {
   AppSettings settings = settingsFor(QStringLiteral("cpu:4"), QStringLiteral("mlp-bn"), 10);
-  settings.ddp = true;
+  settings.strategy = dpv::StrategyKind::DistributedDataParallel;
   SizedWindow w(settings, GetParam());
   w.window->showPage(QStringLiteral("iteration"));
   IterationPage* page = w.iteration();
@@ -81,7 +81,7 @@ TEST_P(ModeSwitchLayout, NothingOfTheSceneRunsUnderTheModeSwitch) {
   }
   EXPECT_TRUE(sawLongHeadline) << "a stage with a long headline was checked";
   // The DataParallel picture too.
-  page->setDdpMode(false);
+  page->setStrategy(dpv::StrategyKind::DataParallel);
   ASSERT_TRUE(waitUntil([&] { return w.engine->hasIteration() && !w.engine->info().ddp && !w.engine->busy(); }));
   for (int i = 0; i < 3; ++i) {
     page->stepForward();

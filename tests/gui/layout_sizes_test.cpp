@@ -75,9 +75,9 @@ TEST_P(LayoutSizes, TheIterationPageIsReadableInEveryMode) {
   for (int devices : {4, 8}) {
     for (bool ddp : {false, true}) {
       AppSettings s = settingsFor(QStringLiteral("cpu:%1").arg(devices), QStringLiteral("mlp-bn"), 16);
-      s.ddp = ddp;
+      s.strategy = ddp ? dpv::StrategyKind::DistributedDataParallel : dpv::StrategyKind::DataParallel;
       w.context.setSettings(s);
-      page->setDdpMode(ddp);
+      page->setStrategy(s.strategy);
       ASSERT_TRUE(waitUntil([&] {
         return w.engine->hasIteration() && !w.engine->busy() && w.engine->info().ddp == ddp &&
                w.engine->info().deviceLabels.size() == devices;

@@ -51,7 +51,7 @@ TEST_F(LessonFactsPanelTest, WithoutBatchNormTheReduceLessonSaysTheSumIsOneDevic
 
 TEST_F(LessonFactsPanelTest, TheFirstDdpForwardBroadcastsBuffersAndTheLossIsRankZeros) {
   AppSettings s = settingsFor(QStringLiteral("cpu:4"), QStringLiteral("mlp-bn"), 10);
-  s.ddp = true;
+  s.strategy = dpv::StrategyKind::DistributedDataParallel;
   start(s);
   const dpv::course::LessonFacts& facts = engine_->info().lessonFacts;
   ASSERT_TRUE(facts.ddp);

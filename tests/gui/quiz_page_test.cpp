@@ -243,12 +243,12 @@ TEST_F(QuizPageTest, SeeItOnTheIterationPageAppliesTheQuestionsSettings) {
 
 TEST_F(QuizPageTest, SeeItOnTheIterationPageOpensInTheQuestionsMode) {
   AppSettings ddp = settingsFor(QStringLiteral("cpu:2"), QStringLiteral("simple"), 8);
-  ddp.ddp = true;  // the page was left in DDP mode
+  ddp.strategy = dpv::StrategyKind::DistributedDataParallel;  // the page was left in DDP mode
   context_->setSettings(ddp);
   goTo("scatter-6-on-4-idle");  // a DataParallel question
   ASSERT_EQ(page_->currentQuestion()->section, "dp");
   page_->linkButton()->click();
-  EXPECT_FALSE(context_->settings().ddp) << "a DataParallel question opens the page in DataParallel mode";
+  EXPECT_EQ(context_->settings().strategy, dpv::StrategyKind::DataParallel) << "a DataParallel question opens the page in DataParallel mode";
 }
 
 TEST_F(QuizPageTest, TheSameClassSpelledFromItsModuleCountsAsRightWithANote) {

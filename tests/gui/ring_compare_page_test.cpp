@@ -249,7 +249,7 @@ TEST(ComparePage, ConfigTakesTheSeedFromTheSettingsAndTheRestFromThePage) {
   settings.batchSize = 10;
   settings.learningRate = 0.3;
   settings.syncBatchNorm = true;
-  settings.ddp = true;
+  settings.strategy = dpv::StrategyKind::DistributedDataParallel;
   settings.seed = 42;
   e.context.setSettings(settings);
   ComparePage page(&e.context);

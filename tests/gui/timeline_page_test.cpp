@@ -123,7 +123,7 @@ TEST_F(TimelinePageTest, NewSettingsDropAMeasurement) {
 // too, and both say whose run they show.
 TEST_F(TimelinePageTest, DdpModeChartsOnlyTheIterationsWorkAndMeasuresDdp) {
   AppSettings settings = settingsFor(QStringLiteral("cpu:2"), QStringLiteral("simple"), 10);
-  settings.ddp = true;
+  settings.strategy = dpv::StrategyKind::DistributedDataParallel;
   start(settings);
   int completed = 0;
   QObject::connect(engine_.get(), &EngineController::iterationCompleted, page_.get(), [&] { ++completed; });

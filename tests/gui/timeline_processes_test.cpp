@@ -107,7 +107,7 @@ TEST_F(TimelineProcessesTest, TheSettingsBecomeThisCommandLine) {
   settings.seed = 42;
   settings.syncBatchNorm = true;
   for (const bool ddp : {false, true}) {
-    settings.ddp = ddp;
+    settings.strategy = ddp ? dpv::StrategyKind::DistributedDataParallel : dpv::StrategyKind::DataParallel;
     context_->setSettings(settings);
     const QStringList expected{
         QStringLiteral("launch"), QStringLiteral("--nproc-per-node"), QStringLiteral("3"), QStringLiteral("--master-addr"),
