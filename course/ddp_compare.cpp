@@ -108,7 +108,7 @@ std::vector<BytesMoved> ddp_bytes(const std::vector<StageEvent>& events, int wor
 // What each strategy's transfers are: DataParallel's stages move data to and from device 0, DDP's
 // ranks broadcast buffers and all-reduce buckets.
 std::vector<BytesMoved> bytes_moved(StrategyKind kind, const std::vector<StageEvent>& events, int world) {
-  return kind == StrategyKind::DistributedDataParallel ? ddp_bytes(events, world) : dp_bytes(events);
+  return runs_ranks(kind) ? ddp_bytes(events, world) : dp_bytes(events);
 }
 
 std::vector<std::string> param_names(const Model& model) {
@@ -272,7 +272,7 @@ void record_iteration(Strategy& strategy, const Dataset& b, int world, ModeRun& 
   it->run_to_end();
   run.parts.push_back(step_parts(log.events, seconds_since(t0)));
   run.loss.push_back(it->mean_rank_loss());
-  if (strategy.kind() == StrategyKind::DistributedDataParallel) run.rank0_loss.push_back(it->loss());
+  if (runs_ranks(strategy.kind())) run.rank0_loss.push_back(it->loss());
   run.bytes = bytes_moved(strategy.kind(), log.events, world);
   // DataParallel's chunks, DDP's sampler shards: every stage's event carries them.
   run.rows = log.events.empty() ? std::vector<int64_t>{} : log.events.back().chunk_sizes;

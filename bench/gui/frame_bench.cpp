@@ -152,7 +152,7 @@ class IterationPhase {
 int runDdpPhase(QApplication& app, const AppSettings& settings, Frames& ddpFrameMs) {
   EngineController ddpEngine;
   AppSettings ddp = settings;
-  ddp.ddp = true;
+  ddp.strategy = dpv::StrategyKind::DistributedDataParallel;
   ddpEngine.applySettings(ddp);
   DdpScene ddpScene;
   SceneView ddpView(&ddpScene);

@@ -62,6 +62,7 @@ QStringList chipTextParts(MemoryKind kind, const QList<dpv::TensorInfo>& ts) {
     case MemoryKind::Gradients: return {QObject::tr("grads ×%1").arg(ts.size()), bytesText(ts)};
     case MemoryKind::Optimizer: return {QObject::tr("momentum ×%1").arg(ts.size()), bytesText(ts)};
     case MemoryKind::Buckets: return {QObject::tr("buckets ×%1").arg(ts.size()), bytesText(ts)};
+    case MemoryKind::Gathered: return {QObject::tr("gathered params"), bytesText(ts)};
     case MemoryKind::Activations: {
       // The newest activation (or its gradient) names the chip; what backward keeps is counted.
       const dpv::TensorInfo* current = &ts.back();
@@ -212,6 +213,7 @@ TensorRole chipRoleFor(MemoryKind kind) {
     case MemoryKind::Optimizer: return TensorRole::Optimizer;
     case MemoryKind::Output: return TensorRole::Output;
     case MemoryKind::Buckets: return TensorRole::Grad;
+    case MemoryKind::Gathered: return TensorRole::Param;
   }
   return TensorRole::Input;
 }

@@ -71,11 +71,11 @@ TEST_F(IterationPageTest, WholeIterationOnFourDevicesMatchesTheEngineAtEveryStag
     switch (ev.stage.kind) {
       case dpv::StageKind::Scatter:
         EXPECT_TRUE(line.contains(QLatin1String("self.scatter"))) << line.toStdString();
-        for (int d = 0; d < 4; ++d) EXPECT_EQ(page_->scene()->deviceBox(d)->view().chunkRows, info.chunks[d]);
+        for (int d = 0; d < 4; ++d) { EXPECT_EQ(page_->scene()->deviceBox(d)->view().chunkRows, info.chunks[d]); }
         break;
       case dpv::StageKind::Replicate:
         EXPECT_TRUE(line.contains(QLatin1String("self.replicate")));
-        for (int d = 0; d < 4; ++d) EXPECT_TRUE(page_->scene()->deviceBox(d)->view().hasReplica) << "device " << d;
+        for (int d = 0; d < 4; ++d) { EXPECT_TRUE(page_->scene()->deviceBox(d)->view().hasReplica) << "device " << d; }
         break;
       case dpv::StageKind::Forward: EXPECT_TRUE(line.contains(QLatin1String("parallel_apply"))); break;
       case dpv::StageKind::Gather: EXPECT_TRUE(line.contains(QLatin1String("self.gather"))); break;
@@ -129,7 +129,7 @@ TEST_F(IterationPageTest, StepBackShowsTheRecordedStageAgainWithoutRunningIt) {
   EXPECT_EQ(page_->cursor(), -1);
   // Before the first stage only GPU 0 holds something: the batch (`.cuda()`) and the module.
   EXPECT_EQ(sceneRoles(page_->scene(), 0), (std::set<dpv::TensorRole>{dpv::TensorRole::Input, dpv::TensorRole::Param}));
-  for (int d = 1; d < page_->scene()->deviceCount(); ++d) EXPECT_TRUE(page_->scene()->chipsOn(d).isEmpty());
+  for (int d = 1; d < page_->scene()->deviceCount(); ++d) { EXPECT_TRUE(page_->scene()->chipsOn(d).isEmpty()); }
   ASSERT_TRUE(stepTo(0));
   EXPECT_EQ(sceneSnapshot(page_->scene()), seen[0]);
 }
@@ -158,10 +158,10 @@ TEST_F(IterationPageTest, ChangingTheDeviceCountMidIterationStartsCleanly) {
   }));
   EXPECT_EQ(engine_->info().chunks, (std::vector<int64_t>{5, 5}));
   const int stages = static_cast<int>(engine_->info().plan.size());
-  for (int i = 2; i < stages; ++i) ASSERT_TRUE(stepTo(i)) << i;
+  for (int i = 2; i < stages; ++i) { ASSERT_TRUE(stepTo(i)) << i; }
   EXPECT_TRUE(page_->errorText().isEmpty()) << page_->errorText().toStdString();
   EXPECT_EQ(engine_->events().size(), stages);
-  for (const auto& ev : engine_->events()) EXPECT_LE(ev.devices.size(), 2u) << "an event of the old settings leaked in";
+  for (const auto& ev : engine_->events()) { EXPECT_LE(ev.devices.size(), 2u) << "an event of the old settings leaked in"; }
 }
 
 TEST_F(IterationPageTest, OneSampleChunkWithBatchNormIsShownAsAnErrorNotThrown) {
@@ -170,7 +170,7 @@ TEST_F(IterationPageTest, OneSampleChunkWithBatchNormIsShownAsAnErrorNotThrown) 
   EXPECT_EQ(dpv::chunk_sizes(9, 4), (std::vector<int64_t>{3, 3, 3}));
   start(settingsFor(QStringLiteral("cpu:4"), QStringLiteral("mlp-bn"), 10));
   const int stages = static_cast<int>(engine_->info().plan.size());
-  for (int i = 0; i < stages && page_->errorText().isEmpty(); ++i) ASSERT_TRUE(stepTo(i));
+  for (int i = 0; i < stages && page_->errorText().isEmpty(); ++i) { ASSERT_TRUE(stepTo(i)); }
   const QString error = page_->errorText();
   ASSERT_FALSE(error.isEmpty()) << "the one-sample chunk did not fail";
   EXPECT_TRUE(error.contains(QLatin1String("Expected more than 1 value per channel when training"))) << error.toStdString();
@@ -182,14 +182,14 @@ TEST_F(IterationPageTest, OneSampleChunkWithBatchNormIsShownAsAnErrorNotThrown) 
   EXPECT_EQ(engine_->lastFailure().reason, dpv::ErrorReason::BatchNormSingleValue);
   EXPECT_EQ(engine_->lastFailure().site.replica, 3);
   EXPECT_TRUE(engine_->lastFailure().inProgram);
-  for (int d = 0; d < 3; ++d) EXPECT_TRUE(page_->scene()->deviceBox(d)->failure().isEmpty()) << d;
+  for (int d = 0; d < 3; ++d) { EXPECT_TRUE(page_->scene()->deviceBox(d)->failure().isEmpty()) << d; }
   EXPECT_TRUE(engine_->running());
   // The app carries on: SyncBatchNorm accepts the one-sample chunk.
   const int failedAt = page_->cursor();  // the learner's place: the new run steps back to it
   context_->setSettings(settingsFor(QStringLiteral("cpu:4"), QStringLiteral("mlp-bn"), 10, true));
   ASSERT_TRUE(waitUntil([&] { return engine_->hasIteration() && !engine_->busy() && !page_->waitingForEngine() && page_->cursor() == failedAt; }));
   EXPECT_TRUE(page_->errorText().isEmpty());
-  for (int i = failedAt + 1; i < failedAt + 4; ++i) ASSERT_TRUE(stepTo(i));
+  for (int i = failedAt + 1; i < failedAt + 4; ++i) { ASSERT_TRUE(stepTo(i)); }
   EXPECT_TRUE(page_->errorText().isEmpty()) << page_->errorText().toStdString();
 }
 
@@ -212,7 +212,7 @@ TEST_F(IterationPageTest, WholeBatchBatchNormIsLabelledAsWhatDdpAndSyncBatchNorm
     if (plan[static_cast<size_t>(i)].kind == dpv::StageKind::Forward && plan[static_cast<size_t>(i)].layer == 1) bnForward = i;
   }
   ASSERT_GE(bnForward, 0);
-  for (int i = 0; i <= bnForward; ++i) ASSERT_TRUE(stepTo(i)) << i;
+  for (int i = 0; i <= bnForward; ++i) { ASSERT_TRUE(stepTo(i)) << i; }
   for (int d = 0; d < 4; ++d) {
     const QString note = page_->scene()->deviceBox(d)->view().note;
     EXPECT_TRUE(note.contains(QLatin1String("as DDP + SyncBatchNorm"))) << d << ": " << note.toStdString();
@@ -247,7 +247,7 @@ TEST_F(IterationPageTest, TheLossStripShowsEveryIterationsLossFromTheEngine) {
   ASSERT_TRUE(waitUntil([&] { return engine_->hasIteration() && !engine_->busy() && !page_->waitingForEngine(); }));
   ASSERT_LE(page_->lossStrip()->points().size(), 1) << "new settings start a new run";
   ASSERT_EQ(page_->lossStrip()->points().size(), engine_->losses().size());
-  if (!engine_->losses().isEmpty()) EXPECT_EQ(page_->lossStrip()->points()[0], QPointF(1, engine_->losses()[0]));
+  if (!engine_->losses().isEmpty()) { EXPECT_EQ(page_->lossStrip()->points()[0], QPointF(1, engine_->losses()[0])); }
 }
 
 TEST_F(IterationPageTest, ClickingAChipOpensItInTheInspector) {

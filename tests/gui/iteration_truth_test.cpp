@@ -61,7 +61,7 @@ TEST_F(IterationPageTest, EveryStageDrawsExactlyWhatTheEngineHoldsAndItsMemoryBy
       // Parameters, buffers and their gradients by the code panel's program's names (SimpleModel's
       // self.linear): "grad linear.weight" for the engine's "grad 0.weight" of entry "0.weight".
       for (const auto& t : ds.tensors) {
-        if (t.role == dpv::TensorRole::Param || t.role == dpv::TensorRole::Buffer) EXPECT_EQ(t.state_entry, t.name) << at;
+        if (t.role == dpv::TensorRole::Param || t.role == dpv::TensorRole::Buffer) { EXPECT_EQ(t.state_entry, t.name) << at; }
         std::string name = t.name;
         if (!t.state_entry.empty())
           name.replace(name.find(t.state_entry), t.state_entry.size(), dpv::course::program_parameter_name(info.preset, t.state_entry));
@@ -137,7 +137,7 @@ TEST_F(IterationPageTest, ReduceAndStepShowOneWeightWithTheEnginesNumbers) {
   const int decimals = text.section(QStringLiteral("= "), 1).section(QLatin1Char('\n'), 0, 0).section(QLatin1Char('.'), 1).size();
   ASSERT_GE(decimals, 4) << text.toStdString();
   auto shown = [decimals](double v) { return QString::number(v, 'f', decimals); };
-  for (double g : ev.weight->replica_grads) EXPECT_TRUE(text.contains(shown(g))) << text.toStdString();
+  for (double g : ev.weight->replica_grads) { EXPECT_TRUE(text.contains(shown(g))) << text.toStdString(); }
   EXPECT_TRUE(text.contains(QLatin1String("= ") + shown(ev.weight->grad))) << text.toStdString();
   ASSERT_TRUE(ev.weight->single_device_grad.has_value());
   EXPECT_TRUE(text.contains(QLatin1String("one device, whole batch: ") + shown(*ev.weight->single_device_grad))) << text.toStdString();
@@ -172,7 +172,7 @@ TEST_F(IterationPageTest, TheLessonFollowsTheSettingsAndLightsUpTheChipsItNames)
   }
   EXPECT_EQ(lit, 5);
   emit page_->lessonPanel()->highlighted(QUrl());
-  for (ChipItem* chip : scene->chipsOn(0)) EXPECT_FALSE(chip->highlighted());
+  for (ChipItem* chip : scene->chipsOn(0)) { EXPECT_FALSE(chip->highlighted()); }
 }
 
 TEST_F(IterationPageTest, HoverCardsSayValuesBytesAndWhy) {
@@ -220,7 +220,7 @@ TEST_F(IterationPageTest, TheCodeIsNotWrappedAndScrollsToTheCurrentLine) {
   start(settingsFor(QStringLiteral("cpu:4"), QStringLiteral("simple"), 10));
   page_->resize(1024, 560);
   CodeView* code = page_->codeView();
-  for (int tab = 0; tab < 2; ++tab) EXPECT_EQ(code->editor(tab)->lineWrapMode(), QPlainTextEdit::NoWrap);
+  for (int tab = 0; tab < 2; ++tab) { EXPECT_EQ(code->editor(tab)->lineWrapMode(), QPlainTextEdit::NoWrap); }
   const int stages = static_cast<int>(engine_->info().plan.size());
   bool done = false;
   page_->seekTo(stages - 1, [&] { done = true; });  // Step: the last lines of both programs

@@ -179,8 +179,9 @@ TEST_P(SceneLabels, ImportantLabelsAreWholeAt1024x640) {
         EXPECT_TRUE(cut(chip->drawnTexts()).isEmpty()) << stage << "GPU " << d << ": " << chip->view().text.toStdString() << " drawn as "
                                                        << chip->drawnTexts().join(" | ").toStdString();
         // A chunk chip keeps which samples (so how many) the device got.
-        if (chip->view().kind == dpv::MemoryKind::Batch && chip->view().text.startsWith(QLatin1String("sample")))
+        if (chip->view().kind == dpv::MemoryKind::Batch && chip->view().text.startsWith(QLatin1String("sample"))) {
           EXPECT_TRUE(chip->drawnTexts().value(0).startsWith(QLatin1String("sample"))) << chip->drawnTexts().join(" | ").toStdString();
+        }
       }
     }
   }

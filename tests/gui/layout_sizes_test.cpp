@@ -139,7 +139,7 @@ TEST(LayoutDialogs, TheShortcutsTableShowsEveryColumn) {
   }
   EXPECT_FALSE(table->horizontalScrollBar()->isVisible());
   const int rows = table->rowCount() * table->rowHeight(0) + table->horizontalHeader()->height();
-  if (rows < dialog->screen()->availableGeometry().height() * 0.8) EXPECT_FALSE(table->verticalScrollBar()->isVisible()) << "the dialog has room for its " << table->rowCount() << " rows";
+  if (rows < dialog->screen()->availableGeometry().height() * 0.8) { EXPECT_FALSE(table->verticalScrollBar()->isVisible()) << "the dialog has room for its " << table->rowCount() << " rows"; }
   EXPECT_TRUE(layout::readabilityProblems(dialog.get()).isEmpty()) << layout::readabilityProblems(dialog.get()).join(QLatin1Char('\n')).toStdString();
 }
 

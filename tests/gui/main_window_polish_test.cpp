@@ -191,8 +191,8 @@ TEST(MainWindowPolish, HelpListsTheKeysEveryPageHandles) {
         if (e.where == titles[i] && e.keys.split(QStringLiteral(", ")).contains(name) && !e.what.isEmpty()) found = true;
       EXPECT_TRUE(found) << id.toStdString() << " handles " << name.toStdString() << " but Help does not list it";
     }
-    if (id == QLatin1String("quiz")) EXPECT_GE(handled, 12) << "A-F, 1-6, Enter, H, Left";
-    if (id == QLatin1String("ring")) EXPECT_GE(handled, 4);
+    if (id == QLatin1String("quiz")) { EXPECT_GE(handled, 12) << "A-F, 1-6, Enter, H, Left"; }
+    if (id == QLatin1String("ring")) { EXPECT_GE(handled, 4); }
   }
   qunsetenv("DPVIZ_DATA_DIR");
 }

@@ -215,7 +215,7 @@ TEST(ZeroLayout, Zero3sLongPlanFitsA1024x640WindowWithTheCurrentStageInSight) {
 
 TEST(ZeroMemory, GatheredParametersHaveAColourOfTheirOwnInBothThemes) {
   using K = dpv::MemoryKind;
-  for (const QString theme : {QStringLiteral("light"), QStringLiteral("dark")}) {
+  for (const QString& theme : {QStringLiteral("light"), QStringLiteral("dark")}) {
     const SceneColors& c = sceneColors(theme);
     const QColor gathered = c.memoryFor(K::Gathered);
     for (K other : {K::Batch, K::Parameters, K::Gradients, K::Activations, K::Optimizer, K::Output, K::Buckets})
