@@ -110,6 +110,9 @@ class IterationPage : public Page {
   void updateModeButtons();
   // Screenshots: shows the stage `pick` returns in iteration `iteration` (stepping into it first).
   void seekInIteration(int iteration, std::function<int()> pick, std::function<void()> done);
+  // The plan index of a stage of `kind`: its first (which 0), middle (1) or last (2) occurrence;
+  // the cursor when the plan has none.
+  int planIndexOf(dpv::StageKind kind, int which) const;
   // Applies `settings` and calls `done` once the engine has announced the new iteration.
   void applyAndWait(const AppSettings& settings, std::function<void()> done);
   QList<Shot> ddpScreenshots();

@@ -187,13 +187,7 @@ QList<Page::Shot> IterationPage::ddpScreenshots() {
   for (const Flying& p : picks) {
     const QString name = QStringLiteral("ddp-%1-%2").arg(n++, 2, 10, QLatin1Char('0')).arg(QLatin1String(p.name));
     shots.append(Shot{name, [this, p](std::function<void()> done) {
-                        auto pick = [this, p] {
-                          QList<int> matches;
-                          for (int i = 0; i < static_cast<int>(info_.plan.size()); ++i)
-                            if (info_.plan[static_cast<size_t>(i)].kind == p.kind) matches.append(i);
-                          if (matches.isEmpty()) return cursor_;
-                          return p.which == 0 ? matches.first() : p.which == 1 ? matches[matches.size() / 2] : matches.last();
-                        };
+                        auto pick = [this, p] { return planIndexOf(p.kind, p.which); };
                         if (p.frozen <= 0) {
                           // The inspector opened on what the stage is about (rank 2: it has a padding repeat).
                           return seekInIteration(p.iteration, pick, [this, p, done] {
@@ -215,6 +209,14 @@ QList<Page::Shot> IterationPage::ddpScreenshots() {
                       }});
   }
   return shots;
+}
+
+int IterationPage::planIndexOf(dpv::StageKind kind, int which) const {
+  QList<int> matches;
+  for (int i = 0; i < static_cast<int>(info_.plan.size()); ++i)
+    if (info_.plan[static_cast<size_t>(i)].kind == kind) matches.append(i);
+  if (matches.isEmpty()) return cursor_;
+  return which == 0 ? matches.first() : which == 1 ? matches[matches.size() / 2] : matches.last();
 }
 
 QList<Page::Shot> IterationPage::zeroScreenshots() {
@@ -242,13 +244,7 @@ QList<Page::Shot> IterationPage::zeroScreenshots() {
   for (const Pick& p : picks) {
     const QString name = QStringLiteral("zero-%1-%2").arg(n++, 2, 10, QLatin1Char('0')).arg(QLatin1String(p.name));
     shots.append(Shot{name, [this, p](std::function<void()> done) {
-                        auto pick = [this, p] {
-                          QList<int> matches;
-                          for (int i = 0; i < static_cast<int>(info_.plan.size()); ++i)
-                            if (info_.plan[static_cast<size_t>(i)].kind == p.kind) matches.append(i);
-                          if (matches.isEmpty()) return cursor_;
-                          return p.which == 0 ? matches.first() : matches.last();
-                        };
+                        auto pick = [this, p] { return planIndexOf(p.kind, p.which); };
                         auto shoot = [this, p, pick, done] {
                           if (p.frozen <= 0) return seekInIteration(1, pick, done);
                           seekInIteration(1, [pick] { return std::max(0, pick() - 1); },

@@ -16,6 +16,7 @@
 #include "engine/ddp/ddp_output.h"
 #include "engine/device.h"
 #include "engine/io/safetensors.h"
+#include "tests/engine/fixture_support.h"
 #include "engine/model_spec.h"
 
 namespace dpv {
@@ -23,26 +24,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path ddp_fixtures() { return fs::path(DPV_TEST_DATA_DIR) / "ddp"; }
-
-std::vector<std::string> ddp_cases() {
-  std::vector<std::string> names;
-  if (!fs::exists(ddp_fixtures())) return names;
-  for (const auto& entry : fs::directory_iterator(ddp_fixtures()))
-    if (fs::exists(entry.path() / "case.json")) names.push_back(entry.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-// The __metadata__ object of a safetensors file.
-nlohmann::json metadata_of(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  uint64_t n = 0;
-  in.read(reinterpret_cast<char*>(&n), 8);
-  std::string header(n, '\0');
-  in.read(header.data(), static_cast<std::streamsize>(n));
-  return nlohmann::json::parse(header).value("__metadata__", nlohmann::json::object());
-}
+fs::path ddp_fixtures() { return test::fixture_dir("ddp"); }
+std::vector<std::string> ddp_cases() { return test::fixture_cases("ddp"); }
+using test::metadata_of;
 
 class DdpPyTorchFixture : public ::testing::TestWithParam<std::string> {};
 
@@ -68,8 +52,8 @@ TEST_P(DdpPyTorchFixture, EngineMatchesRealDdp) {
   }
   const DdpStepOutput got = ddp_step_output(trainer.results(), dtype);
   const TensorMap want = load_safetensors((dir / "expected.safetensors").string());
-  const nlohmann::json meta = metadata_of(dir / "expected.safetensors");
-  EXPECT_EQ(nlohmann::json::parse(got.metadata.at("ddp.buckets")), nlohmann::json::parse(meta.at("ddp.buckets").get<std::string>()));
+  const auto meta = metadata_of(dir / "expected.safetensors");
+  EXPECT_EQ(nlohmann::json::parse(got.metadata.at("ddp.buckets")), nlohmann::json::parse(meta.at("ddp.buckets")));
 
   std::vector<std::string> want_names = want.names(), got_names = got.tensors.names();
   std::sort(want_names.begin(), want_names.end());

@@ -19,6 +19,7 @@
 #include "engine/ddp/ddp_output.h"
 #include "engine/device.h"
 #include "engine/io/safetensors.h"
+#include "tests/engine/fixture_support.h"
 #include "engine/model_spec.h"
 #include "engine/optim/optimizer.h"
 
@@ -27,26 +28,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path zero_fixtures() { return fs::path(DPV_TEST_DATA_DIR) / "zero"; }
-
-std::vector<std::string> zero_cases() {
-  std::vector<std::string> names;
-  if (!fs::exists(zero_fixtures())) return names;
-  for (const auto& entry : fs::directory_iterator(zero_fixtures()))
-    if (fs::exists(entry.path() / "case.json")) names.push_back(entry.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-// The __metadata__ object of a safetensors file.
-nlohmann::json metadata_of(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  uint64_t n = 0;
-  in.read(reinterpret_cast<char*>(&n), 8);
-  std::string header(n, '\0');
-  in.read(header.data(), static_cast<std::streamsize>(n));
-  return nlohmann::json::parse(header).value("__metadata__", nlohmann::json::object());
-}
+fs::path zero_fixtures() { return test::fixture_dir("zero"); }
+std::vector<std::string> zero_cases() { return test::fixture_cases("zero"); }
+using test::metadata_of;
 
 DdpOptions options_of(const nlohmann::json& c, int zero) {
   DdpOptions o;
@@ -99,8 +83,8 @@ TEST_P(ZeroPyTorchFixture, EveryStageMatchesRealZeroRedundancyOptimizer) {
   const TensorMap state = load_safetensors((dir / "state.safetensors").string());
   const TensorMap expected = load_safetensors((dir / "expected.safetensors").string());
   const TensorMap flat = load_safetensors((dir / "flat.safetensors").string());
-  const nlohmann::json meta = metadata_of(dir / "expected.safetensors");
-  const nlohmann::json flat_meta = metadata_of(dir / "flat.safetensors");
+  const auto meta = metadata_of(dir / "expected.safetensors");
+  const auto flat_meta = metadata_of(dir / "flat.safetensors");
   // ZeRO-2/3 write the common part and the flat slices instead of ZeRO-1's per-parameter state.
   TensorMap fsdp_expected;
   for (const auto& [name, t] : expected.items())
@@ -120,15 +104,15 @@ TEST_P(ZeroPyTorchFixture, EveryStageMatchesRealZeroRedundancyOptimizer) {
     if (zero == 1) {
       expect_tensors(got.tensors, expected, dtype, what);
       EXPECT_EQ(nlohmann::json::parse(got.metadata.at("zero.partition")),
-                nlohmann::json::parse(meta.at("zero.partition").get<std::string>()))
+                nlohmann::json::parse(meta.at("zero.partition")))
           << what << ": PyTorch's own partition";
       continue;
     }
     expect_tensors(got.tensors, fsdp_expected, dtype, what);
     EXPECT_EQ(nlohmann::json::parse(got.metadata.at("fsdp.flat")),
-              nlohmann::json::parse(flat_meta.at("fsdp.flat").get<std::string>()))
+              nlohmann::json::parse(flat_meta.at("fsdp.flat")))
         << what;
-    EXPECT_EQ(got.metadata.at("fsdp.padded_numel"), flat_meta.at("fsdp.padded_numel").get<std::string>()) << what;
+    EXPECT_EQ(got.metadata.at("fsdp.padded_numel"), flat_meta.at("fsdp.padded_numel")) << what;
   }
 }
 
