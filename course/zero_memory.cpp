@@ -188,11 +188,11 @@ std::vector<FitEstimate> what_fits(const MemoryComparison& measured, int64_t par
   for (const StrategyMemory& s : measured.strategies) {
     const StateSplit split = split_state(measured, s);
     // The sharded part, all ranks' shares together, is spread over `world` GPUs.
-    const double per_param_whole = (split.whole + split.transient) / psi;
-    const double per_param_sharded = split.sharded / psi;
     FitEstimate f;
     f.strategy = s.strategy;
-    f.bytes_per_gpu = target * per_param_whole + target * per_param_sharded / world;
+    f.persistent_bytes_per_gpu = target * (split.whole / psi) + target * (split.sharded / psi) / world;
+    f.transient_bytes_per_gpu = target * (split.transient / psi);
+    f.bytes_per_gpu = f.persistent_bytes_per_gpu + f.transient_bytes_per_gpu;
     f.fits = f.bytes_per_gpu <= gpu_bytes;
     f.is_formula = true;
     out.push_back(f);

@@ -109,7 +109,12 @@ MemoryComparison compare_memory(const RunSpec& run);
 // a run: `is_formula` says so for the page to print.
 struct FitEstimate {
   StrategyKind strategy;
-  double bytes_per_gpu = 0;   // model state per GPU
+  double bytes_per_gpu = 0;   // model state per GPU at the peak
+  // Of it: what stays between iterations, and what only the peak adds (FSDP's gathered full flat
+  // parameter and gradient: the whole model here, one FSDP unit; one layer at a time when every layer
+  // is a unit of its own).
+  double persistent_bytes_per_gpu = 0;
+  double transient_bytes_per_gpu = 0;
   bool fits = false;          // bytes_per_gpu <= gpu_bytes
   bool is_formula = true;
 };

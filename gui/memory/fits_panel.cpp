@@ -94,7 +94,7 @@ MemoryFitsPanel::MemoryFitsPanel(QWidget* parent) : QWidget(parent) {
 
   table_ = new QTableWidget(0, 3, this);
   table_->setObjectName(QStringLiteral("fitsTable"));
-  table_->setHorizontalHeaderLabels({tr("strategy"), tr("model state per GPU"), tr("verdict")});
+  table_->setHorizontalHeaderLabels({tr("strategy"), tr("model state per GPU (at the peak)"), tr("verdict")});
   table_->verticalHeader()->setVisible(false);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
@@ -146,9 +146,16 @@ void MemoryFitsPanel::update() {
     const dpv::course::FitEstimate& e = estimates_[static_cast<size_t>(row)];
     auto* name = new QTableWidgetItem(QString::fromLatin1(dpv::strategy_short_name(e.strategy)));
     // In GiB, the unit the GPU memory is picked in.
-    auto* bytes = new QTableWidgetItem(tr("%1 GiB").arg(e.bytes_per_gpu / kGiB, 0, 'f', e.bytes_per_gpu < 10 * kGiB ? 2 : 1) +
-                                       (e.is_formula ? tr(" (formula)") : QString()));
+    const auto gib = [](double b) { return QString::number(b / kGiB, 'f', b < 10 * kGiB ? 2 : 1); };
+    QString text = tr("%1 GiB").arg(gib(e.bytes_per_gpu));
+    if (e.transient_bytes_per_gpu > 0) text += tr(" at the peak, %1 GiB between iterations").arg(gib(e.persistent_bytes_per_gpu));
+    auto* bytes = new QTableWidgetItem(text + (e.is_formula ? tr(" (formula)") : QString()));
     bytes->setData(Qt::UserRole, e.bytes_per_gpu);
+    if (e.transient_bytes_per_gpu > 0)
+      bytes->setToolTip(tr("%1 GiB of the peak is the full flat parameter and gradient gathered for the forward and "
+                           "backward: dpviz wraps the whole model as one FSDP unit, so all of it is gathered at once; "
+                           "with one FSDP unit per layer only a layer at a time would be.")
+                            .arg(gib(e.transient_bytes_per_gpu)));
     auto* verdict = new QTableWidgetItem(e.fits ? tr("fits") : tr("does not fit"));
     verdict->setData(Qt::UserRole, e.fits);
     verdict->setForeground(e.fits ? QColor(0x3f, 0xa3, 0x5b) : QColor(0xd4, 0x4b, 0x4b));

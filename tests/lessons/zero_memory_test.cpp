@@ -298,6 +298,12 @@ TEST(ZeroMemory, WhatFitsGrowsWithTheModelAndShrinksWithTheGpus) {
     // ZeRO-3: the slices (4 + 4 + 8, padded 52/51) spread over the GPUs, plus the gathered flat
     // parameter and the backward's full flat gradient (4 + 4 bytes, padded) that rank 0 holds at once.
     EXPECT_NEAR(eight[3].bytes_per_gpu, (16.0 / 8 + 8.0) * 52 / 51 * p, 1e-6 * p);
+    // Between iterations ZeRO-3 keeps only the slices; the gathered part is the peak's alone.
+    EXPECT_NEAR(eight[3].persistent_bytes_per_gpu, 16.0 / 8 * 52 / 51 * p, 1e-6 * p);
+    EXPECT_NEAR(eight[3].transient_bytes_per_gpu, 8.0 * 52 / 51 * p, 1e-6 * p);
+    EXPECT_DOUBLE_EQ(eight[0].transient_bytes_per_gpu, 0.0);
+    for (const FitEstimate& e : eight)
+      EXPECT_DOUBLE_EQ(e.bytes_per_gpu, e.persistent_bytes_per_gpu + e.transient_bytes_per_gpu);
   }
   EXPECT_THROW(what_fits(c, 0, 8, gpu), Error);
   EXPECT_THROW(what_fits(c, 10, 0, gpu), Error);
