@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -22,6 +23,7 @@
 #include "cli/format.h"
 #include "cli/gemm_reference.h"
 #include "cli/handoff_latency.h"
+#include "cli/machine_reference.h"
 #include "cli/output_paths.h"
 #include "cli/stage_totals.h"
 #include "cli/validators.h"
@@ -44,6 +46,7 @@ struct BenchOptions {
   std::string json;
   uint64_t seed = 0;
   bool ddp = true;  // also DistributedDataParallel on every multi-device set
+  bool machine_reference = true;  // the machine's own K-worker GEMM speed-up beside every cpu:K row
 };
 
 struct Measurement {
@@ -246,20 +249,51 @@ void bench_handoffs(const std::vector<std::string>& device_specs, nlohmann::json
   }
 }
 
+// The machine's own speed-up for a CPU device set of K > 1 devices (K independent GEMM workers
+// against one), measured once per K in a run; nullptr for one device or GPUs.
+using References = std::map<int, MachineReference>;
+const MachineReference* machine_reference_for(const std::string& spec, References& refs, nlohmann::json& out) {
+  const auto devices = DeviceSet::create(spec);
+  const int k = devices->size();
+  if (k < 2 || (*devices)[0].kind() != DeviceKind::Cpu) return nullptr;
+  if (!refs.count(k)) {
+    refs[k] = measure_machine_reference(k, machine_reference_shapes(), 0.25);
+    const MachineReference& r = refs[k];
+    std::cout << strf("           machine reference: %d independent single-threaded GEMM workers run %.2fx one "
+                      "worker's GEMMs (the most any strategy can reach on cpu:%d here, now)\n",
+                      k, r.speedup(), k);
+    out["machine_reference"].push_back({{"workers", k}, {"speedup", r.speedup()},
+                                        {"one_worker_passes_per_s", r.one_worker_passes_per_s},
+                                        {"all_workers_passes_per_s", r.all_workers_passes_per_s}});
+  }
+  return &refs.at(k);
+}
+
+// "efficiency 0.81 of the machine's 1.69x" beside a speed-up, and the JSON field.
+std::string efficiency_words(double speedup, const MachineReference* ref, nlohmann::json& row) {
+  if (!ref || speedup <= 0 || ref->speedup() <= 0) return "";
+  const double efficiency = speedup / ref->speedup();
+  row["machine_reference_speedup"] = ref->speedup();
+  row["parallel_efficiency"] = efficiency;
+  return strf("  efficiency %.2f of the machine's %.2fx", efficiency, ref->speedup());
+}
+
 // The DataParallel (or one-device) row: printed, with its stage and layer lines, and added to out["results"].
 void report_dp(const std::string& preset, const std::string& spec, const Measurement& m, double speedup,
-               nlohmann::json& out) {
-  std::cout << strf("%-10s %5lld %-8s %-14s %9.3f %9.1f %11.0f %8s\n", preset.c_str(),
+               const MachineReference* ref, nlohmann::json& out) {
+  nlohmann::json r;
+  const std::string efficiency = efficiency_words(speedup, ref, r);
+  std::cout << strf("%-10s %5lld %-8s %-14s %9.3f %9.1f %11.0f %8s%s\n", preset.c_str(),
                     static_cast<long long>(m.batch), spec.c_str(), list_str(m.chunks).c_str(),
                     1e3 * m.seconds_per_step, 1.0 / m.seconds_per_step, m.batch / m.seconds_per_step,
-                    speedup > 0 ? strf("%.2fx", speedup).c_str() : "-");
+                    speedup > 0 ? strf("%.2fx", speedup).c_str() : "-", efficiency.c_str());
   std::cout << "           time per stage: " << stages_line(m.stages) << "\n";
   // Per layer on one device, where a layer's stage is its own work (on several devices it
   // also holds the hand-off to the workers).
   const ModelSpec model_spec = preset_model(preset);
   if (m.device_count == 1 && m.stage_iters > 0)
     std::cout << "           per layer, ms fwd+bwd: " << layers_line(m, model_spec) << "\n";
-  nlohmann::json r = {{"model", preset},
+  r.update(nlohmann::json{{"model", preset},
                       {"batch", m.batch},
                       {"devices", spec},
                       {"device_count", m.device_count},
@@ -268,7 +302,7 @@ void report_dp(const std::string& preset, const std::string& spec, const Measure
                       {"steps_per_s", 1.0 / m.seconds_per_step},
                       {"samples_per_s", m.batch / m.seconds_per_step},
                       {"stage_ms_per_step", stages_json(m.stages, m.stage_iters)},
-                      {"layer_ms_per_step", layers_json(m, model_spec)}};
+                      {"layer_ms_per_step", layers_json(m, model_spec)}});
   if (speedup > 0) r["speedup_vs_one_device"] = speedup;
   out["results"].push_back(r);
 }
@@ -276,18 +310,21 @@ void report_dp(const std::string& preset, const std::string& spec, const Measure
 // The DDP row on the same device set, measured, printed and added to out["ddp"]; compared with the
 // DataParallel measurement m and the one-device time.
 void bench_ddp(const std::string& preset, const std::string& spec, const BenchOptions& o, const Measurement& m,
-               double one_device, nlohmann::json& out) {
+               double one_device, const MachineReference* ref, nlohmann::json& out) {
   const DdpMeasurement dm = measure_ddp(preset, spec, o);
   const double ddp = dm.seconds_per_step;
-  std::cout << strf("%-10s %5lld %-8s %-14s %9.3f %9.1f %11.0f %8s  DDP: %.2fx DataParallel's speed\n",
+  nlohmann::json d;
+  const std::string efficiency = efficiency_words(one_device > 0 ? one_device / ddp : 0, ref, d);
+  std::cout << strf("%-10s %5lld %-8s %-14s %9.3f %9.1f %11.0f %8s  DDP: %.2fx DataParallel's speed%s\n",
                     preset.c_str(), static_cast<long long>(m.batch), (spec + " ddp").c_str(), "sampler",
                     1e3 * ddp, 1.0 / ddp, m.batch / ddp,
-                    one_device > 0 ? strf("%.2fx", one_device / ddp).c_str() : "-", m.seconds_per_step / ddp);
+                    one_device > 0 ? strf("%.2fx", one_device / ddp).c_str() : "-", m.seconds_per_step / ddp,
+                    efficiency.c_str());
   if (dm.stage_iters > 0) std::cout << "           time per stage: " << stages_line(dm.stages) << "\n";
-  nlohmann::json d = {{"model", preset},         {"batch", m.batch},         {"devices", spec},
-                      {"ms_per_step", 1e3 * ddp}, {"steps_per_s", 1.0 / ddp}, {"samples_per_s", m.batch / ddp},
-                      {"ddp_speed_vs_dp", m.seconds_per_step / ddp},
-                      {"stage_ms_per_step", stages_json(dm.stages, dm.stage_iters)}};
+  d.update(nlohmann::json{{"model", preset},         {"batch", m.batch},         {"devices", spec},
+                          {"ms_per_step", 1e3 * ddp}, {"steps_per_s", 1.0 / ddp}, {"samples_per_s", m.batch / ddp},
+                          {"ddp_speed_vs_dp", m.seconds_per_step / ddp},
+                          {"stage_ms_per_step", stages_json(dm.stages, dm.stage_iters)}});
   if (one_device > 0) d["speedup_vs_one_device"] = one_device / ddp;
   out["ddp"].push_back(d);
 }
@@ -322,7 +359,7 @@ void report_gemm(const std::string& preset, const std::string& spec, const Measu
 
 // One model on every device set; one_device is the first one-device time, the speed-ups' base.
 void bench_model(const std::string& preset, const std::vector<std::string>& device_specs, const BenchOptions& o,
-                 nlohmann::json& out) {
+                 References& refs, nlohmann::json& out) {
   double one_device = 0;
   for (const std::string& spec : device_specs) {
     // The GEMM yardstick: the large MLP on one device, against its GEMM library on the same shapes.
@@ -330,8 +367,9 @@ void bench_model(const std::string& preset, const std::vector<std::string>& devi
     Measurement m = measure(preset, spec, o, gemm_reference);
     if (m.device_count == 1 && one_device == 0) one_device = m.seconds_per_step;
     const double speedup = one_device > 0 ? one_device / m.seconds_per_step : 0;
-    report_dp(preset, spec, m, speedup, out);
-    if (o.ddp && m.device_count > 1) bench_ddp(preset, spec, o, m, one_device, out);
+    const MachineReference* ref = o.machine_reference ? machine_reference_for(spec, refs, out) : nullptr;
+    report_dp(preset, spec, m, speedup, ref, out);
+    if (o.ddp && m.device_count > 1) bench_ddp(preset, spec, o, m, one_device, ref, out);
 
     if (gemm_reference) report_gemm(preset, spec, m, out);
   }
@@ -343,7 +381,8 @@ void run_bench(const BenchOptions& o) {
   bench_handoffs(device_specs, out);
   std::cout << strf("%-10s %5s %-8s %-14s %9s %9s %11s %8s\n", "model", "batch", "devices", "chunks", "ms/step",
                     "steps/s", "samples/s", "vs 1 dev");
-  for (const std::string& preset : o.models) bench_model(preset, device_specs, o, out);
+  References refs;  // the machine's speed-up per device count, measured once in the run
+  for (const std::string& preset : o.models) bench_model(preset, device_specs, o, refs, out);
   if (!o.json.empty()) {
     write_file_atomic(o.json, out.dump(1) + "\n");
     std::cout << "JSON -> " << o.json << "\n";
@@ -365,6 +404,8 @@ void add_bench_command(CLI::App& app, Action& run) {
   sub->add_option("--json", o->json, "Write the figures as JSON");
   sub->add_option("--seed", o->seed, "Seed for weights and data")->capture_default_str()->transform(integer_in<uint64_t>());
   sub->add_flag("!--no-ddp", o->ddp, "Skip the DistributedDataParallel rows");
+  sub->add_flag("!--no-machine-reference", o->machine_reference,
+                "Skip the machine's reference (K independent GEMM workers against one) and the efficiency figures");
   // `dpv bench allreduce` (cmd_bench_allreduce.cpp) is a subcommand of this one and sets its own action.
   sub->callback([o, sub, &run] {
     if (sub->get_subcommands().empty()) run = [o] { run_bench(*o); };
