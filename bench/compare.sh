@@ -110,5 +110,17 @@ if gemms:
           f"{med([x['openblas_gflops'] for x in gemms]):.1f}), the engine's whole step "
           f"{med([x['engine_gflops'] for x in gemms]):.1f} GFLOP/s = {100 * floor:.0f}% of {library} "
           f"(target: within 10%, i.e. >= 90%)")
+# The machine's own limit (K independent single-threaded GEMM workers against one) and each
+# strategy's parallel efficiency against it: its speed-up over what the machine allows.
+for k in sorted({r["workers"] for d in dpv_runs for r in d.get("machine_reference", [])}):
+    ref = med([r["speedup"] for d in dpv_runs for r in d.get("machine_reference", []) if r["workers"] == k])
+    effs = []
+    for m in models:
+        dp_eff = med([r.get("parallel_efficiency") for d in dpv_runs for r in d["results"]
+                      if r["model"] == m and r["device_count"] == k])
+        ddp_eff = med([r.get("parallel_efficiency") for d in dpv_runs for r in d.get("ddp", [])
+                       if r["model"] == m and r["devices"] == f"cpu:{k}"])
+        effs.append(f"{m} DP {fmt(dp_eff, '%.2f')} DDP {fmt(ddp_eff, '%.2f')}")
+    print(f"machine reference cpu:{k}: {k} GEMM workers {ref:.2f}x one; efficiency (speed-up / reference): " + ", ".join(effs))
 print(f"machine: {dpv_runs[0]['machine']['hardware_threads']} hardware threads, OpenBLAS {dpv_runs[0]['machine']['openblas']}")
 PY
