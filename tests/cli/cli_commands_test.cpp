@@ -229,6 +229,19 @@ TEST_F(CliCommands, BenchWritesJsonPerModelAndDeviceCount) {
   ASSERT_EQ(j.at("ddp").size(), 2u);
   EXPECT_EQ(j["ddp"][0].at("devices"), "cpu:2");
   EXPECT_GT(j["ddp"][0].at("ddp_speed_vs_dp").get<double>(), 0);
+  // The machine's own reference, measured once for the 2-device rows, and each row's efficiency
+  // against it: its speed-up over one device divided by the reference's.
+  ASSERT_EQ(j.at("machine_reference").size(), 1u);
+  EXPECT_EQ(j["machine_reference"][0].at("workers"), 2);
+  const double reference = j["machine_reference"][0].at("speedup").get<double>();
+  EXPECT_GT(reference, 0);
+  EXPECT_NEAR(reference, j["machine_reference"][0].at("all_workers_passes_per_s").get<double>() /
+                             j["machine_reference"][0].at("one_worker_passes_per_s").get<double>(), 1e-9);
+  for (const auto& row : {j["results"][1], j["results"][3], j["ddp"][0]}) {
+    EXPECT_DOUBLE_EQ(row.at("machine_reference_speedup").get<double>(), reference);
+    EXPECT_NEAR(row.at("parallel_efficiency").get<double>(), row.at("speedup_vs_one_device").get<double>() / reference, 1e-9);
+  }
+  EXPECT_FALSE(j["results"][0].contains("parallel_efficiency")) << "one device has no efficiency";
   ASSERT_TRUE(j.contains("gemm"));
   EXPECT_GT(j["gemm"].at("openblas_gflops").get<double>(), 0.1);
   EXPECT_GT(j["gemm"].at("floor_gflops").get<double>(), 0.1);
