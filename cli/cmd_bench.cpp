@@ -21,9 +21,9 @@
 #include "cli/flag_errors.h"
 #include "cli/int_options.h"
 #include "cli/format.h"
-#include "cli/gemm_reference.h"
+#include "course/gemm_reference.h"
 #include "cli/handoff_latency.h"
-#include "cli/machine_reference.h"
+#include "course/machine_reference.h"
 #include "cli/output_paths.h"
 #include "cli/stage_totals.h"
 #include "cli/validators.h"
@@ -38,6 +38,16 @@
 
 namespace dpv::cli {
 namespace {
+
+using course::engine_gemm_library;
+using course::GemmLibrary;
+using course::GemmRate;
+using course::GemmReference;
+using course::GemmShape;
+using course::machine_reference_shapes;
+using course::MachineReference;
+using course::measure_machine_reference;
+using course::mlp_step_gemms;
 
 struct BenchOptions {
   std::vector<std::string> devices;  // empty: cpu:1 cpu:2 cpu:4 (or the GPUs)

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <thread>
 
+#include "course/machine_reference.h"
 #include "course/tensor_difference.h"
 #include "engine/data_parallel.h"
 #include "engine/ddp/ddp.h"
@@ -387,6 +388,13 @@ CompareResult run_comparison(const CompareConfig& c, const std::function<void(co
     p.ddp_s = time_steps(with_strategy(c.run, StrategyKind::DistributedDataParallel, cpu), state, b, c);
     p.dp_speedup = p.one_device_s / p.dp_s;
     p.ddp_speedup = p.one_device_s / p.ddp_s;
+    if (w > 1) {
+      p.machine_speedup = measure_machine_reference(w, machine_reference_shapes(), 0.1).speedup();
+      if (p.machine_speedup > 0) {
+        p.dp_efficiency = p.dp_speedup / p.machine_speedup;
+        p.ddp_efficiency = p.ddp_speedup / p.machine_speedup;
+      }
+    }
     out.speedup.push_back(p);
   }
   say("done", 1.0);

@@ -92,6 +92,12 @@ struct SpeedupPoint {
   double ddp_s = 0;
   double dp_speedup = 0;    // one_device_s / dp_s
   double ddp_speedup = 0;
+  // The machine's own limit on `devices` workers (course/machine_reference.h: that many independent
+  // single-threaded GEMM workers against one, measured beside the sweep), and each strategy's
+  // parallel efficiency against it (speed-up / machine_speedup). 0 on one device.
+  double machine_speedup = 0;
+  double dp_efficiency = 0;
+  double ddp_efficiency = 0;
 };
 
 struct CompareResult {

@@ -12,7 +12,7 @@ cd "$root" || exit 2
 
 front_end_internal='engine/backend\.h|engine/backends/|engine/cuda/|engine/cpu/|engine/parallel/|engine/ddp/ddp_rank_codec\.h|engine/process_groups/multiprocess/(socket|store|tcp_store|c10d_store|gloo_group|gloo_store)\.h'
 core_internal='engine/backend_registry\.h|engine/backends/|engine/cuda/'
-core_folders=(engine/*.h engine/*.cpp engine/cpu engine/io engine/layers engine/parallel engine/ddp engine/process_groups/*.h engine/process_groups/*.cpp engine/run)
+core_folders=(engine/*.h engine/*.cpp engine/cpu engine/io engine/layers engine/optim engine/parallel engine/ddp engine/zero engine/process_groups/*.h engine/process_groups/*.cpp engine/run)
 
 status=0
 report() {  # $1: what the rule says; $2: grep's file:line:text hits. Not in a pipe: it sets status.

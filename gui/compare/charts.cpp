@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "gui/common/theme.h"
 #include "gui/common/chart_style.h"
@@ -332,11 +333,44 @@ void drawSpeedup(QCustomPlot* p, const CompareResult& r, const ModeColours& c) {
   ddpLine->setPen(QPen(c.ddp, 2));
   ddpLine->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDiamond, 6));
   ddpLine->setData(n, ddp, true);
-  p->xAxis->setLabel(CompareCharts::tr("devices (cpu:N)"));
+  // The machine's own limit, measured beside the sweep (independent GEMM workers), and at every
+  // point each strategy's efficiency against it, so a speed-up is read against what this machine allows.
+  QVector<double> limitN, limit;
+  for (const auto& s : r.speedup)
+    if (s.devices == 1 || s.machine_speedup > 0) {
+      limitN << s.devices;
+      limit << (s.devices == 1 ? 1.0 : s.machine_speedup);
+    }
+  if (limit.size() > 1) {
+    QCPGraph* limitLine = p->addGraph();
+    limitLine->setName(CompareCharts::tr("this machine's limit"));
+    limitLine->setObjectName(QStringLiteral("machine-limit"));
+    limitLine->setPen(QPen(c.text, 1.5, Qt::DotLine));
+    limitLine->setData(limitN, limit, true);
+  }
+  QFont small = p->font();
+  small.setPointSizeF(std::max(9.0, small.pointSizeF() * 0.85));
+  for (const auto& s : r.speedup) {
+    if (s.machine_speedup <= 0) continue;
+    for (const auto& [value, efficiency, colour, above] :
+         {std::tuple{s.dp_speedup, s.dp_efficiency, c.dp, s.dp_speedup >= s.ddp_speedup},
+          std::tuple{s.ddp_speedup, s.ddp_efficiency, c.ddp, s.ddp_speedup > s.dp_speedup}}) {
+      auto* label = new QCPItemText(p);
+      label->setObjectName(QStringLiteral("efficiency"));
+      label->position->setCoords(s.devices, value);
+      label->setPositionAlignment(above ? (Qt::AlignHCenter | Qt::AlignBottom) : (Qt::AlignHCenter | Qt::AlignTop));
+      label->setPadding(QMargins(0, 2, 0, 2));
+      label->setFont(small);
+      label->setColor(colour);
+      label->setText(CompareCharts::tr("%1%").arg(std::lround(100 * efficiency)));
+    }
+  }
+  p->xAxis->setLabel(CompareCharts::tr("devices; % of this machine's limit"));
   p->legend->setVisible(true);
   p->rescaleAxes();
   p->xAxis->setRange(0.5, std::max(2.0, n.isEmpty() ? 1.0 : n.back()) + 0.5);
   p->yAxis->setRangeLower(0);
+  p->yAxis->setRangeUpper(p->yAxis->range().upper * 1.12);  // room for the labels above the top points
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // holds the engine's partial sum, and the comparison page charts the numbers a fresh
 // course::run_comparison produces (the runs are deterministic: same model, seed, batches, order),
 // and its stacked-bar charts keep their legends above the bars.
+#include <cmath>
 #include <gtest/gtest.h>
 
 #include <QKeyEvent>
@@ -193,7 +194,26 @@ TEST(ComparePage, ShowsTheNumbersOfAFreshEngineRun) {
   ASSERT_EQ(ddpBytes->data()->size(), static_cast<int>(fresh.ddp.bytes.size()));
   for (int i = 0; i < ddpBytes->data()->size(); ++i)
     EXPECT_DOUBLE_EQ(ddpBytes->data()->at(i)->value, fresh.ddp.bytes[static_cast<size_t>(i)].bytes / 1e3);
-  EXPECT_EQ(charts->plot(CompareCharts::Speedup)->graph(1)->data()->size(), 2);
+  QCustomPlot* speedup = charts->plot(CompareCharts::Speedup);
+  EXPECT_EQ(speedup->graph(1)->data()->size(), 2);
+  // The machine's limit beside the speed-ups, and each two-device point labelled with the
+  // engine's efficiency (speed-up over that limit), in percent: timings, so the page's own result.
+  ASSERT_EQ(page.result().speedup.size(), 2u);
+  const dpv::course::SpeedupPoint& two = page.result().speedup[1];
+  ASSERT_GT(two.machine_speedup, 0);
+  QStringList labels;
+  for (int i = 0; i < speedup->itemCount(); ++i)
+    if (auto* text = qobject_cast<QCPItemText*>(speedup->item(i)); text && text->objectName() == QLatin1String("efficiency"))
+      labels << text->text();
+  const auto percent = [](double e) { return QStringLiteral("%1%").arg(std::lround(100 * e)); };
+  EXPECT_EQ(labels, QStringList({percent(two.dp_efficiency), percent(two.ddp_efficiency)}));
+  bool limit = false;
+  for (int g = 0; g < speedup->graphCount(); ++g)
+    if (speedup->graph(g)->objectName() == QLatin1String("machine-limit")) {
+      limit = true;
+      EXPECT_DOUBLE_EQ(speedup->graph(g)->data()->at(1)->value, two.machine_speedup);
+    }
+  EXPECT_TRUE(limit) << "the machine's limit is drawn";
 }
 
 // The pixel row of the highest stacked bar top in `plot` (bars with the same key stack).

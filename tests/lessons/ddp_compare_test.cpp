@@ -186,6 +186,11 @@ TEST(DdpCompare, WithoutBatchNormAllThreeTrainAlike) {
   ASSERT_EQ(r.speedup.size(), 2u);
   EXPECT_EQ(r.speedup[1].devices, 2);
   EXPECT_NEAR(r.speedup[1].dp_speedup, r.speedup[1].one_device_s / r.speedup[1].dp_s, 1e-12);
+  // Beside each multi-device point, the machine's own limit and the efficiency against it.
+  EXPECT_EQ(r.speedup[0].machine_speedup, 0.0) << "one device has no reference";
+  EXPECT_GT(r.speedup[1].machine_speedup, 0.0);
+  EXPECT_NEAR(r.speedup[1].dp_efficiency, r.speedup[1].dp_speedup / r.speedup[1].machine_speedup, 1e-12);
+  EXPECT_NEAR(r.speedup[1].ddp_efficiency, r.speedup[1].ddp_speedup / r.speedup[1].machine_speedup, 1e-12);
   bool ring_bytes = false;
   for (const auto& b : r.ddp.bytes) ring_bytes = ring_bytes || (b.what == "all-reduce grads" && b.bytes > 0);
   EXPECT_TRUE(ring_bytes);

@@ -1,4 +1,4 @@
-#include "cli/gemm_reference.h"
+#include "course/gemm_reference.h"
 
 #include <cblas.h>
 
@@ -8,7 +8,7 @@
 #include "engine/backend_registry.h"
 #include "engine/tensor.h"
 
-namespace dpv::cli {
+namespace dpv::course {
 
 std::vector<GemmShape> mlp_step_gemms(const ModelSpec& spec, int64_t batch) {
   std::vector<GemmShape> shapes;
@@ -112,4 +112,4 @@ std::string engine_gemm_library(const std::vector<GemmShape>& shapes, bool float
   return joined;
 }
 
-}  // namespace dpv::cli
+}  // namespace dpv::course

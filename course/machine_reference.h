@@ -6,9 +6,9 @@
 // nothing to hand-offs, waiting or the driving thread, whatever the machine allows.
 #include <vector>
 
-#include "cli/gemm_reference.h"
+#include "course/gemm_reference.h"
 
-namespace dpv::cli {
+namespace dpv::course {
 
 struct MachineReference {
   int workers = 1;
@@ -26,4 +26,4 @@ MachineReference measure_machine_reference(int workers, const std::vector<GemmSh
 // GEMMs big enough that the result speaks of the cores, not of call overheads.
 std::vector<GemmShape> machine_reference_shapes();
 
-}  // namespace dpv::cli
+}  // namespace dpv::course

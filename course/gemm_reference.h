@@ -10,7 +10,7 @@
 
 #include "engine/model_spec.h"
 
-namespace dpv::cli {
+namespace dpv::course {
 
 struct GemmShape {
   std::string what;  // "2.forward", "2.grad_weight", "2.grad_input"
@@ -61,4 +61,4 @@ class GemmReference {
 // "oneDNN sgemm + OpenBLAS sgemm" (when the small ones stay on OpenBLAS), "OpenBLAS dgemm".
 std::string engine_gemm_library(const std::vector<GemmShape>& shapes, bool float64);
 
-}  // namespace dpv::cli
+}  // namespace dpv::course

@@ -1,5 +1,5 @@
 // The machine's reference speed-up for K independent GEMM workers (see machine_reference.h).
-#include "cli/machine_reference.h"
+#include "course/machine_reference.h"
 
 #include <algorithm>
 #include <atomic>
@@ -10,21 +10,24 @@
 #include "engine/error.h"
 #include "engine/model.h"
 
-namespace dpv::cli {
+namespace dpv::course {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// `workers` threads, each with its own operands, run passes until `seconds` are up; every worker
-// starts at the same time (a spinning start line) and the passes all of them finished are counted.
+// `workers` threads, each with its own operands, run passes from one shared start until one shared
+// deadline; the rate is every pass they finished over the time from the start to the last finish.
+// One clock for all: a thread the scheduler leaves waiting (more workers than cores) is not given
+// a window of its own, so the rate cannot exceed what the cores did.
 double passes_per_second(int workers, const std::vector<GemmShape>& shapes, double seconds) {
   std::vector<std::unique_ptr<GemmReference>> refs;
   for (int w = 0; w < workers; ++w)
     refs.push_back(std::make_unique<GemmReference>(shapes, /*float64=*/false, GemmLibrary::EngineCpu));
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
+  Clock::time_point start, deadline;
   std::vector<int64_t> passes(static_cast<size_t>(workers), 0);
-  std::vector<double> spent(static_cast<size_t>(workers), 0);
+  std::vector<Clock::time_point> finished(static_cast<size_t>(workers));
   std::vector<std::thread> threads;
   for (int w = 0; w < workers; ++w)
     threads.emplace_back([&, w] {
@@ -32,24 +35,29 @@ double passes_per_second(int workers, const std::vector<GemmShape>& shapes, doub
       ref.time_one_pass();  // warm: operands in cache, the library's first-call set-up done
       ready.fetch_add(1);
       while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-      const auto t0 = Clock::now();
-      double elapsed = 0;
       int64_t n = 0;
-      while (elapsed < seconds) {
+      auto now = Clock::now();
+      while (now < deadline) {
         ref.time_one_pass();
         ++n;
-        elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+        now = Clock::now();
       }
       passes[static_cast<size_t>(w)] = n;
-      spent[static_cast<size_t>(w)] = elapsed;
+      finished[static_cast<size_t>(w)] = now;
     });
   while (ready.load() < workers) std::this_thread::yield();
-  go.store(true, std::memory_order_release);
+  start = Clock::now();
+  deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  go.store(true, std::memory_order_release);  // publishes start and deadline
   for (auto& t : threads) t.join();
-  double rate = 0;
-  for (int w = 0; w < workers; ++w)
-    if (spent[static_cast<size_t>(w)] > 0) rate += static_cast<double>(passes[static_cast<size_t>(w)]) / spent[static_cast<size_t>(w)];
-  return rate;
+  int64_t total = 0;
+  Clock::time_point last = start;
+  for (int w = 0; w < workers; ++w) {
+    total += passes[static_cast<size_t>(w)];
+    last = std::max(last, finished[static_cast<size_t>(w)]);
+  }
+  const double window = std::chrono::duration<double>(last - start).count();
+  return window > 0 ? static_cast<double>(total) / window : 0;
 }
 
 }  // namespace
@@ -68,4 +76,4 @@ MachineReference measure_machine_reference(int workers, const std::vector<GemmSh
   return r;
 }
 
-}  // namespace dpv::cli
+}  // namespace dpv::course
