@@ -1,4 +1,5 @@
 // Several timed iterations of one strategy, summarised (see timeline_series.h).
+#include "course/machine_reference.h"
 #include "course/timeline_series.h"
 
 #include <algorithm>
@@ -212,6 +213,10 @@ TimelineSeries measure_timeline(const TimelineConfig& c, const Dataset& batch, c
     out.one_device_total = spread_of(one);
   }
   if (out.total.median > 0 && out.one_device_total.median > 0) out.speedup = out.one_device_total.median / out.total.median;
+  if (out.simulated && devices.count > 1 && out.speedup > 0 && (!keep_going || keep_going())) {
+    out.machine_speedup = measure_machine_reference(devices.count, machine_reference_shapes(), 0.1).speedup();
+    if (out.machine_speedup > 0) out.efficiency = out.speedup / out.machine_speedup;
+  }
   return out;
 }
 

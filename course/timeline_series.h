@@ -63,6 +63,11 @@ struct TimelineSeries {
   Spread total;                      // of `totals`
   Spread one_device_total;           // the same model, state and batch on one device
   double speedup = 0;                // one_device_total.median / total.median
+  // Simulated devices: the machine's own limit for device_count workers (course/machine_reference.h,
+  // measured after the iterations) and the efficiency against it (speedup / machine_speedup); 0
+  // on one device or GPUs.
+  double machine_speedup = 0;
+  double efficiency = 0;
   // The iteration whose total is the median: its events carry the collectives' bytes and bandwidth.
   std::vector<StageEvent> median_events;
   bool simulated = false;            // the devices are CPU threads (cpu:K)

@@ -1,6 +1,7 @@
 // The Timeline page's measured series: several iterations timed off the GUI thread by the course
 // (course/timeline_series.h), drawn as each stage's median with its spread; the speed-up against
 // one device and the cores note are the engine's numbers, shown as they come.
+#include <cmath>
 #include <QLabel>
 #include <QPushButton>
 #include <QScrollArea>
@@ -84,7 +85,11 @@ QString TimelinePage::coresNote() const { return cores_->isHidden() ? QString() 
 
 void TimelinePage::showSeriesNumbers() {
   const dpv::course::TimelineSeries& s = *series_;
-  speedup_->setText(tr("Speed-up against one device: %1×").arg(s.speedup, 0, 'f', 2));
+  QString speedup = tr("Speed-up against one device: %1×").arg(s.speedup, 0, 'f', 2);
+  if (s.machine_speedup > 0)
+    speedup += tr(" · %1% of this machine's limit (%2× for %3 independent workers, measured now)")
+                   .arg(std::lround(100 * s.efficiency)).arg(s.machine_speedup, 0, 'f', 2).arg(s.device_count);
+  speedup_->setText(speedup);
   speedup_->setToolTip(tr("One device: %1\n%2 devices: %3\nBoth measured by the engine on the same model, batch and starting weights.")
                            .arg(msText(s.one_device_total)).arg(s.device_count).arg(msText(s.total)));
   speedup_->setVisible(true);

@@ -1,6 +1,7 @@
 // The Timeline page: its lesson is shown, "Measure" draws each stage's median with its spread from
 // several engine-timed iterations, the speed-up against one device is the engine's number, the
 // page says when simulated devices share fewer cores, and many devices scroll instead of squeezing.
+#include <cmath>
 #include <gtest/gtest.h>
 
 #include <QScrollArea>
@@ -80,6 +81,10 @@ TEST_F(TimelinePageTest, MeasuresTheMedianAndSpreadOfSeveralIterations) {
   // The speed-up is the engine's number, shown as it is.
   EXPECT_GT(s.speedup, 0);
   EXPECT_TRUE(page_->speedupText().contains(QString::number(s.speedup, 'f', 2))) << page_->speedupText().toStdString();
+  // Two simulated devices: beside it, the efficiency against this machine's own limit.
+  ASSERT_GT(s.machine_speedup, 0);
+  EXPECT_TRUE(page_->speedupText().contains(QStringLiteral("%1% of this machine's limit").arg(std::lround(100 * s.efficiency))))
+      << page_->speedupText().toStdString();
 }
 
 TEST_F(TimelinePageTest, SaysWhenSimulatedDevicesShareFewerCores) {

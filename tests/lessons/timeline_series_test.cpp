@@ -65,6 +65,11 @@ TEST(MeasureTimeline, SummarisesEveryTimedIterationPerStageAndDevice) {
   // The speed-up is the one-device median over this median, both measured.
   EXPECT_GT(series.one_device_total.median, 0);
   EXPECT_DOUBLE_EQ(series.speedup, series.one_device_total.median / series.total.median);
+  // Two simulated devices: the machine's limit measured beside, and the efficiency against it.
+  ASSERT_TRUE(series.simulated);
+  ASSERT_EQ(series.device_count, 2);
+  ASSERT_GT(series.machine_speedup, 0);
+  EXPECT_DOUBLE_EQ(series.efficiency, series.speedup / series.machine_speedup);
 }
 
 TEST(MeasureTimeline, OneDeviceIsItsOwnBaseline) {
