@@ -350,16 +350,19 @@ void drawSpeedup(QCustomPlot* p, const CompareResult& r, const ModeColours& c) {
   }
   QFont small = p->font();
   small.setPointSizeF(std::max(9.0, small.pointSizeF() * 0.85));
+  const int lineHeight = QFontMetrics(small).height();
   for (const auto& s : r.speedup) {
     if (s.machine_speedup <= 0) continue;
-    for (const auto& [value, efficiency, colour, above] :
-         {std::tuple{s.dp_speedup, s.dp_efficiency, c.dp, s.dp_speedup >= s.ddp_speedup},
-          std::tuple{s.ddp_speedup, s.ddp_efficiency, c.ddp, s.ddp_speedup > s.dp_speedup}}) {
+    // Both labels above the higher of the two points, DDP's over DataParallel's, so they never
+    // cover each other or the curves, however close the points are.
+    const double top = std::max(s.dp_speedup, s.ddp_speedup);
+    for (const auto& [efficiency, colour, lift] :
+         {std::tuple{s.dp_efficiency, c.dp, 2}, std::tuple{s.ddp_efficiency, c.ddp, 2 + lineHeight}}) {
       auto* label = new QCPItemText(p);
       label->setObjectName(QStringLiteral("efficiency"));
-      label->position->setCoords(s.devices, value);
-      label->setPositionAlignment(above ? (Qt::AlignHCenter | Qt::AlignBottom) : (Qt::AlignHCenter | Qt::AlignTop));
-      label->setPadding(QMargins(0, 2, 0, 2));
+      label->position->setCoords(s.devices, top);
+      label->setPositionAlignment(Qt::AlignHCenter | Qt::AlignBottom);
+      label->setPadding(QMargins(0, 0, 0, lift));
       label->setFont(small);
       label->setColor(colour);
       label->setText(CompareCharts::tr("%1%").arg(std::lround(100 * efficiency)));
@@ -370,7 +373,7 @@ void drawSpeedup(QCustomPlot* p, const CompareResult& r, const ModeColours& c) {
   p->rescaleAxes();
   p->xAxis->setRange(0.5, std::max(2.0, n.isEmpty() ? 1.0 : n.back()) + 0.5);
   p->yAxis->setRangeLower(0);
-  p->yAxis->setRangeUpper(p->yAxis->range().upper * 1.12);  // room for the labels above the top points
+  p->yAxis->setRangeUpper(p->yAxis->range().upper * 1.25);  // room for the two labels above the top points
 }
 
 }  // namespace
