@@ -11,6 +11,7 @@
 #include "engine/ddp/gather_rank_results.h"
 #include "engine/process_groups/multiprocess/rank_env.h"
 #include "engine/error.h"
+#include "engine/number_text.h"
 #include "engine/io/safetensors.h"
 #include "engine/model_spec.h"
 #include "engine/run/run_spec.h"
@@ -40,12 +41,11 @@ std::string step_command_name(const StepOptions& o) {
 }
 
 std::string sharding_words(const DdpRankResult& rank0) {
-  const auto plural = [](size_t n, const std::string& what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); };
   if (rank0.zero_stage >= 2)
     return "flat parameter of " + std::to_string(rank0.flat_layout.padded_numel) + " elements, " +
            std::to_string(rank0.flat_layout.shard_numel()) + " per rank";
-  std::string words = plural(rank0.buckets.size(), "bucket");
-  if (rank0.zero_stage == 1) words += ", optimizer state for " + plural(rank0.partition.at(0).size(), "parameter") + " on rank 0";
+  std::string words = count_text(static_cast<int64_t>(rank0.buckets.size()), "bucket");
+  if (rank0.zero_stage == 1) words += ", optimizer state for " + count_text(static_cast<int64_t>(rank0.partition.at(0).size()), "parameter") + " on rank 0";
   return words;
 }
 

@@ -16,8 +16,6 @@ namespace dpv::course::detail {
 
 namespace {
 
-std::string count_of(int64_t n, const std::string& what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); }
-
 std::string names_of(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
@@ -62,8 +60,8 @@ Traffic traffic_of(const std::vector<StageEvent>& events) {
 }
 
 std::string traffic_line(const std::string& who, const Traffic& t) {
-  return who + ": " + count_of(t.all_reduces, "all-reduce") + ", " + count_of(t.all_gathers, "all-gather") + ", " +
-         count_of(t.reduce_scatters, "reduce-scatter") + ", " + count_of(t.broadcasts, "broadcast") + " (" +
+  return who + ": " + count_text(t.all_reduces, "all-reduce") + ", " + count_text(t.all_gathers, "all-gather") + ", " +
+         count_text(t.reduce_scatters, "reduce-scatter") + ", " + count_text(t.broadcasts, "broadcast") + " (" +
          std::to_string(t.size) + " bytes in all); rank 0 sends " + std::to_string(std::llround(t.per_rank)) +
          " bytes around the ring.";
 }
@@ -85,7 +83,7 @@ void partition_lines(ScenarioResult& r, const DdpRank& rank0) {
       for (const auto& d : rank0.model().parameter_decls())
         if (d.name == name) elements += shape_numel(d.shape);
     r.lines.push_back("Rank " + std::to_string(k) + " steps " + names_of(rank0.partition()[k]) + " (" +
-                      count_of(elements, "element") + ").");
+                      count_text(elements, "element") + ").");
   }
 }
 
@@ -93,13 +91,13 @@ void layout_lines(ScenarioResult& r, const FlatLayout& layout) {
   std::string entries;
   for (const FlatEntry& e : layout.entries)
     entries += (entries.empty() ? "" : ", ") + e.name + " at " + std::to_string(e.offset) + " (" + std::to_string(e.numel) + ")";
-  r.lines.push_back("Flat parameter: " + entries + "; " + count_of(layout.numel, "element") + ", padded to " +
+  r.lines.push_back("Flat parameter: " + entries + "; " + count_text(layout.numel, "element") + ", padded to " +
                     std::to_string(layout.padded_numel) + " (a multiple of W = " + std::to_string(layout.world) + "): " +
-                    count_of(layout.padding(), "padding zero") + ".");
+                    count_text(layout.padding(), "padding zero") + ".");
   for (int k = 0; k < layout.world; ++k)
     r.lines.push_back("Rank " + std::to_string(k) + " keeps elements [" + std::to_string(layout.shard_begin(k)) + ", " +
                       std::to_string(layout.shard_begin(k) + layout.shard_numel()) + "): " +
-                      count_of(layout.shard_real_numel(k), "parameter element") + ".");
+                      count_text(layout.shard_real_numel(k), "parameter element") + ".");
 }
 
 }  // namespace
@@ -174,9 +172,9 @@ ScenarioResult run_zero_layout(const Params& p) {
       int in_stage = 0;
       for (const StageEvent& e : run->recorder.events)
         if (e.stage.kind == StageKind::BroadcastParams) in_stage += static_cast<int>(e.collectives.size());
-      r.lines.push_back("After the step: " + count_of(in_stage, "broadcast") + ", one per parameter, each from the rank "
+      r.lines.push_back("After the step: " + count_text(in_stage, "broadcast") + ", one per parameter, each from the rank "
                         "that stepped it; the backward's gradient all-reduce ran as under DDP (" +
-                        count_of(t.all_reduces, "all-reduce") + ").");
+                        count_text(t.all_reduces, "all-reduce") + ").");
       r.answer_value = std::to_string(in_stage);
     }
     r.facts = {{"partition", zero_partition_json(partition)}};

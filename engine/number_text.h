@@ -1,7 +1,9 @@
 #pragma once
 // Doubles as text that reads back as the same double, the one way the engine and its front ends
-// write a number into a message, a file's metadata or a configuration they compare.
+// write a number into a message, a file's metadata or a configuration they compare; and a count
+// with its noun ("1 bucket", "3 buckets").
 #include <charconv>
+#include <cstdint>
 #include <string>
 
 namespace dpv {
@@ -19,6 +21,11 @@ inline std::string python_float(double value) {
   std::string out = shortest_text(value);
   if (out.find_first_of(".ein") == std::string::npos) out += ".0";  // "1" -> "1.0"; not inf, nan, 1e-08
   return out;
+}
+
+// "1 bucket", "3 buckets": a count and its noun, plural with an "s" unless the count is 1.
+inline std::string count_text(int64_t n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
 }
 
 }  // namespace dpv

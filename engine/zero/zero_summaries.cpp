@@ -6,14 +6,10 @@
 namespace dpv {
 namespace {
 
-std::string count(int64_t n, const char* what) {
-  return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
-}
-
 std::string slice_words(const FlatLayout& layout) {
-  std::string words = count(layout.shard_numel(), "element") + " of the flat parameter's " +
+  std::string words = count_text(layout.shard_numel(), "element") + " of the flat parameter's " +
                       std::to_string(layout.padded_numel);
-  if (layout.padding() > 0) words += " (" + count(layout.padding(), "padding zero") + " at the end)";
+  if (layout.padding() > 0) words += " (" + count_text(layout.padding(), "padding zero") + " at the end)";
   return words;
 }
 
@@ -28,7 +24,7 @@ std::string step_summary(const DdpRank& rank0) {
     case 1: {
       const auto& mine = rank0.partition().at(0);
       return "Each rank's " + optimizer + " steps only the parameters it owns (rank 0: " +
-             count(static_cast<int64_t>(mine.size()), "parameter") + " of " +
+             count_text(static_cast<int64_t>(mine.size()), "parameter") + " of " +
              std::to_string(rank0.model().parameter_decls().size()) +
              "), so only it keeps their optimizer state; the other parameters are stale until the broadcast.";
     }
@@ -58,22 +54,22 @@ std::string sharding_summary(const DdpRank& rank0, StageKind kind, bool second_g
                                          "again for the backward: "
                                        : "All-gather: ") +
              "each of the " + std::to_string(world) + " ranks contributes its slice of " +
-             count(layout.shard_numel(), "element") + ", and every rank now holds the full flat parameter of " +
+             count_text(layout.shard_numel(), "element") + ", and every rank now holds the full flat parameter of " +
              std::to_string(layout.padded_numel) + ", viewed as the model's parameters.";
     case StageKind::FreeParams:
       return "FULL_SHARD frees the gathered parameters after the forward: each rank keeps only its slice of " +
-             count(layout.shard_numel(), "element") + " until the backward gathers them again.";
+             count_text(layout.shard_numel(), "element") + " until the backward gathers them again.";
     case StageKind::ReduceScatter: {
       const DivideFactors divide = fsdp_divide_factors(world);
       return "Reduce-scatter: every rank's flat gradient of " + std::to_string(layout.padded_numel) +
              " elements is divided by " + python_float(divide.pre) + ", summed over the ranks slice by slice and " +
              "divided by " + python_float(divide.post) + ": each rank keeps the mean gradient of its own " +
-             count(layout.shard_numel(), "element") + " and frees the full gradient and parameters.";
+             count_text(layout.shard_numel(), "element") + " and frees the full gradient and parameters.";
     }
     case StageKind::BroadcastParams: {
       size_t broadcasts = 0;
       for (const auto& names : rank0.partition()) broadcasts += names.size();
-      return "Each rank broadcasts the parameters it stepped (" + count(static_cast<int64_t>(broadcasts), "broadcast") +
+      return "Each rank broadcasts the parameters it stepped (" + count_text(static_cast<int64_t>(broadcasts), "broadcast") +
              " in all), so every rank ends with the same updated parameters.";
     }
     default: return stage_kind_title(kind);
