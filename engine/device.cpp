@@ -6,6 +6,7 @@
 
 #include "engine/backend.h"
 #include "engine/error.h"
+#include "engine/free_cores.h"
 #include "engine/index.h"
 
 namespace dpv {
@@ -169,8 +170,10 @@ std::vector<std::exception_ptr> DeviceSet::run_parallel_collect(int count, const
   // A single job runs inline as parallel_apply runs a single replica: no thread hop.
   if (count <= 1 || (bytes_moved >= 0 && bytes_moved < kInlineBytes))
     HandoffPool::run_inline(count, job);
+  else if (bytes_moved >= 0 && spec_.kind == DeviceKind::Cpu)  // independent jobs: as many threads as free cores
+    pool_->run(count, job, true, FreeCores::now().threads_for(count));
   else
-    pool_->run(count, job, bytes_moved >= 0 && spec_.kind == DeviceKind::Cpu);
+    pool_->run(count, job);
   return errors;
 }
 

@@ -1,5 +1,7 @@
 #include "engine/handoff_pool.h"
 
+#include <algorithm>
+
 #include "engine/spin_wait.h"
 
 namespace dpv {
@@ -46,17 +48,20 @@ void HandoffPool::finish_pool_job() {
   if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
 }
 
-void HandoffPool::run(int count, const std::function<void(int)>& job, bool caller_may_steal) {
-  if (count <= 1 || running_in == this) {
+void HandoffPool::run(int count, const std::function<void(int)>& job, bool caller_may_steal, int max_threads) {
+  // Threads that run this run's jobs, the caller's included: jobs 1..threads_used-1 go to pool
+  // threads, the rest (a limited stealable run) to the caller.
+  const int threads_used = caller_may_steal && max_threads > 0 ? std::min(count, max_threads) : count;
+  if (threads_used <= 1 || running_in == this) {
     run_inline(count, job);
     return;
   }
   std::lock_guard lock(run_mutex_);
   job_ = &job;
-  pending_.store(count - 1, std::memory_order_relaxed);
+  pending_.store(threads_used - 1, std::memory_order_relaxed);
   const uint32_t open = 2u * ++run_;
-  // Open every job first (each store publishes job_ and pending_ to its claimant), then work.
-  for (int w = 0; w < count - 1; ++w) {
+  // Open every pool job first (each store publishes job_ and pending_ to its claimant), then work.
+  for (int w = 0; w < threads_used - 1; ++w) {
     Slot& slot = *slots_[static_cast<size_t>(w)];
     slot.state.store(open, std::memory_order_release);
     slot.state.notify_one();
@@ -64,9 +69,10 @@ void HandoffPool::run(int count, const std::function<void(int)>& job, bool calle
   {
     RunningIn mark(this);
     job(0);
+    for (int i = threads_used; i < count; ++i) job(i);
     // The threads woken last are the likeliest not to have started yet: steal from the end.
     if (caller_may_steal)
-      for (int w = count - 2; w >= 0; --w)
+      for (int w = threads_used - 2; w >= 0; --w)
         if (claim(*slots_[static_cast<size_t>(w)], open)) {
           job(w + 1);
           finish_pool_job();

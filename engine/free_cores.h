@@ -1,0 +1,69 @@
+#pragma once
+// How many of this process's CPUs are free for its own threads now: of the CPUs it may run on, how
+// many the machine actually gives it while other processes run too.
+//
+// Why the engine asks: simulated devices are threads, and a stage's per-device jobs are spread over
+// them. When another process takes a core, more busy threads than free cores makes every stage wait
+// for the device thread the scheduler has set aside (a time slice, milliseconds), so two devices run
+// slower than one. With fewer free cores than devices, the jobs that never wait for one another run
+// on as many threads as there are free cores, the rest on the calling thread (HandoffPool's limit),
+// and DDP's ranks go stage by stage instead of each on its own thread. The same figure tells the
+// app when a speed-up cannot show.
+//
+// How it knows, on Linux: the run-queue wait of this process's own threads (/proc/self/task/*/schedstat:
+// time runnable but not running). Threads that wait for a CPU while others of this process run mean
+// the machine gives it fewer cores than it keeps busy, whatever the other processes' priorities: the
+// CPUs it then gets on average (its CPU time over the interval) are its free cores. Threads that do
+// not wait say nothing about cores they do not use, so about once a second the full count is tried
+// again for a sample's length. The CPUs come from sched_getaffinity. Elsewhere, or when /proc cannot
+// be read: every usable CPU is free.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+
+namespace dpv {
+
+// One reading: this process's threads' CPU time and run-queue wait so far, summed over its threads.
+struct CoreSample {
+  unsigned usable = 1;       // CPUs this process may run on
+  int64_t wall_ns = 0;       // when it was read (steady clock)
+  int64_t cpu_ns = 0;        // time this process's threads ran
+  int64_t wait_ns = 0;       // time they were runnable but waited for a CPU
+  bool readable = false;     // false: no schedstat here, nothing known of the load
+};
+
+// What the engine acts on.
+struct CoreLoad {
+  unsigned usable = 1;   // CPUs this process may run on
+  unsigned free = 1;     // of those, how many its threads can count on now (1..usable)
+  double waiting = 0;    // over the last sample: this process's threads waiting for a CPU, on average
+  double running = 0;    // over the last sample: its threads running, on average
+  unsigned free_cores() const { return free; }
+  // How many threads `jobs` independent jobs should run on now: min(jobs, free cores).
+  int threads_for(int jobs) const;
+};
+
+class FreeCores {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // A fresh sample is taken at most this often; reading /proc costs tens of microseconds.
+  static constexpr auto kSampleEvery = std::chrono::milliseconds(100);
+  // Threads waiting for a CPU, on average over a sample, above which cores are short: a stage that
+  // waits for a thread set aside for a time slice costs milliseconds.
+  static constexpr double kShortOfCores = 0.25;
+  // Below this, nothing waits: after kTryAgainAfter with fewer threads than CPUs, all are tried again.
+  static constexpr double kNothingWaits = 0.05;
+  static constexpr auto kTryAgainAfter = std::chrono::seconds(1);
+
+  // The current figure; samples again when the last sample is older than kSampleEvery. Cheap when
+  // fresh (two atomic loads); thread-safe (one thread samples, the others read the last figure).
+  static CoreLoad now();
+  // Samples at once, whatever the age of the last sample.
+  static CoreLoad sample_now();
+  // The reading itself, from /proc (exposed for tests and for `dpv devices`).
+  static CoreSample read_machine();
+  // Tests: replace the reader (nullptr: the real one) and forget what was learnt.
+  static void set_reader_for_testing(std::function<CoreSample()> reader);
+};
+
+}  // namespace dpv
