@@ -15,6 +15,7 @@
 #include "engine/device.h"
 #include "engine/process_groups/in_process_group.h"
 #include "engine/error.h"
+#include "engine/free_cores.h"
 #include "engine/model.h"
 #include "engine/model_data.h"
 #include "engine/step_timing.h"
@@ -357,6 +358,7 @@ CompareResult run_comparison(const CompareConfig& c, const std::function<void(co
       run.max_param_diff.push_back(max_abs_difference(*strategies[m]->tensors().params, one_params, params).value_or(0.0));
     }
   }
+  out.free_cores = FreeCores::now().free_cores();  // sampled by the engine while the iterations ran
   if (!out.one.loss.empty()) {
     out.loss_low = *std::min_element(out.one.loss.begin(), out.one.loss.end());
     out.loss_high = *std::max_element(out.one.loss.begin(), out.one.loss.end());
@@ -388,6 +390,8 @@ CompareResult run_comparison(const CompareConfig& c, const std::function<void(co
     p.ddp_s = time_steps(with_strategy(c.run, StrategyKind::DistributedDataParallel, cpu), state, b, c);
     p.dp_speedup = p.one_device_s / p.dp_s;
     p.ddp_speedup = p.one_device_s / p.ddp_s;
+    p.free_cores = FreeCores::now().free_cores();
+    out.free_cores = std::min(out.free_cores, p.free_cores);
     if (w > 1) {
       p.machine_speedup = measure_machine_reference(w, machine_reference_shapes(), 0.1).speedup();
       if (p.machine_speedup > 0) {

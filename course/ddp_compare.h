@@ -98,6 +98,7 @@ struct SpeedupPoint {
   double machine_speedup = 0;
   double dp_efficiency = 0;
   double ddp_efficiency = 0;
+  unsigned free_cores = 0;  // CPUs the engine found free for its threads while it timed this point
 };
 
 struct CompareResult {
@@ -108,6 +109,9 @@ struct CompareResult {
   SumVsMean sum_mean;
   std::vector<SpeedupPoint> speedup;
   unsigned hardware_threads = 0;  // std::thread::hardware_concurrency()
+  // The fewest CPUs the engine found free for its threads during the timed runs (engine/free_cores.h:
+  // other programs' work takes the rest); hardware_threads on a quiet machine.
+  unsigned free_cores = 0;
   // The data: iteration i trains on a NEW batch drawn with seed first_batch_seed + i
   // (make_data_for_model), the same one for the three modes. Each loss is that batch's, so it moves
   // from batch to batch (one device's lowest and highest below) even while training goes well.
@@ -117,11 +121,14 @@ struct CompareResult {
   double loss_low = 0, loss_high = 0;
   bool simulated = false;  // the devices are CPU threads standing in for GPUs
   int most_devices = 0;    // the most devices any timed run used (the run's, or the sweep's last)
-  // Simulated devices outnumber the hardware threads: the times are threads taking turns on shared
-  // cores, not GPUs each computing on its own.
+  // Simulated devices outnumber the free cores: the times are threads taking turns on shared cores,
+  // not GPUs each computing on its own, and no speed-up can show beyond the free cores.
+  unsigned cores_for_devices() const { return free_cores > 0 ? free_cores : hardware_threads; }
   bool threads_share_cores() const {
-    return simulated && hardware_threads > 0 && static_cast<unsigned>(most_devices) > hardware_threads;
+    return simulated && cores_for_devices() > 0 && static_cast<unsigned>(most_devices) > cores_for_devices();
   }
+  // Other programs took some of the machine's cores while it measured.
+  bool cores_taken() const { return free_cores > 0 && free_cores < hardware_threads; }
   // DDP's steady step took longer than DataParallel's on this machine.
   bool ddp_slower() const { return ddp.steady.total > dp.steady.total && dp.steady.total > 0; }
 };

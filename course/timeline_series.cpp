@@ -5,19 +5,15 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
-#include <thread>
 #include <utility>
 
 #include "engine/data_parallel.h"
 #include "engine/device.h"
 #include "engine/error.h"
+#include "engine/free_cores.h"
 #include "engine/model.h"
 #include "engine/model_spec.h"
 #include "engine/strategy.h"
-
-#ifdef __linux__
-#include <sched.h>
-#endif
 
 namespace dpv::course {
 
@@ -141,17 +137,7 @@ Spread spread_of(std::vector<double> values) {
   return s;
 }
 
-unsigned host_cpu_count() {
-#ifdef __linux__
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    const int n = CPU_COUNT(&set);
-    if (n > 0) return static_cast<unsigned>(n);
-  }
-#endif
-  return std::thread::hardware_concurrency();
-}
+unsigned host_cpu_count() { return FreeCores::read_machine().usable; }
 
 TimelineSeries measure_timeline(const TimelineConfig& c, const Dataset& batch, const std::function<bool()>& keep_going) {
   check(c.iterations >= 1 && c.iterations <= 101, "time 1 to 101 iterations, got " + std::to_string(c.iterations), ErrorClass::ValueError);
@@ -169,6 +155,7 @@ TimelineSeries measure_timeline(const TimelineConfig& c, const Dataset& batch, c
   const auto runs = run_iterations(c.run, state, batch, c.iterations, keep_going, &titles);
   if (runs.empty()) return out;  // stopped before a timed iteration: nothing measured, no device rows
   out.device_titles = std::move(titles);
+  out.free_cores = FreeCores::now().free_cores();  // sampled by the engine while the iterations ran
   for (const auto& events : runs) out.totals.push_back(total_of(events));
   out.total = spread_of(out.totals);
 

@@ -4,6 +4,7 @@
 // and the same iterations on one device for the speed-up. One iteration is one noisy sample; the
 // median of several is what the learner should read. Also says whether the devices are threads
 // sharing fewer CPU cores than there are devices (then their work cannot all run at once).
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -73,8 +74,13 @@ struct TimelineSeries {
   bool simulated = false;            // the devices are CPU threads (cpu:K)
   int device_count = 0;
   unsigned host_cores = 0;           // CPUs this process may run on
-  // Simulated devices outnumber the cores: at most host_cores of them compute at a time.
-  bool threads_share_cores() const { return simulated && host_cores > 0 && static_cast<unsigned>(device_count) > host_cores; }
+  unsigned free_cores = 0;           // of those, free for the engine's threads while it timed (engine/free_cores.h)
+  unsigned cores_for_devices() const { return free_cores > 0 ? std::min(free_cores, host_cores) : host_cores; }
+  // Simulated devices outnumber the free cores: at most that many of them compute at a time.
+  bool threads_share_cores() const {
+    return simulated && cores_for_devices() > 0 && static_cast<unsigned>(device_count) > cores_for_devices();
+  }
+  bool cores_taken() const { return free_cores > 0 && free_cores < host_cores; }  // other programs took some
 };
 
 // One iteration's events cut down to its measured work, for drawing one iteration. The engine's

@@ -250,11 +250,19 @@ QString ComparePage::dataText(const dpv::course::CompareResult& r) {
 
 QString ComparePage::coresText(const dpv::course::CompareResult& r) {
   if (!r.threads_share_cores()) return QString();
-  QString text = tr("⚠ <b>These times measure threads sharing %1 CPU hardware thread%2, not GPUs.</b> Up to %3 simulated "
-                    "devices run as %3 threads here, so at most %1 compute at once and the rest wait for a core.")
-                     .arg(r.hardware_threads)
-                     .arg(r.hardware_threads == 1 ? QString() : QStringLiteral("s"))
-                     .arg(r.most_devices);
+  const unsigned free = r.cores_for_devices();
+  QString text = r.cores_taken()
+                     ? tr("⚠ <b>This machine cannot show a speed-up beyond %1× now: other programs kept %2 of its %3 CPU "
+                          "cores busy.</b> Up to %4 simulated devices ran as threads on the %1 core%5 left, so at most %1 "
+                          "computed at once and the rest waited for a core.")
+                           .arg(free).arg(r.hardware_threads - free).arg(r.hardware_threads).arg(r.most_devices)
+                           .arg(free == 1 ? QString() : QStringLiteral("s"))
+                     : tr("⚠ <b>These times measure threads sharing %1 CPU hardware thread%2, not GPUs: no speed-up beyond "
+                          "%1× can show.</b> Up to %3 simulated devices run as %3 threads here, so at most %1 compute at "
+                          "once and the rest wait for a core.")
+                           .arg(free)
+                           .arg(free == 1 ? QString() : QStringLiteral("s"))
+                           .arg(r.most_devices);
   if (r.ddp_slower())
     text += tr(" <b>That is why DDP looks slower here</b> (%1 a step against DataParallel's %2): every DDP rank runs a "
                "whole forward and backward and meets the others in each bucket all-reduce, so ranks waiting for a "
@@ -295,9 +303,10 @@ void ComparePage::showResult(const dpv::course::CompareResult& r) {
   if (!r.ddp.parts.empty())
     note += tr("Time bars: mean of the iterations after the first. DataParallel replicates every step (%1); DDP "
                "broadcast rank 0's state once, in its first iteration (%2). DDP's all-reduces took %3 on rank 0, "
-               "overlapping the backward; %4 was left waiting. Measured on this machine's %5 hardware threads.")
+               "overlapping the backward; %4 was left waiting. Measured on %5 free of this machine's %6 hardware threads.")
                 .arg(ms(r.dp.steady.replicate), ms(r.ddp.parts.front().replicate), ms(r.ddp.steady.overlapped),
                      ms(r.ddp.steady.communication))
+                .arg(r.cores_for_devices())
                 .arg(r.hardware_threads);
   note_->setText(dataText(r) + note);
   runCaption_->setText(tr("Data: %1").arg(QString::fromStdString(dpv::course::run_caption(c.run, 0, "one device, DataParallel and DDP"))));

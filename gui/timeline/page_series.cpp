@@ -99,13 +99,19 @@ void TimelinePage::showSeriesNumbers() {
              "batch gains more.");
   }
   QString cores;
-  if (s.threads_share_cores()) {
-    cores = tr("%1 simulated devices are threads sharing %2 CPU cores: at most %2 compute at once, so their "
-               "bars take turns instead of overlapping.")
-                .arg(s.device_count).arg(s.host_cores);
+  const unsigned free = s.cores_for_devices();
+  if (s.threads_share_cores() && s.cores_taken()) {
+    cores = tr("<b>This machine cannot show a speed-up beyond %2×:</b> other programs kept %3 of its %4 CPU cores "
+               "busy, so %1 simulated devices had %2 core%5 between them and their bars take turns instead of overlapping.")
+                .arg(s.device_count).arg(free).arg(s.host_cores - free).arg(s.host_cores)
+                .arg(free == 1 ? QString() : QStringLiteral("s"));
+  } else if (s.threads_share_cores()) {
+    cores = tr("<b>This machine cannot show a speed-up beyond %2×:</b> %1 simulated devices are threads sharing %2 CPU "
+               "cores, so at most %2 compute at once and their bars take turns instead of overlapping.")
+                .arg(s.device_count).arg(free);
   } else if (s.simulated) {
-    cores = tr("%1 simulated device%2 on %3 CPU cores: each thread has a core to itself.")
-                .arg(s.device_count).arg(s.device_count == 1 ? QString() : QStringLiteral("s")).arg(s.host_cores);
+    cores = tr("%1 simulated device%2 on %3 free CPU cores: each thread has a core to itself.")
+                .arg(s.device_count).arg(s.device_count == 1 ? QString() : QStringLiteral("s")).arg(free);
   }
   const QString note = QStringList{cores, why}.join(QLatin1Char(' ')).trimmed();
   cores_->setText(note);
