@@ -11,6 +11,7 @@
 #include <nccl.h>
 
 #include <chrono>
+#include <exception>
 #include <mutex>
 #include <string>
 
@@ -218,8 +219,9 @@ class NcclProcessGroup final : public ProcessGroup {
     comm_ = nullptr;
   }
 
-  // The communicator first (finalized, then destroyed; or nothing after an abort), then what the
-  // group made on its GPU; never throws.
+  // The communicator first (finalized, then destroyed; aborted when an exception is unwinding
+  // through the group's owner, or nothing after an abort), then what the group made on its GPU;
+  // never throws.
   void release() noexcept {
     cudaSetDevice(ordinal_);
     CommTeardown t;
@@ -242,7 +244,7 @@ class NcclProcessGroup final : public ProcessGroup {
       if (own_stream_) cudaStreamDestroy(own_stream_);
       own_stream_ = nullptr;
     };
-    control_.close(t);
+    control_.close(t, std::uncaught_exceptions() > 0);
   }
 
   int rank_, size_, ordinal_;

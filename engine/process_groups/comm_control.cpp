@@ -73,7 +73,8 @@ Error CommControl::abort_after(const std::string& what, const std::string& error
                ". The NCCL group was aborted: restart the job");
 }
 
-void CommControl::close(const CommTeardown& calls) noexcept {
+void CommControl::close(const CommTeardown& calls, bool on_error) noexcept {
+  if (on_error) abort_once("the rank stopped on an error");
   if (!aborted_) {
     try {
       const Clock::time_point deadline = deadline_from_now();

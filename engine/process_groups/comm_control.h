@@ -59,7 +59,9 @@ class CommControl {
   Error abort_after(const std::string& what, const std::string& error);
   bool aborted() const { return aborted_; }
   // Never throws: a finalize that fails or outlives the deadline aborts the communicator instead.
-  void close(const CommTeardown& calls) noexcept;
+  // `on_error`: the rank is stopping on an error (the group destroyed while an exception unwinds),
+  // so its peers may never finalize: abort at once, as PyTorch 1.13's ~ProcessGroupNCCL does.
+  void close(const CommTeardown& calls, bool on_error = false) noexcept;
 
  private:
   std::string where() const;  // "rank 1 of 4"

@@ -154,6 +154,12 @@ TEST(CommControl, TeardownAfterAnAbortLeavesTheCommunicatorAlone) {
   EXPECT_EQ(f.log, (std::vector<std::string>{"abort", "free_buffers", "destroy_stream"}));
 }
 
+TEST(CommControl, TeardownOnAnErrorAbortsInsteadOfWaitingForThePeers) {
+  Fake f;
+  f.control.close(logging_teardown(f, [] { return CommPoll::pending(); }), /*on_error=*/true);
+  EXPECT_EQ(f.log, (std::vector<std::string>{"abort", "free_buffers", "destroy_stream"}));
+}
+
 TEST(CommControl, AFinalizeThatNeverEndsIsAbortedAtTheDeadline) {
   Fake f;
   f.control.close(logging_teardown(f, [] { return CommPoll::pending(); }));
