@@ -76,7 +76,7 @@ class CommControl {
 };
 
 // The check the NCCL process group makes on every tensor it is given, shared with the tests'
-// stand-in for it (tests/dist/device_only_group.h) so a caller that hands the group host memory
+// stand-in for it (tests/support/device_only_group.h) so a caller that hands the group host memory
 // fails on the CPU as it would on the GPU (PyTorch's NCCL group rejects CPU tensors too): throws
 // unless `t` lives on a device, not in plain host memory. `op`: "all_gather".
 void require_device_tensor(const Tensor& t, const char* op);

@@ -13,7 +13,7 @@
 #include "engine/error.h"
 #include "engine/process_groups/allreduce_bench.h"
 #include "engine/process_groups/gather_bytes.h"
-#include "tests/dist/device_only_group.h"
+#include "tests/support/device_only_group.h"
 #include "tests/dist/gloo_ranks.h"
 
 namespace dpv::dist {
