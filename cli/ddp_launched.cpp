@@ -104,8 +104,9 @@ LaunchedRank join_launched_job(const std::optional<std::string>& devices_spec) {
   }
   lr.session = dist::init_process_group(env, options);
   if (options.backend == dist::ProcessGroupBackend::Nccl) {
-    lr.devices = DeviceSet::create("cuda:" + std::to_string(env.local_rank));
-    lr.device = lr.devices->shared(0);
+    // The session's GPU: it outlives the NCCL group, whatever order lr's members go in.
+    lr.devices = lr.session->devices();
+    lr.device = lr.session->device();
     lr.comm_device = lr.device;
   } else {
     lr.devices = DeviceSet::create("cpu:1");

@@ -12,6 +12,14 @@ void throw_cuda_error(const char* call, const std::string& what, const char* fil
   throw Error(std::string(call) + " failed: " + what + " at " + where + ":" + std::to_string(line), kind, reason);
 }
 
+std::string nccl_error_text(ncclResult_t status) {
+  std::string text = std::string("NCCL: ") + ncclGetErrorString(status);
+  // NULL: the last error of this thread's NCCL calls, whichever communicator made it.
+  const char* last = ncclGetLastError(nullptr);
+  if (last != nullptr && *last != '\0') text += std::string(" (") + last + ")";
+  return text;
+}
+
 const char* cublas_status_string(cublasStatus_t status) {
   switch (status) {
     case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";

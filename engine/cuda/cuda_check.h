@@ -18,6 +18,9 @@ namespace dpv::cuda_detail {
                                    ErrorReason reason = ErrorReason::Unspecified);
 
 const char* cublas_status_string(cublasStatus_t status);
+// "NCCL: unhandled system error (Connection refused on ...)": the status's string, then what
+// ncclGetLastError says of the last failure (which peer, which socket), when it says anything.
+std::string nccl_error_text(ncclResult_t status);
 
 inline void check(cudaError_t status, const char* call, const char* file, int line) {
   if (status == cudaSuccess) return;
@@ -31,7 +34,7 @@ inline void check(cublasStatus_t status, const char* call, const char* file, int
   if (status != CUBLAS_STATUS_SUCCESS) throw_cuda_error(call, cublas_status_string(status), file, line);
 }
 inline void check(ncclResult_t status, const char* call, const char* file, int line) {
-  if (status != ncclSuccess) throw_cuda_error(call, std::string("NCCL: ") + ncclGetErrorString(status), file, line);
+  if (status != ncclSuccess) throw_cuda_error(call, nccl_error_text(status), file, line);
 }
 // Kernel launchers (kernels/*.h) return the cudaError_t of the launch as an int.
 inline void check(int status, const char* call, const char* file, int line) {

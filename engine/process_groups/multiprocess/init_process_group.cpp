@@ -1,7 +1,7 @@
 #include "engine/process_groups/multiprocess/init_process_group.h"
 
-
 #include "engine/backend_registry.h"
+#include "engine/device.h"
 #include "engine/process_groups/multiprocess/c10d_store.h"
 #include "engine/process_groups/multiprocess/gloo_group.h"
 #include "engine/process_groups/multiprocess/socket.h"
@@ -64,6 +64,7 @@ std::unique_ptr<DistSession> init_process_group(const RankEnv& env, const DistOp
         env.rank, env.world_size, env.local_rank, options.timeout.count(),
         [store](const std::string& key, const std::vector<char>& value) { store->set(key, value); },
         [store](const std::string& key) { return store->get(key); });
+    s->devices_ = DeviceSet::create("cuda:" + std::to_string(env.local_rank));  // after the group's cudaSetDevice
   } else {
     GlooOptions g;
     g.iface = options.iface;
@@ -99,8 +100,13 @@ void DistSession::shutdown() {
   }
 }
 
+std::shared_ptr<Device> DistSession::device() const { return devices_ ? devices_->shared(0) : nullptr; }
+
 DistSession::~DistSession() {
-  group_.reset();  // the transport first, then the store it met through
+  // The transport first (NCCL's communicator is finalized on the rank's stream), then the device
+  // it ran on, then the store it met through.
+  group_.reset();
+  devices_.reset();
   store_.reset();
   server_.reset();
 }

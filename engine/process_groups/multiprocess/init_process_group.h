@@ -15,6 +15,11 @@
 #include "engine/process_groups/multiprocess/tcp_store.h"
 #include "engine/process_groups/process_group.h"
 
+namespace dpv {
+class Device;
+class DeviceSet;
+}  // namespace dpv
+
 namespace dpv::dist {
 
 struct DistOptions {
@@ -33,6 +38,11 @@ class DistSession {
   ProcessGroup& group() { return *group_; }
   Store& store() { return *store_; }
   const DistOptions& options() const { return options_; }
+  // With NCCL, this rank's GPU (cuda:LOCAL_RANK), where the group's tensors must live; null with
+  // Gloo (host memory). The session owns it so the group is always destroyed first: NCCL's
+  // communicator must go before the device and stream its collectives ran on.
+  const std::shared_ptr<DeviceSet>& devices() const { return devices_; }
+  std::shared_ptr<Device> device() const;
   // Every rank says it is done; the rank hosting the store keeps it up until all have (bounded by
   // the timeout). Under torchrun's agent store nobody waits: the agent outlives its workers.
   void shutdown();
@@ -45,6 +55,7 @@ class DistSession {
   std::unique_ptr<TcpStoreServer> server_;  // rank 0 only, and not under torchrun's agent store
   std::unique_ptr<Store> store_;
   std::unique_ptr<ProcessGroup> group_;
+  std::shared_ptr<DeviceSet> devices_;  // NCCL only: this rank's GPU, destroyed after group_
 };
 
 std::unique_ptr<DistSession> init_process_group(const RankEnv& env, const DistOptions& options);
