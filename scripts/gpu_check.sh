@@ -72,31 +72,35 @@ step_environment() {
 }
 
 step_probe() {
-  local nvcc ok=0 inc missing
+  local nvcc inc missing problems=()
   nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-  nvidia-smi --query-gpu=index,name,driver_version,compute_cap,memory.total --format=csv || { echo "nvidia-smi failed: no NVIDIA driver or GPU"; ok=1; }
-  "$nvcc" --version | tail -2 || { echo "no nvcc (PATH, /usr/local/cuda/bin)"; ok=1; }
-  c++ --version | head -1 || { echo "no C++ compiler"; ok=1; }
-  cmake --version | head -1 || { echo "no cmake"; ok=1; }
-  if ninja --version > /dev/null; then echo "ninja $(ninja --version)"; else echo "no ninja"; ok=1; fi
+  nvidia-smi --query-gpu=index,name,driver_version,compute_cap,memory.total --format=csv ||
+    problems+=("nvidia-smi failed (no NVIDIA driver or GPU)")
+  "$nvcc" --version | tail -2 || problems+=("no nvcc (PATH, /usr/local/cuda/bin)")
+  c++ --version | head -1 || problems+=("no C++ compiler")
+  cmake --version | head -1 || problems+=("no cmake")
+  if ninja --version > /dev/null; then echo "ninja $(ninja --version)"; else problems+=("no ninja"); fi
   inc=$(dirname "$nvcc")/../include
   if [[ -f $inc/cublas_api.h ]]; then
     echo "cuBLAS $(grep -E '^#define CUBLAS_VER_(MAJOR|MINOR|PATCH) ' "$inc/cublas_api.h" | awk '{print $3}' | paste -sd.)"
-  else echo "cuBLAS: no cublas_api.h in $inc"; ok=1; fi
+  else problems+=("no cuBLAS (cublas_api.h in $inc)"); fi
   if [[ -n $NCCL_INC && -n $NCCL_LIB ]]; then
     echo "NCCL $(grep -E '^#define NCCL_(MAJOR|MINOR|PATCH) ' "$NCCL_INC/nccl.h" | awk '{print $3}' | paste -sd.) ($NCCL_LIB)"
-  else echo "NCCL: no nccl.h and libnccl.so (toolkit, /usr, PyTorch's nvidia-nccl wheel)"; ok=1; fi
+  else problems+=("no NCCL (nccl.h and libnccl.so in the toolkit, /usr or PyTorch's nvidia-nccl wheel)"); fi
   "$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpus", torch.cuda.device_count())' ||
     echo "no PyTorch in $PY: the compare steps will fail"
   echo "compute-sanitizer: $(sanitizer || echo 'absent (memcheck will be NOT RUN)')"
   if [[ -n ${DPV_CARRY:-} ]]; then
     missing=$(carry_missing "$DPV_CARRY")
-    [[ -z $missing ]] || { echo "DPV_CARRY lacks:$missing (remake it: scripts/gpu_check.sh --make-carry DIR)"; ok=1; }
+    [[ -z $missing ]] || problems+=("DPV_CARRY lacks:$missing (remake it: scripts/gpu_check.sh --make-carry DIR)")
   else
     missing=$(system_missing)
-    [[ -z $missing ]] || { echo "the build needs:$missing; install them or carry them (DPV_CARRY, --make-carry)"; ok=1; }
+    [[ -z $missing ]] || problems+=("the build needs:$missing (install them, or carry them: DPV_CARRY, --make-carry)")
   fi
-  return $ok
+  ((${#problems[@]} == 0)) && return 0
+  local IFS=';'
+  echo "cannot build and run here: ${problems[*]}"
+  return 1
 }
 
 step_build() {
@@ -140,7 +144,7 @@ step_nccl_two_ranks() {
   rc=$?
   echo "$text"
   ((rc == 1)) || { echo "expected exit status 1 (refused), got $rc"; return 1; }
-  grep -qi "one process per GPU" <<<"$text" || { echo "the error does not say one process per GPU"; return 1; }
+  grep -qi "per GPU" <<<"$text" || { echo "the error does not say one process per GPU"; return 1; }
   echo "refused with exit status 1 and a clear error, as it must be"
 }
 
