@@ -18,7 +18,7 @@
 #   compare_dp      100  dpv step on cuda:0 and cuda:0x4 against PyTorch on the GPU
 #                        (scripts/gpu_step_compare.py --device cuda)
 #   compare_ddp     100  dpv step --ddp on cuda:0x4 against the same on cpu:4 (--ddp)
-#   nccl_one_rank    60  dpv launch --nproc-per-node 1 --backend nccl -- step --ddp --devices cuda:0
+#   nccl_one_rank    75  dpv launch --nproc-per-node 1 --backend nccl -- step --ddp --devices cuda:0
 #                        against the in-process DDP step on cpu:1 (--nccl-launch)
 #   nccl_two_ranks   45  two NCCL ranks on one GPU (CUDA_VISIBLE_DEVICES=0) must be refused: exit
 #                        status 1 and an error that says one process per GPU
@@ -48,7 +48,7 @@ ROOT=$(dirname "$(dirname "$SELF")")
 source "$ROOT/scripts/gpu_carry.sh"
 
 STEPS=(probe build parity compare_dp compare_ddp nccl_one_rank nccl_two_ranks bench_allreduce memcheck bench)
-declare -A LIMIT=([probe]=45 [build]=270 [parity]=120 [compare_dp]=100 [compare_ddp]=100 [nccl_one_rank]=60
+declare -A LIMIT=([probe]=45 [build]=270 [parity]=120 [compare_dp]=100 [compare_ddp]=100 [nccl_one_rank]=75
                   [nccl_two_ranks]=45 [bench_allreduce]=45 [memcheck]=120 [bench]=60)
 # The step each one needs to have passed.
 declare -A NEEDS=([build]=probe [parity]=build [compare_dp]=build [compare_ddp]=build [nccl_one_rank]=build
