@@ -122,7 +122,8 @@ step_build() {
 }
 
 step_parity() {
-  within 110 "$KERNEL_TESTS" --gtest_brief=1 > "$WORK/parity.txt" 2>&1
+  # Not --gtest_brief: the skipped tests must be listed to be counted.
+  within 110 "$KERNEL_TESTS" > "$WORK/parity.txt" 2>&1
   local rc=$? skipped
   cat "$WORK/parity.txt"
   ((rc == 0)) || return $rc
@@ -211,7 +212,8 @@ if [[ -n ${DPV_CARRY:-} ]]; then
   DPV_CARRY=$(cd "$DPV_CARRY" 2>/dev/null && pwd) || { echo "DPV_CARRY is not a folder" >&2; exit 2; }
   export DPV_CARRY
 fi
-mkdir -p "$OUT" || exit 2
+mkdir -p "$OUT" "$DPV_GPU_BUILD" || exit 2
+OUT=$(cd "$OUT" && pwd) DPV_GPU_BUILD=$(cd "$DPV_GPU_BUILD" && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/dpv-gpu-check.XXXXXX") || exit 2
 export WORK
 LOG=$OUT/gpu_check.log

@@ -13,7 +13,7 @@ ROOT=${1:?usage: gpu_check_test.sh REPO_ROOT}
 CHECK=$ROOT/scripts/gpu_check.sh
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check-test.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
-export TMPDIR=$TMP DPV_GPU_CHECK_FAKE=1
+export TMPDIR=$TMP DPV_GPU_CHECK_FAKE=1 DPV_GPU_BUILD=$TMP/build
 FAILURES=0
 fail() { echo "FAIL: $*"; FAILURES=$((FAILURES + 1)); }
 # A fake step's text that prints the pid of gpu_check.sh itself (the step runs under `timeout`).
