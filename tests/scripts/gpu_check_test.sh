@@ -79,8 +79,8 @@ grep -q "^INCOMPLETE" <<<"$SUMMARY" || fail "killed: verdict: $SUMMARY"
 expect_no_pass_verdict killed
 
 # 6. A step past its own limit is stopped and FAIL (timed out); the check goes on.
-run_check timeout "DPV_FAKE_LIMIT_parity=1" "DPV_FAKE_parity=echo hanging; exec sleep 60"
-expect_line timeout parity 'FAIL .*timed out after 1s.*hanging'
+run_check timeout "DPV_FAKE_LIMIT_parity=3" "DPV_FAKE_parity=echo hanging; exec sleep 60"
+expect_line timeout parity 'FAIL .*timed out after 3s.*hanging'
 expect_line timeout compare_dp 'PASS'
 expect_no_pass_verdict timeout
 
