@@ -1,245 +1,321 @@
 #!/usr/bin/env bash
-# The GPU check of dpviz, in one script: build, test and measure the CUDA path on a machine with
-# an NVIDIA GPU, CUDA 13 (nvcc, cuBLAS), CMake, ninja and PyTorch in its python3, within about
-# 10 minutes on one H200. Nothing else is assumed there: no Qt (the app is not built), no network,
-# and none of the Debian packages the build needs unless DPV_CARRY provides them.
+# The GPU check of dpviz: builds and checks the CUDA path on a machine with an NVIDIA GPU, CUDA 13
+# (nvcc, cuBLAS, NCCL), CMake, ninja and PyTorch in its python3, in at most 7 minutes (420 s). No
+# Qt (the app is not built), no network, and none of the Debian packages the build needs unless
+# DPV_CARRY brings them (scripts/gpu_carry.sh says what that folder holds).
 #
 #   On a Debian 12 machine with the build packages:  scripts/gpu_check.sh --make-carry DIR
 #   On the GPU machine, from the repository root:     DPV_CARRY=DIR scripts/gpu_check.sh
 #   On a GPU machine that has the packages itself:     scripts/gpu_check.sh
 #
-# Steps (each one timed and recorded, each under a time limit that the budget shortens; one that
-# has under 20 s left is skipped):
-#   configure + build   Release, DPV_WITH_GUI=OFF: dpv, dpv_kernel_tests, dpv_kernel_math_tests,
-#                       bench/gpu_collectives
-#   kernel math tests   the kernels' per-element math on the CPU (tests/kernel_math)
-#   kernel tests        CUDA backend vs CPU backend op by op, DataParallel and collectives on GPUs;
-#                       on a GPU nothing may skip except the NCCL test on a one-GPU machine
-#   compute-sanitizer   memcheck, initcheck, racecheck, synccheck on the parity tests
-#   dpv step            cuda:0 and cuda:0x4 (plain and --sync-bn) against PyTorch on the GPU
-#                       (scripts/gpu_step_compare.py), and `dpv step --ddp` on cuda:0x4 against
-#                       cpu:4 when this build's dpv has --ddp
-#   benchmarks          dpv bench on cuda and cuda:0x4, bench/gpu_vs_pytorch.py (PyTorch eager)
-# Then it prints a summary table and writes it to $OUT/gpu_check_summary.txt, beside the log
-# ($OUT/gpu_check.log), the test XML, the sanitizer log and the JSON results. $OUT defaults to
-# build/gpu-check. Exit status: 0 when every step passed.
+# Steps, correctness first, each under its own time limit (seconds):
+#   probe            45  compiler, CMake, ninja, cuBLAS, NCCL, GPU name and driver, build packages
+#   build           270  configure (Release, no GUI, CUDA on, the GPU's own architecture) and build
+#                        dpv and dpv_kernel_tests with ninja -j16
+#   parity          120  dpv_kernel_tests: the CUDA backend against the CPU backend op by op, and
+#                        DataParallel and collectives on the GPU; nothing may skip but the test
+#                        that needs two GPUs
+#   compare_dp      100  dpv step on cuda:0 and cuda:0x4 against PyTorch on the GPU
+#                        (scripts/gpu_step_compare.py --device cuda)
+#   compare_ddp     100  dpv step --ddp on cuda:0x4 against the same on cpu:4 (--ddp)
+#   nccl_one_rank    75  dpv launch --nproc-per-node 1 --backend nccl -- step --ddp --devices cuda:0
+#                        against the in-process DDP step on cpu:1 (--nccl-launch)
+#   nccl_two_ranks   45  two NCCL ranks on one GPU (CUDA_VISIBLE_DEVICES=0) must be refused: exit
+#                        status 1 and an error that says one process per GPU
+#   bench_allreduce  45  dpv bench allreduce over NCCL, one rank, four sizes
+#   memcheck        120  compute-sanitizer memcheck on the parity tests (NOT RUN without it)
+#   bench            60  a short dpv bench on cuda and cuda:0x4
+# A step starts only when the step it needs passed and its limit ends within the budget; else it
+# is NOT RUN, with the reason. Every dpv call inside a step has its own shorter timeout.
 #
-# DPV_CARRY (made by --make-carry, about 45 MB; name the folder in the device call's `carry` and
-# ignore it in git through .git/info/exclude) holds what Debian packages give the build:
-#   include/  cblas.h f77blas.h openblas_config.h (libopenblas-dev), nlohmann/ (nlohmann-json3-dev),
-#             CLI/ (libcli11-dev), gtest/ gmock/ (googletest), gloo/ (libgloo-dev)
-#   lib/      libopenblas.so.0 + libgfortran.so.5, libquadmath.so.0; libgtest*.a, libgmock*.a;
-#             libgloo.so.0 + libhiredis, libibverbs, libnl-3, libnl-route-3
-# The CMake package files for these are generated here (the Debian ones name /usr paths).
+# $OUT (default build/gpu-check) receives at most 8 files: summary.txt (one line per step: PASS,
+# FAIL with the exit status and the output's last lines, or NOT RUN with why, and the seconds),
+# rewritten before and after every step so that a kill at any moment leaves a truthful one;
+# gpu_check.log (every step's output); step_compare.json, ddp_compare.json, nccl_compare.json,
+# bench_allreduce.json, bench.json. "every step passed" only when every step ran and passed; the
+# exit status is 0 then, 1 otherwise.
+#
 # Environment: OUT, DPV_CARRY, DPV_GPU_BUILD (build folder, default build/gpu),
-# DPV_GPU_CHECK_SECONDS (time budget, default 570).
+# DPV_GPU_CHECK_SECONDS (the budget, default 420). For testing the check itself on any machine:
+# DPV_GPU_CHECK_FAKE=1 runs, instead of each step's commands, the shell text in DPV_FAKE_<step>
+# (default `true`; exit status 77 means NOT RUN, its last line saying why) under the limit in
+# DPV_FAKE_LIMIT_<step> (default the step's), all else unchanged. Scratch files go to $TMPDIR.
 set -uo pipefail
 
-make_carry() {
-  local dir=$1 a=/usr/lib/x86_64-linux-gnu l=/lib/x86_64-linux-gnu
-  mkdir -p "$dir/include" "$dir/lib" || return 1
-  cp /usr/include/x86_64-linux-gnu/openblas-pthread/{cblas.h,f77blas.h,openblas_config.h} "$dir/include/" &&
-    cp -rL /usr/include/nlohmann /usr/include/CLI /usr/include/gtest /usr/include/gmock /usr/include/gloo \
-      "$dir/include/" &&
-    cp -L $a/openblas-pthread/libopenblas.so.0 "$dir/lib/libopenblas.so.0" &&
-    ln -sf libopenblas.so.0 "$dir/lib/libopenblas.so" &&
-    cp -L $l/libgfortran.so.5 $l/libquadmath.so.0 "$dir/lib/" &&
-    cp -L $a/lib{gtest,gtest_main,gmock,gmock_main}.a "$dir/lib/" &&
-    cp -L /usr/lib/libgloo.so.0 "$dir/lib/" &&
-    cp -L $l/libhiredis.so.0.14 $l/libibverbs.so.1 $l/libnl-3.so.200 $l/libnl-route-3.so.200 "$dir/lib/" ||
-    { echo "--make-carry: a file is missing; install the build packages first (scripts/install_deps.sh)"; return 1; }
-  du -sh "$dir"
+SELF=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
+ROOT=$(dirname "$(dirname "$SELF")")
+# shellcheck source=scripts/gpu_carry.sh
+source "$ROOT/scripts/gpu_carry.sh"
+
+STEPS=(probe build parity compare_dp compare_ddp nccl_one_rank nccl_two_ranks bench_allreduce memcheck bench)
+declare -A LIMIT=([probe]=45 [build]=270 [parity]=120 [compare_dp]=100 [compare_ddp]=100 [nccl_one_rank]=75
+                  [nccl_two_ranks]=45 [bench_allreduce]=45 [memcheck]=120 [bench]=60)
+# The step each one needs to have passed.
+declare -A NEEDS=([build]=probe [parity]=build [compare_dp]=build [compare_ddp]=build [nccl_one_rank]=build
+                  [nccl_two_ranks]=build [bench_allreduce]=build [memcheck]=build [bench]=build)
+NOT_RUN=77  # a step's exit status for "could not run here" (its last output line says why)
+
+# ---------------------------------------------------------------- the steps (run as `--step NAME`)
+
+PY=$(command -v python3 || echo python3)
+DPV=${DPV_GPU_BUILD:=$ROOT/build/gpu}/cli/dpv
+KERNEL_TESTS=$DPV_GPU_BUILD/tests/dpv_kernel_tests
+# A dpv call's own limit inside a step, shorter than any step's.
+within() { timeout -k 5 "$@"; }
+not_run() { echo "$*"; exit $NOT_RUN; }
+
+# What every step needs from the environment: the carried libraries and NCCL on the library path.
+step_environment() {
+  [[ -n ${DPV_CARRY:-} ]] && export LD_LIBRARY_PATH="$DPV_CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  find_nccl "$PY" "$WORK"
+  export PYTHONUNBUFFERED=1
 }
+
+step_probe() {
+  local nvcc inc missing problems=()
+  nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  nvidia-smi --query-gpu=index,name,driver_version,compute_cap,memory.total --format=csv ||
+    problems+=("nvidia-smi failed (no NVIDIA driver or GPU)")
+  "$nvcc" --version | tail -2 || problems+=("no nvcc (PATH, /usr/local/cuda/bin)")
+  c++ --version | head -1 || problems+=("no C++ compiler")
+  cmake --version | head -1 || problems+=("no cmake")
+  if ninja --version > /dev/null; then echo "ninja $(ninja --version)"; else problems+=("no ninja"); fi
+  inc=$(dirname "$nvcc")/../include
+  if [[ -f $inc/cublas_api.h ]]; then
+    echo "cuBLAS $(grep -E '^#define CUBLAS_VER_(MAJOR|MINOR|PATCH) ' "$inc/cublas_api.h" | awk '{print $3}' | paste -sd.)"
+  else problems+=("no cuBLAS (cublas_api.h in $inc)"); fi
+  if [[ -n $NCCL_INC && -n $NCCL_LIB ]]; then
+    echo "NCCL $(grep -E '^#define NCCL_(MAJOR|MINOR|PATCH) ' "$NCCL_INC/nccl.h" | awk '{print $3}' | paste -sd.) ($NCCL_LIB)"
+  else problems+=("no NCCL (nccl.h and libnccl.so in the toolkit, /usr or PyTorch's nvidia-nccl wheel)"); fi
+  "$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpus", torch.cuda.device_count())' ||
+    echo "no PyTorch in $PY: the compare steps will fail"
+  echo "compute-sanitizer: $(sanitizer || echo 'absent (memcheck will be NOT RUN)')"
+  if [[ -n ${DPV_CARRY:-} ]]; then
+    missing=$(carry_missing "$DPV_CARRY")
+    [[ -z $missing ]] || problems+=("DPV_CARRY lacks:$missing (remake it: scripts/gpu_check.sh --make-carry DIR)")
+  else
+    missing=$(system_missing)
+    [[ -z $missing ]] || problems+=("the build needs:$missing (install them, or carry them: DPV_CARRY, --make-carry)")
+  fi
+  ((${#problems[@]} == 0)) && return 0
+  local IFS=';'
+  echo "cannot build and run here: ${problems[*]}"
+  return 1
+}
+
+step_build() {
+  local t0=$SECONDS arch cmake_args=()
+  arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
+  [[ $arch =~ ^[0-9]+$ ]] && cmake_args+=("-DDPV_CUDA_ARCHITECTURES=${arch}-real")  # this GPU's only
+  if [[ -n ${DPV_CARRY:-} ]]; then carry_cmake_args "$DPV_CARRY" "$WORK"; cmake_args+=("${CARRY_CMAKE_ARGS[@]}"); fi
+  cmake -S "$ROOT" -B "$DPV_GPU_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDPV_WITH_GUI=OFF -DDPV_WITH_CUDA=ON \
+    -DCMAKE_CUDA_COMPILER="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" \
+    -DDPV_NCCL_INCLUDE="$NCCL_INC" -DDPV_NCCL_LIBRARY="$NCCL_LIB" "${cmake_args[@]}" > "$WORK/configure.txt" 2>&1
+  local rc=$?
+  cat "$WORK/configure.txt"
+  ((rc == 0)) || { echo "configure failed"; return 1; }
+  grep -q "building the CUDA backend" "$WORK/configure.txt" || { echo "configure left the CUDA backend off"; return 1; }
+  echo "configure took $((SECONDS - t0)) s"
+  t0=$SECONDS
+  cmake --build "$DPV_GPU_BUILD" -j 16 --target dpv dpv_kernel_tests || { echo "build failed after $((SECONDS - t0)) s"; return 1; }
+  echo "build (dpv, dpv_kernel_tests; ninja -j16) took $((SECONDS - t0)) s"
+}
+
+step_parity() {
+  # Not --gtest_brief: the skipped tests must be listed to be counted.
+  within 110 "$KERNEL_TESTS" > "$WORK/parity.txt" 2>&1
+  local rc=$? skipped
+  cat "$WORK/parity.txt"
+  ((rc == 0)) || return $rc
+  skipped=$(grep -E '^\[  SKIPPED \] [A-Za-z]' "$WORK/parity.txt" | grep -v 'NcclAcrossDistinctGpus')
+  [[ -z $skipped ]] || { echo "skipped on a GPU machine (nothing may):"; echo "$skipped"; return 1; }
+}
+
+step_compare() {  # step_compare JSON_NAME [gpu_step_compare.py options]
+  local json=$1
+  shift
+  "$PY" "$ROOT/scripts/gpu_step_compare.py" --device cuda --dpv "$DPV" --work "$WORK/compare-$json" \
+    --json "$OUT/$json" --timeout 40 "$@"
+}
+
+step_nccl_two_ranks() {
+  local text rc
+  text=$(CUDA_VISIBLE_DEVICES=0 within 40 "$DPV" launch --nproc-per-node 2 --backend nccl --master-port 0 --timeout 30 \
+    -- bench allreduce --min-bytes 4096 --max-bytes 4096 2>&1)
+  rc=$?
+  echo "$text"
+  ((rc == 1)) || { echo "expected exit status 1 (refused), got $rc"; return 1; }
+  grep -qi "per GPU" <<<"$text" || { echo "the error does not say one process per GPU"; return 1; }
+  echo "refused with exit status 1 and a clear error, as it must be"
+}
+
+step_bench_allreduce() {
+  within 40 "$DPV" launch --nproc-per-node 1 --backend nccl --master-port 0 --timeout 30 -- bench allreduce \
+    --min-bytes 4096 --max-bytes 16777216 --factor 16 --iters 10 --warmup 2 --seconds-per-size 1 \
+    --json "$OUT/bench_allreduce.json"
+}
+
+sanitizer() {
+  local f
+  command -v compute-sanitizer && return 0
+  for f in /usr/local/cuda*/bin/compute-sanitizer /opt/nvidia/*/compute-sanitizer; do
+    [[ -x $f ]] && echo "$f" && return 0
+  done
+  return 1
+}
+
+step_memcheck() {
+  local tool
+  tool=$(sanitizer) || not_run "compute-sanitizer not found (PATH, /usr/local/cuda*/bin)"
+  # The op table's CUDA entries without its huge cases (DPV_OP_TABLE_SKIP_LARGE), which memcheck
+  # would take minutes over.
+  DPV_OP_TABLE_SKIP_LARGE=1 within 110 "$tool" --tool memcheck --error-exitcode 86 "$KERNEL_TESTS" \
+    --gtest_filter='Ops/OpTable.Cuda*:Dtypes/GpuDevice.*:*CrossEntropyTargetErrors*' --gtest_brief=1
+}
+
+step_bench() {
+  within 55 "$DPV" bench --devices cuda cuda:0x4 --models gpu-mlp mlp-large --iters 10 --warmup 2 --stage-iters 5 \
+    --json "$OUT/bench.json"
+}
+
+# run_step NAME: the body of `--step NAME`, in its own process and session.
+run_step() {
+  local name=$1
+  if [[ ${DPV_GPU_CHECK_FAKE:-0} == 1 ]]; then
+    local var="DPV_FAKE_$name"
+    eval "${!var:-true}"
+    exit
+  fi
+  step_environment
+  case $name in
+    compare_dp) step_compare step_compare.json ;;
+    compare_ddp) step_compare ddp_compare.json --ddp ;;
+    nccl_one_rank) step_compare nccl_compare.json --nccl-launch ;;
+    *) "step_$name" ;;
+  esac
+}
+
+# ---------------------------------------------------------------- the driver
 
 case ${1:-} in
   --make-carry) make_carry "${2:?usage: scripts/gpu_check.sh --make-carry DIR}"; exit $? ;;
+  --step) echo $$ > "$WORK/$2.session"; run_step "$2"; exit $? ;;
   -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
   "") ;;
   *) echo "usage: scripts/gpu_check.sh [--make-carry DIR | --help]" >&2; exit 2 ;;
 esac
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-OUT=${OUT:-$ROOT/build/gpu-check}
-BUILD=${DPV_GPU_BUILD:-$ROOT/build/gpu}
-BUDGET=${DPV_GPU_CHECK_SECONDS:-570}
-WORK=$(mktemp -d /tmp/dpv-gpu-check.XXXXXX)
-mkdir -p "$OUT" "$BUILD"
-exec > >(tee "$OUT/gpu_check.log") 2>&1
-export PYTHONUNBUFFERED=1
-PY=$(command -v python3)
+export OUT=${OUT:-$ROOT/build/gpu-check} DPV_GPU_BUILD
+BUDGET=${DPV_GPU_CHECK_SECONDS:-420}
+[[ $BUDGET =~ ^[0-9]+$ ]] || { echo "DPV_GPU_CHECK_SECONDS=$BUDGET is not a whole number of seconds" >&2; exit 2; }
+if [[ -n ${DPV_CARRY:-} ]]; then
+  DPV_CARRY=$(cd "$DPV_CARRY" 2>/dev/null && pwd) || { echo "DPV_CARRY is not a folder" >&2; exit 2; }
+  export DPV_CARRY
+fi
+mkdir -p "$OUT" "$DPV_GPU_BUILD" || exit 2
+OUT=$(cd "$OUT" && pwd) DPV_GPU_BUILD=$(cd "$DPV_GPU_BUILD" && pwd)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/dpv-gpu-check.XXXXXX") || exit 2
+export WORK
+LOG=$OUT/gpu_check.log
+: > "$LOG"
 START=$SECONDS
+declare -A STATUS=() SECS=() NOTE=()
+CURRENT=""
 
-declare -a ROWS=()
-FAILED=0
-# record NAME STATUS(PASS|FAIL|SKIP) STEP_START NOTE
-record() {
-  ROWS+=("$(printf '%-44s %-5s %6ss  %s' "$1" "$2" "$((SECONDS - $3))" "$4")")
-  [[ $2 == FAIL ]] && FAILED=1
+elapsed() { echo $((SECONDS - START)); }
+say() { echo "$*" | tee -a "$LOG"; }
+
+# The summary, written whole to a temporary file and renamed, so a reader never sees half of it.
+write_summary() {
+  local verdict=$1 name
+  {
+    echo "dpviz GPU check, $(date -u '+%Y-%m-%d %H:%M:%S UTC'), budget ${BUDGET}s, t+$(elapsed)s"
+    for name in "${STEPS[@]}"; do
+      printf '%-16s %-8s %4ss  %s\n' "$name" "${STATUS[$name]:-PENDING}" "${SECS[$name]:-0}" "${NOTE[$name]:-}"
+    done
+    echo "$verdict"
+  } > "$OUT/.summary.tmp" && mv -f "$OUT/.summary.tmp" "$OUT/summary.txt"
+}
+
+# Ends every process the step started (its session), also those that left its process group.
+end_session() {
+  local sid stat pid line fields
+  sid=$(cat "$WORK/$1.session" 2>/dev/null) || return 0
+  for stat in /proc/[0-9]*/stat; do
+    pid=${stat#/proc/}; pid=${pid%/stat}
+    read -r line 2>/dev/null < "$stat" || continue
+    read -r -a fields <<< "${line##*) }"  # state ppid pgrp session ...
+    [[ ${fields[3]:-} == "$sid" ]] && kill -KILL "$pid" 2>/dev/null
+  done
   return 0
 }
-section() { echo; echo "=== $* (t+$((SECONDS - START))s)"; }
-left() { echo $((BUDGET - (SECONDS - START))); }
-summary() {
-  section "summary"
-  {
-    echo "dpviz GPU check, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
-    printf '%-44s %-5s %7s  %s\n' step result time note
-    printf '%s\n' "${ROWS[@]}"
-    echo "total $((SECONDS - START))s; $([[ $FAILED -eq 0 ]] && echo 'every step passed' || echo 'SOME STEP FAILED')"
-  } | tee "$OUT/gpu_check_summary.txt"
-  rm -rf "$WORK"
-  exit $FAILED
-}
-# step NAME LIMIT_SECONDS COMMAND...: runs COMMAND under `timeout` of LIMIT or what is left of the
-# budget, whichever is less, so the whole check ends within the budget.
-step() {
-  local name=$1 limit=$2 t0=$SECONDS rc
-  shift 2
-  (($(left) < limit)) && limit=$(left)
-  if ((limit < 20)); then record "$name" SKIP $t0 "out of time budget"; return 0; fi
-  section "$name"
-  timeout --kill-after=10 "$limit" "$@"
+
+# The step's output (from byte OFFSET of the log) in at most 3 lines of at most 300 characters.
+last_lines() { tail -c +"$(($1 + 1))" "$LOG" | grep -v '^\s*$' | tail -3 | cut -c1-300 | paste -sd'|' | sed 's/|/ | /g'; }
+
+run_one() {
+  local name=$1 limit=${LIMIT[$1]} need=${NEEDS[$1]:-} t0=$SECONDS offset rc fake_limit="DPV_FAKE_LIMIT_$1"
+  [[ ${DPV_GPU_CHECK_FAKE:-0} == 1 && -n ${!fake_limit:-} ]] && limit=${!fake_limit}
+  if [[ -n $need && ${STATUS[$need]:-} != PASS ]]; then
+    STATUS[$name]="NOT RUN"; NOTE[$name]="needs step $need, which is ${STATUS[$need]}"; return
+  fi
+  if (($(elapsed) + limit > BUDGET)); then
+    STATUS[$name]="NOT RUN"
+    NOTE[$name]="its ${limit}s limit from t+$(elapsed)s would end past the ${BUDGET}s budget"; return
+  fi
+  STATUS[$name]=RUNNING; NOTE[$name]="started at t+$(elapsed)s, limit ${limit}s (still RUNNING: the check was killed)"
+  CURRENT=$name
+  write_summary "INCOMPLETE: step $name is running"
+  say "=== $name (limit ${limit}s, t+$(elapsed)s)"
+  offset=$(stat -c %s "$LOG")
+  # In the background and waited for, so that a SIGTERM to this script is handled at once.
+  timeout -k 5 "$limit" setsid "$BASH" "$SELF" --step "$name" >> "$LOG" 2>&1 < /dev/null &
+  wait $!
   rc=$?
-  if ((rc == 0)); then record "$name" PASS $t0 ""
-  elif ((rc == 124 || rc == 137)); then record "$name" FAIL $t0 "timed out after ${limit}s"
-  else record "$name" FAIL $t0 "exit $rc"; fi
-  return $rc
+  end_session "$name"
+  CURRENT=""
+  SECS[$name]=$((SECONDS - t0))
+  if ((rc == 0)); then STATUS[$name]=PASS; NOTE[$name]=""
+  elif ((rc == NOT_RUN)); then STATUS[$name]="NOT RUN"; NOTE[$name]=$(last_lines "$offset")
+  elif ((rc == 124 || rc == 137)); then STATUS[$name]=FAIL; NOTE[$name]="(timed out after ${limit}s) $(last_lines "$offset")"
+  else STATUS[$name]=FAIL; NOTE[$name]="(exit $rc) $(last_lines "$offset")"; fi
+  tail -c +"$((offset + 1))" "$LOG" | tail -5
+  say "--- $name: ${STATUS[$name]} in ${SECS[$name]}s"
 }
 
-section "machine"
-nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv 2>&1 || true
-NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-"$NVCC" --version | tail -2
-cmake --version | head -1
-echo "ninja $(ninja --version)"
-"$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpus", torch.cuda.device_count())'
-
-# --- what the build needs: from DPV_CARRY, or from the system
-t0=$SECONDS
-section "build dependencies"
-CMAKE_DEPS=()
-if [[ -n ${DPV_CARRY:-} ]]; then
-  CARRY=$(cd "$DPV_CARRY" && pwd) || { record "build dependencies" FAIL $t0 "DPV_CARRY=$DPV_CARRY is not a folder"; summary; }
-  missing=""
-  for f in include/cblas.h include/nlohmann/json.hpp include/CLI/CLI.hpp include/gtest/gtest.h include/gloo/config.h \
-           lib/libopenblas.so.0 lib/libgtest.a lib/libgloo.so.0; do
-    [[ -e $CARRY/$f ]] || missing+=" $f"
+# Stopped from outside (SIGTERM, Ctrl-C): the running step fails, the rest did not run.
+stopped() {
+  local name
+  if [[ -n $CURRENT ]]; then
+    end_session "$CURRENT"
+    STATUS[$CURRENT]=FAIL; NOTE[$CURRENT]="stopped by $1 while running"; SECS[$CURRENT]=0
+  fi
+  for name in "${STEPS[@]}"; do
+    [[ -z ${STATUS[$name]:-} ]] && STATUS[$name]="NOT RUN" && NOTE[$name]="the check was stopped by $1"
   done
-  if [[ -n $missing ]]; then
-    echo "DPV_CARRY lacks:$missing (remake it with scripts/gpu_check.sh --make-carry DIR on a Debian 12 machine)"
-    record "build dependencies" FAIL $t0 "carry folder incomplete:$missing"; summary
-  fi
-  export LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  mkdir -p "$WORK/cmake/nlohmann_json" "$WORK/cmake/CLI11" "$WORK/cmake/Gloo"
-  header_only_package() {  # header_only_package NAME TARGET VERSION
-    printf 'if(NOT TARGET %s)\n  add_library(%s INTERFACE IMPORTED)\n  set_target_properties(%s PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "%s/include")\nendif()\n' \
-      "$2" "$2" "$2" "$CARRY" > "$WORK/cmake/$1/$1Config.cmake"
-    printf 'set(PACKAGE_VERSION %s)\nset(PACKAGE_VERSION_COMPATIBLE TRUE)\nset(PACKAGE_VERSION_EXACT FALSE)\n' "$3" \
-      > "$WORK/cmake/$1/$1ConfigVersion.cmake"
-  }
-  header_only_package nlohmann_json nlohmann_json::nlohmann_json 3.11.2
-  header_only_package CLI11 CLI11::CLI11 2.3.1
-  cat > "$WORK/cmake/Gloo/GlooConfig.cmake" <<CFG
-if(NOT TARGET gloo)
-  add_library(gloo SHARED IMPORTED)
-  set_target_properties(gloo PROPERTIES IMPORTED_LOCATION "$CARRY/lib/libgloo.so.0" INTERFACE_INCLUDE_DIRECTORIES "$CARRY/include")
-endif()
-CFG
-  CMAKE_DEPS=(-Dnlohmann_json_DIR="$WORK/cmake/nlohmann_json" -DCLI11_DIR="$WORK/cmake/CLI11" -DGloo_DIR="$WORK/cmake/Gloo"
-              -DGTEST_ROOT="$CARRY" -DCMAKE_LIBRARY_PATH="$CARRY/lib" -DCMAKE_CXX_FLAGS="-isystem $CARRY/include"
-              "-DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath,$CARRY/lib -Wl,-rpath-link,$CARRY/lib")
-  record "build dependencies" PASS $t0 "from DPV_CARRY"
+  write_summary "STOPPED by $1: some steps did not pass"
+  rm -rf "$WORK"
+  exit 1
+}
+trap 'stopped SIGTERM' TERM
+trap 'stopped SIGINT' INT
+trap 'stopped SIGHUP' HUP
+
+write_summary "INCOMPLETE: no step has run yet"
+for name in "${STEPS[@]}"; do
+  run_one "$name"
+  write_summary "INCOMPLETE: $name finished, $(elapsed)s of ${BUDGET}s used"
+done
+
+passed=0
+for name in "${STEPS[@]}"; do [[ ${STATUS[$name]} == PASS ]] && passed=$((passed + 1)); done
+if ((passed == ${#STEPS[@]})); then
+  verdict="every step passed (${passed} of ${#STEPS[@]}) in $(elapsed)s"
 else
-  missing=""
-  probe() { echo "#include <$1>" | c++ -x c++ -fsyntax-only -I/usr/include/x86_64-linux-gnu/openblas-pthread - 2>/dev/null || missing+=" $1 ($2)"; }
-  probe cblas.h libopenblas-dev
-  probe nlohmann/json.hpp nlohmann-json3-dev
-  probe CLI/CLI.hpp libcli11-dev
-  probe gtest/gtest.h googletest
-  probe gloo/config.h libgloo-dev
-  if [[ -n $missing ]]; then
-    echo "This machine lacks what the build needs:$missing."
-    echo "Either install those Debian packages (scripts/install_deps.sh), or make a carry folder on a Debian 12"
-    echo "machine with 'scripts/gpu_check.sh --make-carry DIR', bring it here and run DPV_CARRY=DIR $0."
-    record "build dependencies" FAIL $t0 "missing:$missing"; summary
-  fi
-  record "build dependencies" PASS $t0 "system packages"
+  verdict="SOME STEPS DID NOT PASS: ${passed} of ${#STEPS[@]} passed in $(elapsed)s"
 fi
-
-# NCCL: the toolkit's, else the one of PyTorch's wheels (nvidia-nccl-cu13: include/nccl.h, lib/libnccl.so.2).
-NCCL_INC=""; NCCL_LIB=""
-for d in /usr/local/cuda/include /usr/include "$(dirname "$NVCC")/../include"; do
-  [[ -f $d/nccl.h ]] && NCCL_INC=$d && break
-done
-for f in /usr/local/cuda/lib64/libnccl.so /usr/local/cuda/lib/libnccl.so /usr/lib/x86_64-linux-gnu/libnccl.so; do
-  [[ -e $f ]] && NCCL_LIB=$f && break
-done
-if [[ -z $NCCL_INC || -z $NCCL_LIB ]]; then
-  PYNCCL=$("$PY" -c 'import importlib.util as u; s=u.find_spec("nvidia.nccl"); print(list(s.submodule_search_locations)[0])' 2>/dev/null || true)
-  if [[ -n $PYNCCL && -f $PYNCCL/include/nccl.h ]]; then
-    mkdir -p "$WORK/nccl/lib"
-    ln -sf "$PYNCCL/lib/libnccl.so.2" "$WORK/nccl/lib/libnccl.so"
-    NCCL_INC=$PYNCCL/include; NCCL_LIB=$WORK/nccl/lib/libnccl.so
-    export LD_LIBRARY_PATH="$PYNCCL/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  fi
-fi
-echo "nccl.h: ${NCCL_INC:-NOT FOUND}; libnccl: ${NCCL_LIB:-NOT FOUND}"
-
-t0=$SECONDS
-section "configure"
-cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDPV_WITH_GUI=OFF -DCMAKE_CUDA_COMPILER="$NVCC" \
-  ${NCCL_INC:+-DDPV_NCCL_INCLUDE="$NCCL_INC"} ${NCCL_LIB:+-DDPV_NCCL_LIBRARY="$NCCL_LIB"} "${CMAKE_DEPS[@]}" \
-  2>&1 | tee "$WORK/configure.txt"
-if [[ ${PIPESTATUS[0]} -ne 0 ]]; then record "configure" FAIL $t0 "see the log"; summary; fi
-if ! grep -q "building the CUDA backend" "$WORK/configure.txt"; then
-  record "configure" FAIL $t0 "CUDA backend OFF: $(grep -o 'dpviz: [^;]*CUDA[^;]*' "$WORK/configure.txt" | head -1)"; summary
-fi
-record "configure" PASS $t0 "Release, no GUI, CUDA backend on"
-
-step "build" 420 cmake --build "$BUILD" -j "$(nproc)" --target dpv dpv_kernel_tests dpv_kernel_math_tests gpu_collectives ||
-  summary
-DPV=$BUILD/cli/dpv
-step "dpv devices" 60 "$DPV" devices
-step "kernel math tests (CPU)" 120 "$BUILD/tests/dpv_kernel_math_tests" --gtest_brief=1
-
-t0=$SECONDS
-step "kernel tests (GPU)" 240 bash -c "'$BUILD/tests/dpv_kernel_tests' --gtest_output=xml:'$OUT/kernel_tests.xml' 2>&1 |
-  tee '$WORK/kernel_tests.txt'; exit \${PIPESTATUS[0]}"
-# On a GPU nothing may skip except the NCCL test on a one-GPU machine.
-skipped=$(grep -E '^\[  SKIPPED \] [A-Za-z]' "$WORK/kernel_tests.txt" 2>/dev/null | grep -v 'NcclAcrossDistinctGpus' || true)
-if [[ -n $skipped ]]; then
-  echo "tests skipped on a GPU machine:"; echo "$skipped"
-  record "  nothing skipped on the GPU" FAIL $t0 "$(echo "$skipped" | wc -l) skipped"
-else record "  nothing skipped on the GPU" PASS $t0 ""; fi
-
-SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer /opt/nvidia/*/compute-sanitizer \
-  2>/dev/null | head -1)
-# The op table's CUDA entries without its huge cases (DPV_OP_TABLE_SKIP_LARGE), which the sanitizers
-# would take minutes over.
-PARITY='Ops/OpTable.Cuda*:Dtypes/GpuDevice.*:*CrossEntropyTargetErrors*'
-for tool in memcheck initcheck racecheck synccheck; do
-  if [[ ! -x $SANITIZER ]]; then
-    record "compute-sanitizer $tool (parity tests)" FAIL $SECONDS "compute-sanitizer not found (PATH, /usr/local/cuda*/bin)"
-    continue
-  fi
-  step "compute-sanitizer $tool (parity tests)" 150 bash -c "DPV_OP_TABLE_SKIP_LARGE=1 '$SANITIZER' --tool $tool --error-exitcode 86 \
-    '$BUILD/tests/dpv_kernel_tests' --gtest_filter='$PARITY' --gtest_brief=1 >>'$OUT/sanitizers.log' 2>&1; rc=\$?;
-    tail -4 '$OUT/sanitizers.log'; exit \$rc"
-done
-
-step "dpv step cuda:0, cuda:0x4 vs PyTorch" 240 "$PY" "$ROOT/scripts/gpu_step_compare.py" --dpv "$DPV" \
-  --work "$WORK/step" --json "$OUT/step_compare.json"
-if "$DPV" step --help 2>/dev/null | grep -q -- '--ddp'; then
-  step "dpv step --ddp cuda:0x4 vs cpu:4" 240 "$PY" "$ROOT/scripts/gpu_step_compare.py" --dpv "$DPV" --ddp \
-    --work "$WORK/ddp" --json "$OUT/ddp_compare.json"
-else
-  record "dpv step --ddp cuda:0x4 vs cpu:4" SKIP $SECONDS "this dpv has no --ddp"
-fi
-
-step "dpv bench cuda, cuda:0x4" 180 "$DPV" bench --devices cuda cuda:0x4 --models mlp-large gpu-mlp --iters 10 \
-  --warmup 2 --json "$OUT/bench.json"
-step "bench/gpu_vs_pytorch.py (PyTorch eager)" 180 "$PY" "$ROOT/bench/gpu_vs_pytorch.py" --dpv "$DPV" \
-  --collectives "$BUILD/bench/gpu_collectives" --out "$WORK/bench" --iters 20
-cp "$WORK/bench/gpu_vs_pytorch.json" "$OUT/" 2>/dev/null || true
-
-summary
+write_summary "$verdict"
+rm -rf "$WORK"
+echo
+cat "$OUT/summary.txt"
+[[ $passed -eq ${#STEPS[@]} ]]

@@ -14,15 +14,22 @@ the BatchNorm statistics, normwise: max |dpv - torch| / max(max |torch|, 1e-2) w
 (float32) or 1e-9 (float64). TF32 is off on the PyTorch side, as in the engine.
 
 With --ddp it instead runs `dpv step --ddp` (DistributedDataParallel, one rank per device) on
-cuda:0x4 and on cpu:4 and compares the two: the CPU path is the one checked against PyTorch by
-the engine's own DDP tests, so this checks the GPU path of DDP against it (same bounds).
+cuda:0x4 and on cpu:4 and compares the two: the CPU path is the one checked against real
+DistributedDataParallel by the pytorch_ddp_comparison test, so this checks the GPU path of DDP
+against it (same bounds). With --nccl-launch it runs one NCCL rank as a process,
+`dpv launch --nproc-per-node 1 --backend nccl -- step --ddp --devices cuda:0`, against the
+in-process `dpv step --ddp --devices cpu:1`.
 
-With --device cpu the same comparison runs on the CPU (dpv on cpu:1 and cpu:4), which is how it
-is tested without a GPU. Needs only torch (the safetensors files are read and written with
-tests/fixtures/safetensors_io.py, not the safetensors package).
+With --device cpu the same comparisons run on the CPU, which is how they are tested without a
+GPU: dpv on cpu:1 and cpu:4 against PyTorch on the CPU; with --ddp the in-process ranks
+(threads, cpu:4) against the same job as 4 Gloo processes under `dpv launch`.
+Needs only torch (the safetensors files are read and written with tests/fixtures/safetensors_io.py,
+not the safetensors package); without it the exit status is 77 (skipped).
 
   python3 scripts/gpu_step_compare.py --dpv build/gpu/cli/dpv --work /tmp/cmp --json out.json
-Exit status: 0 when every case matches.
+Exit status: 0 when every case matches, 1 when one does not (or dpv fails), 77 without torch.
+--perturb EPS checks the comparison itself: it adds EPS x the tensor's scale to one element of
+each of dpv's tensors before comparing, so any EPS above the bound must fail.
 """
 import argparse
 import json
@@ -30,7 +37,11 @@ import os
 import subprocess
 import sys
 
-import torch
+try:
+    import torch
+except ImportError as e:  # pragma: no cover
+    print(f"skipped: {e}")
+    sys.exit(77)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "fixtures"))
@@ -63,7 +74,7 @@ STEPS = 2
 LR, MOMENTUM, WEIGHT_DECAY = 0.1, 0.9, 1e-4
 
 
-def reference(spec, state, x, target, k, sync_bn, device):
+def reference_run(spec, state, x, target, k, sync_bn, device):
     """PyTorch on `device`: STEPS iterations of DataParallel on k devices (k = 1: plain training)."""
     model = dp_emulation.build_model(spec).to(device)
     model.load_state_dict(state)
@@ -103,15 +114,123 @@ def compare(got, ref, bound):
     return errors
 
 
+def perturb(tensors, eps):
+    """Adds eps x the tensor's scale (as compare() measures it) to the first element of every
+    floating-point tensor: how --perturb shows that a difference above the bound fails."""
+    for t in tensors.values():
+        if t.is_floating_point() and t.numel():
+            t.view(-1)[0] += eps * max(t.abs().max().item(), 1e-2)
+    return tensors
+
+
+def launch_prefix(a, nproc, backend):
+    """`dpv launch` of nproc ranks on a free port, the command after it run by every rank."""
+    return [a.dpv, "launch", "--nproc-per-node", str(nproc), "--backend", backend, "--master-port", "0",
+            "--timeout", str(a.timeout), "--"]
+
+
+def plan(a):
+    """The runs: (devices, k, sync_bn, (launch prefix, devices) under test, reference), where the
+    reference is "torch" (PyTorch's DataParallel semantics) or (launch prefix, devices) of dpv."""
+    cpu = a.device == "cpu"
+    if a.nccl_launch:
+        return [("cuda:0 nccl-launch", 1, False, (launch_prefix(a, 1, "nccl"), "cuda:0"), ([a.dpv], "cpu:1"))]
+    if a.ddp and cpu:
+        return [("cpu:4 gloo-launch", 4, bn, (launch_prefix(a, 4, "gloo"), "cpu:4"), ([a.dpv], "cpu:4"))
+                for bn in (False, True)]
+    if a.ddp:
+        return [("cuda:0x4", 4, bn, ([a.dpv], "cuda:0x4"), ([a.dpv], "cpu:4")) for bn in (False, True)]
+    names = ["cpu:1", "cpu:4", "cpu:4"] if cpu else ["cuda:0", "cuda:0x4", "cuda:0x4"]
+    return [(d, k, bn, ([a.dpv], d), "torch") for d, k, bn in zip(names, (1, 4, 4), (False, False, True))]
+
+
+def write_case(folder, layers, dtype_name, shape):
+    """The case's model spec, initial state and batch as files for dpv; returns (spec, state, x, target)."""
+    dtype = torch.float64 if dtype_name == "float64" else torch.float32
+    spec = {"layers": layers, "loss": "cross_entropy", "dtype": dtype_name}
+    torch.manual_seed(3)
+    base = dp_emulation.build_model(spec)
+    state = {n: t.detach().clone() for n, t in base.state_dict().items()}
+    gen = torch.Generator().manual_seed(11)
+    x = (torch.randn(*shape, generator=gen, dtype=torch.float64) * 2 + 0.5).to(dtype)
+    target = torch.randint(0, 10, (shape[0],), generator=gen, dtype=torch.int64)
+    target[[4, 17]] = -100  # ignore_index rows
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "model.json"), "w") as f:
+        json.dump(spec, f)
+    safetensors_io.save(os.path.join(folder, "state.safetensors"), state)
+    safetensors_io.save(os.path.join(folder, "batch.safetensors"), {"input": x, "target": target})
+    return spec, state, x, target
+
+
+def dpv_step(a, folder, prefix, devices, sync_bn, out):
+    """One `dpv step` (under `prefix`: dpv itself or a launch), two SGD steps; the finished process."""
+    cmd = prefix + ["step", "--model", os.path.join(folder, "model.json"),
+                    "--state", os.path.join(folder, "state.safetensors"),
+                    "--batch", os.path.join(folder, "batch.safetensors"), "--devices", devices,
+                    "--lr", repr(LR), "--momentum", repr(MOMENTUM), "--weight-decay", repr(WEIGHT_DECAY),
+                    "--steps", str(STEPS), "--out", out] + (["--sync-bn"] if sync_bn else []) + \
+                   (["--ddp"] if a.ddp or a.nccl_launch else [])
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(cmd, 124, "", f"timed out after {a.timeout} s: {' '.join(cmd)}")
+
+
+def run_case(a, case, device, results):
+    """Every run of the plan on one case; adds to results and returns whether all matched."""
+    layers, dtype_name, shape = CASES[case]
+    folder = os.path.join(a.work, case)
+    spec, state, x, target = write_case(folder, layers, dtype_name, shape)
+    bound, ok = BOUND[dtype_name], True
+    for label, k, sync_bn, (prefix, devices), reference in plan(a):
+        name = f"{case} {label}{' sync-bn' if sync_bn else ''}"
+        out = os.path.join(folder, f"dpv-{k}-{int(sync_bn)}.safetensors")
+        procs = [dpv_step(a, folder, prefix, devices, sync_bn, out)]
+        if reference != "torch":
+            ref_out = os.path.join(folder, f"ref-{k}-{int(sync_bn)}.safetensors")
+            procs.append(dpv_step(a, folder, reference[0], reference[1], sync_bn, ref_out))
+        failed = [p for p in procs if p.returncode != 0]
+        if failed:
+            message = f"exit {failed[0].returncode}: {failed[0].stderr.strip()[-600:]}"
+            print(f"{case:14s} {label:18s} {str(sync_bn):7s} {'':>11s} {'':>7s}  dpv FAILED ({message})")
+            results[name], ok = {"error": message}, False
+            continue
+        if reference == "torch":
+            ref = reference_run(spec, state, x, target, k, sync_bn, device)
+        else:
+            ref = safetensors_io.load(ref_out)
+            name += f" vs {reference[1]}"
+        errors = compare(perturb(safetensors_io.load(out), a.perturb), ref, bound)
+        bad = {n: e for n, e in errors.items() if not isinstance(e, float) or e > bound}
+        worst = max((e for e in errors.values() if isinstance(e, float)), default=0.0)
+        ok = ok and not bad
+        print(f"{case:14s} {label:18s} {str(sync_bn):7s} {worst:11.2e} {bound:7.0e}  "
+              f"{'ok' if not bad else 'MISMATCH ' + str(dict(list(bad.items())[:4]))}")
+        results[name] = {"worst": worst, "bound": bound, "tensors": len(errors),
+                         "mismatches": {n: str(e) for n, e in bad.items()}}
+    return ok
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dpv", required=True, help="the dpv binary")
     ap.add_argument("--work", default="/tmp/dpv-gpu-step-compare", help="scratch folder")
     ap.add_argument("--json", help="write the per-case errors here")
-    ap.add_argument("--ddp", action="store_true", help="compare dpv step --ddp on the GPU with the same on cpu:4")
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                     help="cuda: dpv on cuda:0 / cuda:0x4 against PyTorch on cuda:0; cpu: the same on the CPU")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--ddp", action="store_true",
+                      help="dpv step --ddp: on cuda:0x4 against cpu:4; with --device cpu, as 4 Gloo processes "
+                           "against the in-process ranks")
+    mode.add_argument("--nccl-launch", action="store_true",
+                      help="one NCCL rank under dpv launch on cuda:0 against the in-process --ddp on cpu:1")
+    ap.add_argument("--cases", nargs="+", choices=list(CASES), default=list(CASES), help="the cases to run")
+    ap.add_argument("--timeout", type=float, default=300, help="seconds each dpv call may take")
+    ap.add_argument("--perturb", type=float, default=0.0, help="check the check: see the description")
     a = ap.parse_args()
+    if a.nccl_launch and a.device != "cuda":
+        ap.error("--nccl-launch needs --device cuda (NCCL runs on GPUs)")
     os.makedirs(a.work, exist_ok=True)
     if a.device == "cuda":
         if not torch.cuda.is_available():
@@ -120,66 +239,14 @@ def main():
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cudnn.deterministic = True
     device = torch.device("cuda:0" if a.device == "cuda" else "cpu")
-    runs = [("cuda:0", 1, False), ("cuda:0x4", 4, False), ("cuda:0x4", 4, True)] if a.device == "cuda" else \
-           [("cpu:1", 1, False), ("cpu:4", 4, False), ("cpu:4", 4, True)]
-    if a.ddp:
-        runs = [r for r in runs if r[1] == 4]
     results, ok = {}, True
-    print(f"{'case':14s} {'devices':9s} {'sync-bn':7s} {'worst error':>11s} {'bound':>7s}  result")
-    for case, (layers, dtype_name, shape) in CASES.items():
-        dtype = torch.float64 if dtype_name == "float64" else torch.float32
-        spec = {"layers": layers, "loss": "cross_entropy", "dtype": dtype_name}
-        torch.manual_seed(3)
-        base = dp_emulation.build_model(spec)
-        state = {n: t.detach().clone() for n, t in base.state_dict().items()}
-        gen = torch.Generator().manual_seed(11)
-        x = (torch.randn(*shape, generator=gen, dtype=torch.float64) * 2 + 0.5).to(dtype)
-        target = torch.randint(0, 10, (shape[0],), generator=gen, dtype=torch.int64)
-        target[[4, 17]] = -100  # ignore_index rows
-        folder = os.path.join(a.work, case)
-        os.makedirs(folder, exist_ok=True)
-        with open(os.path.join(folder, "model.json"), "w") as f:
-            json.dump(spec, f)
-        safetensors_io.save(os.path.join(folder, "state.safetensors"), state)
-        safetensors_io.save(os.path.join(folder, "batch.safetensors"), {"input": x, "target": target})
-        for devices, k, sync_bn in runs:
-            name = f"{case} {devices}{' sync-bn' if sync_bn else ''}"
-            out = os.path.join(folder, f"dpv-{k}-{int(sync_bn)}.safetensors")
-            def dpv_step(devices, out):
-                cmd = [a.dpv, "step", "--model", os.path.join(folder, "model.json"),
-                       "--state", os.path.join(folder, "state.safetensors"),
-                       "--batch", os.path.join(folder, "batch.safetensors"), "--devices", devices,
-                       "--lr", repr(LR), "--momentum", repr(MOMENTUM), "--weight-decay", repr(WEIGHT_DECAY),
-                       "--steps", str(STEPS), "--out", out] + (["--sync-bn"] if sync_bn else []) + \
-                      (["--ddp"] if a.ddp else [])
-                return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-            proc = dpv_step(devices, out)
-            cpu_out = os.path.join(folder, f"dpv-cpu-{k}-{int(sync_bn)}.safetensors")
-            if proc.returncode == 0 and a.ddp:
-                proc = dpv_step("cpu:4", cpu_out)
-            if proc.returncode != 0:
-                ok = False
-                print(f"{case:14s} {devices:9s} {str(sync_bn):7s} {'':>11s} {'':>7s}  dpv FAILED: {proc.stderr.strip()}")
-                results[name] = {"error": proc.stderr.strip()}
-                continue
-            if a.ddp:
-                ref = {n: t for n, t in safetensors_io.load(cpu_out).items()}
-                name += " --ddp vs cpu:4"
-            else:
-                ref = reference(spec, state, x, target, k, sync_bn, device)
-            errors = compare(safetensors_io.load(out), ref, BOUND[dtype_name])
-            bound = BOUND[dtype_name]
-            bad = {n: e for n, e in errors.items() if not isinstance(e, float) or e > bound}
-            worst = max((e for e in errors.values() if isinstance(e, float)), default=0.0)
-            ok = ok and not bad
-            print(f"{case:14s} {devices:9s} {str(sync_bn):7s} {worst:11.2e} {bound:7.0e}  "
-                  f"{'ok' if not bad else 'MISMATCH ' + str(dict(list(bad.items())[:4]))}")
-            results[name] = {"worst": worst, "bound": bound, "tensors": len(errors),
-                             "mismatches": {n: str(e) for n, e in bad.items()}}
+    print(f"{'case':14s} {'devices':18s} {'sync-bn':7s} {'worst error':>11s} {'bound':>7s}  result")
+    for case in a.cases:
+        ok = run_case(a, case, device, results) and ok
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=1)
-    print("all cases match" if ok else "MISMATCH in some case")
+    print(f"all {len(results)} runs match" if ok else "MISMATCH in some case")
     return 0 if ok else 1
 
 
