@@ -69,6 +69,22 @@ class CpuGemmSharing {
 // alive until it installs nullptr again.
 void install_cpu_gemm_sharing(CpuGemmSharing* sharing);
 
+// Rank 0's choice wins, through a key-value store every rank reaches (a launched job's c10d store):
+// rank 0 times a new shape and publishes its library under "dpv/gemm/<shape>"; every other rank
+// waits for that key instead of timing (the job's ranks run the same products in the same order).
+class RankZeroGemmSharing final : public CpuGemmSharing {
+ public:
+  using Publish = std::function<void(const std::string& key, const std::string& value)>;
+  using WaitFor = std::function<std::string(const std::string& key)>;  // waits, bounded by the store's timeout
+  RankZeroGemmSharing(int rank, Publish publish, WaitFor wait_for);
+  CpuGemmLibrary agree(const CpuGemmShape& shape, const std::function<CpuGemmLibrary()>& time_here) override;
+
+ private:
+  int rank_;
+  Publish publish_;
+  WaitFor wait_for_;
+};
+
 // The CPU backend's GEMM on its own, for timing it against the BLAS libraries (`dpv bench`'s
 // reference): c[rows,cols] = alpha * op(a) @ op(b) + beta * c, as a Linear layer calls it, on host
 // tensors, without handing a front end the whole Backend interface.

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "engine/error.h"
 
@@ -204,6 +205,23 @@ std::vector<CpuGemmChoice> cpu_gemm_choices() { return cpu::process_gemm_chooser
 void set_cpu_gemm_choices(const std::vector<CpuGemmChoice>& choices) { cpu::process_gemm_chooser().set(choices); }
 
 void install_cpu_gemm_sharing(CpuGemmSharing* sharing) { cpu::process_gemm_chooser().set_sharing(sharing); }
+
+RankZeroGemmSharing::RankZeroGemmSharing(int rank, Publish publish, WaitFor wait_for)
+    : rank_(rank), publish_(std::move(publish)), wait_for_(std::move(wait_for)) {}
+
+CpuGemmLibrary RankZeroGemmSharing::agree(const CpuGemmShape& shape, const std::function<CpuGemmLibrary()>& time_here) {
+  // "NT:256x1024x784:0=onednn" split at '=': the shape names the key, the library is the value.
+  const std::string entry = cpu_gemm_choices_text({{shape, CpuGemmLibrary::OpenBlas}});
+  const std::string shape_text = entry.substr(0, entry.find('='));
+  const std::string key = "dpv/gemm/" + shape_text;
+  if (rank_ == 0) {
+    const CpuGemmLibrary library = time_here();
+    publish_(key, library_word(library));
+    return library;
+  }
+  const std::string value = wait_for_(key);
+  return parse_cpu_gemm_choices(shape_text + "=" + value, "rank 0's GEMM choice under key '" + key + "'").at(0).library;
+}
 
 std::string cpu_gemm_choices_text(const std::vector<CpuGemmChoice>& choices) {
   std::string text;
