@@ -14,15 +14,14 @@ namespace dpv::course {
 
 std::vector<GemmShape> mlp_step_gemms(const ModelSpec& spec, int64_t batch) {
   std::vector<GemmShape> shapes;
-  bool first = true;
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const LayerSpec& l = spec.layers[i];
     if (l.kind != LayerKind::Linear) continue;
     const std::string p = std::to_string(i);
     shapes.push_back({p + ".forward", false, true, batch, l.out_features, l.in_features});
     shapes.push_back({p + ".grad_weight", true, false, l.out_features, l.in_features, batch});
-    if (!first) shapes.push_back({p + ".grad_input", false, false, batch, l.in_features, l.out_features});
-    first = false;
+    // The model's first layer gets no input gradient; a Linear after convolutions does.
+    if (i > 0) shapes.push_back({p + ".grad_input", false, false, batch, l.in_features, l.out_features});
   }
   return shapes;
 }

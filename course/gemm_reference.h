@@ -25,7 +25,8 @@ struct GemmShape {
 //                                              weight  dw = dy^T x    [out,in] <- [B,out]^T [B,in]
 //                                              input   dx = dy w      [B,in]   <- [B,out] [out,in]
 // (w is the layer's weight [out, in].)
-// The first layer's input gradient is left out (PyTorch does not compute it: the input needs no grad).
+// The model's first layer's input gradient is left out (PyTorch does not compute it: the input needs
+// no grad); a Linear layer after others (a CNN's classifier) has one.
 std::vector<GemmShape> mlp_step_gemms(const ModelSpec& spec, int64_t batch);
 
 struct GemmRate {

@@ -24,11 +24,12 @@ namespace dpv::cpu {
 // Seconds one product of the shape takes with `library` (run on the real operands into scratch).
 using GemmTimer = std::function<double(CpuGemmLibrary library)>;
 
-// Below this many multiply-adds (rows * cols * inner) a product costs a few microseconds with
-// either library; timing it (a warm-up and up to kRepeats runs each) costs more than the run could
-// ever save, so it stays on OpenBLAS, whose fixed cost per call is the smaller one (measured:
-// oneDNN's sgemm spends ~1 us per call before any math).
-inline constexpr double kUntimedProduct = 1 << 15;
+// Below this many multiply-adds (rows * cols * inner) the two libraries differ by about 0.1 us per
+// product, too little to time reliably or to ever matter, so such a product stays on OpenBLAS,
+// untimed, whose fixed cost per call is the smaller one. Measured one thread, sgemm NT, best of 5 x
+// 2000 calls (2026-12-05, this host): 8x8x8 OpenBLAS 0.17 us / oneDNN 0.26 us; 16x16x16 0.53 / 0.46;
+// 32x32x16 1.58 / 0.70; 32x32x32 2.87 / 0.96; 64x64x64 27.8 / 5.6.
+inline constexpr double kUntimedProduct = 1 << 12;
 
 class GemmChooser {
  public:

@@ -2,6 +2,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <vector>
@@ -27,11 +28,16 @@ CpuGemmLibrary sgemm_library(const CpuGemmShape& shape, const float* a, int64_t 
   GemmChooser& chooser = process_gemm_chooser();
   if (const std::optional<CpuGemmLibrary> known = chooser.chosen(shape)) return *known;
   std::vector<float> scratch(static_cast<size_t>(shape.rows * shape.cols));  // [rows, cols]
+  // A small product is timed over several runs (about 2^18 multiply-adds in all, at most 64 runs),
+  // so the clock's own cost and resolution do not decide.
+  const double multiply_adds = static_cast<double>(shape.rows) * static_cast<double>(shape.cols) * static_cast<double>(shape.inner);
+  const int runs = static_cast<int>(std::clamp(static_cast<double>(1 << 18) / multiply_adds, 1.0, 64.0));
   return chooser.choose(shape, [&](CpuGemmLibrary library) {
     const auto t0 = std::chrono::steady_clock::now();
-    run_sgemm(library, shape.trans_a, shape.trans_b, shape.rows, shape.cols, shape.inner, 1.0f, a, lda, b, ldb, 0.0f,
-              scratch.data(), shape.cols);
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (int r = 0; r < runs; ++r)
+      run_sgemm(library, shape.trans_a, shape.trans_b, shape.rows, shape.cols, shape.inner, 1.0f, a, lda, b, ldb, 0.0f,
+                scratch.data(), shape.cols);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / runs;
   });
 }
 
