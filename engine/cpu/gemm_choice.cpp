@@ -41,14 +41,17 @@ const GemmChooser::Slot* GemmChooser::find(const CpuGemmShape& shape) const {
 }
 
 void GemmChooser::remember(const CpuGemmShape& shape, CpuGemmLibrary library) {
-  if (const Slot* found = find(shape)) {
-    const_cast<Slot*>(found)->library.store(library, std::memory_order_release);
-    return;
-  }
+  // The probe order of find(): the shape's own slot if it has one, else the first free slot.
   const size_t start = shape_hash(shape) % kSlots;
   for (size_t i = 0; i < kSlots; ++i) {
     Slot& slot = slots_[(start + i) % kSlots];
-    if (slot.used.load(std::memory_order_relaxed)) continue;
+    if (slot.used.load(std::memory_order_relaxed)) {
+      if (slot.shape == shape) {
+        slot.library.store(library, std::memory_order_release);
+        return;
+      }
+      continue;
+    }
     slot.shape = shape;
     slot.library.store(library, std::memory_order_relaxed);
     slot.used.store(true, std::memory_order_release);
