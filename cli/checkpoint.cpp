@@ -158,6 +158,7 @@ std::string serialize_checkpoint(const TrainingState& state, const CheckpointFac
     m["eps"] = shortest_text(run.optimizer.eps);
   }
   m["sync_bn"] = run.sync_bn ? "true" : "false";
+  if (!state.gemm_choices.empty()) m["gemm_choices"] = cpu_gemm_choices_text(state.gemm_choices);
   if (!state.ddp_bucket_order.empty()) {
     std::string order;
     for (size_t p : state.ddp_bucket_order) order += (order.empty() ? "" : ",") + std::to_string(p);
@@ -182,6 +183,8 @@ TrainingState parse_checkpoint(const std::string& bytes, const std::string& sour
   state.step = meta_int(file.metadata, "step", source);
   if (const auto order = file.metadata.find("ddp_bucket_order"); order != file.metadata.end())
     state.ddp_bucket_order = bucket_order(order->second, source);
+  if (const auto gemm = file.metadata.find("gemm_choices"); gemm != file.metadata.end())
+    state.gemm_choices = parse_cpu_gemm_choices(gemm->second, source + ": metadata 'gemm_choices'");
   const std::string prefix = kOptimizerPrefix;
   for (const auto& [name, t] : file.tensors.items()) {
     // optim/<param>/<state>: parameter names have no '/', so the last one splits them.

@@ -9,7 +9,8 @@
 //                                      momentum_buffer (absent with momentum 0); Adam's and AdamW's
 //                                      step (float32, shape []), exp_avg and exp_avg_sq
 //   __metadata__                       the run's facts (CheckpointFacts), the step, the next batch's
-//                                      position, the optimizer's settings and DDP's bucket order
+//                                      position, the optimizer's settings, DDP's bucket order and the
+//                                      CPU backend's GEMM library per product shape (gemm_choices)
 // Nothing else decides the rest of the run: the data set is made from the seed, batches are taken in
 // order (the next one follows from the step) and DDP's sampler does not shuffle.
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/core_backends.h"
 #include "engine/datasets.h"
 #include "engine/run/run_spec.h"
 #include "engine/strategy.h"
@@ -65,11 +67,17 @@ struct TrainingState {
   // PyTorch DDP would all-reduce one iteration in its initial buckets first, which with 3 or more
   // ranks sums some elements in another order.
   std::vector<size_t> ddp_bucket_order;
+  // The CPU backend's float32 GEMM library per product shape, timed by the run (rank 0's in a
+  // launched job). Restored, the resumed run multiplies every shape the interrupted one had met with
+  // the same library, whatever its own timing would say: the same numbers, bit for bit. Empty in
+  // checkpoints written before it was recorded (such a run times its shapes again).
+  std::vector<CpuGemmChoice> gemm_choices;
 };
 
 // The state `strategy` holds now (DataParallel's on device 0, DDP's rank 0's or this launched rank's).
 TrainingState training_state_of(const Strategy& strategy, int64_t step);
-// Restores the optimizer's state and DDP's buckets into a strategy made from the checkpoint's state dict.
+// Restores the optimizer's state, DDP's buckets and the GEMM choices into a strategy made from the
+// checkpoint's state dict.
 void restore_training_state(Strategy& strategy, const TrainingState& state);
 
 // DIR/checkpoint-000040.safetensors: the step zero-padded to 6 digits, so names sort by step.

@@ -49,12 +49,14 @@ TrainingState training_state_of(const Strategy& strategy, int64_t step) {
   TrainingState state;
   state.step = step;
   if (const auto* dp = dynamic_cast<const Trainer*>(&strategy)) {
+    state.gemm_choices = cpu_gemm_choices();
     state.model = dp->state_to_host();
     state.optimizer = optimizer_state(dp->optimizer(), dp->model());
     return state;
   }
   const DdpRank* rank = recorded_rank(strategy);
   check(rank != nullptr, "no training state to checkpoint before DDP is constructed (an internal error)");
+  state.gemm_choices = cpu_gemm_choices();
   state.model = rank_state(*rank);
   state.optimizer = optimizer_state(rank->optimizer(), rank->model());
   state.ddp_bucket_order = rank->reducer().first_ready_order();
@@ -62,6 +64,7 @@ TrainingState training_state_of(const Strategy& strategy, int64_t step) {
 }
 
 void restore_training_state(Strategy& strategy, const TrainingState& state) {
+  set_cpu_gemm_choices(state.gemm_choices);  // before the first step multiplies anything
   if (auto* dp = dynamic_cast<Trainer*>(&strategy)) {
     restore_optimizer(dp->optimizer(), state, dp->devices_ptr()->shared(0));
     return;

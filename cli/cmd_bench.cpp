@@ -2,7 +2,8 @@
 // DistributedDataParallel (same model, same global batch) on several devices, for the
 // preset models at their usual batch sizes; where the time goes (per-stage totals); and for the
 // large MLP the engine's achieved GEMM rate against its GEMM library's own rate on the same GEMMs
-// (and OpenBLAS's, beside it).
+// (the faster of OpenBLAS and oneDNN alone on each shape; each alone beside it), and per model the
+// library the engine chose for each of its products' shapes.
 // Benchmarks print figures; nothing here is a pass/fail check.
 #include <cblas.h>
 
@@ -17,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/bench_gemm.h"
 #include "cli/commands.h"
 #include "cli/flag_errors.h"
 #include "cli/int_options.h"
@@ -39,15 +41,9 @@
 namespace dpv::cli {
 namespace {
 
-using course::engine_gemm_library;
-using course::GemmLibrary;
-using course::GemmRate;
-using course::GemmReference;
-using course::GemmShape;
 using course::machine_reference_shapes;
 using course::MachineReference;
 using course::measure_machine_reference;
-using course::mlp_step_gemms;
 
 struct BenchOptions {
   std::vector<std::string> devices;  // empty: cpu:1 cpu:2 cpu:4 (or the GPUs)
@@ -67,10 +63,8 @@ struct Measurement {
   double seconds_per_step = 0;
   StageTotals stages;  // over stage_iters iterations
   int stage_iters = 0;
-  std::vector<GemmShape> gemm_shapes;  // with a GEMM reference: the step's GEMMs
-  std::string gemm_library;            // what the engine's CPU backend runs them with
-  GemmRate floor;                      // that library alone on them, timed between the engine's rounds
-  GemmRate blas;                       // OpenBLAS alone on them, likewise
+  bool cpu = true;  // CPU devices: the engine's CPU backend multiplies
+  BenchGemm gemm;   // with a GEMM reference: the step's GEMMs against each library alone
 };
 
 // Best of up to three rounds of o.iters steps in all (engine/step_timing.h, as the app's DP-vs-DDP
@@ -102,6 +96,7 @@ Measurement measure(const std::string& preset, const std::string& device_spec, c
   Dataset data = make_data_for_model(spec, m.batch, o.seed + 1);
   auto devices = DeviceSet::create(device_spec);
   m.device_count = devices->size();
+  m.cpu = (*devices)[0].kind() == DeviceKind::Cpu;
   // The batch starts on device 0, where PyTorch's benchmark keeps it: the timed steps measure
   // training, not a copy of the batch to the device (a GPU's, or a simulated device's memory)
   // that the PyTorch side never makes.
@@ -116,33 +111,15 @@ Measurement measure(const std::string& preset, const std::string& device_spec, c
     m.chunks = it.chunks();
   }
 
-  std::unique_ptr<GemmReference> floor, openblas;
-  if (gemm_reference) {
-    const bool float64 = spec.dtype == DType::Float64;
-    m.gemm_shapes = mlp_step_gemms(spec, m.batch);
-    m.gemm_library = engine_gemm_library(m.gemm_shapes, float64);
-    floor = std::make_unique<GemmReference>(m.gemm_shapes, float64, GemmLibrary::EngineCpu);
-    openblas = std::make_unique<GemmReference>(m.gemm_shapes, float64, GemmLibrary::OpenBlas);
-    for (GemmRate* r : {&m.floor, &m.blas}) {
-      r->flops_per_step = floor->flops_per_pass();
-      r->seconds = 1e30;
-    }
-    floor->time_one_pass();  // warm-up
-    openblas->time_one_pass();
-  }
+  std::unique_ptr<GemmReferences> references;
+  if (gemm_reference) references = std::make_unique<GemmReferences>(m.gemm, spec, m.batch);
   // The GEMM references run between the rounds, so all see the same load, and are measured as the
   // engine is: the mean pass of a round of as many passes as a round has steps, the best round.
   StepTiming timing = bench_timing(o);
   timing.warmup = 0;  // warmed up above
-  if (floor)
-    timing.between_rounds = [&] {
-      for (auto [reference, rate] : {std::pair{floor.get(), &m.floor}, std::pair{openblas.get(), &m.blas}}) {
-        double round = 0;
-        for (int i = 0; i < timing.per_round; ++i) round += reference->time_one_pass();
-        rate->seconds = std::min(rate->seconds, round / timing.per_round);
-      }
-    };
+  if (references) timing.between_rounds = [&] { references->time_round(timing.per_round, m.gemm); };
   m.seconds_per_step = time_dp_steps(trainer, data.inputs, data.targets, timing);
+  if (references) references->finish(m.gemm);  // after the steps: the engine has chosen every shape's library
 
   // A separate pass with an observer, so its snapshots do not slow the timed loop.
   m.stage_iters = o.stage_iters;
@@ -303,6 +280,7 @@ void report_dp(const std::string& preset, const std::string& spec, const Measure
   const ModelSpec model_spec = preset_model(preset);
   if (m.device_count == 1 && m.stage_iters > 0)
     std::cout << "           per layer, ms fwd+bwd: " << layers_line(m, model_spec) << "\n";
+  if (m.cpu) report_gemm_libraries(m.chunks, model_spec, r);
   r.update(nlohmann::json{{"model", preset},
                       {"batch", m.batch},
                       {"devices", spec},
@@ -339,34 +317,6 @@ void bench_ddp(const std::string& preset, const std::string& spec, const BenchOp
   out["ddp"].push_back(d);
 }
 
-// The GEMM yardstick's line and out["gemm"]: the engine's GEMM rate in a step against its library's
-// and OpenBLAS's alone on the same shapes.
-void report_gemm(const std::string& preset, const std::string& spec, const Measurement& m, nlohmann::json& out) {
-  const GemmRate &floor = m.floor, &blas = m.blas;
-  const double engine_gflops = floor.flops_per_step / m.seconds_per_step / 1e9;
-  const double ratio = engine_gflops / floor.gflops(), to_openblas = engine_gflops / blas.gflops();
-  std::cout << strf("           GEMM: %.2f GFLOP per step; %s alone %.1f GFLOP/s (%.2f ms), OpenBLAS alone "
-                    "%.1f GFLOP/s; engine step %.1f GFLOP/s = %.0f%% of %s (%.0f%% of OpenBLAS)\n",
-                    floor.flops_per_step / 1e9, m.gemm_library.c_str(), floor.gflops(), 1e3 * floor.seconds,
-                    blas.gflops(), engine_gflops, 100 * ratio, m.gemm_library.c_str(), 100 * to_openblas);
-  const auto& shapes = m.gemm_shapes;
-  nlohmann::json shapes_json = nlohmann::json::array();
-  for (const auto& s : shapes) shapes_json.push_back({{"what", s.what}, {"M", s.M}, {"N", s.N}, {"K", s.K}});
-  out["gemm"] = {{"model", preset},
-                 {"devices", spec},
-                 {"batch", m.batch},
-                 {"shapes", shapes_json},
-                 {"flops_per_step", floor.flops_per_step},
-                 {"gemm_library", m.gemm_library},
-                 {"floor_gflops", floor.gflops()},
-                 {"floor_ms", 1e3 * floor.seconds},
-                 {"openblas_gflops", blas.gflops()},
-                 {"openblas_ms", 1e3 * blas.seconds},
-                 {"engine_gflops", engine_gflops},
-                 {"engine_to_floor", ratio},
-                 {"engine_to_openblas", to_openblas}};
-}
-
 // One model on every device set; one_device is the first one-device time, the speed-ups' base.
 void bench_model(const std::string& preset, const std::vector<std::string>& device_specs, const BenchOptions& o,
                  References& refs, nlohmann::json& out) {
@@ -381,7 +331,7 @@ void bench_model(const std::string& preset, const std::vector<std::string>& devi
     report_dp(preset, spec, m, speedup, ref, out);
     if (o.ddp && m.device_count > 1) bench_ddp(preset, spec, o, m, one_device, ref, out);
 
-    if (gemm_reference) report_gemm(preset, spec, m, out);
+    if (gemm_reference) report_gemm(preset, spec, m.gemm, m.seconds_per_step, out);
   }
 }
 

@@ -103,6 +103,7 @@ LaunchedRank join_launched_job(const std::optional<std::string>& devices_spec) {
     lr.devices_spec = job_devices(env, options.backend);
   }
   lr.session = dist::init_process_group(env, options);
+  lr.gemm_choices = std::make_unique<LaunchedGemmChoices>(*lr.session);
   if (options.backend == dist::ProcessGroupBackend::Nccl) {
     // The session's GPU: it outlives the NCCL group, whatever order lr's members go in.
     lr.devices = lr.session->devices();

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "cli/gemm_sharing.h"
 #include "cli/launch_ddp_config.h"  // verify_same_ddp_config: every launched DDP command calls it
 #include "engine/ddp/ddp_output.h"
 #include "engine/ddp/ddp_rank.h"
@@ -31,6 +32,7 @@ dist::RankEnv read_launched_rank_env(const dist::EnvLookup& lookup);
 // with the job (cpu:3 for 2 ranks, virtual GPUs) is a ValueError that says what to give instead.
 struct LaunchedRank {
   std::unique_ptr<dist::DistSession> session;
+  std::unique_ptr<LaunchedGemmChoices> gemm_choices;  // rank 0's GEMM library per shape; ends before session
   std::string devices_spec;             // the given --devices, else the job's own: cpu:K (Gloo), cuda (NCCL)
   std::shared_ptr<DeviceSet> devices;   // this rank's one device
   std::shared_ptr<Device> device;

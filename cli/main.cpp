@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/launcher.h"
+#include "engine/core_backends.h"
 #include "engine/error.h"
 
 namespace {
@@ -58,6 +59,12 @@ int main(int argc, char** argv) {
     }
   }
 
+  try {
+    (void)dpv::cpu_gemm_pin();  // DPV_GEMM, checked before a flag's check makes a device with it
+  } catch (const dpv::Error& e) {
+    std::cerr << "dpv: error: " << one_line(e.full()) << std::endl;
+    return 1;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

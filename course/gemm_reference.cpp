@@ -6,21 +6,22 @@
 #include <chrono>
 
 #include "engine/backend_registry.h"
+#include "engine/error.h"
+#include "engine/number_text.h"
 #include "engine/tensor.h"
 
 namespace dpv::course {
 
 std::vector<GemmShape> mlp_step_gemms(const ModelSpec& spec, int64_t batch) {
   std::vector<GemmShape> shapes;
-  bool first = true;
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const LayerSpec& l = spec.layers[i];
     if (l.kind != LayerKind::Linear) continue;
     const std::string p = std::to_string(i);
     shapes.push_back({p + ".forward", false, true, batch, l.out_features, l.in_features});
     shapes.push_back({p + ".grad_weight", true, false, l.out_features, l.in_features, batch});
-    if (!first) shapes.push_back({p + ".grad_input", false, false, batch, l.in_features, l.out_features});
-    first = false;
+    // The model's first layer gets no input gradient; a Linear after convolutions does.
+    if (i > 0) shapes.push_back({p + ".grad_input", false, false, batch, l.in_features, l.out_features});
   }
   return shapes;
 }
@@ -30,8 +31,8 @@ struct GemmReference::Buffers {
   // engine's backend reads the same values through host tensors.
   std::vector<std::vector<float>> f32;
   std::vector<std::vector<double>> f64;
-  std::unique_ptr<CpuGemm> backend;  // EngineCpu: the CPU backend's gemm, timed
-  std::vector<Tensor> tensors;       // EngineCpu: a, b, c per shape
+  std::unique_ptr<CpuGemm> backend;  // EngineCpu and Onednn: the CPU backend's gemm, timed
+  std::vector<Tensor> tensors;       // EngineCpu and Onednn: a, b, c per shape
 };
 
 GemmReference::GemmReference(std::vector<GemmShape> shapes, bool float64, GemmLibrary library)
@@ -52,7 +53,10 @@ GemmReference::GemmReference(std::vector<GemmShape> shapes, bool float64, GemmLi
     }
     flops_ += s.flops();
   }
-  if (library_ == GemmLibrary::EngineCpu) {
+  check(library_ != GemmLibrary::Onednn || (!float64_ && cpu_has_onednn()),
+        "oneDNN's sgemm alone needs float32 and a build with oneDNN (an internal error)");
+  by_shape_.assign(shapes_.size(), 0.0);
+  if (library_ != GemmLibrary::OpenBlas) {
     buffers_->backend = std::make_unique<CpuGemm>();
     const DType dt = float64_ ? DType::Float64 : DType::Float32;
     for (size_t i = 0; i < shapes_.size(); ++i) {
@@ -74,42 +78,61 @@ GemmReference::~GemmReference() = default;
 double GemmReference::time_one_pass() {
   const int previous_threads = openblas_get_num_threads();
   openblas_set_num_threads(1);
-  const auto t0 = std::chrono::steady_clock::now();
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
   for (size_t i = 0; i < shapes_.size(); ++i) {
-    const GemmShape& s = shapes_[i];
-    if (library_ == GemmLibrary::EngineCpu) {
-      auto& t = buffers_->tensors;
-      buffers_->backend->run(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0, t[3 * i], t[3 * i + 1], 0.0, t[3 * i + 2]);
-      continue;
-    }
-    // Row-major; the leading dimension is the row length of the matrix as stored.
-    const int64_t lda = s.trans_a ? s.M : s.K, ldb = s.trans_b ? s.K : s.N;
-    const auto ta = s.trans_a ? CblasTrans : CblasNoTrans, tb = s.trans_b ? CblasTrans : CblasNoTrans;
-    if (float64_) {
-      auto& b = buffers_->f64;
-      cblas_dgemm(CblasRowMajor, ta, tb, s.M, s.N, s.K, 1.0, b[3 * i].data(), lda, b[3 * i + 1].data(), ldb, 0.0,
-                  b[3 * i + 2].data(), s.N);
-    } else {
-      auto& b = buffers_->f32;
-      cblas_sgemm(CblasRowMajor, ta, tb, s.M, s.N, s.K, 1.0f, b[3 * i].data(), lda, b[3 * i + 1].data(), ldb, 0.0f,
-                  b[3 * i + 2].data(), s.N);
-    }
+    const auto shape_start = clock::now();
+    run_shape(i);
+    by_shape_[i] = std::chrono::duration<double>(clock::now() - shape_start).count();
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds = std::chrono::duration<double>(clock::now() - t0).count();
   openblas_set_num_threads(previous_threads);
   return seconds;
 }
 
-std::string engine_gemm_library(const std::vector<GemmShape>& shapes, bool float64) {
-  std::vector<std::string> names;
-  for (const GemmShape& s : shapes) {
-    const std::string name = cpu_gemm_library(
-        float64, static_cast<double>(s.M) * static_cast<double>(s.N) * static_cast<double>(s.K));
-    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+void GemmReference::run_shape(size_t i) {
+  const GemmShape& s = shapes_[i];
+  if (library_ != GemmLibrary::OpenBlas) {
+    auto& t = buffers_->tensors;
+    if (library_ == GemmLibrary::EngineCpu)
+      buffers_->backend->run(s.trans_a, s.trans_b, s.M, s.N, s.K, 1.0, t[3 * i], t[3 * i + 1], 0.0, t[3 * i + 2]);
+    else
+      buffers_->backend->run_with(CpuGemmLibrary::Onednn, s.trans_a, s.trans_b, s.M, s.N, s.K, t[3 * i], t[3 * i + 1],
+                                  t[3 * i + 2]);
+    return;
   }
-  std::string joined;
-  for (const std::string& n : names) joined += (joined.empty() ? "" : " + ") + n;
-  return joined;
+  // Row-major; the leading dimension is the row length of the matrix as stored.
+  const int64_t lda = s.trans_a ? s.M : s.K, ldb = s.trans_b ? s.K : s.N;
+  const auto ta = s.trans_a ? CblasTrans : CblasNoTrans, tb = s.trans_b ? CblasTrans : CblasNoTrans;
+  if (float64_) {
+    auto& b = buffers_->f64;
+    cblas_dgemm(CblasRowMajor, ta, tb, s.M, s.N, s.K, 1.0, b[3 * i].data(), lda, b[3 * i + 1].data(), ldb, 0.0,
+                b[3 * i + 2].data(), s.N);
+  } else {
+    auto& b = buffers_->f32;
+    cblas_sgemm(CblasRowMajor, ta, tb, s.M, s.N, s.K, 1.0f, b[3 * i].data(), lda, b[3 * i + 1].data(), ldb, 0.0f,
+                b[3 * i + 2].data(), s.N);
+  }
+}
+
+CpuGemmShape cpu_gemm_shape(const GemmShape& s) { return {s.trans_a, s.trans_b, s.M, s.N, s.K, /*beta_zero=*/true}; }
+
+std::vector<std::pair<std::string, int>> engine_gemm_libraries(const std::vector<GemmShape>& shapes, bool float64) {
+  std::vector<std::pair<std::string, int>> counts;
+  for (const GemmShape& s : shapes) {
+    const std::string name = cpu_gemm_library(float64, cpu_gemm_shape(s));
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == name; });
+    if (it == counts.end()) counts.emplace_back(name, 1);
+    else ++it->second;
+  }
+  return counts;
+}
+
+std::string engine_gemm_library(const std::vector<GemmShape>& shapes, bool float64) {
+  std::string words;
+  for (const auto& [name, count] : engine_gemm_libraries(shapes, float64))
+    words += words.empty() ? name + " for " + count_text(count, "shape") : ", " + name + " for " + std::to_string(count);
+  return words;
 }
 
 }  // namespace dpv::course

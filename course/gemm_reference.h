@@ -1,13 +1,15 @@
 #pragma once
 // The GEMMs of one training step of an MLP, and the rate of the GEMM library alone on exactly those
 // shapes, single-threaded: the yardstick for "how close does the engine get to its BLAS". The floor
-// is the library the engine's CPU backend itself calls for each product (oneDNN's sgemm for the
-// large float32 ones when built with oneDNN, OpenBLAS otherwise); OpenBLAS alone is timed beside it.
+// is the faster of OpenBLAS and oneDNN on each shape alone (the engine's CPU backend times both per
+// shape and keeps the faster: engine/core_backends.h); each library alone is timed beside it.
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "engine/core_backends.h"
 #include "engine/model_spec.h"
 
 namespace dpv::course {
@@ -23,7 +25,8 @@ struct GemmShape {
 //                                              weight  dw = dy^T x    [out,in] <- [B,out]^T [B,in]
 //                                              input   dx = dy w      [B,in]   <- [B,out] [out,in]
 // (w is the layer's weight [out, in].)
-// The first layer's input gradient is left out (PyTorch does not compute it: the input needs no grad).
+// The model's first layer's input gradient is left out (PyTorch does not compute it: the input needs
+// no grad); a Linear layer after others (a CNN's classifier) has one.
 std::vector<GemmShape> mlp_step_gemms(const ModelSpec& spec, int64_t batch);
 
 struct GemmRate {
@@ -33,8 +36,9 @@ struct GemmRate {
 };
 
 // Which GEMM a reference times: the engine CPU backend's own `gemm` (the library it picks per
-// product, called with beta = 0 as a fresh gradient is), or cblas_sgemm / cblas_dgemm directly.
-enum class GemmLibrary { EngineCpu, OpenBlas };
+// product, called with beta = 0 as a fresh gradient is), cblas_sgemm / cblas_dgemm directly, or
+// oneDNN's sgemm alone (float32, in a build with oneDNN: cpu_has_onednn()).
+enum class GemmLibrary { EngineCpu, OpenBlas, Onednn };
 
 // The named GEMMs with one thread, as inside each engine device worker, over fixed random operands
 // of `shapes`. Timing one pass at a time lets a caller interleave it with the engine's steps, so
@@ -47,18 +51,26 @@ class GemmReference {
   GemmReference& operator=(const GemmReference&) = delete;
   double flops_per_pass() const { return flops_; }
   double time_one_pass();  // seconds
+  // Each shape's seconds in the last pass, in the order of `shapes`.
+  const std::vector<double>& last_pass_by_shape() const { return by_shape_; }
 
  private:
   struct Buffers;
+  void run_shape(size_t i);
   std::vector<GemmShape> shapes_;
   bool float64_;
   GemmLibrary library_;
   double flops_ = 0;
+  std::vector<double> by_shape_;
   std::unique_ptr<Buffers> buffers_;
 };
 
-// What the engine's CPU backend runs the step's products with: "oneDNN sgemm", "OpenBLAS sgemm",
-// "oneDNN sgemm + OpenBLAS sgemm" (when the small ones stay on OpenBLAS), "OpenBLAS dgemm".
+// The engine CPU backend's product shape for a step's GEMM (beta 0, as a fresh gradient is computed).
+CpuGemmShape cpu_gemm_shape(const GemmShape& s);
+// How many of `shapes` the engine's CPU backend runs with each library, in first-seen order:
+// {"oneDNN sgemm", 6}, {"OpenBLAS sgemm", 2}; float64: {"OpenBLAS dgemm", n}.
+std::vector<std::pair<std::string, int>> engine_gemm_libraries(const std::vector<GemmShape>& shapes, bool float64);
+// The same as words: "oneDNN sgemm for 6 shapes, OpenBLAS sgemm for 2".
 std::string engine_gemm_library(const std::vector<GemmShape>& shapes, bool float64);
 
 }  // namespace dpv::course

@@ -1,5 +1,6 @@
-// The CPU backend: oneDNN (when the build has it) for float32 convolutions and matrix products,
-// OpenBLAS for float64 and tiny products, plain loops for the rest. It is the reference every CUDA
+// The CPU backend: oneDNN (when the build has it) for float32 convolutions; float32 matrix products
+// with the faster of OpenBLAS and oneDNN per shape (gemm_choice.h), float64 ones with OpenBLAS;
+// plain loops for the rest. It is the reference every CUDA
 // op is tested against, so it favours clarity and PyTorch's CPU accumulation (BatchNorm statistics
 // in two passes accumulated in double, as batch_norm_cpu_update_stats does; long channel runs in
 // several parallel accumulators).
@@ -18,6 +19,8 @@
 #include "engine/core_backends.h"
 #include "engine/cpu/channel_sums.h"
 #include "engine/cpu/cpu_batchnorm.h"
+#include "engine/cpu/gemm_choice.h"
+#include "engine/cpu/gemm_choice_sgemm.h"
 #if DPV_HAVE_ONEDNN
 #include "engine/cpu/onednn_conv.h"
 #include "engine/cpu/onednn_gemm.h"
@@ -39,18 +42,6 @@ namespace math = kernels::math;
 using cpu::add_run;
 using cpu::Lanes;
 
-// float32: oneDNN's sgemm, faster than OpenBLAS's on a step's shapes, except tiny products
-// (SimpleModel's, a classifier's last layer), where its fixed cost per call outweighs the math.
-[[maybe_unused]] bool runs_onednn_sgemm(double multiply_adds) {
-#if DPV_HAVE_ONEDNN
-  constexpr double kTinyProduct = 1 << 18;
-  return multiply_adds >= kTinyProduct;
-#else
-  (void)multiply_adds;
-  return false;
-#endif
-}
-
 void openblas_single_thread() {
   // Each simulated device is one worker thread; OpenBLAS must not spawn its own threads inside it.
   static const bool once = [] {
@@ -62,7 +53,10 @@ void openblas_single_thread() {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend() { openblas_single_thread(); }
+  CpuBackend() {
+    openblas_single_thread();
+    (void)cpu::process_gemm_chooser();  // a bad DPV_GEMM stops the run here, before any step
+  }
 
   ~CpuBackend() override {
     for (auto& [bytes, blocks] : cache_)
@@ -110,28 +104,22 @@ class CpuBackend final : public Backend {
   void gemm(bool ta, bool tb, int64_t rows, int64_t cols, int64_t inner, double alpha, const Tensor& a, const Tensor& b,
             double beta, Tensor& c) override {
     if (rows == 0 || cols == 0) return;
-    const auto opa = ta ? CblasTrans : CblasNoTrans;
-    const auto opb = tb ? CblasTrans : CblasNoTrans;
-    const int lda = static_cast<int>(ta ? rows : inner), ldb = static_cast<int>(tb ? inner : cols), ldc = static_cast<int>(cols);
+    const int64_t lda = ta ? rows : inner, ldb = tb ? inner : cols, ldc = cols;
     if (inner == 0) {  // BLAS leaves C untouched for inner = 0 only when beta = 1
       scale_inplace(c, beta);
       return;
     }
-#if DPV_HAVE_ONEDNN
-    const double multiply_adds = static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(inner);
-    if (c.dtype() == DType::Float32 && runs_onednn_sgemm(multiply_adds)) {
-      cpu::onednn_sgemm(ta, tb, rows, cols, inner, static_cast<float>(alpha), a.data<float>(), lda, b.data<float>(),
-                        ldb, static_cast<float>(beta), c.data<float>(), ldc);
+    if (c.dtype() == DType::Float32) {
+      const CpuGemmShape shape{ta, tb, rows, cols, inner, beta == 0.0};
+      const CpuGemmLibrary library = cpu::sgemm_library(shape, a.data<float>(), lda, b.data<float>(), ldb);
+      cpu::run_sgemm(library, ta, tb, rows, cols, inner, static_cast<float>(alpha), a.data<float>(), lda, b.data<float>(),
+                ldb, static_cast<float>(beta), c.data<float>(), ldc);
       return;
     }
-#endif
-    if (c.dtype() == DType::Float32)
-      cblas_sgemm(CblasRowMajor, opa, opb, static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(inner),
-                  static_cast<float>(alpha), a.data<float>(), lda, b.data<float>(), ldb, static_cast<float>(beta),
-                  c.data<float>(), ldc);
-    else
-      cblas_dgemm(CblasRowMajor, opa, opb, static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(inner), alpha,
-                  a.data<double>(), lda, b.data<double>(), ldb, beta, c.data<double>(), ldc);
+    // float64: OpenBLAS (oneDNN has no dgemm).
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(rows),
+                static_cast<int>(cols), static_cast<int>(inner), alpha, a.data<double>(), static_cast<int>(lda),
+                b.data<double>(), static_cast<int>(ldb), beta, c.data<double>(), static_cast<int>(ldc));
   }
 
   void add_channel_bias(Tensor& y, const Tensor& bias, int64_t N, int64_t C, int64_t S) override {
@@ -482,9 +470,25 @@ class CpuBackend final : public Backend {
 
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
 
-std::string cpu_gemm_library(bool float64, double multiply_adds) {
-  if (float64) return "OpenBLAS dgemm";
-  return runs_onednn_sgemm(multiply_adds) ? "oneDNN sgemm" : "OpenBLAS sgemm";
+namespace cpu {
+
+#if DPV_HAVE_ONEDNN
+bool built_with_onednn() { return true; }
+#else
+bool built_with_onednn() { return false; }
+#endif
+
+void onednn_sgemm_if_built(bool ta, bool tb, int64_t rows, int64_t cols, int64_t inner, float alpha, const float* a,
+                           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+#if DPV_HAVE_ONEDNN
+  onednn_sgemm(ta, tb, rows, cols, inner, alpha, a, lda, b, ldb, beta, c, ldc);
+#else
+  (void)ta, (void)tb, (void)rows, (void)cols, (void)inner, (void)alpha, (void)a, (void)lda, (void)b, (void)ldb,
+      (void)beta, (void)c, (void)ldc;
+  throw Error("oneDNN sgemm asked for in a build without oneDNN (an internal error)");
+#endif
 }
+
+}  // namespace cpu
 
 }  // namespace dpv

@@ -1,8 +1,7 @@
 #pragma once
-// float32 matrix products through oneDNN's sgemm, which runs the small and mid-sized products of
-// a training step (batch 32..256, widths 10..1024) 1.1-1.4x faster than OpenBLAS on this
-// machine's AVX-512 cores (measured; float64 stays on OpenBLAS: oneDNN has no dgemm, and so do
-// tiny products, where oneDNN's fixed cost per call is larger). Private to the CPU backend.
+// float32 matrix products through oneDNN's sgemm, one of the two libraries the CPU backend times
+// per product shape (gemm_choice.h; float64 stays on OpenBLAS: oneDNN has no dgemm). Private to
+// the CPU backend.
 #include <cstdint>
 
 namespace dpv::cpu {

@@ -2,8 +2,10 @@
 // What the checkpoint tests compare: the files of `dpv train --checkpoint DIR`, tensor by tensor.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,27 @@
 #include "engine/io/safetensors.h"
 
 namespace dpv::testing {
+
+// Two runs in separate processes compared bit for bit must multiply every product shape with the
+// same library. Each process times its own shapes (engine/core_backends.h: only a resumed run takes
+// its checkpoint's choices), and a close race can go either way, so these tests pin DPV_GEMM (the
+// children inherit it) for the object's lifetime.
+class PinnedGemm {
+ public:
+  explicit PinnedGemm(const char* library) {
+    if (const char* v = std::getenv("DPV_GEMM")) before_ = v;
+    ::setenv("DPV_GEMM", library, 1);
+  }
+  ~PinnedGemm() {
+    if (before_) ::setenv("DPV_GEMM", before_->c_str(), 1);
+    else ::unsetenv("DPV_GEMM");
+  }
+  PinnedGemm(const PinnedGemm&) = delete;
+  PinnedGemm& operator=(const PinnedGemm&) = delete;
+
+ private:
+  std::optional<std::string> before_;
+};
 
 inline std::string checkpoint_file(const std::string& dir, int64_t step) {
   char name[64];

@@ -249,6 +249,23 @@ TEST_F(CliCommands, BenchWritesJsonPerModelAndDeviceCount) {
   // 784-1024-1024-10 at batch 256: forward 2*256*(784*1024 + 1024*1024 + 1024*10) FLOPs, times ~3 for backward.
   const double fwd = 2.0 * 256 * (784 * 1024 + 1024 * 1024 + 1024 * 10);
   EXPECT_NEAR(j["gemm"].at("flops_per_step").get<double>(), 3 * fwd - 2.0 * 256 * 784 * 1024, 1.0);
+  // The floor is the faster library on each shape: never slower than either library alone.
+  EXPECT_GE(j["gemm"].at("floor_gflops").get<double>(), j["gemm"].at("openblas_gflops").get<double>());
+  if (j["gemm"].contains("onednn_gflops"))
+    EXPECT_GE(j["gemm"].at("floor_gflops").get<double>(), j["gemm"].at("onednn_gflops").get<double>());
+  ASSERT_EQ(j["gemm"].at("shapes").size(), 8u);
+  for (const auto& shape : j["gemm"].at("shapes")) {
+    const std::string library = shape.at("library");
+    EXPECT_TRUE(library == "oneDNN sgemm" || library == "OpenBLAS sgemm") << library;  // every shape was run, so chosen
+  }
+  // Every CPU row counts the libraries of its Linear products: mlp-large's 8 on one device (its
+  // first layer has no input gradient), the same 8 shapes at 128 samples on each of two devices.
+  for (const size_t row : {2, 3}) {
+    int shapes = 0;
+    for (const auto& [library, count] : j["results"][row].at("gemm_libraries").items()) shapes += count.get<int>();
+    EXPECT_EQ(shapes, 8) << j["results"][row].dump();
+  }
+  EXPECT_NE(r.out.find("           GEMM: "), std::string::npos) << r.out;
 }
 
 }  // namespace

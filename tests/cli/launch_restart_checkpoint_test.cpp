@@ -23,6 +23,8 @@ namespace {
 using std::chrono::seconds;
 
 class RestartCheckpoint : public CliTest {
+  const PinnedGemm pinned_{"openblas"};  // every run below multiplies alike (checkpoint_files.h)
+
  protected:
   // The pid of rank `rank`'s first start, from the launcher's events file (-1 until it is there).
   int first_pid_of(const std::string& events, int rank) const {

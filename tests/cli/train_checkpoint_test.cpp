@@ -23,7 +23,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TrainCheckpoint : public CliTest {};
+class TrainCheckpoint : public CliTest {
+  const PinnedGemm pinned_{"openblas"};  // every run below multiplies alike (checkpoint_files.h)
+};
 
 // mlp-bn (BatchNorm buffers) with momentum, so the optimizer state decides the numbers too.
 std::vector<std::string> train_args(const std::string& dir, bool ddp, int64_t steps, const std::string& seed = "0") {
