@@ -55,7 +55,29 @@ struct OnednnConv::Impl {
     memory::dims strides, pad_l, pad_r;
   };
 
-  static Descs descs(int64_t O, const Geometry& g) {
+  // The staged layouts, pass by pass. oneDNN's own choice (Tag::any) is its blocked nChw16c for
+  // every activation, zero-padded when the channels are not a multiple of 16, and its reorders
+  // into and out of a padded layout are its generic (slow) ones. Measured on the cnn preset
+  // (batch 32, thread CPU time per pass including the reorders, medians of 80; oneDNN 2.6):
+  //   forward, 3 -> 8 channels:         any (nChw16c, padded) 0.39 ms, nChw8c 0.33 ms
+  //   backward data, 16 -> 8 channels:  any 0.49 ms, input gradient in nChw8c 0.38 ms
+  //   backward weights, 8 -> 16:        any / nChw8c 0.39 ms, nhwc 0.25 ms
+  // An output of 8 (24, 40, ...) channels is therefore written in nChw8c, not padded; and an
+  // output gradient of 8 channels read in nChw8c (the first convolution's weight gradient:
+  // reorder + kernel 0.116 + 0.187 ms padded, 0.079 + 0.178 ms in nChw8c; DNNL_VERBOSE, medians
+  // over 60 steps of `dpv bench`).
+  static memory::desc activation_desc(const memory::dims& dims) {
+    const int64_t channels = dims[1];
+    const Tag tag = channels % 16 != 0 && channels % 8 == 0 ? Tag::nChw8c : Tag::any;
+    return memory::desc(dims, memory::data_type::f32, tag);
+  }
+  // The weight gradient reads the input and the output gradient in channels-last (nhwc) when
+  // the input has 8 or more channels in blocks of 8 (oneDNN's AVX-512 kernel then reduces over
+  // whole vectors of channels); an input of a few channels (an image's 3) stays as oneDNN
+  // chooses.
+  static bool weights_channels_last(const Geometry& g) { return g.C % 8 == 0; }
+
+  static Descs descs(PassKind kind, int64_t O, const Geometry& g) {
     const auto f32 = memory::data_type::f32;
     Descs d;
     const memory::dims src{g.N, g.C, g.H, g.W}, wei{O, g.C, g.kh, g.kw}, dst{g.N, O, g.OH, g.OW};
@@ -64,9 +86,18 @@ struct OnednnConv::Impl {
     d.dst = memory::desc(dst, f32, Tag::nchw);
     // Blocked layouts chosen by oneDNN (nChw8c/16c) beat the plain ones even counting the
     // reorders: measured 2x on the cnn preset, where plain layouts gain little over im2col.
-    d.any_src = memory::desc(src, f32, Tag::any);
     d.any_weights = memory::desc(wei, f32, Tag::any);
-    d.any_dst = memory::desc(dst, f32, Tag::any);
+    if (kind == PassKind::BackwardWeights) {
+      const bool channels_last = weights_channels_last(g);
+      d.any_src = memory::desc(src, f32, channels_last ? Tag::nhwc : Tag::any);
+      d.any_dst = channels_last ? memory::desc(dst, f32, Tag::nhwc) : activation_desc(dst);
+    } else {
+      // What the pass writes (the forward's output, the backward's input gradient) is not padded;
+      // what it reads is left to oneDNN (a plain 8-channel input suits its AVX-512 forward).
+      const bool forward = kind == PassKind::Forward;
+      d.any_src = forward ? memory::desc(src, f32, Tag::any) : activation_desc(src);
+      d.any_dst = forward ? activation_desc(dst) : memory::desc(dst, f32, Tag::any);
+    }
     d.strides = {g.stride, g.stride};
     d.pad_l = {g.pad, g.pad};
     // The right/bottom padding that yields PyTorch's output size exactly (may be less than pad
@@ -98,7 +129,7 @@ struct OnednnConv::Impl {
   }
 
   Pass build(PassKind kind, int64_t O, const Geometry& g) {
-    const Descs d = descs(O, g);
+    const Descs d = descs(kind, O, g);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     Pass p;
@@ -121,16 +152,9 @@ struct OnednnConv::Impl {
       p.operands.push_back(operand(DNNL_ARG_DIFF_SRC, true, d.src, pd.diff_src_desc()));
       scratch = pd.scratchpad_desc();
     } else {
-      const auto hint = forward_pd(d, attr);
-      // An output gradient of 8 (or 24, 40, ...) channels is staged in nChw8c rather than the
-      // zero-padded nChw16c oneDNN picks for its AVX-512 kernel: oneDNN's reorder into the padded
-      // layout is its generic one, and cost more than the faster kernel saved. The cnn preset's
-      // first convolution (8 output channels, batch 32, 32x32): reorder + kernel 0.14 + 0.21 ms
-      // -> 0.075 + 0.165 ms (DNNL_VERBOSE, means over 30 steps, two runs each).
-      const memory::desc diff_dst =
-          O % 16 != 0 && O % 8 == 0 ? memory::desc({g.N, O, g.OH, g.OW}, memory::data_type::f32, Tag::nChw8c) : d.any_dst;
+      const auto hint = forward_pd(descs(PassKind::Forward, O, g), attr);
       const dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, d.any_src,
-                                                          d.any_weights, diff_dst, d.strides, d.pad_l, d.pad_r);
+                                                          d.any_weights, d.any_dst, d.strides, d.pad_l, d.pad_r);
       const dnnl::convolution_backward_weights::primitive_desc pd(desc, attr, engine, hint);
       p.primitive = dnnl::convolution_backward_weights(pd);
       p.operands.push_back(operand(DNNL_ARG_SRC, false, d.src, pd.src_desc()));
