@@ -39,7 +39,7 @@ struct Pass {
   std::unordered_map<int, memory> args;  // the staged buffers and the scratchpad, built once
 };
 
-using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
+using Key = std::tuple<int, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
 
 }  // namespace
 
@@ -48,9 +48,12 @@ struct OnednnConv::Impl {
   dnnl::stream stream{engine};
   std::mutex mutex;  // one backend serves one device, but a device may be driven from several threads
   std::map<Key, Pass> passes;
+  // The fresh gradient of an accumulating weight pass (oneDNN overwrites its outputs), added to
+  // the caller's afterwards; grown once, reused.
+  std::vector<float> fresh_dw;
 
   struct Descs {
-    memory::desc src, weights, dst;            // the caller's plain layouts
+    memory::desc src, weights, dst, bias;      // the caller's plain layouts (bias: empty without one)
     memory::desc any_src, any_weights, any_dst;  // let oneDNN choose
     memory::dims strides, pad_l, pad_r;
   };
@@ -77,13 +80,14 @@ struct OnednnConv::Impl {
   // chooses.
   static bool weights_channels_last(const Geometry& g) { return g.C % 8 == 0; }
 
-  static Descs descs(PassKind kind, int64_t O, const Geometry& g) {
+  static Descs descs(PassKind kind, bool bias, int64_t O, const Geometry& g) {
     const auto f32 = memory::data_type::f32;
     Descs d;
     const memory::dims src{g.N, g.C, g.H, g.W}, wei{O, g.C, g.kh, g.kw}, dst{g.N, O, g.OH, g.OW};
     d.src = memory::desc(src, f32, Tag::nchw);
     d.weights = memory::desc(wei, f32, Tag::oihw);
     d.dst = memory::desc(dst, f32, Tag::nchw);
+    if (bias) d.bias = memory::desc({O}, f32, Tag::x);
     // Blocked layouts chosen by oneDNN (nChw8c/16c) beat the plain ones even counting the
     // reorders: measured 2x on the cnn preset, where plain layouts gain little over im2col.
     d.any_weights = memory::desc(wei, f32, Tag::any);
@@ -108,7 +112,8 @@ struct OnednnConv::Impl {
 
   dnnl::convolution_forward::primitive_desc forward_pd(const Descs& d, const dnnl::primitive_attr& attr) const {
     const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                                               d.any_src, d.any_weights, d.any_dst, d.strides, d.pad_l, d.pad_r);
+                                               d.any_src, d.any_weights, d.bias, d.any_dst, d.strides, d.pad_l,
+                                               d.pad_r);
     return {desc, attr, engine};
   }
 
@@ -128,8 +133,8 @@ struct OnednnConv::Impl {
     return o;
   }
 
-  Pass build(PassKind kind, int64_t O, const Geometry& g) {
-    const Descs d = descs(kind, O, g);
+  Pass build(PassKind kind, bool bias, int64_t O, const Geometry& g) {
+    const Descs d = descs(kind, bias, O, g);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     Pass p;
@@ -139,6 +144,7 @@ struct OnednnConv::Impl {
       p.primitive = dnnl::convolution_forward(pd);
       p.operands.push_back(operand(DNNL_ARG_SRC, false, d.src, pd.src_desc()));
       p.operands.push_back(operand(DNNL_ARG_WEIGHTS, false, d.weights, pd.weights_desc()));
+      if (bias) p.operands.push_back(operand(DNNL_ARG_BIAS, false, d.bias, pd.bias_desc()));
       p.operands.push_back(operand(DNNL_ARG_DST, true, d.dst, pd.dst_desc()));
       scratch = pd.scratchpad_desc();
     } else if (kind == PassKind::BackwardData) {
@@ -152,7 +158,7 @@ struct OnednnConv::Impl {
       p.operands.push_back(operand(DNNL_ARG_DIFF_SRC, true, d.src, pd.diff_src_desc()));
       scratch = pd.scratchpad_desc();
     } else {
-      const auto hint = forward_pd(descs(PassKind::Forward, O, g), attr);
+      const auto hint = forward_pd(descs(PassKind::Forward, false, O, g), attr);
       const dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, d.any_src,
                                                           d.any_weights, d.any_dst, d.strides, d.pad_l, d.pad_r);
       const dnnl::convolution_backward_weights::primitive_desc pd(desc, attr, engine, hint);
@@ -168,16 +174,18 @@ struct OnednnConv::Impl {
     return p;
   }
 
-  // Runs one pass on the caller's buffers, in operand order.
-  void run(PassKind kind, int64_t O, const Geometry& g, std::initializer_list<const float*> buffers) {
-    onednn_single_thread();
-    std::lock_guard lock(mutex);
-    const Key key{static_cast<int>(kind), O, g.N, g.C, g.H, g.W, g.kh, g.kw, g.stride, g.pad};
+  // Runs one pass on the caller's buffers, in operand order, skipping null ones (the bias's, when
+  // `bias` is not set). The caller holds the mutex.
+  void run(PassKind kind, bool bias, int64_t O, const Geometry& g, std::initializer_list<const float*> buffers) {
+    const Key key{static_cast<int>(kind), bias, O, g.N, g.C, g.H, g.W, g.kh, g.kw, g.stride, g.pad};
     auto it = passes.find(key);
-    if (it == passes.end()) it = passes.emplace(key, build(kind, O, g)).first;
+    if (it == passes.end()) it = passes.emplace(key, build(kind, bias, O, g)).first;
     Pass& p = it->second;
     auto buffer = buffers.begin();
-    for (Operand& o : p.operands) o.user.set_data_handle(const_cast<float*>(*buffer++));
+    for (Operand& o : p.operands) {
+      while (*buffer == nullptr) ++buffer;
+      o.user.set_data_handle(const_cast<float*>(*buffer++));
+    }
     for (Operand& o : p.operands)
       if (o.reordered && !o.output) o.reorder.execute(stream, o.reorder_args);
     p.primitive.execute(stream, p.args);
@@ -186,9 +194,10 @@ struct OnednnConv::Impl {
     stream.wait();
   }
 
-  void guarded(PassKind kind, int64_t O, const Geometry& g, std::initializer_list<const float*> buffers) {
+  void guarded(PassKind kind, bool bias, int64_t O, const Geometry& g,
+               std::initializer_list<const float*> buffers) {
     try {
-      run(kind, O, g, buffers);
+      run(kind, bias, O, g, buffers);
     } catch (const dnnl::error& e) {
       throw Error(std::string("oneDNN convolution failed (") + e.what() + ", status " + std::to_string(e.status) +
                   ") for input [" + std::to_string(g.N) + ", " + std::to_string(g.C) + ", " + std::to_string(g.H) +
@@ -202,16 +211,28 @@ struct OnednnConv::Impl {
 OnednnConv::OnednnConv() : impl_(std::make_unique<Impl>()) {}
 OnednnConv::~OnednnConv() = default;
 
-void OnednnConv::forward(const float* x, const float* w, float* y, int64_t O, const Geometry& g) {
-  impl_->guarded(PassKind::Forward, O, g, {x, w, y});
+void OnednnConv::forward(const float* x, const float* w, const float* bias, float* y, int64_t O, const Geometry& g) {
+  onednn_single_thread();
+  std::lock_guard lock(impl_->mutex);
+  impl_->guarded(PassKind::Forward, bias != nullptr, O, g, {x, w, bias, y});
 }
 
 void OnednnConv::backward_data(const float* dy, const float* w, float* dx, int64_t O, const Geometry& g) {
-  impl_->guarded(PassKind::BackwardData, O, g, {dy, w, dx});
+  onednn_single_thread();
+  std::lock_guard lock(impl_->mutex);
+  impl_->guarded(PassKind::BackwardData, false, O, g, {dy, w, dx});
 }
 
-void OnednnConv::backward_weights(const float* x, const float* dy, float* dw, int64_t O, const Geometry& g) {
-  impl_->guarded(PassKind::BackwardWeights, O, g, {x, dy, dw});
+void OnednnConv::backward_weights(const float* x, const float* dy, float* dw, bool accumulate, int64_t O,
+                                  const Geometry& g) {
+  onednn_single_thread();
+  std::lock_guard lock(impl_->mutex);
+  if (!accumulate) return impl_->guarded(PassKind::BackwardWeights, false, O, g, {x, dy, dw});
+  const size_t count = static_cast<size_t>(O * g.C * g.kh * g.kw);
+  std::vector<float>& fresh = impl_->fresh_dw;
+  fresh.resize(count);
+  impl_->guarded(PassKind::BackwardWeights, false, O, g, {x, dy, fresh.data()});
+  for (size_t i = 0; i < count; ++i) dw[i] += fresh[i];
 }
 
 }  // namespace dpv::cpu
