@@ -54,19 +54,38 @@ DPV_VECTOR_CLONES void stats_rows(const T* __restrict px, double* __restrict sum
 
 // [N, C, S] (S > 1): per channel, the sum and then the squared deviations over its N runs of S
 // values, in Lanes (channel_sums.h, inlined here so that it is built for each clone's vectors).
+// K channels side by side (channel_sums.h's add_runs: the same sums, overlapped). Pairs: the
+// second BatchNorm's forward 0.091 -> 0.070 ms, the first's 0.151 -> 0.140; fours gained nothing more.
+template <int K, typename T>
+DPV_RUN_LOOP void stats_channels(const T* __restrict px, T* __restrict mean, T* __restrict var_b, int64_t c0,
+                                 int64_t N, int64_t C, int64_t S) {
+  const double n = static_cast<double>(N * S);
+  Lanes<double> sum[K];
+  for (int64_t r = 0; r < N; ++r) {
+    const T* runs[K];
+    for (int k = 0; k < K; ++k) runs[k] = px + (r * C + c0 + k) * S;
+    add_runs<K>(sum, runs, S);
+  }
+  double m[K];
+  for (int k = 0; k < K; ++k) m[k] = n > 0 ? sum[k].total() / n : 0.0;
+  Lanes<double> sq[K];
+  for (int64_t r = 0; r < N; ++r) {
+    const T* runs[K];
+    for (int k = 0; k < K; ++k) runs[k] = px + (r * C + c0 + k) * S;
+    add_squared_deviations_runs<K>(sq, runs, S, m);
+  }
+  for (int k = 0; k < K; ++k) {
+    mean[c0 + k] = static_cast<T>(m[k]);
+    var_b[c0 + k] = static_cast<T>(n > 0 ? sq[k].total() / n : 0.0);
+  }
+}
+
 template <typename T>
 DPV_VECTOR_CLONES void stats_planes(const T* __restrict px, T* __restrict mean, T* __restrict var_b, int64_t N,
                                     int64_t C, int64_t S) {
-  const double n = static_cast<double>(N * S);
-  for (int64_t c = 0; c < C; ++c) {
-    Lanes<double> sum;
-    for (int64_t r = 0; r < N; ++r) add_run(sum, px + (r * C + c) * S, S);
-    const double m = n > 0 ? sum.total() / n : 0.0;
-    Lanes<double> sq;
-    for (int64_t r = 0; r < N; ++r) add_squared_deviations(sq, px + (r * C + c) * S, S, m);
-    mean[c] = static_cast<T>(m);
-    var_b[c] = static_cast<T>(n > 0 ? sq.total() / n : 0.0);
-  }
+  int64_t c = 0;
+  for (; c + 2 <= C; c += 2) stats_channels<2>(px, mean, var_b, c, N, C, S);
+  if (c < C) stats_channels<1>(px, mean, var_b, c, N, C, S);
 }
 
 }  // namespace
