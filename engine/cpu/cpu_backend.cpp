@@ -304,9 +304,8 @@ class CpuBackend final : public Backend {
   void conv2d_backward(const Tensor& x, const Tensor& saved, const Tensor& w, const Tensor& dy, Tensor& dw,
                        bool accumulate_dw, Tensor* dx, const ConvGeometry& g) override {
     if (x.dtype() != DType::Float32) return Backend::conv2d_backward(x, saved, w, dy, dw, accumulate_dw, dx, g);
-    const int64_t O = w.dim(0);
-    conv_.backward_weights(x.data<float>(), dy.data<float>(), dw.data<float>(), accumulate_dw, O, g);
-    if (dx) conv_.backward_data(dy.data<float>(), w.data<float>(), dx->data<float>(), O, g);
+    conv_.backward(x.data<float>(), dy.data<float>(), w.data<float>(), dw.data<float>(), accumulate_dw,
+                   dx ? dx->data<float>() : nullptr, w.dim(0), g);
   }
 #endif
 

@@ -26,11 +26,12 @@ class OnednnConv {
   // y[N, O, OH, OW] = conv(x[N, C, H, W], w[O, C, kh, kw]) + bias[O] (bias may be null: none).
   // The bias is added by the convolution primitive itself, not by another pass over y.
   void forward(const float* x, const float* w, const float* bias, float* y, int64_t O, const Geometry& g);
-  // dx[N, C, H, W] = the input gradient from dy[N, O, OH, OW] and w (overwritten).
-  void backward_data(const float* dy, const float* w, float* dx, int64_t O, const Geometry& g);
-  // dw[O, C, kh, kw] (+)= the weight gradient from x and dy: `accumulate` adds it to what dw holds
-  // instead of overwriting it.
-  void backward_weights(const float* x, const float* dy, float* dw, bool accumulate, int64_t O, const Geometry& g);
+  // dw[O, C, kh, kw] (+)= the weight gradient from x and dy[N, O, OH, OW] (`accumulate` adds it to
+  // what dw holds instead of overwriting it); then, unless dx is null, dx[N, C, H, W] = the input
+  // gradient from dy and w (overwritten). One call for both passes, so that dy is staged in
+  // oneDNN's layout once for the two when they want the same one.
+  void backward(const float* x, const float* dy, const float* w, float* dw, bool accumulate, float* dx, int64_t O,
+                const Geometry& g);
 
  private:
   struct Impl;

@@ -123,7 +123,8 @@ TEST_P(Conv2dOnednn, BiasInTheConvolutionMatchesTheReference) {
 }
 
 TEST_P(Conv2dOnednn, RepeatedCallsReuseNothingStale) {
-  // Primitives are cached per shape: a second call with new values must see the new values.
+  // Primitives and staged buffers are cached per shape: a second call with new values must see
+  // the new values.
   const ConvCase c = GetParam();
   SCOPED_TRACE(case_name(c));
   const auto g = geometry(c);
@@ -137,6 +138,14 @@ TEST_P(Conv2dOnednn, RepeatedCallsReuseNothingStale) {
     backend->conv2d_forward(x, w, nullptr, y, saved, g);
     backend->Backend::conv2d_forward(x, w, nullptr, y_ref, saved_ref, g);
     EXPECT_LT(relative_difference(y, y_ref), 1e-5) << "round " << round;
+    // The backward stages dy once for both of its passes: a new dy must reach both.
+    const Tensor dy = random_tensor(y.shape(), DType::Float32, rng);
+    Tensor dw = Tensor::empty(w.shape(), DType::Float32), dw_ref = Tensor::empty(w.shape(), DType::Float32);
+    Tensor dx = Tensor::empty(x.shape(), DType::Float32), dx_ref = Tensor::empty(x.shape(), DType::Float32);
+    backend->conv2d_backward(x, saved, w, dy, dw, false, &dx, g);
+    backend->Backend::conv2d_backward(x, saved_ref, w, dy, dw_ref, false, &dx_ref, g);
+    EXPECT_LT(relative_difference(dw, dw_ref), 1e-5) << "weight gradient, round " << round;
+    EXPECT_LT(relative_difference(dx, dx_ref), 1e-5) << "input gradient, round " << round;
   }
 }
 
