@@ -63,7 +63,7 @@ struct OnednnConv::Impl {
   // into and out of a padded layout are its generic (slow) ones. Measured on the cnn preset
   // (batch 32, thread CPU time per pass including the reorders, medians of 80; oneDNN 2.6):
   //   forward, 3 -> 8 channels:         any (nChw16c, padded) 0.39 ms, nChw8c 0.33 ms
-  //   backward data, 16 -> 8 channels:  any 0.49 ms, input gradient in nChw8c 0.38 ms
+  //   backward data, 16 -> 8 channels:  any 0.49 ms, input gradient in nChw8c 0.38 ms, nhwc 0.37 ms
   //   backward weights, 8 -> 16:        any / nChw8c 0.39 ms, nhwc 0.25 ms
   // An output of 8 (24, 40, ...) channels is therefore written in nChw8c, not padded; and an
   // output gradient of 8 channels read in nChw8c (the first convolution's weight gradient:
@@ -77,9 +77,8 @@ struct OnednnConv::Impl {
   // The weight gradient reads the input and the output gradient in channels-last (nhwc) when
   // the input has 8 or more channels in blocks of 8 (oneDNN's AVX-512 kernel then reduces over
   // whole vectors of channels); an input of a few channels (an image's 3) stays as oneDNN
-  // chooses. The input gradient then runs in nhwc too (as fast as in nChw8c, 0.37 ms for the
-  // cnn preset's second convolution with its reorders), so that both passes read the output
-  // gradient staged once.
+  // chooses. The input gradient then runs in nhwc too (as fast as in nChw8c, see above), so that
+  // both passes read the output gradient staged once.
   static bool backward_channels_last(const Geometry& g) { return g.C % 8 == 0; }
 
   static Descs descs(PassKind kind, bool bias, int64_t O, const Geometry& g) {
