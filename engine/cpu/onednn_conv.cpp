@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/cpu/onednn_gemm.h"
+#include "engine/cpu/blocked_layout.h"
 #include "engine/error.h"
 
 namespace dpv::cpu {
@@ -30,6 +31,10 @@ struct Operand {
   dnnl::reorder reorder;
   std::unordered_map<int, memory> reorder_args;  // built once: executing allocates nothing
   bool reordered = false;
+  // An output staged in nChw16c goes back through nchw16c_to_nchw (blocked_layout.h) rather than
+  // `reorder`; these are its [N, C, H * W].
+  bool unblock = false;
+  int64_t n = 0, c = 0, hw = 0;
 };
 
 struct Pass {
@@ -65,11 +70,13 @@ struct OnednnConv::Impl {
   //   forward, 3 -> 8 channels:         any (nChw16c, padded) 0.39 ms, nChw8c 0.33 ms
   //   backward data, 16 -> 8 channels:  any 0.49 ms, input gradient in nChw8c 0.38 ms, nhwc 0.37 ms
   //   backward weights, 8 -> 16:        any / nChw8c 0.39 ms, nhwc 0.25 ms
-  // An output of 8 (24, 40, ...) channels is therefore written in nChw8c, not padded; and an
-  // output gradient of 8 channels read in nChw8c (the first convolution's weight gradient:
-  // reorder + kernel 0.116 + 0.187 ms padded, 0.079 + 0.178 ms in nChw8c; DNNL_VERBOSE, medians
-  // over 60 steps of `dpv bench`).
-  static memory::desc activation_desc(const memory::dims& dims) {
+  // The forward keeps oneDNN's nChw16c output (its AVX-512 kernel: 0.21 ms where the AVX2 one
+  // into nChw8c took 0.28), copied back by nchw16c_to_nchw instead of oneDNN's reorder (the
+  // CNN's first convolution forward 0.37 -> 0.33 ms). An output gradient of 8 (24, 40, ...)
+  // channels is read in nChw8c, not padded (the first convolution's weight gradient: reorder +
+  // kernel 0.116 + 0.187 ms padded, 0.079 + 0.178 ms in nChw8c; DNNL_VERBOSE, medians over 60
+  // steps of `dpv bench`).
+  static memory::desc gradient_desc(const memory::dims& dims) {
     const int64_t channels = dims[1];
     const Tag tag = channels % 16 != 0 && channels % 8 == 0 ? Tag::nChw8c : Tag::any;
     return memory::desc(dims, memory::data_type::f32, tag);
@@ -95,13 +102,10 @@ struct OnednnConv::Impl {
     if (kind == PassKind::BackwardWeights || (kind == PassKind::BackwardData && backward_channels_last(g))) {
       const bool channels_last = backward_channels_last(g);
       d.any_src = memory::desc(src, f32, channels_last ? Tag::nhwc : Tag::any);
-      d.any_dst = channels_last ? memory::desc(dst, f32, Tag::nhwc) : activation_desc(dst);
+      d.any_dst = channels_last ? memory::desc(dst, f32, Tag::nhwc) : gradient_desc(dst);
     } else {
-      // What the pass writes (the forward's output, the backward's input gradient) is not padded;
-      // what it reads is left to oneDNN (a plain 8-channel input suits its AVX-512 forward).
-      const bool forward = kind == PassKind::Forward;
-      d.any_src = forward ? memory::desc(src, f32, Tag::any) : activation_desc(src);
-      d.any_dst = forward ? activation_desc(dst) : memory::desc(dst, f32, Tag::any);
+      d.any_src = memory::desc(src, f32, Tag::any);
+      d.any_dst = memory::desc(dst, f32, Tag::any);
     }
     d.strides = {g.stride, g.stride};
     d.pad_l = {g.pad, g.pad};
@@ -129,6 +133,12 @@ struct OnednnConv::Impl {
     }
     o.reordered = true;
     o.staged = memory(wanted, engine);  // allocated once, kept with the pass
+    const memory::dims dims = user_desc.dims();
+    if (output && dims.size() == 4 && wanted == memory::desc(dims, memory::data_type::f32, Tag::nChw16c)) {
+      o.unblock = true;
+      o.n = dims[0], o.c = dims[1], o.hw = dims[2] * dims[3];
+      return o;
+    }
     o.reorder = output ? dnnl::reorder(o.staged, o.user) : dnnl::reorder(o.user, o.staged);
     o.reorder_args = {{DNNL_ARG_FROM, output ? o.staged : o.user}, {DNNL_ARG_TO, output ? o.user : o.staged}};
     return o;
@@ -198,8 +208,15 @@ struct OnednnConv::Impl {
       if (!shared) o.reorder.execute(stream, o.reorder_args);
     }
     p.primitive.execute(stream, p.args);
-    for (Operand& o : p.operands)
-      if (o.reordered && o.output) o.reorder.execute(stream, o.reorder_args);
+    stream.wait();
+    for (Operand& o : p.operands) {
+      if (!o.reordered || !o.output) continue;
+      if (o.unblock)
+        nchw16c_to_nchw(static_cast<const float*>(o.staged.get_data_handle()),
+                        static_cast<float*>(o.user.get_data_handle()), o.n, o.c, o.hw);
+      else
+        o.reorder.execute(stream, o.reorder_args);
+    }
     stream.wait();
     return p;
   }
