@@ -73,12 +73,14 @@ class Backend {
   // [N, O, S] <-> [O, N, S] transposes used around the conv GEMMs.
   virtual void permute_nos(const Tensor& src, Tensor& dst, int64_t A, int64_t B, int64_t S) = 0;  // [A,B,S] -> [B,A,S]
 
-  // --- nn.Conv2d (groups 1, no dilation, no bias: the layer adds it) on x [N, C, H, W] and
-  // w [O, C, kh, kw] into y [N, O, OH, OW]. The defaults (engine/conv2d_im2col.cpp) are im2col +
-  // one GEMM per pass, the reference; a backend may override them with a library's kernels (the
-  // CPU backend runs oneDNN in float32). `saved` carries what backward needs besides x and w (the
-  // im2col path keeps its columns there; an override may leave it empty).
-  virtual void conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Tensor& saved, const ConvGeometry& g);
+  // --- nn.Conv2d (groups 1, no dilation) on x [N, C, H, W], w [O, C, kh, kw] and bias [O] (null:
+  // none) into y [N, O, OH, OW]. The defaults (engine/conv2d_im2col.cpp) are im2col + one GEMM per
+  // pass, the reference, with add_channel_bias for the bias; a backend may override them with a
+  // library's kernels (the CPU backend runs oneDNN in float32, the bias inside its convolution).
+  // `saved` carries what backward needs besides x and w (the im2col path keeps its columns there;
+  // an override may leave it empty). The bias gradient is the layer's sum_channels.
+  virtual void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, Tensor& saved,
+                              const ConvGeometry& g);
   // dw[O, C, kh, kw] = (accumulate_dw ? dw : 0) + the weight gradient; when dx is given,
   // *dx[N, C, H, W] = the input gradient (overwritten).
   virtual void conv2d_backward(const Tensor& x, const Tensor& saved, const Tensor& w, const Tensor& dy, Tensor& dw,

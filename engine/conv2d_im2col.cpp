@@ -20,13 +20,15 @@ Tensor batch_columns(Backend& backend, const Tensor& x, const Backend::ConvGeome
 
 }  // namespace
 
-void Backend::conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Tensor& saved, const ConvGeometry& g) {
+void Backend::conv2d_forward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, Tensor& saved,
+                             const ConvGeometry& g) {
   const int64_t O = w.dim(0), rows = g.C * g.kh * g.kw, L = g.OH * g.OW;
   const auto& device = x.device_ptr();
   Tensor col_t = batch_columns(*this, x, g);  // [C*k*k, N, L]
   Tensor y_t = Tensor::empty({O, g.N, L}, x.dtype(), device);  // [O, N, L]
   gemm(false, false, O, g.N * L, rows, 1.0, w, col_t, 0.0, y_t);
   permute_nos(y_t, y, O, g.N, L);
+  if (bias) add_channel_bias(y, *bias, g.N, O, L);
   saved = col_t;
 }
 

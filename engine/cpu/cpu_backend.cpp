@@ -282,25 +282,18 @@ class CpuBackend final : public Backend {
 #if DPV_HAVE_ONEDNN
   // Conv2d in float32 through oneDNN (as PyTorch's CPU convolutions); float64 takes the im2col
   // default, oneDNN having no float64 convolution.
-  void conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Tensor& saved, const ConvGeometry& g) override {
-    if (x.dtype() != DType::Float32) return Backend::conv2d_forward(x, w, y, saved, g);
-    conv_.forward(x.data<float>(), w.data<float>(), y.data<float>(), w.dim(0), g);
+  void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, Tensor& saved,
+                      const ConvGeometry& g) override {
+    if (x.dtype() != DType::Float32) return Backend::conv2d_forward(x, w, bias, y, saved, g);
+    conv_.forward(x.data<float>(), w.data<float>(), bias ? bias->data<float>() : nullptr, y.data<float>(), w.dim(0), g);
     saved = Tensor();
   }
 
   void conv2d_backward(const Tensor& x, const Tensor& saved, const Tensor& w, const Tensor& dy, Tensor& dw,
                        bool accumulate_dw, Tensor* dx, const ConvGeometry& g) override {
     if (x.dtype() != DType::Float32) return Backend::conv2d_backward(x, saved, w, dy, dw, accumulate_dw, dx, g);
-    const int64_t O = w.dim(0);
-    if (accumulate_dw) {
-      // oneDNN overwrites its output: compute into a scratch gradient and add it.
-      Tensor fresh = Tensor::empty(dw.shape(), dw.dtype(), dw.device_ptr());
-      conv_.backward_weights(x.data<float>(), dy.data<float>(), fresh.data<float>(), O, g);
-      add_inplace(dw, fresh);
-    } else {
-      conv_.backward_weights(x.data<float>(), dy.data<float>(), dw.data<float>(), O, g);
-    }
-    if (dx) conv_.backward_data(dy.data<float>(), w.data<float>(), dx->data<float>(), O, g);
+    conv_.backward(x.data<float>(), dy.data<float>(), w.data<float>(), dw.data<float>(), accumulate_dw,
+                   dx ? dx->data<float>() : nullptr, w.dim(0), g);
   }
 #endif
 

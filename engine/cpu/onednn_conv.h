@@ -6,7 +6,8 @@
 // Primitives are built once per shape and pass, then reused: building one costs far more than a
 // small convolution. Buffers in oneDNN's preferred (blocked) layouts are kept with them, so a
 // steady-state step allocates nothing here. Every call runs on the calling thread alone (one
-// OpenMP thread), as each simulated device is one worker thread.
+// OpenMP thread), as each simulated device is one worker thread. The layouts are chosen pass by
+// pass (onednn_conv.cpp, with the timings they were chosen on).
 #include <cstdint>
 #include <memory>
 
@@ -23,12 +24,15 @@ class OnednnConv {
   OnednnConv(const OnednnConv&) = delete;
   OnednnConv& operator=(const OnednnConv&) = delete;
 
-  // y[N, O, OH, OW] = conv(x[N, C, H, W], w[O, C, kh, kw]) (no bias: the layer adds it).
-  void forward(const float* x, const float* w, float* y, int64_t O, const Geometry& g);
-  // dx[N, C, H, W] = the input gradient from dy[N, O, OH, OW] and w (overwritten).
-  void backward_data(const float* dy, const float* w, float* dx, int64_t O, const Geometry& g);
-  // dw[O, C, kh, kw] = the weight gradient from x and dy (overwritten).
-  void backward_weights(const float* x, const float* dy, float* dw, int64_t O, const Geometry& g);
+  // y[N, O, OH, OW] = conv(x[N, C, H, W], w[O, C, kh, kw]) + bias[O] (bias may be null: none).
+  // The bias is added by the convolution primitive itself, not by another pass over y.
+  void forward(const float* x, const float* w, const float* bias, float* y, int64_t O, const Geometry& g);
+  // dw[O, C, kh, kw] (+)= the weight gradient from x and dy[N, O, OH, OW] (`accumulate` adds it to
+  // what dw holds instead of overwriting it); then, unless dx is null, dx[N, C, H, W] = the input
+  // gradient from dy and w (overwritten). One call for both passes, so that dy is staged in
+  // oneDNN's layout once for the two when they want the same one.
+  void backward(const float* x, const float* dy, const float* w, float* dw, bool accumulate, float* dx, int64_t O,
+                const Geometry& g);
 
  private:
   struct Impl;

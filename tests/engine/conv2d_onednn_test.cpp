@@ -1,7 +1,8 @@
 // The CPU backend's float32 convolutions (oneDNN) against the im2col + GEMM reference (Backend's
 // default conv2d_*, called past the override), pass by pass, on shapes that exercise padding,
 // strides whose last window stops short of the edge, 1x1 and 5x5 kernels and single samples.
-// float64 has no oneDNN path and must give the reference's numbers exactly.
+// float64 has no oneDNN path and must give the reference's numbers exactly. With and without a
+// bias (folded into oneDNN's primitives).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -73,8 +74,8 @@ TEST_P(Conv2dOnednn, MatchesIm2colReferenceInFloat32) {
 
   Tensor y = Tensor::empty({c.N, c.O, g.OH, g.OW}, DType::Float32), saved;
   Tensor y_ref = Tensor::empty(y.shape(), DType::Float32), saved_ref;
-  backend->conv2d_forward(x, w, y, saved, g);
-  backend->Backend::conv2d_forward(x, w, y_ref, saved_ref, g);
+  backend->conv2d_forward(x, w, nullptr, y, saved, g);
+  backend->Backend::conv2d_forward(x, w, nullptr, y_ref, saved_ref, g);
   EXPECT_LT(relative_difference(y, y_ref), 1e-5) << "forward";
 
   // Weight gradient, overwritten then accumulated onto a non-zero start; input gradient.
@@ -95,8 +96,35 @@ TEST_P(Conv2dOnednn, MatchesIm2colReferenceInFloat32) {
   EXPECT_LT(relative_difference(dw, dw_ref), 1e-5) << "weight gradient without dx";
 }
 
+TEST_P(Conv2dOnednn, BiasInTheConvolutionMatchesTheReference) {
+  // oneDNN adds the bias inside its convolution; the reference adds it after (add_channel_bias).
+  // The same backend runs both with and without a bias, so each has its own cached primitive.
+  const ConvCase c = GetParam();
+  SCOPED_TRACE(case_name(c));
+  const auto g = geometry(c);
+  auto backend = make_cpu_backend();
+  Rng rng(17);
+  const Tensor x = random_tensor({c.N, c.C, c.H, c.W}, DType::Float32, rng);
+  const Tensor w = random_tensor({c.O, c.C, c.k, c.k}, DType::Float32, rng);
+  Tensor bias = random_tensor({c.O}, DType::Float32, rng);
+  for (int i = 0; i < c.O; ++i) bias.data<float>()[i] += 3.0f;  // well away from 0: a dropped bias shows
+  Tensor y_plain = Tensor::empty({c.N, c.O, g.OH, g.OW}, DType::Float32), saved;
+  Tensor y = Tensor::empty(y_plain.shape(), DType::Float32), y_ref = Tensor::empty(y_plain.shape(), DType::Float32);
+  backend->conv2d_forward(x, w, nullptr, y_plain, saved, g);
+  backend->conv2d_forward(x, w, &bias, y, saved, g);
+  backend->Backend::conv2d_forward(x, w, &bias, y_ref, saved, g);
+  EXPECT_LT(relative_difference(y, y_ref), 1e-5);
+  const std::vector<double> with = y.to_doubles(), without = y_plain.to_doubles();
+  const int64_t S = g.OH * g.OW;
+  for (size_t i = 0; i < with.size(); ++i) {
+    const double b = bias.data<float>()[(static_cast<int64_t>(i) / S) % c.O];
+    ASSERT_NEAR(with[i] - without[i], b, 1e-4) << "element " << i;
+  }
+}
+
 TEST_P(Conv2dOnednn, RepeatedCallsReuseNothingStale) {
-  // Primitives are cached per shape: a second call with new values must see the new values.
+  // Primitives and staged buffers are cached per shape: a second call with new values must see
+  // the new values.
   const ConvCase c = GetParam();
   SCOPED_TRACE(case_name(c));
   const auto g = geometry(c);
@@ -107,9 +135,17 @@ TEST_P(Conv2dOnednn, RepeatedCallsReuseNothingStale) {
     const Tensor w = random_tensor({c.O, c.C, c.k, c.k}, DType::Float32, rng);
     Tensor y = Tensor::empty({c.N, c.O, g.OH, g.OW}, DType::Float32), saved;
     Tensor y_ref = Tensor::empty(y.shape(), DType::Float32), saved_ref;
-    backend->conv2d_forward(x, w, y, saved, g);
-    backend->Backend::conv2d_forward(x, w, y_ref, saved_ref, g);
+    backend->conv2d_forward(x, w, nullptr, y, saved, g);
+    backend->Backend::conv2d_forward(x, w, nullptr, y_ref, saved_ref, g);
     EXPECT_LT(relative_difference(y, y_ref), 1e-5) << "round " << round;
+    // The backward stages dy once for both of its passes: a new dy must reach both.
+    const Tensor dy = random_tensor(y.shape(), DType::Float32, rng);
+    Tensor dw = Tensor::empty(w.shape(), DType::Float32), dw_ref = Tensor::empty(w.shape(), DType::Float32);
+    Tensor dx = Tensor::empty(x.shape(), DType::Float32), dx_ref = Tensor::empty(x.shape(), DType::Float32);
+    backend->conv2d_backward(x, saved, w, dy, dw, false, &dx, g);
+    backend->Backend::conv2d_backward(x, saved_ref, w, dy, dw_ref, false, &dx_ref, g);
+    EXPECT_LT(relative_difference(dw, dw_ref), 1e-5) << "weight gradient, round " << round;
+    EXPECT_LT(relative_difference(dx, dx_ref), 1e-5) << "input gradient, round " << round;
   }
 }
 
@@ -124,8 +160,8 @@ TEST_P(Conv2dOnednn, Float64KeepsTheIm2colPathExactly) {
   const Tensor dy = random_tensor({c.N, c.O, g.OH, g.OW}, DType::Float64, rng);
   Tensor y = Tensor::empty({c.N, c.O, g.OH, g.OW}, DType::Float64), saved;
   Tensor y_ref = Tensor::empty(y.shape(), DType::Float64), saved_ref;
-  backend->conv2d_forward(x, w, y, saved, g);
-  backend->Backend::conv2d_forward(x, w, y_ref, saved_ref, g);
+  backend->conv2d_forward(x, w, nullptr, y, saved, g);
+  backend->Backend::conv2d_forward(x, w, nullptr, y_ref, saved_ref, g);
   EXPECT_EQ(y.to_doubles(), y_ref.to_doubles());
   Tensor dw = Tensor::empty(w.shape(), DType::Float64), dw_ref = Tensor::empty(w.shape(), DType::Float64);
   Tensor dx = Tensor::empty(x.shape(), DType::Float64), dx_ref = Tensor::empty(x.shape(), DType::Float64);

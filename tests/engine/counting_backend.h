@@ -61,8 +61,9 @@ class CountingBackend final : public Backend {
   void permute_nos(const Tensor& src, Tensor& dst, int64_t A, int64_t B, int64_t S) override {
     inner_->permute_nos(src, dst, A, B, S);
   }
-  void conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Tensor& saved, const ConvGeometry& g) override {
-    inner_->conv2d_forward(x, w, y, saved, g);
+  void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, Tensor& saved,
+                      const ConvGeometry& g) override {
+    inner_->conv2d_forward(x, w, bias, y, saved, g);
   }
   void conv2d_backward(const Tensor& x, const Tensor& saved, const Tensor& w, const Tensor& dy, Tensor& dw,
                        bool accumulate_dw, Tensor* dx, const ConvGeometry& g) override {

@@ -157,7 +157,7 @@ OpEntry conv2d_forward_entry() {
       },
       .call = [](Backend& be, const OpCase& c, OpTensors& t) {
         Tensor saved;
-        be.conv2d_forward(t.at("x"), t.at("w"), t.at("y"), saved, conv_geometry(c));
+        be.conv2d_forward(t.at("x"), t.at("w"), nullptr, t.at("y"), saved, conv_geometry(c));
       },
       .reference = [](const OpCase& c, const OpTensors& in) {
         const auto g = conv_geometry(c);
@@ -202,7 +202,7 @@ OpEntry conv2d_backward_entry() {
         const auto g = conv_geometry(c);
         Tensor y = Tensor::empty(output_shape(g), t.at("x").dtype(), t.at("x").device_ptr());
         Tensor saved;
-        be.conv2d_forward(t.at("x"), t.at("w"), y, saved, g);
+        be.conv2d_forward(t.at("x"), t.at("w"), nullptr, y, saved, g);
         be.conv2d_backward(t.at("x"), saved, t.at("w"), t.at("dy"), t.at("dw"), c.flag("accumulate_dw"),
                            c.flag("with_dx") ? &t.at("dx") : nullptr, g);
       },
