@@ -5,6 +5,7 @@
 # (PyTorch on the CPU, one thread), one after the other so both see the same load. Then one row
 # per model with the MEDIAN over the runs of: ms/step of each, the ratio (dpv faster by X),
 # DataParallel's and DDP's speed-up on 2 and 4 simulated devices; the devices' hand-off latency;
+# DDP as 1 and 2 launched processes over Gloo (COMPARE_LAUNCH_STEPS steps of the large MLP, default 40);
 # and the large MLP's BLAS floor (the engine's whole step against the faster GEMM library per shape alone on the same GEMMs).
 # Run it at normal priority; `uptime` before and after says how loaded the machine was.
 #
@@ -42,6 +43,7 @@ if [ "$(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo 0)" = 1
   fi
 fi
 echo "load before: $(uptime)"
+COMPARE_LAUNCH_STEPS=${COMPARE_LAUNCH_STEPS:-40}
 run=1
 while [ "$run" -le "$runs" ]; do
   echo "== run $run of $runs: dpv bench ($dpv)"
@@ -51,6 +53,12 @@ while [ "$run" -le "$runs" ]; do
   # torch.set_num_threads does not reach it, so pin it here as dpv pins it per device.
   timed env OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 /usr/bin/python3 "$here/pytorch_step.py" --iters "$iters" \
     --json "$work/torch.$run.json"
+  # DDP as launched processes over Gloo: one rank, then two, on the large MLP (rank 0's samples/s
+  # over the run, first steps included), the same global batch.
+  for nproc in 1 2; do
+    timed "$dpv" launch --nproc-per-node "$nproc" -- train --ddp --devices "cpu:$nproc" --preset mlp-large \
+      --steps "$COMPARE_LAUNCH_STEPS" >"$work/launch.$nproc.$run.txt" 2>&1 || echo "launch with $nproc rank(s) failed"
+  done
   run=$((run + 1))
 done
 echo "load after: $(uptime)"
@@ -122,5 +130,25 @@ for k in sorted({r["workers"] for d in dpv_runs for r in d.get("machine_referenc
                        if r["model"] == m and r["devices"] == f"cpu:{k}"])
         effs.append(f"{m} DP {fmt(dp_eff, '%.2f')} DDP {fmt(ddp_eff, '%.2f')}")
     print(f"machine reference cpu:{k}: {k} GEMM workers {ref:.2f}x one; efficiency (speed-up / reference): " + ", ".join(effs))
+def launched_samples_per_s(nproc, run):
+    try:
+        lines = [l for l in open(f"{work}/launch.{nproc}.{run}.txt") if "samples/s" in l]
+        return float(lines[-1].split("samples/s")[0].split()[-1]) if lines else None
+    except (OSError, ValueError, IndexError):
+        return None
+launch_speedups = []
+for i in range(1, runs + 1):
+    one, two = launched_samples_per_s(1, i), launched_samples_per_s(2, i)
+    if one and two:
+        launch_speedups.append(two / one)
+ref2 = med([r["speedup"] for d in dpv_runs for r in d.get("machine_reference", []) if r["workers"] == 2])
+if launch_speedups:
+    s = med(launch_speedups)
+    eff = f", efficiency {s / ref2:.2f} of the machine's {ref2:.2f}x" if ref2 else ""
+    print(f"DDP as 2 launched processes over Gloo, mlp-large: {s:.2f}x one launched rank{eff}")
+free = [r.get("free_cores") for d in dpv_runs for r in d["results"] if r.get("free_cores")]
+if free:
+    print(f"free cores the engine found while measuring: {min(free)} to {max(free)} of "
+          f"{dpv_runs[0]['results'][0].get('usable_cores', '?')}")
 print(f"machine: {dpv_runs[0]['machine']['hardware_threads']} hardware threads, OpenBLAS {dpv_runs[0]['machine']['openblas']}")
 PY

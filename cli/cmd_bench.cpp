@@ -26,6 +26,7 @@
 #include "course/gemm_reference.h"
 #include "cli/handoff_latency.h"
 #include "course/machine_reference.h"
+#include "engine/free_cores.h"
 #include "cli/output_paths.h"
 #include "cli/stage_totals.h"
 #include "cli/validators.h"
@@ -265,11 +266,23 @@ std::string efficiency_words(double speedup, const MachineReference* ref, nlohma
   return strf("  efficiency %.2f of the machine's %.2fx", efficiency, ref->speedup());
 }
 
+// "  on 1 free core of 2" beside a multi-device CPU row whose devices outnumbered the cores the engine
+// found free while it measured (engine/free_cores.h): no speed-up past that count could show. Also
+// the JSON field, on every row.
+std::string free_core_words(const std::string& spec, int device_count, nlohmann::json& row) {
+  const CoreLoad load = FreeCores::now();
+  row["free_cores"] = load.free_cores();
+  row["usable_cores"] = load.usable;
+  if (device_count < 2 || static_cast<unsigned>(device_count) <= load.free_cores() || spec.rfind("cpu", 0) != 0) return "";
+  return strf("  on %u free core%s of %u: the devices took turns", load.free_cores(), load.free_cores() == 1 ? "" : "s",
+              load.usable);
+}
+
 // The DataParallel (or one-device) row: printed, with its stage and layer lines, and added to out["results"].
 void report_dp(const std::string& preset, const std::string& spec, const Measurement& m, double speedup,
                const MachineReference* ref, nlohmann::json& out) {
   nlohmann::json r;
-  const std::string efficiency = efficiency_words(speedup, ref, r);
+  const std::string efficiency = efficiency_words(speedup, ref, r) + free_core_words(spec, m.device_count, r);
   std::cout << strf("%-10s %5lld %-8s %-14s %9.3f %9.1f %11.0f %8s%s\n", preset.c_str(),
                     static_cast<long long>(m.batch), spec.c_str(), list_str(m.chunks).c_str(),
                     1e3 * m.seconds_per_step, 1.0 / m.seconds_per_step, m.batch / m.seconds_per_step,
@@ -302,7 +315,8 @@ void bench_ddp(const std::string& preset, const std::string& spec, const BenchOp
   const DdpMeasurement dm = measure_ddp(preset, spec, o);
   const double ddp = dm.seconds_per_step;
   nlohmann::json d;
-  const std::string efficiency = efficiency_words(one_device > 0 ? one_device / ddp : 0, ref, d);
+  const std::string efficiency =
+      efficiency_words(one_device > 0 ? one_device / ddp : 0, ref, d) + free_core_words(spec, m.device_count, d);
   std::cout << strf("%-10s %5lld %-8s %-14s %9.3f %9.1f %11.0f %8s  DDP: %.2fx DataParallel's speed%s\n",
                     preset.c_str(), static_cast<long long>(m.batch), (spec + " ddp").c_str(), "sampler",
                     1e3 * ddp, 1.0 / ddp, m.batch / ddp,
