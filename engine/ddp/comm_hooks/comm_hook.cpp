@@ -1,0 +1,160 @@
+// The hook names and checks, and allreduce_hook and fp16_compress_hook (default_hooks.py).
+#include "engine/ddp/comm_hooks/comm_hook.h"
+
+#include <bit>
+#include <cmath>
+
+#include "engine/ddp/comm_hooks/powersgd.h"
+#include "engine/error.h"
+
+namespace dpv {
+
+const char* comm_hook_name(CommHookKind kind) {
+  switch (kind) {
+    case CommHookKind::None: return "none";
+    case CommHookKind::AllReduce: return "allreduce_hook";
+    case CommHookKind::Fp16Compress: return "fp16_compress_hook";
+    case CommHookKind::Bf16Compress: return "bf16_compress_hook";
+    case CommHookKind::PowerSgd: return "powerSGD_hook";
+  }
+  return "none";
+}
+
+CommHookKind parse_comm_hook(const std::string& name) {
+  if (name == "allreduce") return CommHookKind::AllReduce;
+  if (name == "fp16") return CommHookKind::Fp16Compress;
+  if (name == "bf16") return CommHookKind::Bf16Compress;
+  if (name == "powersgd") return CommHookKind::PowerSgd;
+  throw Error("unknown communication hook '" + name + "': choose allreduce, fp16, bf16 or powersgd",
+              ErrorClass::ValueError);
+}
+
+void check_comm_hook_options(const CommHookOptions& options) {
+  if (options.kind != CommHookKind::PowerSgd) return;
+  const PowerSgdOptions& p = options.powersgd;
+  check(p.matrix_approximation_rank >= 1,
+        "PowerSGD: matrix_approximation_rank must be at least 1, got " + std::to_string(p.matrix_approximation_rank),
+        ErrorClass::ValueError);
+  check(p.matrix_approximation_rank <= 2,
+        "PowerSGD: matrix_approximation_rank " + std::to_string(p.matrix_approximation_rank) +
+            " is not supported: PyTorch orthogonalises ranks above 2 with LAPACK's QR (torch.linalg.qr), which dpv "
+            "does not reproduce; use rank 1 or 2 (Gram-Schmidt, as PyTorch)",
+        ErrorClass::ValueError);
+  // PowerSGDState's own check, in its words.
+  check(!((p.use_error_feedback || p.warm_start) && p.start_powerSGD_iter <= 1),
+        "Expect `start_powerSGD_iter` > 1 if `use_error_feedback` or `warm_start` is enabled, because PowerSGD can "
+        "only be applied after the first two iterations in DDP.",
+        ErrorClass::ValueError);
+  check(p.start_powerSGD_iter >= 0, "PowerSGD: start_powerSGD_iter must not be negative", ErrorClass::ValueError);
+  check(std::isfinite(p.min_compression_rate) && p.min_compression_rate >= 0,
+        "PowerSGD: min_compression_rate must be a finite number >= 0", ErrorClass::ValueError);
+  check(std::isfinite(p.orthogonalization_epsilon) && p.orthogonalization_epsilon >= 0,
+        "PowerSGD: orthogonalization_epsilon must be a finite number >= 0", ErrorClass::ValueError);
+}
+
+float round_to_float16(float x) {
+  // c10/util/Half.h fp16_ieee_from_fp32_value, then the half's exact float value.
+  const float scale_to_inf = 0x1.0p+112f, scale_to_zero = 0x1.0p-110f;
+  float base = (std::fabs(x) * scale_to_inf) * scale_to_zero;
+  const uint32_t w = std::bit_cast<uint32_t>(x);
+  const uint32_t shl1_w = w + w;
+  const uint32_t sign = w & 0x80000000u;
+  uint32_t bias = shl1_w & 0xFF000000u;
+  if (bias < 0x71000000u) bias = 0x71000000u;
+  base = std::bit_cast<float>((bias >> 1) + 0x07800000u) + base;
+  const uint32_t bits = std::bit_cast<uint32_t>(base);
+  const uint32_t half = (sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : ((bits >> 13) & 0x7C00u) + (bits & 0x0FFFu));
+  // Back to float: exponent and mantissa of the half.
+  const uint32_t exponent = (half >> 10) & 0x1F, mantissa = half & 0x3FF;
+  float value = 0;
+  if (exponent == 0x1F)
+    value = mantissa ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  else if (exponent == 0)
+    value = std::ldexp(static_cast<float>(mantissa), -24);
+  else
+    value = std::ldexp(static_cast<float>(mantissa | 0x400), static_cast<int>(exponent) - 25);
+  return (half & 0x8000) ? -value : value;
+}
+
+namespace {
+
+float* host_floats(Tensor& t) {
+  check(t.dtype() == DType::Float32 && t.on_host_memory(),
+        "DDP communication hooks run on float32 gradients in CPU memory here (simulated CPU devices, Gloo ranks)");
+  return t.data<float>();
+}
+
+// tensor.div_(world_size) on float32: an exact IEEE division per element.
+void divide(Tensor& t, int world) {
+  float* d = host_floats(t);
+  const float w = static_cast<float>(world);
+  for (int64_t i = 0; i < t.numel(); ++i) d[i] = d[i] / w;
+}
+
+// allreduce_hook: _allreduce_fut divides the bucket in place, then all-reduces it (SUM).
+class AllReduceHook : public CommHook {
+ public:
+  CommHookKind kind() const override { return CommHookKind::AllReduce; }
+  CommHookRun run(GradBucket& bucket, ProcessGroup& group) override { return allreduce_mean(bucket, group); }
+};
+
+// fp16_compress_hook: buffer.to(float16).div_(world), a float16 all-reduce, copied back. Gloo adds
+// float16 values as float32 and rounds each sum to float16 (gloo::float16's operator+); the group
+// here carries the float16 values in float32 words and the sum is rounded once at the end: the same
+// bits with 2 ranks, within one float16 rounding per extra rank with more. The report counts the
+// float16 payload (2 bytes per element), what Gloo sends.
+class Fp16CompressHook : public CommHook {
+ public:
+  CommHookKind kind() const override { return CommHookKind::Fp16Compress; }
+  CommHookRun run(GradBucket& bucket, ProcessGroup& group) override {
+    float* d = host_floats(bucket.buffer);
+    const int64_t n = bucket.buffer.numel();
+    const float w = static_cast<float>(group.size());
+    Tensor compressed = Tensor::empty({n}, DType::Float32);  // [numel] float16 values
+    float* c = compressed.data<float>();
+    for (int64_t i = 0; i < n; ++i) c[i] = round_to_float16(round_to_float16(d[i]) / w);
+    CommHookRun run;
+    CollectiveReport report = group.all_reduce_sum(compressed);
+    report.bytes = static_cast<size_t>(n) * 2;
+    finish_report(report);
+    for (int64_t i = 0; i < n; ++i) d[i] = round_to_float16(c[i]);
+    run.collectives.push_back(report);
+    run.collective_names.push_back("bucket");
+    run.bytes_sent = report.bytes;
+    run.bytes_uncompressed = bucket.buffer.nbytes();
+    run.compressed = true;
+    return run;
+  }
+};
+
+}  // namespace
+
+CommHookRun allreduce_mean(GradBucket& bucket, ProcessGroup& group) {
+  divide(bucket.buffer, group.size());
+  CommHookRun run;
+  run.collectives.push_back(group.all_reduce_sum(bucket.buffer));
+  run.collective_names.push_back("bucket");
+  run.bytes_sent = bucket.buffer.nbytes();
+  run.bytes_uncompressed = bucket.buffer.nbytes();
+  return run;
+}
+
+void divide_by_world(Tensor& t, int world) { divide(t, world); }
+
+std::unique_ptr<CommHook> make_comm_hook(const CommHookOptions& options, const ProcessGroup& group) {
+  check_comm_hook_options(options);
+  switch (options.kind) {
+    case CommHookKind::None: return nullptr;
+    case CommHookKind::AllReduce: return std::make_unique<AllReduceHook>();
+    case CommHookKind::Fp16Compress: return std::make_unique<Fp16CompressHook>();
+    case CommHookKind::Bf16Compress:
+      throw Error("bf16_compress_hook needs a bfloat16 all-reduce, which torch 1.13's Gloo does not have (it raises "
+                  "\"RuntimeError: Invalid scalar type\"; PyTorch runs this hook only with NCCL 2.9.6+ on GPUs), and "
+                  "this group is " + group.backend() + ": use --comm-hook fp16 for a 16-bit all-reduce",
+                  ErrorClass::RuntimeError);
+    case CommHookKind::PowerSgd: return std::make_unique<PowerSgdHook>(options.powersgd);
+  }
+  return nullptr;
+}
+
+}  // namespace dpv
