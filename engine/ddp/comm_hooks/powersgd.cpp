@@ -41,13 +41,6 @@ void PowerSgdHook::maybe_increase_iter(const GradBucket& bucket) {
 
 namespace {
 
-// One gradient viewed as the matrix [rows, cols] (tensor.view(tensor.shape[0], -1)) at `offset`
-// in the bucket, with its slices of the bucket's P and Q memory.
-struct Compressed {
-  int64_t offset = 0, rows = 0, cols = 0, rank = 0;
-  int64_t p_offset = 0, q_offset = 0;
-};
-
 // out[a, k] = sum_b left(a, b) * right[b, k] for a matrix `left` given by an accessor; the float32
 // products are summed in double and rounded once (torch's bmm sums in BLAS's order: within a few
 // float32 roundings of this).
@@ -67,7 +60,68 @@ Tensor host_copy(const std::vector<float>& values) {
   return t;
 }
 
+void orthogonalize_slice(std::vector<float>& memory, int64_t offset, int64_t rows, int64_t rank, double epsilon) {
+  std::vector<float> matrix(memory.begin() + offset, memory.begin() + offset + rows * rank);  // [rows, rank]
+  orthogonalize_gram_schmidt(matrix, rows, rank, epsilon);
+  std::copy(matrix.begin(), matrix.end(), memory.begin() + offset);
+}
+
 }  // namespace
+
+PowerSgdHook::BucketPlan PowerSgdHook::plan_bucket(const GradBucket& bucket) {
+  // Which gradients to compress, grouped by matrix shape in first-appearance order
+  // (shape_to_tensors), and which to all-reduce as they are.
+  std::vector<std::pair<std::pair<int64_t, int64_t>, std::vector<Compressed>>> by_shape;
+  BucketPlan plan;
+  for (size_t t = 0; t < bucket.shapes.size(); ++t) {
+    const Shape& shape = bucket.shapes[t];
+    const int64_t numel = shape_numel(shape);
+    const int64_t rows = shape.empty() ? 1 : shape[0];
+    const int64_t cols = rows == 0 ? 0 : numel / rows;
+    const int64_t rank = std::min({rows, cols, static_cast<int64_t>(options_.matrix_approximation_rank)});
+    const int64_t compressed_size = (rows + cols) * rank;
+    numel_before_ += numel;
+    if (static_cast<double>(compressed_size) * options_.min_compression_rate < static_cast<double>(numel)) {
+      auto it = std::find_if(by_shape.begin(), by_shape.end(), [&](const auto& e) { return e.first == std::pair{rows, cols}; });
+      if (it == by_shape.end()) it = by_shape.insert(by_shape.end(), {{rows, cols}, {}});
+      it->second.push_back({bucket.offsets[t], rows, cols, rank, 0, 0});
+      numel_after_ += compressed_size;
+    } else {
+      plan.uncompressed.emplace_back(bucket.offsets[t], numel);
+      numel_after_ += numel;
+    }
+  }
+  for (const auto& [shape, list] : by_shape)
+    for (Compressed m : list) {
+      m.p_offset = plan.p_size;
+      m.q_offset = plan.q_size;
+      plan.p_size += m.rows * m.rank;
+      plan.q_size += m.cols * m.rank;
+      plan.matrices.push_back(m);
+    }
+  return plan;
+}
+
+void PowerSgdHook::prepare_q(PowerSgdBucketState& state, const BucketPlan& plan, int bucket) {
+  const double epsilon = options_.orthogonalization_epsilon;
+  if (options_.warm_start && state.has_memory) {
+    check(state.p.size() == static_cast<size_t>(plan.p_size) && state.q.size() == static_cast<size_t>(plan.q_size),
+          "PowerSGD: bucket " + std::to_string(bucket) + " changed its parameters since its P and Q were made");
+    for (const Compressed& m : plan.matrices) orthogonalize_slice(state.q, m.q_offset, m.cols, m.rank, epsilon);
+    return;
+  }
+  state.has_memory = true;
+  state.p.assign(static_cast<size_t>(plan.p_size), 0.0f);
+  state.q.assign(static_cast<size_t>(plan.q_size), 0.0f);
+  // torch.manual_seed(state.rng.randint(1_000_000_000)), then torch.randn for each Q in turn (the
+  // seed is drawn even when nothing in the bucket compresses).
+  TorchCpuGenerator generator(static_cast<uint64_t>(numpy_legacy_randint(rng_, 1'000'000'000)));
+  for (const Compressed& m : plan.matrices) {
+    const std::vector<float> values = generator.randn_float(m.cols * m.rank);
+    std::copy(values.begin(), values.end(), state.q.begin() + m.q_offset);
+    orthogonalize_slice(state.q, m.q_offset, m.cols, m.rank, epsilon);
+  }
+}
 
 CommHookRun PowerSgdHook::run(GradBucket& bucket, ProcessGroup& group) {
   if (iter_ < options_.start_powerSGD_iter) {
@@ -90,112 +144,53 @@ CommHookRun PowerSgdHook::run(GradBucket& bucket, ProcessGroup& group) {
     }
     input_copy.assign(data, data + total);
   }
-
-  // Which gradients to compress, grouped by matrix shape in first-appearance order
-  // (shape_to_tensors), and which to all-reduce as they are.
-  std::vector<std::pair<std::pair<int64_t, int64_t>, std::vector<Compressed>>> by_shape;
-  std::vector<std::pair<int64_t, int64_t>> uncompressed;  // (offset, numel)
-  int64_t p_size = 0, q_size = 0;
-  for (size_t t = 0; t < bucket.shapes.size(); ++t) {
-    const Shape& shape = bucket.shapes[t];
-    const int64_t numel = shape_numel(shape);
-    const int64_t rows = shape.empty() ? 1 : shape[0];
-    const int64_t cols = rows == 0 ? 0 : numel / rows;
-    const int64_t rank = std::min({rows, cols, static_cast<int64_t>(options_.matrix_approximation_rank)});
-    const int64_t compressed_size = (rows + cols) * rank;
-    numel_before_ += numel;
-    if (static_cast<double>(compressed_size) * options_.min_compression_rate < static_cast<double>(numel)) {
-      auto it = std::find_if(by_shape.begin(), by_shape.end(), [&](const auto& e) { return e.first == std::pair{rows, cols}; });
-      if (it == by_shape.end()) it = by_shape.insert(by_shape.end(), {{rows, cols}, {}});
-      it->second.push_back({bucket.offsets[t], rows, cols, rank, 0, 0});
-      p_size += rows * rank;
-      q_size += cols * rank;
-      numel_after_ += compressed_size;
-    } else {
-      uncompressed.emplace_back(bucket.offsets[t], numel);
-      numel_after_ += numel;
-    }
-  }
-  std::vector<Compressed> matrices;
-  for (const auto& [shape, list] : by_shape) matrices.insert(matrices.end(), list.begin(), list.end());
-  int64_t p_at = 0, q_at = 0;
-  for (Compressed& m : matrices) {
-    m.p_offset = p_at;
-    m.q_offset = q_at;
-    p_at += m.rows * m.rank;
-    q_at += m.cols * m.rank;
-  }
-
-  const bool randomize = !options_.warm_start || !state.has_memory;
-  if (randomize) {
-    state.has_memory = true;
-    state.p.assign(static_cast<size_t>(p_size), 0.0f);
-    state.q.assign(static_cast<size_t>(q_size), 0.0f);
-  }
-  check(state.p.size() == static_cast<size_t>(p_size) && state.q.size() == static_cast<size_t>(q_size),
-        "PowerSGD: bucket " + std::to_string(bucket.index) + " changed its parameters since its P and Q were made");
-  std::vector<float> scratch;
-  auto orthogonalize_slice = [&](std::vector<float>& memory, int64_t offset, int64_t rows, int64_t rank) {
-    scratch.assign(memory.begin() + offset, memory.begin() + offset + rows * rank);
-    orthogonalize_gram_schmidt(scratch, rows, rank, options_.orthogonalization_epsilon);
-    std::copy(scratch.begin(), scratch.end(), memory.begin() + offset);
-  };
-  if (randomize) {
-    // torch.manual_seed(state.rng.randint(1_000_000_000)), then torch.randn for each Q in turn.
-    TorchCpuGenerator generator(static_cast<uint64_t>(numpy_legacy_randint(rng_, 1'000'000'000)));
-    for (const Compressed& m : matrices) {
-      const std::vector<float> values = generator.randn_float(m.cols * m.rank);
-      std::copy(values.begin(), values.end(), state.q.begin() + m.q_offset);
-      orthogonalize_slice(state.q, m.q_offset, m.cols, m.rank);
-    }
-  } else {
-    for (const Compressed& m : matrices) orthogonalize_slice(state.q, m.q_offset, m.cols, m.rank);
-  }
-  for (const Compressed& m : matrices)  // P = M Q
-    matmul([&](int64_t i, int64_t j) { return data[m.offset + i * m.cols + j]; }, m.rows, m.cols,
-           state.q.data() + m.q_offset, m.rank, state.p.data() + m.p_offset);
+  const BucketPlan plan = plan_bucket(bucket);
+  prepare_q(state, plan, bucket.index);
+  auto matrix = [&](const Compressed& m) { return [&, m](int64_t i, int64_t j) { return data[m.offset + i * m.cols + j]; }; };
+  auto transposed = [&](const Compressed& m) { return [&, m](int64_t j, int64_t i) { return data[m.offset + i * m.cols + j]; }; };
+  for (const Compressed& m : plan.matrices)  // P = M Q
+    matmul(matrix(m), m.rows, m.cols, state.q.data() + m.q_offset, m.rank, state.p.data() + m.p_offset);
 
   CommHookRun run;
   run.bytes_uncompressed = input.nbytes();
   run.compressed = true;
   auto all_reduce = [&](Tensor& t, const char* name) {
-    if (t.numel() == 0) return;  // as for the uncompressed ones below
+    if (t.numel() == 0) return;  // every rank skips it alike, where PyTorch all-reduces an empty tensor
     run.collectives.push_back(group.all_reduce_sum(t));
     run.collective_names.push_back(name);
     run.bytes_sent += t.nbytes();
   };
-  // The uncompressed gradients: one flat SUM all-reduce (skipped when there are none: every rank
-  // skips it alike, where PyTorch all-reduces an empty tensor).
-  if (!uncompressed.empty()) {
-    std::vector<float> flat;
-    for (const auto& [offset, numel] : uncompressed) flat.insert(flat.end(), data + offset, data + offset + numel);
-    Tensor memory = host_copy(flat);  // [sum of their numel]
-    all_reduce(memory, "uncompressed");
-    divide_by_world(memory, world);
-    const float* reduced = memory.data<float>();
-    for (const auto& [offset, numel] : uncompressed) {
-      std::copy(reduced, reduced + numel, data + offset);
-      reduced += numel;
-    }
+  // The uncompressed gradients: one flat SUM all-reduce, then divided by world.
+  std::vector<float> flat;
+  for (const auto& [offset, numel] : plan.uncompressed) flat.insert(flat.end(), data + offset, data + offset + numel);
+  Tensor uncompressed = host_copy(flat);  // [sum of their numel]
+  all_reduce(uncompressed, "uncompressed");
+  divide_by_world(uncompressed, world);
+  const float* reduced = uncompressed.data<float>();
+  for (const auto& [offset, numel] : plan.uncompressed) {
+    std::copy(reduced, reduced + numel, data + offset);
+    reduced += numel;
   }
   Tensor p_memory = host_copy(state.p);  // [sum rows * r]
   all_reduce(p_memory, "P");
-  state.p.assign(p_memory.data<float>(), p_memory.data<float>() + p_size);
-  for (const Compressed& m : matrices) orthogonalize_slice(state.p, m.p_offset, m.rows, m.rank);
-  for (const Compressed& m : matrices)  // Q = M^T P
-    matmul([&](int64_t j, int64_t i) { return data[m.offset + i * m.cols + j]; }, m.cols, m.rows,
-           state.p.data() + m.p_offset, m.rank, state.q.data() + m.q_offset);
+  state.p.assign(p_memory.data<float>(), p_memory.data<float>() + plan.p_size);
+  for (const Compressed& m : plan.matrices)
+    orthogonalize_slice(state.p, m.p_offset, m.rows, m.rank, options_.orthogonalization_epsilon);
+  for (const Compressed& m : plan.matrices)  // Q = M^T P
+    matmul(transposed(m), m.cols, m.rows, state.p.data() + m.p_offset, m.rank, state.q.data() + m.q_offset);
   Tensor q_memory = host_copy(state.q);  // [sum cols * r]
   all_reduce(q_memory, "Q");
   divide_by_world(q_memory, world);
-  state.q.assign(q_memory.data<float>(), q_memory.data<float>() + q_size);
-  for (const Compressed& m : matrices) {  // M = P Q^T
-    std::vector<float> q_transposed(static_cast<size_t>(m.rank * m.cols));  // [r, cols]
-    for (int64_t j = 0; j < m.cols; ++j)
-      for (int64_t k = 0; k < m.rank; ++k) q_transposed[static_cast<size_t>(k * m.cols + j)] = state.q[static_cast<size_t>(m.q_offset + j * m.rank + k)];
+  state.q.assign(q_memory.data<float>(), q_memory.data<float>() + plan.q_size);
+  for (const Compressed& m : plan.matrices) {  // M = P Q^T
     const float* p = state.p.data() + m.p_offset;
-    matmul([&](int64_t i, int64_t k) { return p[i * m.rank + k]; }, m.rows, m.rank, q_transposed.data(), m.cols,
-           data + m.offset);
+    const float* q = state.q.data() + m.q_offset;
+    for (int64_t i = 0; i < m.rows; ++i)
+      for (int64_t j = 0; j < m.cols; ++j) {
+        double sum = 0;
+        for (int64_t k = 0; k < m.rank; ++k) sum += static_cast<double>(p[i * m.rank + k]) * q[j * m.rank + k];
+        data[m.offset + i * m.cols + j] = static_cast<float>(sum);
+      }
   }
   if (options_.use_error_feedback)
     for (int64_t i = 0; i < total; ++i) state.error[static_cast<size_t>(i)] = input_copy[static_cast<size_t>(i)] - data[i];

@@ -49,7 +49,21 @@ class PowerSgdHook : public CommHook {
   int64_t total_numel_after_compression() const { return numel_after_; }
 
  private:
+  // One gradient viewed as the matrix [rows, cols] (tensor.view(tensor.shape[0], -1)) at `offset`
+  // in the bucket, with its slices of the bucket's P and Q memory.
+  struct Compressed {
+    int64_t offset = 0, rows = 0, cols = 0, rank = 0;
+    int64_t p_offset = 0, q_offset = 0;
+  };
+  struct BucketPlan {
+    std::vector<Compressed> matrices;                        // grouped by shape, P/Q memory order
+    std::vector<std::pair<int64_t, int64_t>> uncompressed;   // (offset, numel) in bucket order
+    int64_t p_size = 0, q_size = 0;
+  };
   void maybe_increase_iter(const GradBucket& bucket);
+  BucketPlan plan_bucket(const GradBucket& bucket);  // counts the compression statistics too
+  // A warm-started Q orthogonalised again, or fresh P/Q memory with Q drawn and orthogonalised.
+  void prepare_q(PowerSgdBucketState& state, const BucketPlan& plan, int bucket);
 
   PowerSgdOptions options_;
   std::mt19937 rng_;  // np.random.RandomState(random_seed)
