@@ -127,6 +127,24 @@ TEST(CommHooks, Fp16HookGivesFloat16Means) {
   }
 }
 
+TEST(CommHooks, Fp16HookAddsInGloosRingOrder) {
+  // 3 ranks, 7 elements: Gloo's chunks are [0, 4) (rank 0's: summed from rank 1 around to rank 0)
+  // and [4, 7) (rank 1's). Rank 0 brings 1.0, the others 2**-11 each (after the division by 3):
+  // 2**-11 + 2**-11 + 1 = 1 + 2**-10 where rank 0 comes last, 1 + 2**-11 + 2**-11 = 1 (ties to
+  // even, twice) where it does not. (PyTorch 1.13 over Gloo gives exactly this.)
+  auto group = make_in_process_group(3);
+  std::vector<std::vector<float>> results(3);
+  const auto errors = testing::on_ranks(group, [&](ProcessGroup& g) {
+    std::unique_ptr<CommHook> hook = make_comm_hook({CommHookKind::Fp16Compress, {}}, g);
+    GradBucket bucket{0, true, Tensor::full({7}, DType::Float32, g.rank() == 0 ? 3.0 : 3.0 * 0x1.0p-11), {{7}}, {0}};
+    hook->run(bucket, g);
+    results[static_cast<size_t>(g.rank())].assign(bucket.buffer.data<float>(), bucket.buffer.data<float>() + 7);
+  });
+  for (const auto& e : errors) EXPECT_EQ(e, "");
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(results[0][static_cast<size_t>(i)], i < 4 ? 1.0f + 0x1.0p-10f : 1.0f) << i;
+  EXPECT_EQ(results[1], results[0]);
+}
+
 TEST(CommHooks, PowerSgdBeforeStartIsTheMeanThenALowRankApproximation) {
   CommHookOptions options{CommHookKind::PowerSgd, {}};
   options.powersgd.start_powerSGD_iter = 2;

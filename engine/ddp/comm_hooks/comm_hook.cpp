@@ -1,8 +1,10 @@
 // The hook names and checks, and allreduce_hook and fp16_compress_hook (default_hooks.py).
 #include "engine/ddp/comm_hooks/comm_hook.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
+#include <limits>
 
 #include "engine/ddp/comm_hooks/powersgd.h"
 #include "engine/error.h"
@@ -98,26 +100,38 @@ class AllReduceHook : public CommHook {
   CommHookRun run(GradBucket& bucket, ProcessGroup& group) override { return allreduce_mean(bucket, group); }
 };
 
-// fp16_compress_hook: buffer.to(float16).div_(world), a float16 all-reduce, copied back. Gloo adds
-// float16 values as float32 and rounds each sum to float16 (gloo::float16's operator+); the group
-// here carries the float16 values in float32 words and the sum is rounded once at the end: the same
-// bits with 2 ranks, within one float16 rounding per extra rank with more. The report counts the
-// float16 payload (2 bytes per element), what Gloo sends.
+// fp16_compress_hook: buffer.to(float16).div_(world), a float16 all-reduce, copied back.
+// Gloo's float16 all-reduce is a ring: the buffer is cut into 2 * world segments of
+// ceil(n / (2 * world)) elements, rank c owning segments 2c and 2c + 1, and an element of rank c's
+// chunk is summed starting at rank c + 1 around the ring to rank c, each partial sum rounded to
+// float16 (gloo::float16's operator+ adds as float32). The group here has no float16 collective:
+// every rank's float16 values are all-gathered (in float32 words) and added in that order, which
+// gives Gloo's bits; the report is the float16 all-reduce's (2 bytes per element, the time of the
+// gather).
 class Fp16CompressHook : public CommHook {
  public:
   CommHookKind kind() const override { return CommHookKind::Fp16Compress; }
   CommHookRun run(GradBucket& bucket, ProcessGroup& group) override {
     float* d = host_floats(bucket.buffer);
     const int64_t n = bucket.buffer.numel();
-    const float w = static_cast<float>(group.size());
+    const int world = group.size();
     Tensor compressed = Tensor::empty({n}, DType::Float32);  // [numel] float16 values
     float* c = compressed.data<float>();
-    for (int64_t i = 0; i < n; ++i) c[i] = round_to_float16(round_to_float16(d[i]) / w);
-    CommHookRun run;
-    CollectiveReport report = group.all_reduce_sum(compressed);
+    for (int64_t i = 0; i < n; ++i) c[i] = round_to_float16(round_to_float16(d[i]) / static_cast<float>(world));
+    Tensor gathered = Tensor::empty({world * n}, DType::Float32);  // [world, numel] every rank's values
+    CollectiveReport report = group.all_gather(compressed, gathered);
+    report.op = CollectiveOp::AllReduce;
     report.bytes = static_cast<size_t>(n) * 2;
     finish_report(report);
-    for (int64_t i = 0; i < n; ++i) d[i] = round_to_float16(c[i]);
+    const float* all = gathered.data<float>();
+    const int64_t chunk = std::max<int64_t>(2, 2 * ((n + 2 * world - 1) / (2 * world)));  // two segments per rank
+    for (int64_t i = 0; i < n; ++i) {
+      const int owner = static_cast<int>(i / chunk);
+      float sum = all[static_cast<int64_t>((owner + 1) % world) * n + i];
+      for (int k = 2; k <= world; ++k) sum = round_to_float16(sum + all[static_cast<int64_t>((owner + k) % world) * n + i]);
+      d[i] = sum;
+    }
+    CommHookRun run;
     run.collectives.push_back(report);
     run.collective_names.push_back("bucket");
     run.bytes_sent = report.bytes;
