@@ -54,7 +54,7 @@ TEST_F(CommHookCli, RefusesFlagsThatDoNotFit) {
 
 TEST_F(CommHookCli, Bf16IsRefusedWithGloosReason) {
   const RunResult r = run_dpv(step({"--devices", "cpu:2", "--ddp", "--comm-hook", "bf16"}));
-  expect_error(r, {"bf16_compress_hook", "Invalid scalar type", "--comm-hook fp16"}, path("out.safetensors"));
+  expect_error(r, {"bf16_compress_hook", "Invalid scalar type", "use fp16_compress_hook"}, path("out.safetensors"));
 }
 
 TEST_F(CommHookCli, PowerSgdWritesItsStateAndSendsFewerBytes) {

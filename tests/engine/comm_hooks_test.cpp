@@ -128,7 +128,7 @@ TEST(CommHooks, Fp16HookGivesFloat16Means) {
 }
 
 TEST(CommHooks, Fp16HookAddsInGloosRingOrder) {
-  // 3 ranks, 7 elements: Gloo's chunks are [0, 4) (rank 0's: summed from rank 1 around to rank 0)
+  // 3 ranks, 7 elements: Gloo's chunks are [0, 4) (rank 0's: ranks 2 and 1 first, rank 0 last)
   // and [4, 7) (rank 1's). Rank 0 brings 1.0, the others 2**-11 each (after the division by 3):
   // 2**-11 + 2**-11 + 1 = 1 + 2**-10 where rank 0 comes last, 1 + 2**-11 + 2**-11 = 1 (ties to
   // even, twice) where it does not. (PyTorch 1.13 over Gloo gives exactly this.)
