@@ -61,7 +61,8 @@ void run_step_ddp(const StepOptions& o) {
   save_safetensors(o.out, out.tensors, out.metadata);
   std::cout << step_command_name(o) << ": " << o.steps << " iteration" << (o.steps == 1 ? "" : "s") << " on "
             << o.run.devices << " (" << trainer.world_size() << (trainer.world_size() == 1 ? " rank" : " ranks") << ", shards " << list_str(shard_sizes) << ", "
-            << sharding_words(results[0]) << "), mean loss over the ranks "  // the output's `loss`; each rank's own is rank<r>/loss
+            << sharding_words(results[0]) << comm_hook_words(o.comm_hook.kind, results[0].bucket_runs)
+            << "), mean loss over the ranks "  // the output's `loss`; each rank's own is rank<r>/loss
             << py_fixed(out.tensors.at("loss").item(), 6) << " -> " << o.out << "\n";
 }
 

@@ -141,6 +141,7 @@ void run_step_ddp_launched(const StepOptions& o) {
     std::cout << step_command_name(o) << ": " << o.steps << " iteration" << (o.steps == 1 ? "" : "s") << " on "
               << lr.devices_spec << " (" << lr.world_size() << " launched processes over " << group.backend()
               << ", shards " << list_str(shard_sizes) << ", " << sharding_words(results[0])
+              << comm_hook_words(o.comm_hook.kind, mine.bucket_runs)
               << "), mean loss over the ranks "
               << strf("%.6f", out.tensors.at("loss").item()) << " -> " << o.out << "\n";
   }

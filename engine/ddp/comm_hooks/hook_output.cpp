@@ -25,6 +25,17 @@ void add_comm_hook_bytes(TensorMap& out, const std::vector<BucketRun>& rank0_run
   out.set("comm_hook/bytes_uncompressed", Tensor::from_int64(shape, uncompressed));
 }
 
+std::string comm_hook_words(CommHookKind kind, const std::vector<BucketRun>& rank0_runs) {
+  if (kind == CommHookKind::None) return "";
+  size_t sent = 0, uncompressed = 0;
+  for (const BucketRun& run : rank0_runs) {
+    sent += run.hook.bytes_sent;
+    uncompressed += run.hook.bytes_uncompressed;
+  }
+  return std::string(", ") + comm_hook_name(kind) + " sent " + std::to_string(sent) + " of " +
+         std::to_string(uncompressed) + " bytes";
+}
+
 void add_comm_hook_state(TensorMap& out, const CommHook& hook, int rank) {
   const auto* powersgd = dynamic_cast<const PowerSgdHook*>(&hook);
   if (!powersgd) return;  // the default hooks keep no state

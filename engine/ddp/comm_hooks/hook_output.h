@@ -8,6 +8,7 @@
 //   rank<r>/powersgd/error/<b>    [bucket numel] error_dict[b] (with error feedback)
 //   rank<r>/powersgd/p/<b>        [sum rows * rank] p_memory_dict[b] (with warm start)
 //   rank<r>/powersgd/q/<b>        [sum cols * rank] q_memory_dict[b] (with warm start)
+#include <string>
 #include <vector>
 
 #include "engine/ddp/comm_hooks/comm_hook.h"
@@ -17,6 +18,9 @@
 namespace dpv {
 
 void add_comm_hook_bytes(TensorMap& out, const std::vector<BucketRun>& rank0_runs);
+// For a summary line: ", fp16_compress_hook sent 1276 of 4364 bytes" (the last iteration's buckets
+// on rank 0), or "" without a hook.
+std::string comm_hook_words(CommHookKind kind, const std::vector<BucketRun>& rank0_runs);
 void add_comm_hook_state(TensorMap& out, const CommHook& hook, int rank);
 
 }  // namespace dpv
