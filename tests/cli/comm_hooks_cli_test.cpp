@@ -78,6 +78,33 @@ TEST_F(CommHookCli, PowerSgdWritesItsStateAndSendsFewerBytes) {
   }
 }
 
+TEST_F(CommHookCli, PowerSgdKeepsItsMemoryPerBucket) {
+  // 1.2 MB of weights: after the rebuild bucket 0 is [4.bias, 4.weight, 2.bias, 2.weight] (it crosses
+  // the 1 MiB first-bucket limit) and bucket 1 [0.bias, 0.weight].
+  const std::string model = write_text("wide.json", R"({"layers": [{"type": "linear", "in_features": 40, "out_features": 300},
+    {"type": "relu"}, {"type": "linear", "in_features": 300, "out_features": 1000}, {"type": "relu"},
+    {"type": "linear", "in_features": 1000, "out_features": 2}], "loss": "cross_entropy"})");
+  const std::string batch = write_batch("wide_batch.safetensors", {6, 40}, DType::Float32, 2);
+  const RunResult r = run_dpv({"step", "--ddp", "--devices", "cpu:2", "--model", model, "--batch", batch, "--steps", "3",
+                               "--comm-hook", "powersgd", "--powersgd-start-iter", "2", "--out", path("wide.safetensors")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const TensorMap t = load_safetensors(path("wide.safetensors"));
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string p = "rank" + std::to_string(rank) + "/powersgd/";
+    EXPECT_EQ(t.at(p + "error/0").shape(), Shape{2 + 2000 + 1000 + 300000});
+    EXPECT_EQ(t.at(p + "error/1").shape(), Shape{300 + 12000});
+    // Bucket 0 compresses 2.weight [1000, 300] only ((2 + 1000) * 2 < 2000 fails for 4.weight).
+    EXPECT_EQ(t.at(p + "p/0").shape(), Shape{1000});
+    EXPECT_EQ(t.at(p + "q/0").shape(), Shape{300});
+    EXPECT_EQ(t.at(p + "p/1").shape(), Shape{300});
+    EXPECT_EQ(t.at(p + "q/1").shape(), Shape{40});
+  }
+  const auto sent = t.at("comm_hook/bytes_sent").to_int64();
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[0], (2 + 2000 + 1000 + 1000 + 300) * 4);  // uncompressed, then P, then Q
+  EXPECT_EQ(sent[1], (300 + 300 + 40) * 4);
+}
+
 TEST_F(CommHookCli, LaunchedRanksGiveTheInProcessResult) {
   const std::vector<std::string> hook{"--ddp", "--steps", "4", "--comm-hook", "powersgd", "--powersgd-start-iter", "2",
                                       "--powersgd-seed", "11"};
