@@ -19,9 +19,9 @@ std::function<void(bool, int)> add_comm_hook_options(CLI::App* sub, CommHookOpti
   auto no_error_feedback = std::make_shared<bool>(false), no_warm_start = std::make_shared<bool>(false);
   const std::vector<CLI::Option*> powersgd = {
       sub->add_option("--powersgd-rank", p.matrix_approximation_rank,
-                      "PowerSGD matrix_approximation_rank (1 or 2)")
+                      "PowerSGD matrix_approximation_rank")
           ->capture_default_str()
-          ->transform(integer_in<int>(1, 2)),
+          ->transform(integer_in<int>(1, 1024)),
       sub->add_option("--powersgd-start-iter", p.start_powerSGD_iter,
                       "PowerSGD start_powerSGD_iter: plain all-reduce before this iteration (> 1 with error "
                       "feedback or warm start)")

@@ -34,7 +34,7 @@ TEST_F(CommHookCli, RefusesFlagsThatDoNotFit) {
       {{"--devices", "cpu:2", "--zero", "1", "--comm-hook", "fp16"}, "not with --zero 1"},
       {{"--devices", "cpu:2", "--ddp", "--powersgd-rank", "2"}, "--powersgd-rank requires --comm-hook powersgd"},
       {{"--devices", "cpu:2", "--ddp", "--comm-hook", "powersgd", "--powersgd-rank", "0"}, "--powersgd-rank"},
-      {{"--devices", "cpu:2", "--ddp", "--comm-hook", "powersgd", "--powersgd-rank", "3"}, "--powersgd-rank"},
+      {{"--devices", "cpu:2", "--ddp", "--comm-hook", "powersgd", "--powersgd-rank", "1025"}, "--powersgd-rank"},
       {{"--devices", "cpu:2", "--ddp", "--comm-hook", "powersgd", "--powersgd-start-iter", "1"},
        "Expect `start_powerSGD_iter` > 1"},
       {{"--devices", "cpu:2", "--ddp", "--comm-hook", "powersgd", "--powersgd-seed", "-1"}, "--powersgd-seed"},

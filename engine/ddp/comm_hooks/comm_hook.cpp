@@ -37,11 +37,6 @@ void check_comm_hook_options(const CommHookOptions& options) {
   check(p.matrix_approximation_rank >= 1,
         "PowerSGD: matrix_approximation_rank must be at least 1, got " + std::to_string(p.matrix_approximation_rank),
         ErrorClass::ValueError);
-  check(p.matrix_approximation_rank <= 2,
-        "PowerSGD: matrix_approximation_rank " + std::to_string(p.matrix_approximation_rank) +
-            " is not supported: PyTorch orthogonalises ranks above 2 with LAPACK's QR (torch.linalg.qr), which dpv "
-            "does not reproduce; use rank 1 or 2 (Gram-Schmidt, as PyTorch)",
-        ErrorClass::ValueError);
   // PowerSGDState's own check, in its words.
   check(!((p.use_error_feedback || p.warm_start) && p.start_powerSGD_iter <= 1),
         "Expect `start_powerSGD_iter` > 1 if `use_error_feedback` or `warm_start` is enabled, because PowerSGD can "

@@ -44,8 +44,7 @@ const char* comm_hook_name(CommHookKind kind);
 // for another name.
 CommHookKind parse_comm_hook(const std::string& name);
 // Refuses what PyTorch's PowerSGDState refuses (start_powerSGD_iter <= 1 with error feedback or
-// warm start) and what dpv does not reproduce (a rank above 2: PyTorch orthogonalises those
-// with LAPACK's QR), with a dpv::Error (ValueError) that says what to change.
+// warm start) and values it cannot take, with a dpv::Error (ValueError) that says what to change.
 void check_comm_hook_options(const CommHookOptions& options);
 
 // The GradBucket a hook sees: its flat buffer ([numel], float32, host memory), its index, whether

@@ -62,7 +62,11 @@ Tensor host_copy(const std::vector<float>& values) {
 
 void orthogonalize_slice(std::vector<float>& memory, int64_t offset, int64_t rows, int64_t rank, double epsilon) {
   std::vector<float> matrix(memory.begin() + offset, memory.begin() + offset + rows * rank);  // [rows, rank]
-  orthogonalize_gram_schmidt(matrix, rows, rank, epsilon);
+  // _orthogonalize: Gram-Schmidt up to rank 2, QR above (where epsilon plays no part).
+  if (rank <= 2)
+    orthogonalize_gram_schmidt(matrix, rows, rank, epsilon);
+  else
+    orthogonalize_householder_qr(matrix, rows, rank);
   std::copy(matrix.begin(), matrix.end(), memory.begin() + offset);
 }
 

@@ -13,7 +13,8 @@
 //    orthogonalised; a kept Q is orthogonalised again. P = M Q; all-reduce P (SUM); orthogonalise
 //    P; Q = M^T P; all-reduce Q and divide by world; M = P Q^T;
 //  - error = the copy - the result (what compression lost on this rank).
-// Orthogonalisation is _orthogonalize_gram_schmidt (rank 1 and 2; PyTorch uses QR above 2).
+// Orthogonalisation is _orthogonalize: _orthogonalize_gram_schmidt for a matrix of rank 1 or 2,
+// torch.linalg.qr's Q above.
 #include <cstdint>
 #include <map>
 #include <random>
@@ -26,6 +27,9 @@ namespace dpv {
 // _orthogonalize_gram_schmidt on one matrix [rows, cols] (row-major, cols <= rows): each column
 // divided by its norm (+ epsilon), then removed from the later columns.
 void orthogonalize_gram_schmidt(std::vector<float>& matrix, int64_t rows, int64_t cols, double epsilon);
+// torch.linalg.qr(matrix).Q on one matrix [rows, cols] (cols <= rows): LAPACK's Householder
+// reflectors (geqrf, orgqr), so each column has LAPACK's sign; computed in double.
+void orthogonalize_householder_qr(std::vector<float>& matrix, int64_t rows, int64_t cols);
 
 // One bucket's PowerSGD memory (what PowerSGDState keeps per bucket index).
 struct PowerSgdBucketState {
