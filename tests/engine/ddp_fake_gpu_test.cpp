@@ -126,10 +126,10 @@ TEST(FakeGpu, OpsRunLaterAndEventsOrderTheQueues) {
   std::promise<void> gate;
   std::shared_future<void> open = gate.get_future().share();
   be.hold(DeviceQueue::Compute, open);
+  Tensor u = Tensor::zeros({4}, DType::Float64, devices->shared(0));  // its zeros are queued too
   be.fill(t, 3.0);
   EXPECT_EQ(static_cast<const double*>(t.raw())[0], 0.0) << "the fill ran before the queue reached it";
-  const auto filled = be.record_event(DeviceQueue::Compute);
-  Tensor u = Tensor::zeros({4}, DType::Float64, devices->shared(0));
+  const auto filled = be.record_event(DeviceQueue::Compute);  // after both fills
   be.run_on_queue(DeviceQueue::Communication, [&] {
     be.queue_wait(DeviceQueue::Communication, filled);
     be.add_inplace(u, t);  // on the communication queue, after the fill
