@@ -67,11 +67,11 @@ std::vector<CurrentQueue>& current_queues() {
 // A CUDA event recorded on one of the device's streams (no timing: ordering only).
 class CudaQueueEvent final : public QueueEvent {
  public:
-  explicit CudaQueueEvent(int ordinal) : ordinal_(ordinal) {
+  CudaQueueEvent() {
     DPV_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
   }
+  // cudaEventDestroy needs no current device: the thread's current GPU stays what it was.
   ~CudaQueueEvent() override {
-    cudaSetDevice(ordinal_);
     if (cudaEventDestroy(event_) != cudaSuccess) cudaGetLastError();
   }
   CudaQueueEvent(const CudaQueueEvent&) = delete;
@@ -79,7 +79,6 @@ class CudaQueueEvent final : public QueueEvent {
   cudaEvent_t event() const { return event_; }
 
  private:
-  int ordinal_;
   cudaEvent_t event_ = nullptr;
 };
 
@@ -128,7 +127,7 @@ cudaStream_t CudaBackend::stream() const {
 
 std::shared_ptr<QueueEvent> CudaBackend::record_event(DeviceQueue queue) {
   activate();
-  auto event = std::make_shared<CudaQueueEvent>(ordinal_);
+  auto event = std::make_shared<CudaQueueEvent>();
   DPV_CUDA_CHECK(cudaEventRecord(event->event(), stream_of(queue)));
   return event;
 }
@@ -234,12 +233,23 @@ void CudaBackend::copy(void* dst, const Device* dst_device, const void* src, con
     std::memcpy(dst, src, bytes);
     return;
   }
-  // Work queued on the other device's streams (both: the in-process ring adds on a peer's
-  // communication stream) must be done before its bytes are read or overwritten.
-  if (from && from != this) from->synchronize_all();
-  if (to && to != this) to->synchronize_all();
-  activate();
+  // Work queued on the other device must be done before its bytes are read or overwritten. From
+  // this device's communication queue (the in-process ring reading a peer's bucket) that is the
+  // peer's communication stream: the peer queued its wait for the bucket's compute event there
+  // before it posted the bucket, and its ring additions run there; its compute stream goes on with
+  // the backward. From the compute queue, both of the other device's streams.
   const cudaStream_t s = stream();
+  const bool from_comm = s == comm_stream_;
+  for (CudaBackend* other : {from, to}) {
+    if (!other || other == this) continue;
+    if (from_comm) {
+      other->activate();
+      DPV_CUDA_CHECK(cudaStreamSynchronize(other->comm_stream_));
+    } else {
+      other->synchronize_all();
+    }
+  }
+  activate();
   if (to && from) {
     if (to->ordinal_ == from->ordinal_)
       DPV_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));

@@ -133,11 +133,13 @@ class FakeGpuBackend final : public Backend {
     }
   }
   void copy(void* dst, const Device* dst_device, const void* src, const Device* src_device, size_t bytes) override {
-    // As CudaBackend::copy: another device's queued work is done before its bytes are used, and the
-    // copy is synchronous for the caller (the host data is readable, the source reusable).
+    // As CudaBackend::copy: another device's queued work is done before its bytes are used (from
+    // the communication queue, the other's communication queue only; else both), and the copy is
+    // synchronous for the caller (the host data is readable, the source reusable).
+    const bool from_comm = &current() == &comm_;
     for (const Device* other : {dst_device, src_device})
       if (auto* fake = of_device(other); fake && fake != this) {
-        fake->compute_.drain();
+        if (!from_comm) fake->compute_.drain();
         fake->comm_.drain();
       }
     current().submit([=, inner = inner_.get()] { inner->copy(dst, dst_device, src, src_device, bytes); });
