@@ -16,6 +16,7 @@
 // permute_nos moves generic axes [A, B, S] -> [B, A, S].
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "engine/tensor.h"
@@ -24,6 +25,18 @@
 #include "kernels/math/indexing.h"
 
 namespace dpv {
+
+// A device's two queues of work, as PyTorch's DDP on a GPU uses them: the compute stream every op
+// goes to, and a communication stream per rank the collectives run on, so a bucket's all-reduce
+// overlaps the rest of the backward. The two are ordered only by events (QueueEvent).
+enum class DeviceQueue { Compute, Communication };
+
+// A point in one queue's work (a cudaEvent_t on CUDA): the work queued before it was recorded.
+// Devices whose ops are done when they return (the CPU) have none: their events are null.
+class QueueEvent {
+ public:
+  virtual ~QueueEvent() = default;
+};
 
 // nn.CrossEntropyLoss's default ignore_index (-100): a row with this target is left out of the loss.
 using kernels::math::kIgnoreIndex;
@@ -43,6 +56,28 @@ class Backend {
   virtual void synchronize() = 0;
   // Seconds on this device's clock, for stage timings: wall time on CPU; CUDA events on GPUs.
   virtual double now() = 0;
+
+  // --- queues (see DeviceQueue). Ops, copies, allocations and synchronize() go to the calling
+  // thread's current queue of this device: Compute, unless the thread is inside run_on_queue.
+  // The defaults are a device whose work is done when the op returns (the CPU): one queue, null
+  // events, nothing to wait for.
+  // Records an event at the end of the work queued so far on `queue`; null when nothing can be pending.
+  virtual std::shared_ptr<QueueEvent> record_event(DeviceQueue queue) {
+    (void)queue;
+    return nullptr;
+  }
+  // Work queued on `queue` after this call starts only once `event`'s work has finished; the host
+  // does not wait. A null event waits for nothing.
+  virtual void queue_wait(DeviceQueue queue, const std::shared_ptr<QueueEvent>& event) {
+    (void)queue;
+    (void)event;
+  }
+  // Runs fn on the calling thread with `queue` as its current queue of this device (the way
+  // c10::cuda::CUDAStreamGuard makes a stream current), then restores the previous one.
+  virtual void run_on_queue(DeviceQueue queue, const std::function<void()>& fn) {
+    (void)queue;
+    fn();
+  }
 
   // --- dense algebra
   // c[rows,cols] = alpha * op(a) @ op(b) + beta * c, op = transpose when the flag is set.

@@ -13,12 +13,13 @@
 #include <string>
 #include <vector>
 
+// backend.h and process_group.h, not forward declarations: a front end that includes only this
+// header must be able to hold and destroy what make_cuda_backend and make_nccl_process_group return.
+#include "engine/backend.h"
 #include "engine/core_backends.h"
+#include "engine/process_groups/process_group.h"
 
 namespace dpv {
-
-class Backend;
-class ProcessGroup;
 
 // True when this build contains the CUDA backend (cuBLAS, NCCL, the kernels).
 bool cuda_compiled_in();

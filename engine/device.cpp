@@ -155,6 +155,17 @@ std::shared_ptr<DeviceSet> DeviceSet::create_simulated(std::vector<std::unique_p
   return set;
 }
 
+std::shared_ptr<DeviceSet> DeviceSet::create_simulated_gpus(std::vector<std::unique_ptr<Backend>> backends) {
+  auto set = std::make_shared<DeviceSet>();
+  set->spec_ = parse_device_spec("cuda:0x" + std::to_string(backends.size()));
+  for (size_t i = 0; i < backends.size(); ++i) {
+    check(backends[i] != nullptr, "create_simulated_gpus: no backend for device " + std::to_string(i));
+    set->devices_.push_back(std::make_shared<Device>(static_cast<int>(i), DeviceKind::Cuda, 0, true, std::move(backends[i])));
+  }
+  set->pool_ = std::make_unique<HandoffPool>(std::max(set->size() - 1, 0));
+  return set;
+}
+
 std::vector<std::exception_ptr> DeviceSet::run_parallel_collect(int count, const std::function<void(int)>& fn,
                                                                 int64_t bytes_moved) const {
   if (count > size())  // every stage passes here: the message is built only when thrown

@@ -99,6 +99,9 @@ class DeviceSet {
   static std::shared_ptr<DeviceSet> create(const std::string& spec);
   // cpu:K made with the given backends, one per device (a test's wrapper around the CPU backend).
   static std::shared_ptr<DeviceSet> create_simulated(std::vector<std::unique_ptr<Backend>> backends);
+  // cuda:0xK made with the given backends: devices of kind Cuda whose backends are a test's stand-in
+  // for a GPU (the CPU backend behind queues of its own), so GPU control flow runs without a GPU.
+  static std::shared_ptr<DeviceSet> create_simulated_gpus(std::vector<std::unique_ptr<Backend>> backends);
   int size() const { return static_cast<int>(devices_.size()); }
   Device& operator[](int i) const { return *devices_.at(ix(i)); }
   std::shared_ptr<Device> shared(int i) const { return devices_.at(ix(i)); }

@@ -14,6 +14,7 @@ __global__ void adam_update_kernel(T* __restrict__ param, const T* __restrict__ 
 template <typename T>
 int launch(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, int64_t n, const math::AdamStep& step, void* stream) {
   if (n <= 0) return 0;
+  detail::clear_earlier_error();
   adam_update_kernel<T><<<detail::grid_for(n), detail::kThreads, 0, detail::as_stream(stream)>>>(
       param, grad, exp_avg, exp_avg_sq, n, math::adam_scalars<T>(step));
   return detail::launch_status();

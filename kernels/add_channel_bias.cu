@@ -13,6 +13,7 @@ template <typename T>
 int launch(T* y, const T* bias, int64_t N, int64_t C, int64_t S, void* stream) {
   const int64_t n = N * C * S;
   if (n <= 0) return 0;
+  detail::clear_earlier_error();
   add_channel_bias_kernel<T><<<detail::grid_for(n), detail::kThreads, 0, detail::as_stream(stream)>>>(y, bias, n, C, S);
   return detail::launch_status();
 }

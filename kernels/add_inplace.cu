@@ -22,6 +22,7 @@ __global__ void add_inplace_vec4_kernel(float4* __restrict__ dst, const float4* 
 template <typename T>
 int launch(T* dst, const T* src, int64_t n, void* stream) {
   if (n <= 0) return 0;
+  detail::clear_earlier_error();
   add_inplace_kernel<T><<<detail::grid_for(n), detail::kThreads, 0, detail::as_stream(stream)>>>(dst, src, n);
   return detail::launch_status();
 }
@@ -32,6 +33,7 @@ int add_inplace(float* dst, const float* src, int64_t n, void* stream) {
   const bool aligned = (reinterpret_cast<uintptr_t>(dst) % 16 == 0) && (reinterpret_cast<uintptr_t>(src) % 16 == 0);
   if (!aligned || n < 4) return launch(dst, src, n, stream);
   const int64_t n4 = n / 4;
+  detail::clear_earlier_error();
   add_inplace_vec4_kernel<<<detail::grid_for(n4), detail::kThreads, 0, detail::as_stream(stream)>>>(
       reinterpret_cast<float4*>(dst), reinterpret_cast<const float4*>(src), n4);
   if (const int status = detail::launch_status(); status != 0) return status;

@@ -17,6 +17,7 @@ __global__ void addcmul_inplace_kernel(T* __restrict__ dst, const T* __restrict_
 template <typename T>
 int launch(T* dst, const T* a, const T* b, int64_t n, void* stream) {
   if (n <= 0) return 0;
+  detail::clear_earlier_error();
   addcmul_inplace_kernel<T><<<detail::grid_for(n), detail::kThreads, 0, detail::as_stream(stream)>>>(dst, a, b, n);
   return detail::launch_status();
 }

@@ -22,6 +22,7 @@ int launch(const T* dy, const T* x, const T* mean, const T* invstd, const T* gam
            const T* sum_dy_xmu, double count, T* dx, int64_t N, int64_t C, int64_t S, void* stream) {
   const int64_t total = N * C * S;
   if (total <= 0) return 0;
+  detail::clear_earlier_error();
   bn_backward_elemt_kernel<T><<<detail::grid_for(total), detail::kThreads, 0, detail::as_stream(stream)>>>(
       dy, x, mean, invstd, gamma, sum_dy, sum_dy_xmu, count, dx, C, S, total);
   return detail::launch_status();

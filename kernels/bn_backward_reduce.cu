@@ -28,6 +28,7 @@ int launch(const T* dy, const T* x, const T* mean, T* sum_dy, T* sum_dy_xmu, int
            void* stream) {
   if (C <= 0) return 0;
   const detail::ChannelLaunch l = detail::channel_launch(C, S);
+  detail::clear_earlier_error();
   bn_backward_reduce_kernel<T><<<l.grid, l.block, 0, detail::as_stream(stream)>>>(dy, x, mean, sum_dy, sum_dy_xmu, N, C, S);
   return detail::launch_status();
 }

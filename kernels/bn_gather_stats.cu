@@ -43,6 +43,7 @@ int launch(const T* mean_all, const T* invstd_all, const double* counts_host, in
   if (C <= 0) return 0;
   Counts counts{};
   for (int64_t j = 0; j < R; ++j) counts.value[j] = counts_host[j];
+  detail::clear_earlier_error();
   bn_gather_stats_kernel<T><<<detail::grid_for(C), detail::kThreads, 0, detail::as_stream(stream)>>>(
       mean_all, invstd_all, counts, R, C, eps, momentum, running_mean, running_var, mean, invstd);
   return detail::launch_status();

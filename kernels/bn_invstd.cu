@@ -13,6 +13,7 @@ __global__ void bn_invstd_kernel(const T* var_b, double eps, T* invstd, int64_t 
 template <typename T>
 int launch(const T* var_b, double eps, T* invstd, int64_t C, void* stream) {
   if (C <= 0) return 0;
+  detail::clear_earlier_error();
   bn_invstd_kernel<T><<<detail::grid_for(C), detail::kThreads, 0, detail::as_stream(stream)>>>(var_b, eps, invstd, C);
   return detail::launch_status();
 }

@@ -21,6 +21,7 @@ int launch(const T* x, const T* mean, const T* invstd, const T* gamma, const T* 
            int64_t S, void* stream) {
   const int64_t total = N * C * S;
   if (total <= 0) return 0;
+  detail::clear_earlier_error();
   bn_normalize_kernel<T><<<detail::grid_for(total), detail::kThreads, 0, detail::as_stream(stream)>>>(
       x, mean, invstd, gamma, beta, y, C, S, total);
   return detail::launch_status();

@@ -28,6 +28,7 @@ template <typename T>
 int launch(const T* x, T* mean, T* var_b, int64_t N, int64_t C, int64_t S, void* stream) {
   if (C <= 0) return 0;
   const detail::ChannelLaunch l = detail::channel_launch(C, S);
+  detail::clear_earlier_error();
   bn_stats_kernel<T><<<l.grid, l.block, 0, detail::as_stream(stream)>>>(x, mean, var_b, N, C, S);
   return detail::launch_status();
 }

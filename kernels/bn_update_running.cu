@@ -19,6 +19,7 @@ template <typename T>
 int launch(const T* mean, const T* var_b, double n, double momentum, T* running_mean, T* running_var, int64_t C,
            void* stream) {
   if (C <= 0) return 0;
+  detail::clear_earlier_error();
   bn_update_running_kernel<T><<<detail::grid_for(C), detail::kThreads, 0, detail::as_stream(stream)>>>(
       mean, var_b, n, momentum, running_mean, running_var, C);
   return detail::launch_status();

@@ -26,8 +26,17 @@ inline unsigned grid_for(int64_t n, int threads = kThreads) {
   return static_cast<unsigned>(math::grid_blocks(n, threads, max_grid_blocks()));
 }
 
+// A launch reports its own status, not an earlier call's: before each launch the error an earlier
+// call left behind is cleared (its own check reported it already), and after it the status is
+// peeked, then cleared, so the next launch does not report it again. A sticky error (a kernel that
+// faulted) cannot be cleared: every later call reports it, as the state of the device.
+inline void clear_earlier_error() { (void)cudaGetLastError(); }
 // The launch status as the int the launchers return (0: accepted).
-inline int launch_status() { return static_cast<int>(cudaGetLastError()); }
+inline int launch_status() {
+  const cudaError_t status = cudaPeekAtLastError();
+  if (status != cudaSuccess) (void)cudaGetLastError();
+  return static_cast<int>(status);
+}
 
 __device__ inline int64_t global_thread() { return blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; }
 __device__ inline int64_t grid_threads() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }

@@ -94,15 +94,21 @@ int launch(const T* logits, const int64_t* target, T* loss_out, T* dlogits, int6
   cudaStream_t s = detail::as_stream(stream);
   auto* row_loss = static_cast<double*>(workspace);
   auto* info = reinterpret_cast<math::CeInfo*>(static_cast<char*>(workspace) + math::ce_info_offset(N));
+  detail::clear_earlier_error();
   cross_entropy_check_kernel<<<1, kSumThreads, 0, s>>>(target, info, N, K);
   if (const int status = detail::launch_status(); status != 0) return status;
   if (N > 0 && K > 0) {
     const unsigned blocks = static_cast<unsigned>(N < 65535 * 16 ? N : 65535 * 16);
+    detail::clear_earlier_error();
     cross_entropy_rows_kernel<T><<<blocks, kRowThreads, 0, s>>>(logits, target, dlogits, row_loss, info, N, K,
                                                                 grad_scale);
     if (const int status = detail::launch_status(); status != 0) return status;
   }
-  cross_entropy_mean_kernel<T><<<1, kSumThreads, 0, s>>>(row_loss, info, loss_out, N);
+  // Without classes the rows kernel did not run, so row_loss holds nothing: no row can count
+  // (every target is ignored or out of range), and the mean sums no rows (0/0 = nan, not garbage).
+  const int64_t written_rows = K > 0 ? N : 0;
+  detail::clear_earlier_error();
+  cross_entropy_mean_kernel<T><<<1, kSumThreads, 0, s>>>(row_loss, info, loss_out, written_rows);
   return detail::launch_status();
 }
 

@@ -12,6 +12,7 @@ __global__ void fill_kernel(T* x, int64_t n, T value) {
 template <typename T>
 int launch(T* x, int64_t n, double value, void* stream) {
   if (n <= 0) return 0;
+  detail::clear_earlier_error();
   fill_kernel<T><<<detail::grid_for(n), detail::kThreads, 0, detail::as_stream(stream)>>>(x, n, static_cast<T>(value));
   return detail::launch_status();
 }

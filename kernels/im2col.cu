@@ -33,6 +33,7 @@ template <typename T>
 int launch_im2col(const T* x, T* col, const ConvShape& g, void* stream) {
   const int64_t total = g.N * g.C * g.kh * g.kw * g.OH * g.OW;
   if (total <= 0) return 0;
+  detail::clear_earlier_error();
   im2col_kernel<T><<<detail::grid_for(total), detail::kThreads, 0, detail::as_stream(stream)>>>(x, col, g, total);
   return detail::launch_status();
 }
@@ -41,6 +42,7 @@ template <typename T>
 int launch_col2im(const T* col, T* dx, const ConvShape& g, void* stream) {
   const int64_t total = g.N * g.C * g.H * g.W;
   if (total <= 0) return 0;
+  detail::clear_earlier_error();
   col2im_kernel<T><<<detail::grid_for(total), detail::kThreads, 0, detail::as_stream(stream)>>>(col, dx, g, total);
   return detail::launch_status();
 }

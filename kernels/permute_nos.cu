@@ -16,6 +16,7 @@ template <typename T>
 int launch(const T* src, T* dst, int64_t A, int64_t B, int64_t S, void* stream) {
   const int64_t total = A * B * S;
   if (total <= 0) return 0;
+  detail::clear_earlier_error();
   permute_nos_kernel<T><<<detail::grid_for(total), detail::kThreads, 0, detail::as_stream(stream)>>>(src, dst, A, B, S, total);
   return detail::launch_status();
 }

@@ -18,6 +18,7 @@ __global__ void relu_backward_kernel(const T* y, const T* dy, T* dx, int64_t n) 
 template <typename T>
 int forward(const T* x, T* y, int64_t n, void* stream) {
   if (n <= 0) return 0;
+  detail::clear_earlier_error();
   relu_forward_kernel<T><<<detail::grid_for(n), detail::kThreads, 0, detail::as_stream(stream)>>>(x, y, n);
   return detail::launch_status();
 }
@@ -25,6 +26,7 @@ int forward(const T* x, T* y, int64_t n, void* stream) {
 template <typename T>
 int backward(const T* y, const T* dy, T* dx, int64_t n, void* stream) {
   if (n <= 0) return 0;
+  detail::clear_earlier_error();
   relu_backward_kernel<T><<<detail::grid_for(n), detail::kThreads, 0, detail::as_stream(stream)>>>(y, dy, dx, n);
   return detail::launch_status();
 }

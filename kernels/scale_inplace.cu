@@ -13,6 +13,7 @@ __global__ void scale_inplace_kernel(T* x, int64_t n, T alpha) {
 template <typename T>
 int launch(T* x, int64_t n, double alpha, void* stream) {
   if (n <= 0) return 0;
+  detail::clear_earlier_error();
   scale_inplace_kernel<T><<<detail::grid_for(n), detail::kThreads, 0, detail::as_stream(stream)>>>(x, n, static_cast<T>(alpha));
   return detail::launch_status();
 }

@@ -19,6 +19,7 @@ int launch(T* param, const T* grad, T* buf, int64_t n, double lr, double momentu
            void* stream) {
   if (n <= 0) return 0;
   const bool use_momentum = momentum != 0.0 && buf != nullptr;
+  detail::clear_earlier_error();
   sgd_update_kernel<T><<<detail::grid_for(n), detail::kThreads, 0, detail::as_stream(stream)>>>(
       param, grad, buf, n, static_cast<T>(lr), static_cast<T>(momentum), static_cast<T>(weight_decay), use_momentum,
       first_step);

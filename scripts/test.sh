@@ -28,7 +28,7 @@ stage "collectives, DataParallel, the in-process group and DDP under ThreadSanit
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j "$jobs" --target dpv_engine_tests
 TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/scripts/tsan_suppressions.txt" build/tsan/tests/dpv_engine_tests --gtest_brief=1 \
-  --gtest_filter='HostCollectives*:DataParallel*:SyncBatchNorm*:InProcessGroup*:RingExecutor*:*Ddp*'
+  --gtest_filter='HostCollectives*:DataParallel*:SyncBatchNorm*:InProcessGroup*:RingExecutor*:*Ddp*:FakeGpu*'
 
 stage "every parser under libFuzzer (ASan + UBSan), ${DPV_FUZZ_SECONDS:-5} s each"
 fuzz_status=0

@@ -39,32 +39,63 @@ std::string gib(size_t bytes) {
   return buf;
 }
 
-// Keeps freed blocks in the GPU's default pool instead of handing them back to the driver at every
-// synchronisation, so a training loop reuses its memory the way PyTorch's caching allocator does.
-void keep_pool_memory(int ordinal) {
-  static std::mutex mutex;
-  static std::set<int> done;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (!done.insert(ordinal).second) return;
+// A memory pool of one device (one virtual slot): freed blocks stay in it instead of going back to
+// the driver at every synchronisation, so a training loop reuses its memory the way PyTorch's
+// caching allocator does, and only this slot's streams reuse them.
+cudaMemPool_t make_slot_pool(int ordinal) {
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = ordinal;
   cudaMemPool_t pool = nullptr;
-  DPV_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, ordinal));
+  DPV_CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
   uint64_t threshold = UINT64_MAX;
   DPV_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+  return pool;
 }
+
+// The thread's current queue per device (run_on_queue), innermost last.
+struct CurrentQueue {
+  const CudaBackend* backend;
+  DeviceQueue queue;
+};
+std::vector<CurrentQueue>& current_queues() {
+  thread_local std::vector<CurrentQueue> queues;
+  return queues;
+}
+
+// A CUDA event recorded on one of the device's streams (no timing: ordering only).
+class CudaQueueEvent final : public QueueEvent {
+ public:
+  CudaQueueEvent() {
+    DPV_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+  }
+  // cudaEventDestroy needs no current device: the thread's current GPU stays what it was.
+  ~CudaQueueEvent() override {
+    if (cudaEventDestroy(event_) != cudaSuccess) cudaGetLastError();
+  }
+  CudaQueueEvent(const CudaQueueEvent&) = delete;
+  CudaQueueEvent& operator=(const CudaQueueEvent&) = delete;
+  cudaEvent_t event() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
 
 }  // namespace
 
 CudaBackend::CudaBackend(int ordinal, int slot) : ordinal_(ordinal), slot_(slot) {
   activate();
-  keep_pool_memory(ordinal_);
+  pool_ = make_slot_pool(ordinal_);
   DPV_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  DPV_CUDA_CHECK(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking));
   DPV_CUDA_CHECK(cublasCreate(&blas_));
-  DPV_CUDA_CHECK(cublasSetStream(blas_, stream_));
+  DPV_CUDA_CHECK(cublasSetStream(blas_, stream()));
   // Full float32 products (no TF32), as PyTorch's default allow_tf32 = False for matmul.
   DPV_CUDA_CHECK(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH));
   DPV_CUDA_CHECK(cudaEventCreate(&anchor_));
   DPV_CUDA_CHECK(cudaEventCreate(&tick_));
-  DPV_CUDA_CHECK(cudaEventRecord(anchor_, stream_));
+  DPV_CUDA_CHECK(cudaEventRecord(anchor_, stream()));
   DPV_CUDA_CHECK(cudaEventSynchronize(anchor_));
   anchor_seconds_ = steady_seconds();
   DPV_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host_info_), 2 * sizeof(int64_t)));
@@ -74,15 +105,60 @@ CudaBackend::~CudaBackend() {
   // Destructors must not throw: errors here (a GPU already in a failed state) are ignored.
   cudaSetDevice(ordinal_);
   if (stream_) cudaStreamSynchronize(stream_);
+  if (comm_stream_) cudaStreamSynchronize(comm_stream_);
   if (host_info_) cudaFreeHost(host_info_);
   if (anchor_) cudaEventDestroy(anchor_);
   if (tick_) cudaEventDestroy(tick_);
   if (blas_) cublasDestroy(blas_);
+  if (comm_stream_) cudaStreamDestroy(comm_stream_);
   if (stream_) cudaStreamDestroy(stream_);
+  if (pool_) cudaMemPoolDestroy(pool_);
   cudaGetLastError();
 }
 
 void CudaBackend::activate() const { DPV_CUDA_CHECK(cudaSetDevice(ordinal_)); }
+
+cudaStream_t CudaBackend::stream() const {
+  const auto& queues = current_queues();
+  for (auto it = queues.rbegin(); it != queues.rend(); ++it)
+    if (it->backend == this) return stream_of(it->queue);
+  return stream_;
+}
+
+std::shared_ptr<QueueEvent> CudaBackend::record_event(DeviceQueue queue) {
+  activate();
+  auto event = std::make_shared<CudaQueueEvent>();
+  DPV_CUDA_CHECK(cudaEventRecord(event->event(), stream_of(queue)));
+  return event;
+}
+
+void CudaBackend::queue_wait(DeviceQueue queue, const std::shared_ptr<QueueEvent>& event) {
+  if (!event) return;
+  const auto* cuda_event = dynamic_cast<const CudaQueueEvent*>(event.get());
+  if (!cuda_event) throw Error("a CUDA stream can wait only for a CUDA event, on " + where());
+  activate();
+  // The wait is captured now: the event may be destroyed once this returns.
+  DPV_CUDA_CHECK(cudaStreamWaitEvent(stream_of(queue), cuda_event->event(), 0));
+}
+
+void CudaBackend::run_on_queue(DeviceQueue queue, const std::function<void()>& fn) {
+  auto& queues = current_queues();
+  const size_t depth = queues.size();
+  queues.push_back({this, queue});
+  try {
+    fn();
+  } catch (...) {
+    queues.resize(depth);
+    throw;
+  }
+  queues.resize(depth);
+}
+
+void CudaBackend::synchronize_all() {
+  activate();
+  DPV_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  DPV_CUDA_CHECK(cudaStreamSynchronize(comm_stream_));
+}
 
 std::string CudaBackend::where() const {
   return "cuda:" + std::to_string(ordinal_) + " (device " + std::to_string(slot_) + ")";
@@ -99,9 +175,8 @@ void CudaBackend::expect(const Tensor& t, const char* op, const char* name, DTyp
     throw Error(std::string(op) + ": expected " + name + " of dtype " + dtype_name(dtype) + " but got " +
                 dtype_name(t.dtype()));
   const CudaBackend* owner = of(t.device());
-  if (!owner || owner->ordinal_ != ordinal_)
-    throw Error(std::string(op) + ": expected " + name + " on cuda:" + std::to_string(ordinal_) + " but it is on " +
-                t.device_name());
+  if (owner != this)
+    throw Error(std::string(op) + ": expected " + name + " on " + where() + " but it is on " + t.device_name());
   if (t.numel() < numel)
     throw Error(std::string(op) + ": " + name + " " + shape_str(t.shape()) + " holds " + std::to_string(t.numel()) +
                 " elements, fewer than the " + std::to_string(numel) + " the operation needs");
@@ -113,14 +188,16 @@ void* CudaBackend::allocate(size_t bytes) {
   if (bytes == 0) return nullptr;
   activate();
   void* ptr = nullptr;
-  cudaError_t status = cudaMallocAsync(&ptr, bytes, stream_);
+  cudaError_t status = cudaMallocFromPoolAsync(&ptr, bytes, pool_, stream());
   if (status == cudaErrorMemoryAllocation) {
-    // Blocks freed on other streams are reusable once those frees are done: wait, trim, retry once.
+    // Blocks freed on other streams (and other slots' cached blocks) are reusable once those frees
+    // are done and handed back: wait, trim every pool of the GPU, retry once.
     cudaGetLastError();
     cudaDeviceSynchronize();
+    cudaMemPoolTrimTo(pool_, 0);
     cudaMemPool_t pool = nullptr;
     if (cudaDeviceGetDefaultMemPool(&pool, ordinal_) == cudaSuccess) cudaMemPoolTrimTo(pool, 0);
-    status = cudaMallocAsync(&ptr, bytes, stream_);
+    status = cudaMallocFromPoolAsync(&ptr, bytes, pool_, stream());
   }
   size_t free_bytes = 0, total_bytes = 0;
   if (status != cudaSuccess) {
@@ -144,7 +221,7 @@ void CudaBackend::release(void* ptr, size_t) {
   // Called from Storage's destructor: report nothing, throw nothing. The free is ordered after
   // the work already queued on this stream.
   if (!ptr) return;
-  if (cudaSetDevice(ordinal_) != cudaSuccess || cudaFreeAsync(ptr, stream_) != cudaSuccess) cudaGetLastError();
+  if (cudaSetDevice(ordinal_) != cudaSuccess || cudaFreeAsync(ptr, stream()) != cudaSuccess) cudaGetLastError();
 }
 
 void CudaBackend::copy(void* dst, const Device* dst_device, const void* src, const Device* src_device,
@@ -156,20 +233,33 @@ void CudaBackend::copy(void* dst, const Device* dst_device, const void* src, con
     std::memcpy(dst, src, bytes);
     return;
   }
-  // Work queued on the other device's stream must be done before its bytes are read or overwritten.
-  if (from && from != this) from->synchronize();
-  if (to && to != this) to->synchronize();
+  // Work queued on the other device must be done before its bytes are read or overwritten. From
+  // this device's communication queue (the in-process ring reading a peer's bucket) that is the
+  // peer's communication stream: the peer queued its wait for the bucket's compute event there
+  // before it posted the bucket, and its ring additions run there; its compute stream goes on with
+  // the backward. From the compute queue, both of the other device's streams.
+  const cudaStream_t s = stream();
+  const bool from_comm = s == comm_stream_;
+  for (CudaBackend* other : {from, to}) {
+    if (!other || other == this) continue;
+    if (from_comm) {
+      other->activate();
+      DPV_CUDA_CHECK(cudaStreamSynchronize(other->comm_stream_));
+    } else {
+      other->synchronize_all();
+    }
+  }
   activate();
   if (to && from) {
     if (to->ordinal_ == from->ordinal_)
-      DPV_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+      DPV_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
     else
-      DPV_CUDA_CHECK(cudaMemcpyPeerAsync(dst, to->ordinal_, src, from->ordinal_, bytes, stream_));
+      DPV_CUDA_CHECK(cudaMemcpyPeerAsync(dst, to->ordinal_, src, from->ordinal_, bytes, s));
   } else {
-    DPV_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, to ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, stream_));
+    DPV_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, to ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, s));
   }
   // Synchronous for the caller: host data is readable and the source may be reused on return.
-  DPV_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  DPV_CUDA_CHECK(cudaStreamSynchronize(s));
 }
 
 void CudaBackend::fill(Tensor& t, double value) {
@@ -177,21 +267,21 @@ void CudaBackend::fill(Tensor& t, double value) {
   activate();
   const int64_t n = t.numel();
   switch (t.dtype()) {
-    case DType::Float32: DPV_CUDA_CHECK(kernels::fill(t.data<float>(), n, value, stream_)); break;
-    case DType::Float64: DPV_CUDA_CHECK(kernels::fill(t.data<double>(), n, value, stream_)); break;
-    case DType::Int64: DPV_CUDA_CHECK(kernels::fill(t.data<int64_t>(), n, value, stream_)); break;
+    case DType::Float32: DPV_CUDA_CHECK(kernels::fill(t.data<float>(), n, value, stream())); break;
+    case DType::Float64: DPV_CUDA_CHECK(kernels::fill(t.data<double>(), n, value, stream())); break;
+    case DType::Int64: DPV_CUDA_CHECK(kernels::fill(t.data<int64_t>(), n, value, stream())); break;
   }
 }
 
 void CudaBackend::synchronize() {
   activate();
-  DPV_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  DPV_CUDA_CHECK(cudaStreamSynchronize(stream()));
 }
 
 double CudaBackend::now() {
   std::lock_guard<std::mutex> lock(clock_mutex_);
   activate();
-  DPV_CUDA_CHECK(cudaEventRecord(tick_, stream_));
+  DPV_CUDA_CHECK(cudaEventRecord(tick_, stream()));
   DPV_CUDA_CHECK(cudaEventSynchronize(tick_));
   float ms = 0;
   DPV_CUDA_CHECK(cudaEventElapsedTime(&ms, anchor_, tick_));
@@ -231,6 +321,7 @@ void CudaBackend::gemm(bool trans_a, bool trans_b, int64_t rows, int64_t cols, i
   const int ld_first = blas_int(map.ld_first, "ldb"), ld_second = blas_int(map.ld_second, "lda");
   const int ldc = blas_int(map.ldc, "ldc");
   std::lock_guard<std::mutex> lock(blas_mutex_);
+  DPV_CUDA_CHECK(cublasSetStream(blas_, stream()));  // the calling thread's queue
   if (dt == DType::Float32) {
     const float fa = static_cast<float>(alpha), fb = static_cast<float>(beta);
     DPV_CUDA_CHECK(cublasSgemm(blas_, op_first, op_second, m, n, k, &fa, b.data<float>(), ld_first, a.data<float>(),
@@ -249,7 +340,7 @@ void CudaBackend::add_channel_bias(Tensor& y, const Tensor& bias, int64_t N, int
   activate();
   dispatch_float(y.dtype(), "add_channel_bias", [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    DPV_CUDA_CHECK(kernels::add_channel_bias(y.data<T>(), bias.data<T>(), N, C, S, stream_));
+    DPV_CUDA_CHECK(kernels::add_channel_bias(y.data<T>(), bias.data<T>(), N, C, S, stream()));
   });
 }
 
@@ -259,7 +350,7 @@ void CudaBackend::sum_channels(const Tensor& dy, Tensor& out, int64_t N, int64_t
   activate();
   dispatch_float(dy.dtype(), "sum_channels", [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    DPV_CUDA_CHECK(kernels::sum_channels(dy.data<T>(), out.data<T>(), N, C, S, accumulate, stream_));
+    DPV_CUDA_CHECK(kernels::sum_channels(dy.data<T>(), out.data<T>(), N, C, S, accumulate, stream()));
   });
 }
 
@@ -269,9 +360,9 @@ void CudaBackend::add_inplace(Tensor& dst, const Tensor& src) {
   activate();
   const int64_t n = dst.numel();
   switch (dst.dtype()) {
-    case DType::Float32: DPV_CUDA_CHECK(kernels::add_inplace(dst.data<float>(), src.data<float>(), n, stream_)); break;
-    case DType::Float64: DPV_CUDA_CHECK(kernels::add_inplace(dst.data<double>(), src.data<double>(), n, stream_)); break;
-    case DType::Int64: DPV_CUDA_CHECK(kernels::add_inplace(dst.data<int64_t>(), src.data<int64_t>(), n, stream_)); break;
+    case DType::Float32: DPV_CUDA_CHECK(kernels::add_inplace(dst.data<float>(), src.data<float>(), n, stream())); break;
+    case DType::Float64: DPV_CUDA_CHECK(kernels::add_inplace(dst.data<double>(), src.data<double>(), n, stream())); break;
+    case DType::Int64: DPV_CUDA_CHECK(kernels::add_inplace(dst.data<int64_t>(), src.data<int64_t>(), n, stream())); break;
   }
 }
 
@@ -282,7 +373,7 @@ void CudaBackend::addcmul_inplace(Tensor& dst, const Tensor& a, const Tensor& b)
   activate();
   dispatch_float(dst.dtype(), "addcmul_", [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    DPV_CUDA_CHECK(kernels::addcmul_inplace(dst.data<T>(), a.data<T>(), b.data<T>(), dst.numel(), stream_));
+    DPV_CUDA_CHECK(kernels::addcmul_inplace(dst.data<T>(), a.data<T>(), b.data<T>(), dst.numel(), stream()));
   });
 }
 
@@ -291,7 +382,7 @@ void CudaBackend::scale_inplace(Tensor& dst, double alpha) {
   activate();
   dispatch_float(dst.dtype(), "mul_", [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    DPV_CUDA_CHECK(kernels::scale_inplace(dst.data<T>(), dst.numel(), alpha, stream_));
+    DPV_CUDA_CHECK(kernels::scale_inplace(dst.data<T>(), dst.numel(), alpha, stream()));
   });
 }
 
@@ -303,7 +394,7 @@ void CudaBackend::relu_forward(const Tensor& x, Tensor& y) {
   activate();
   dispatch_float(x.dtype(), "relu", [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    DPV_CUDA_CHECK(kernels::relu_forward(x.data<T>(), y.data<T>(), x.numel(), stream_));
+    DPV_CUDA_CHECK(kernels::relu_forward(x.data<T>(), y.data<T>(), x.numel(), stream()));
   });
 }
 
@@ -314,7 +405,7 @@ void CudaBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
   activate();
   dispatch_float(y.dtype(), "threshold_backward", [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    DPV_CUDA_CHECK(kernels::relu_backward(y.data<T>(), dy.data<T>(), dx.data<T>(), dx.numel(), stream_));
+    DPV_CUDA_CHECK(kernels::relu_backward(y.data<T>(), dy.data<T>(), dx.data<T>(), dx.numel(), stream()));
   });
 }
 
@@ -327,7 +418,7 @@ void CudaBackend::im2col(const Tensor& x, Tensor& col, const ConvGeometry& g) {
   activate();
   dispatch_float(x.dtype(), "im2col", [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    DPV_CUDA_CHECK(kernels::im2col(x.data<T>(), col.data<T>(), g, stream_));
+    DPV_CUDA_CHECK(kernels::im2col(x.data<T>(), col.data<T>(), g, stream()));
   });
 }
 
@@ -338,7 +429,7 @@ void CudaBackend::col2im(const Tensor& col, Tensor& dx, const ConvGeometry& g) {
   activate();
   dispatch_float(col.dtype(), "col2im", [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    DPV_CUDA_CHECK(kernels::col2im(col.data<T>(), dx.data<T>(), g, stream_));
+    DPV_CUDA_CHECK(kernels::col2im(col.data<T>(), dx.data<T>(), g, stream()));
   });
 }
 
@@ -348,7 +439,7 @@ void CudaBackend::permute_nos(const Tensor& src, Tensor& dst, int64_t A, int64_t
   activate();
   dispatch_float(src.dtype(), "permute", [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    DPV_CUDA_CHECK(kernels::permute_nos(src.data<T>(), dst.data<T>(), A, B, S, stream_));
+    DPV_CUDA_CHECK(kernels::permute_nos(src.data<T>(), dst.data<T>(), A, B, S, stream()));
   });
 }
 

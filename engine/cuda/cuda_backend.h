@@ -1,11 +1,16 @@
 #pragma once
-// The CUDA backend of one device: a stream, a cuBLAS handle and a clock of CUDA events of its own.
-// Virtual devices (cuda:0x4) are four of these on one GPU: their allocations, streams and handles
-// are separate, so their work overlaps on the GPU the way separate GPUs' work would.
+// The CUDA backend of one device: a compute stream, a communication stream (DDP's per-rank NCCL
+// stream, Backend's DeviceQueue::Communication), a memory pool, a cuBLAS handle and a clock of CUDA
+// events of its own. Virtual devices (cuda:0x4) are four of these on one GPU: their pools, streams
+// and handles are separate, so their work overlaps on the GPU the way separate GPUs' work would
+// (one shared pool would let one slot's frees be reused by another only behind the first slot's
+// stream, serialising them).
 // Private to engine/cuda: the collectives and the runtime info use the stream and ordinal.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -22,7 +27,12 @@ class CudaBackend final : public Backend {
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   int ordinal() const { return ordinal_; }
-  cudaStream_t stream() const { return stream_; }
+  // The calling thread's current stream of this device: the communication stream inside
+  // run_on_queue(Communication), else the compute stream. Every op, copy and allocation uses it,
+  // so a collective issued from the communication queue (NCCL on the tensor's stream) runs there.
+  cudaStream_t stream() const;
+  // This device's memory pool (stream-ordered allocations of this slot only).
+  cudaMemPool_t pool() const { return pool_; }
   // Makes this device's GPU current on the calling thread (each device worker, the main thread).
   void activate() const;
   // "cuda:0 (virtual device 2)" for messages.
@@ -36,6 +46,11 @@ class CudaBackend final : public Backend {
   void fill(Tensor& t, double value) override;
   void synchronize() override;
   double now() override;
+  std::shared_ptr<QueueEvent> record_event(DeviceQueue queue) override;
+  void queue_wait(DeviceQueue queue, const std::shared_ptr<QueueEvent>& event) override;
+  void run_on_queue(DeviceQueue queue, const std::function<void()>& fn) override;
+  // Waits for both streams: another device's copy reads or writes this one's memory.
+  void synchronize_all();
 
   void gemm(bool trans_a, bool trans_b, int64_t rows, int64_t cols, int64_t inner, double alpha, const Tensor& a, const Tensor& b,
             double beta, Tensor& c) override;
@@ -72,13 +87,19 @@ class CudaBackend final : public Backend {
   void adam_update(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
                    const kernels::math::AdamStep& step) override;
 
-  // Checks that t is defined, lives on this GPU and holds at least `numel` elements of `dtype`.
+  // Checks that t is defined, lives on this device (this GPU and this virtual slot: another slot's
+  // tensor is written by another stream, so reading it here would race) and holds at least `numel`
+  // elements of `dtype`.
   void expect(const Tensor& t, const char* op, const char* name, DType dtype, int64_t numel) const;
 
  private:
+  cudaStream_t stream_of(DeviceQueue queue) const { return queue == DeviceQueue::Compute ? stream_ : comm_stream_; }
+
   int ordinal_;
   int slot_;
-  cudaStream_t stream_ = nullptr;
+  cudaStream_t stream_ = nullptr;       // compute
+  cudaStream_t comm_stream_ = nullptr;  // communication
+  cudaMemPool_t pool_ = nullptr;
   cublasHandle_t blas_ = nullptr;
   std::mutex blas_mutex_;  // a cuBLAS handle must not be used by two threads at once
   // Clock: seconds = anchor_seconds_ + elapsed(anchor_, tick); re-anchored on every read so the

@@ -37,7 +37,7 @@ void CudaBackend::bn_stats(const Tensor& x, Tensor& mean, Tensor& var_b, int64_t
   activate();
   dispatch_float(dt, "batch_norm_stats", [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    DPV_CUDA_CHECK(kernels::bn_stats(x.data<T>(), mean.data<T>(), var_b.data<T>(), N, C, S, stream_));
+    DPV_CUDA_CHECK(kernels::bn_stats(x.data<T>(), mean.data<T>(), var_b.data<T>(), N, C, S, stream()));
   });
 }
 
@@ -54,7 +54,7 @@ void CudaBackend::bn_normalize(const Tensor& x, const Tensor& mean, const Tensor
   dispatch_float(dt, "batch_norm_elemt", [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     DPV_CUDA_CHECK(kernels::bn_normalize(x.data<T>(), mean.data<T>(), invstd.data<T>(), optional_data<T>(gamma),
-                                         optional_data<T>(beta), y.data<T>(), N, C, S, stream_));
+                                         optional_data<T>(beta), y.data<T>(), N, C, S, stream()));
   });
 }
 
@@ -70,7 +70,7 @@ void CudaBackend::bn_backward_reduce(const Tensor& dy, const Tensor& x, const Te
   dispatch_float(dt, "batch_norm_backward_reduce", [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     DPV_CUDA_CHECK(kernels::bn_backward_reduce(dy.data<T>(), x.data<T>(), mean.data<T>(), sum_dy.data<T>(),
-                                               sum_dy_xmu.data<T>(), N, C, S, stream_));
+                                               sum_dy_xmu.data<T>(), N, C, S, stream()));
   });
 }
 
@@ -92,7 +92,7 @@ void CudaBackend::bn_backward_elemt(const Tensor& dy, const Tensor& x, const Ten
     using T = std::remove_pointer_t<decltype(tag)>;
     DPV_CUDA_CHECK(kernels::bn_backward_elemt(dy.data<T>(), x.data<T>(), mean.data<T>(), invstd.data<T>(),
                                               optional_data<T>(gamma), sum_dy.data<T>(), sum_dy_xmu.data<T>(), count,
-                                              dx.data<T>(), N, C, S, stream_));
+                                              dx.data<T>(), N, C, S, stream()));
   });
 }
 
@@ -121,7 +121,7 @@ void CudaBackend::bn_gather_stats(const Tensor& mean_all, const Tensor& invstd_a
     using T = std::remove_pointer_t<decltype(tag)>;
     DPV_CUDA_CHECK(kernels::bn_gather_stats(mean_all.data<T>(), invstd_all.data<T>(), counts.data(), R, C, eps,
                                             momentum, optional_data<T>(running_mean), optional_data<T>(running_var),
-                                            mean.data<T>(), invstd.data<T>(), stream_));
+                                            mean.data<T>(), invstd.data<T>(), stream()));
   });
 }
 
@@ -132,7 +132,7 @@ void CudaBackend::bn_invstd(const Tensor& var_b, double eps, Tensor& invstd) {
   activate();
   dispatch_float(dt, "batch_norm", [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    DPV_CUDA_CHECK(kernels::bn_invstd(var_b.data<T>(), eps, invstd.data<T>(), var_b.numel(), stream_));
+    DPV_CUDA_CHECK(kernels::bn_invstd(var_b.data<T>(), eps, invstd.data<T>(), var_b.numel(), stream()));
   });
 }
 
@@ -147,7 +147,7 @@ void CudaBackend::bn_update_running(const Tensor& mean, const Tensor& var_b, dou
   dispatch_float(dt, "batch_norm", [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     DPV_CUDA_CHECK(kernels::bn_update_running(mean.data<T>(), var_b.data<T>(), n, momentum, running_mean.data<T>(),
-                                              running_var.data<T>(), C, stream_));
+                                              running_var.data<T>(), C, stream()));
   });
 }
 
@@ -168,18 +168,18 @@ void CudaBackend::cross_entropy(const Tensor& logits, const Tensor& target, Tens
     ~Workspace() {
       if (ptr && cudaFreeAsync(ptr, stream) != cudaSuccess) cudaGetLastError();
     }
-  } workspace{nullptr, stream_};
-  DPV_CUDA_CHECK(cudaMallocAsync(&workspace.ptr, ix(kernels::cross_entropy_workspace_bytes(N)), stream_));
+  } workspace{nullptr, stream()};
+  DPV_CUDA_CHECK(cudaMallocFromPoolAsync(&workspace.ptr, ix(kernels::cross_entropy_workspace_bytes(N)), pool_, stream()));
   dispatch_float(dt, "cross_entropy", [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     DPV_CUDA_CHECK(kernels::cross_entropy(logits.data<T>(), target.data<int64_t>(), loss_out.data<T>(),
-                                          dlogits.data<T>(), N, K, grad_scale, workspace.ptr, stream_));
+                                          dlogits.data<T>(), N, K, grad_scale, workspace.ptr, stream()));
   });
   // A kernel cannot throw: it reports the first invalid target, read back here.
   std::lock_guard<std::mutex> lock(loss_mutex_);
   DPV_CUDA_CHECK(cudaMemcpyAsync(host_info_, kernels::cross_entropy_info(workspace.ptr, N), 2 * sizeof(int64_t),
-                                 cudaMemcpyDeviceToHost, stream_));
-  DPV_CUDA_CHECK(cudaStreamSynchronize(stream_));
+                                 cudaMemcpyDeviceToHost, stream()));
+  DPV_CUDA_CHECK(cudaStreamSynchronize(stream()));
   if (host_info_[0] >= 0) throw Error("Target " + std::to_string(host_info_[1]) + " is out of bounds.", ErrorClass::IndexError);
 }
 
@@ -195,7 +195,7 @@ void CudaBackend::sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum
     using T = std::remove_pointer_t<decltype(tag)>;
     T* buf = momentum != 0 ? momentum_buf.data<T>() : nullptr;
     DPV_CUDA_CHECK(kernels::sgd_update(param.data<T>(), grad.data<T>(), buf, n, lr, momentum, weight_decay, first_step,
-                                       stream_));
+                                       stream()));
   });
 }
 
@@ -211,7 +211,7 @@ void CudaBackend::adam_update(Tensor& param, const Tensor& grad, Tensor& exp_avg
   dispatch_float(dt, "adam", [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     DPV_CUDA_CHECK(kernels::adam_update(param.data<T>(), grad.data<T>(), exp_avg.data<T>(), exp_avg_sq.data<T>(), n,
-                                        step, stream_));
+                                        step, stream()));
   });
 }
 

@@ -249,9 +249,9 @@ class CudaCollectives final : public Collectives {
   }
 
   // Peer access for every peer-capable pair (a reads and writes b's memory), for plain
-  // allocations (cudaDeviceEnablePeerAccess) and for the stream-ordered pool every tensor comes
-  // from (cudaMemPoolSetAccess: peer access does not cover pools). Without it a cross-GPU copy of
-  // pool memory may be staged through the host.
+  // allocations (cudaDeviceEnablePeerAccess) and for the stream-ordered pools every tensor comes
+  // from (cudaMemPoolSetAccess on each device's own pool: peer access does not cover pools).
+  // Without it a cross-GPU copy of pool memory may be staged through the host.
   void enable_peer_access(const std::vector<int>& unique) {
     for (int a : unique)
       for (int b : unique) {
@@ -265,13 +265,12 @@ class CudaCollectives final : public Collectives {
           cudaGetLastError();
         else
           DPV_CUDA_CHECK(status);
-        cudaMemPool_t pool_b = nullptr;
-        DPV_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool_b, b));
         cudaMemAccessDesc access{};
         access.location.type = cudaMemLocationTypeDevice;
         access.location.id = a;
         access.flags = cudaMemAccessFlagsProtReadWrite;
-        DPV_CUDA_CHECK(cudaMemPoolSetAccess(pool_b, &access, 1));
+        for (CudaBackend* be : backends_)
+          if (be->ordinal() == b) DPV_CUDA_CHECK(cudaMemPoolSetAccess(be->pool(), &access, 1));
       }
   }
 

@@ -14,23 +14,33 @@
 #include <future>
 #include <memory>
 
+#include "engine/backend.h"
 #include "engine/device.h"
 
 namespace dpv {
 
 class CommThread {
  public:
-  explicit CommThread(bool threaded = true) : threaded_(threaded) {}
+  // `queues`: the rank's device backend, whose queues order the jobs (null: no ordering needed).
+  explicit CommThread(bool threaded = true, Backend* queues = nullptr) : threaded_(threaded), queues_(queues) {}
   bool threaded() const { return threaded_; }
 
-  // Queues `fn` on the thread; the future carries its exception, if any.
+  // Queues `fn` on the thread, to run on the device's communication queue after the compute work
+  // queued so far; the future carries its exception, if any.
   std::shared_future<void> submit(std::function<void()> fn) {
     auto done = std::make_shared<std::promise<void>>();
     std::shared_future<void> f = done->get_future().share();
     if (!worker_) worker_ = std::make_unique<DeviceWorker>();
-    worker_->submit([fn = std::move(fn), done] {
+    std::shared_ptr<QueueEvent> inputs_ready = queues_ ? queues_->record_event(DeviceQueue::Compute) : nullptr;
+    worker_->submit([fn = std::move(fn), done, queues = queues_, inputs_ready] {
       try {
-        fn();
+        if (queues)
+          queues->run_on_queue(DeviceQueue::Communication, [&] {
+            queues->queue_wait(DeviceQueue::Communication, inputs_ready);
+            fn();
+          });
+        else
+          fn();
         done->set_value();
       } catch (...) {
         done->set_exception(std::current_exception());
@@ -40,15 +50,26 @@ class CommThread {
   }
   // Runs `fn` behind everything already queued and waits for it (rethrowing its error); without a
   // thread, runs it here.
+  // Its results are then ordered before the compute work queued after run() returns.
   void run(const std::function<void()>& fn) {
-    if (threaded_)
+    if (threaded_) {
       submit(fn).get();
-    else
+      join_compute();
+    } else {
       fn();
+    }
+  }
+  // The compute queue's later work waits for everything the jobs queued on the communication queue
+  // (call it once the jobs' futures are ready: their collectives are then all queued).
+  void join_compute() {
+    if (!queues_) return;
+    const std::shared_ptr<QueueEvent> done = queues_->record_event(DeviceQueue::Communication);
+    queues_->queue_wait(DeviceQueue::Compute, done);
   }
 
  private:
   bool threaded_;
+  Backend* queues_;
   std::unique_ptr<DeviceWorker> worker_;
 };
 

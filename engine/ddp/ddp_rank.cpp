@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "engine/backend.h"
 #include "engine/ddp/comm_hooks/hook_output.h"
@@ -85,7 +86,7 @@ DdpRank::DdpRank(ProcessGroup& group, std::shared_ptr<Device> device, const Mode
       optimizer_(options.optimizer),
       clock_(std::move(clock)),
       // In-process ranks on host memory: bucket all-reduces on the group's thread, the rest inline.
-      comm_(!(group.starts_all_reduce_on_host() && device_->kind() == DeviceKind::Cpu)) {
+      comm_(!(group.starts_all_reduce_on_host() && device_->kind() == DeviceKind::Cpu), &device_->backend()) {
   if (!clock_) clock_ = default_clock();
   construct(state);
 }
@@ -204,16 +205,29 @@ void DdpRank::set_batch(const Tensor& global_input, const Tensor& global_target,
     throw Error("Expected input batch_size (" + std::to_string(global_input.ndim() >= 1 ? global_input.dim(0) : 0) +
                     ") to match target batch_size (" + std::to_string(global_target.dim(0)) + ").",
                 ErrorClass::ValueError);
+  for (const int64_t i : indices)
+    if (i < 0 || i >= global_input.dim(0)) throw Error("sample index " + std::to_string(i) + " is out of range");
+  // The rows are gathered on the host into one contiguous buffer per tensor, which then crosses to
+  // the device in one copy (a DataLoader's collated batch, then .to(device)): two copies per rank,
+  // not two per sample. A batch held on a device comes to the host once first.
+  const Tensor host_input = global_input.on_host_memory() ? global_input : global_input.to(nullptr);
+  const Tensor host_target = global_target.on_host_memory() ? global_target : global_target.to(nullptr);
   Shape shape = global_input.shape();
   shape[0] = static_cast<int64_t>(indices.size());
   Tensor in = Tensor::empty(shape, global_input.dtype(), device_);  // [n_r, ...]
   Tensor tg = Tensor::empty({shape[0]}, DType::Int64, device_);     // [n_r]
+  // Host memory devices (simulated CPU ranks) take the rows directly; a GPU gets a host staging copy.
+  Tensor in_rows = in.on_host_memory() ? in : Tensor::empty(shape, global_input.dtype());
+  Tensor tg_rows = tg.on_host_memory() ? tg : Tensor::empty({shape[0]}, DType::Int64);
+  const size_t row_bytes = indices.empty() ? 0 : in_rows.nbytes() / indices.size();
   for (size_t k = 0; k < indices.size(); ++k) {
-    const int64_t i = indices[k];
-    if (i < 0 || i >= global_input.dim(0)) throw Error("sample index " + std::to_string(i) + " is out of range");
-    in.slice0(static_cast<int64_t>(k), static_cast<int64_t>(k) + 1).copy_from(global_input.slice0(i, i + 1));
-    tg.slice0(static_cast<int64_t>(k), static_cast<int64_t>(k) + 1).copy_from(global_target.slice0(i, i + 1));
+    const size_t i = static_cast<size_t>(indices[k]);
+    std::memcpy(static_cast<char*>(in_rows.raw()) + k * row_bytes,
+                static_cast<const char*>(host_input.raw()) + i * row_bytes, row_bytes);
+    tg_rows.data<int64_t>()[k] = host_target.data<int64_t>()[i];
   }
+  if (in_rows.raw() != in.raw()) in.copy_from(in_rows);
+  if (tg_rows.raw() != tg.raw()) tg.copy_from(tg_rows);
   model_.check_input(in);
   input_ = in;
   target_ = tg;
@@ -228,7 +242,6 @@ std::vector<CollectiveReport> DdpRank::sync_buffers() {
   if (reducer_) reducer_->prepare_for_forward();
   std::vector<CollectiveReport> reports;
   if (!will_sync_buffers()) return reports;
-  device_->backend().synchronize();
   comm_.run([&] { reports = broadcast_coalesced(group_, tensors_of(replica_.buffers), 0, device_); });
   return reports;
 }
@@ -306,7 +319,6 @@ std::vector<CollectiveReport> DdpRank::backward_layer(int layer) {
     flow_ = sync_bn_backward(static_cast<const BatchNorm&>(l), run, flow_, group_, comm_, reports);
   else
     flow_ = l.backward(run, flow_);
-  device_->backend().synchronize();
   // AccumulateGrad fires for this layer's parameters now: hand them to the Reducer.
   if (reducer_)
     for (size_t index : ready_in_layer_[static_cast<size_t>(layer)])

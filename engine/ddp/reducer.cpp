@@ -25,7 +25,14 @@ Reducer::Reducer(ProcessGroup& group, CommThread& comm, std::shared_ptr<Device> 
   buckets_ = initial_buckets(params_);
 }
 
-Reducer::~Reducer() { wait_all(); }
+Reducer::~Reducer() {
+  wait_all();
+  // The bucket buffers are freed in the compute queue's order: after the all-reduces that used them.
+  try {
+    comm_.join_compute();
+  } catch (...) {  // a device already in a failed state: nothing more to order
+  }
+}
 
 void Reducer::wait_all() noexcept {
   for (auto& f : done_)
@@ -120,7 +127,9 @@ void Reducer::launch_ready_buckets() {
     run.bucket = b;
     run.bytes = flat_[static_cast<size_t>(b)].nbytes();
     run.launch = clock_();
-    device_->backend().synchronize();  // the copies into the bucket are done before the comm thread reads it
+    // The bucket's copies are ordered before its all-reduce: on a GPU by the event CommThread::submit
+    // records on the compute queue (the communication queue waits for it, the host does not); the
+    // group's own thread reads host memory, where the copies are done already.
     if (hook_) {
       run_hook(b);
       continue;
@@ -205,6 +214,9 @@ void Reducer::finalize(TensorMap& grads) {
       if (!first) first = std::current_exception();
     }
   }
+  // Every all-reduce is queued: the compute queue (the copies into .grad below, the optimizer)
+  // waits for the communication queue, as DDP's finalize_backward waits for the buckets' work.
+  comm_.join_compute();
   if (first) std::rethrow_exception(first);
   for (size_t p = 0; p < params_.size(); ++p) {
     const auto [b, offset] = slot_[p];

@@ -9,8 +9,10 @@
 //    been launched: buckets go out strictly in index order, so every rank issues the same sequence,
 //    and the all-reduce overlaps the rest of the backward. It runs on the group's communication
 //    thread when the group has one (ProcessGroup::start_all_reduce_sum: in-process ranks on host
-//    memory), else on the rank's (CommThread);
-//  - finalize waits for the all-reduces and copies the averaged gradients back into .grad.
+//    memory), else on the rank's (CommThread), which on a GPU issues it on the rank's communication
+//    queue behind an event of the compute queue (no host wait between the backward and the bucket);
+//  - finalize waits for the all-reduces, makes the compute queue wait for the communication queue,
+//    and copies the averaged gradients back into .grad.
 #include <functional>
 #include <future>
 #include <string>

@@ -24,7 +24,6 @@ Tensor sync_bn_forward(const BatchNorm& bn, LayerRun& run, const Tensor& x, Proc
   packed.slice0(C, 2 * C).copy_from(invstd);
   packed.slice0(2 * C, 2 * C + 1).copy_from(Tensor::full({1}, x.dtype(), count));
   Tensor gathered = Tensor::empty({world * (2 * C + 1)}, x.dtype(), device);  // [world * (2C + 1)]
-  run.backend.synchronize();
   comm.run([&] { reports.push_back(group.all_gather(packed, gathered)); });
   std::vector<double> counts;
   const auto host = gathered.to_doubles();
@@ -62,7 +61,6 @@ Tensor sync_bn_backward(const BatchNorm& bn, LayerRun& run, const Tensor& dy, Pr
   Tensor packed = Tensor::empty({2 * C}, sum_dy.dtype(), run.replica.device);  // [sum_dy(C), sum_dy_xmu(C)]
   packed.slice0(0, C).copy_from(sum_dy);
   packed.slice0(C, 2 * C).copy_from(sum_dy_xmu);
-  run.backend.synchronize();
   comm.run([&] { reports.push_back(group.all_reduce_sum(packed)); });
   return bn.backward_elemt(run, dy, packed.slice0(0, C), packed.slice0(C, 2 * C), run.cache.count);
 }

@@ -1,6 +1,7 @@
 #pragma once
 // A backend that forwards every op to the CPU backend and counts the copies from its device to
-// the host, with their sizes: what a GPU would pay in transfers and synchronisations.
+// the host, with their sizes, the copies from the host to its device and the synchronize() calls:
+// what a GPU would pay in transfers and synchronisations.
 #include <atomic>
 #include <memory>
 
@@ -14,10 +15,14 @@ struct HostCopyCounter {
   std::atomic<int64_t> copies{0};
   std::atomic<int64_t> bytes{0};
   std::atomic<int64_t> largest{0};  // bytes of the largest single copy
+  std::atomic<int64_t> to_device{0};  // copies from the host to the device
+  std::atomic<int64_t> synchronizes{0};  // synchronize() calls
   void reset() {
     copies = 0;
     bytes = 0;
     largest = 0;
+    to_device = 0;
+    synchronizes = 0;
   }
 };
 
@@ -36,10 +41,14 @@ class CountingBackend final : public Backend {
       while (static_cast<int64_t>(bytes) > seen && !counter_->largest.compare_exchange_weak(seen, static_cast<int64_t>(bytes))) {
       }
     }
+    if (dst_device != nullptr && src_device == nullptr) ++counter_->to_device;
     inner_->copy(dst, dst_device, src, src_device, bytes);
   }
   void fill(Tensor& t, double value) override { inner_->fill(t, value); }
-  void synchronize() override { inner_->synchronize(); }
+  void synchronize() override {
+    ++counter_->synchronizes;
+    inner_->synchronize();
+  }
   double now() override { return inner_->now(); }
   void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const Tensor& a, const Tensor& b,
             double beta, Tensor& c) override {
