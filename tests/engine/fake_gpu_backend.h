@@ -194,9 +194,10 @@ class FakeGpuBackend final : public Backend {
   }
   // The convolutions may give `saved` a tensor of their own (the caller's object): they run once
   // the queue has drained, on the calling thread, as the CPU backend runs them (same bits).
-  void conv2d_forward(const Tensor& x, const Tensor& w, Tensor& y, Tensor& saved, const ConvGeometry& g) override {
+  void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, Tensor& saved,
+                      const ConvGeometry& g) override {
     current().drain();
-    inner_->conv2d_forward(x, w, y, saved, g);
+    inner_->conv2d_forward(x, w, bias, y, saved, g);
   }
   void conv2d_backward(const Tensor& x, const Tensor& saved, const Tensor& w, const Tensor& dy, Tensor& dw,
                        bool accumulate_dw, Tensor* dx, const ConvGeometry& g) override {
