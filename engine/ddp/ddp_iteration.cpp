@@ -206,7 +206,11 @@ bool DdpIteration::ranks_independent(const Stage& stage) const {
   const int layer = stage.layer;
   const bool sync_bn_layer = layer >= 0 && trainer_.options().sync_bn && trainer_.world_size() > 1 &&
                              trainer_.model().layer(layer).is_batchnorm();
-  return stage.kind != StageKind::Construct && stage.kind != StageKind::BroadcastBuffers &&
+  // A communication hook runs its blocking collectives inside the backward, on the ranks' own
+  // threads (Reducer::run_hook): with a hook the backward is a meeting too.
+  const bool hook_in_backward =
+      stage.kind == StageKind::Backward && trainer_.options().comm_hook.kind != CommHookKind::None;
+  return !hook_in_backward && stage.kind != StageKind::Construct && stage.kind != StageKind::BroadcastBuffers &&
          stage.kind != StageKind::GatherParams && stage.kind != StageKind::ReduceScatter &&
          stage.kind != StageKind::BroadcastParams && !sync_bn_layer;
 }
