@@ -16,6 +16,7 @@
 #include "cli/flag_errors.h"
 #include "cli/int_options.h"
 #include "cli/optimizer_options.h"
+#include "cli/comm_hook_options.h"
 #include "cli/step_inputs.h"
 #include "cli/validators.h"
 #include "cli/format.h"
@@ -110,12 +111,14 @@ void add_step_command(CLI::App& app, Action& run) {
                                      "DDP, ZeRO-1: gradient bucket cap in MiB (bucket_cap_mb)")
                          ->capture_default_str()
                          ->check(CLI::PositiveNumber);
-  sub->callback([o, devices, ddp, no_broadcast, bucket_cap, finish_optimizer, &run] {
+  const auto finish_comm_hook = add_comm_hook_options(sub, o->comm_hook);
+  sub->callback([o, devices, ddp, no_broadcast, bucket_cap, finish_optimizer, finish_comm_hook, &run] {
     // DDP's own options need ranks: --ddp or --zero.
     for (const CLI::Option* option : {no_broadcast, bucket_cap})
       if (option->count() > 0 && !o->ddp && o->zero == 0)
         throw CLI::RequiresError(option->get_name(), ddp->get_name() + " or --zero");
     finish_optimizer();
+    finish_comm_hook(o->ddp, o->zero);
     o->devices_given = devices->count() > 0;
     finish_step_options(*o);
     // A launched DDP rank's device is fixed by the launcher (cli/ddp_launched.h); elsewhere

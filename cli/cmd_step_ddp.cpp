@@ -11,6 +11,7 @@
 #include "cli/size_checks.h"
 #include "cli/step_inputs.h"
 #include "engine/ddp/ddp.h"
+#include "engine/ddp/comm_hooks/hook_output.h"
 #include "engine/ddp/ddp_output.h"
 #include "engine/device.h"
 #include "engine/error.h"
@@ -40,7 +41,7 @@ void run_step_ddp(const StepOptions& o) {
   Model model(spec);
   const DType dtype = model.dtype();
   TensorMap state = load_step_state(model, o.state, o.run.seed);
-  DdpTrainer trainer(devices, std::move(model), state, ddp_options(o.run));
+  DdpTrainer trainer(devices, std::move(model), state, step_ddp_options(o));
 
   std::vector<int64_t> shard_sizes;
   for (int s = 0; s < o.steps; ++s) {
@@ -52,10 +53,16 @@ void run_step_ddp(const StepOptions& o) {
   const auto results = trainer.results();
   DdpStepOutput out = ddp_step_output(results, dtype);
   add_step_ddp_metadata(out, o, o.run.devices);
+  if (o.comm_hook.kind != CommHookKind::None) {
+    add_comm_hook_bytes(out.tensors, results[0].bucket_runs);
+    for (const DdpRankResult& r : results)
+      for (const auto& [name, t] : r.comm_hook_state.items()) out.tensors.set(name, t);
+  }
   save_safetensors(o.out, out.tensors, out.metadata);
   std::cout << step_command_name(o) << ": " << o.steps << " iteration" << (o.steps == 1 ? "" : "s") << " on "
             << o.run.devices << " (" << trainer.world_size() << (trainer.world_size() == 1 ? " rank" : " ranks") << ", shards " << list_str(shard_sizes) << ", "
-            << sharding_words(results[0]) << "), mean loss over the ranks "  // the output's `loss`; each rank's own is rank<r>/loss
+            << sharding_words(results[0]) << comm_hook_words(o.comm_hook.kind, results[0].bucket_runs)
+            << "), mean loss over the ranks "  // the output's `loss`; each rank's own is rank<r>/loss
             << py_fixed(out.tensors.at("loss").item(), 6) << " -> " << o.out << "\n";
 }
 

@@ -6,6 +6,7 @@
 
 #include "cli/format.h"
 #include "cli/step_inputs.h"
+#include "engine/ddp/comm_hooks/hook_output.h"
 #include "engine/ddp/ddp_output.h"
 #include "engine/ddp/ddp_rank.h"
 #include "engine/ddp/gather_rank_results.h"
@@ -118,18 +119,22 @@ LaunchedRank join_launched_job(const std::optional<std::string>& devices_spec) {
 void run_step_ddp_launched(const StepOptions& o) {
   LaunchedRank lr = join_launched_job(o.devices_given ? std::optional(o.run.devices) : std::nullopt);
   ProcessGroup& group = lr.session->group();
-  verify_same_ddp_config(*lr.session, ddp_config_of(ddp_options(o.run), o.steps));
+  verify_same_ddp_config(*lr.session, ddp_config_of(step_ddp_options(o), o.steps));
   Model model(load_model_spec(o.model));
   const DType dtype = model.dtype();
   const auto [input, target] = load_step_batch(o.batch);
   TensorMap state = load_step_state(model, o.state, o.run.seed);
 
-  DdpRankResult mine = run_rank_steps(group, lr.device, model, state, input, target, ddp_options(o.run), o.steps);
+  DdpRankResult mine = run_rank_steps(group, lr.device, model, state, input, target, step_ddp_options(o), o.steps);
   // Rank 0 needs every rank's result; the group moves them (every rank calls it).
   const std::vector<DdpRankResult> results = gather_rank_results(group, mine, lr.comm_device);
   if (lr.rank() == 0) {
     DdpStepOutput out = ddp_step_output(results, dtype);
     add_step_ddp_metadata(out, o, lr.devices_spec);
+    if (o.comm_hook.kind != CommHookKind::None) {  // rank 0's own hook: the state stays on each rank
+      add_comm_hook_bytes(out.tensors, mine.bucket_runs);
+      for (const auto& [name, t] : mine.comm_hook_state.items()) out.tensors.set(name, t);
+    }
     out.metadata["launched"] = std::to_string(lr.world_size()) + " processes, " + group.backend();
     save_safetensors(o.out, out.tensors, out.metadata);
     std::vector<int64_t> shard_sizes;
@@ -137,6 +142,7 @@ void run_step_ddp_launched(const StepOptions& o) {
     std::cout << step_command_name(o) << ": " << o.steps << " iteration" << (o.steps == 1 ? "" : "s") << " on "
               << lr.devices_spec << " (" << lr.world_size() << " launched processes over " << group.backend()
               << ", shards " << list_str(shard_sizes) << ", " << sharding_words(results[0])
+              << comm_hook_words(o.comm_hook.kind, mine.bucket_runs)
               << "), mean loss over the ranks "
               << strf("%.6f", out.tensors.at("loss").item()) << " -> " << o.out << "\n";
   }

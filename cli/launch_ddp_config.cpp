@@ -34,6 +34,14 @@ std::string first_difference(const DdpConfig& rank0, const DdpConfig& other, int
   return other.size() == rank0.size() ? "" : "rank " + std::to_string(rank) + " runs another dpv build";
 }
 
+std::string powersgd_text(const PowerSgdOptions& p) {
+  return "matrix_approximation_rank=" + std::to_string(p.matrix_approximation_rank) +
+         ", start_powerSGD_iter=" + std::to_string(p.start_powerSGD_iter) +
+         ", min_compression_rate=" + shortest_text(p.min_compression_rate) +
+         ", use_error_feedback=" + (p.use_error_feedback ? "True" : "False") +
+         ", warm_start=" + (p.warm_start ? "True" : "False") + ", random_seed=" + std::to_string(p.random_seed);
+}
+
 }  // namespace
 
 DdpConfig ddp_config_of(const DdpOptions& options, int64_t steps) {
@@ -45,6 +53,9 @@ DdpConfig ddp_config_of(const DdpOptions& options, int64_t steps) {
       {"steps", std::to_string(steps)},
       // A rank with another ZeRO stage would meet the others in different collectives.
       {"zero", std::to_string(options.zero_stage)},
+      // A rank with another hook would send other collectives (PowerSGD's P and Q) or other bytes.
+      {"comm_hook", comm_hook_name(options.comm_hook.kind)},
+      {"powersgd", options.comm_hook.kind != CommHookKind::PowerSgd ? std::string("-") : powersgd_text(options.comm_hook.powersgd)},
       // The model is not compared here: DdpRank's construction checks the parameter shapes against
       // rank 0's with PyTorch's own message ("DDP expects same model across all ranks").
   };

@@ -14,6 +14,12 @@ void finish_step_options(StepOptions& o) {
   o.run.ddp.broadcast_buffers = !o.no_broadcast_buffers;
 }
 
+DdpOptions step_ddp_options(const StepOptions& o) {
+  DdpOptions options = ddp_options(o.run);
+  options.comm_hook = o.comm_hook;
+  return options;
+}
+
 TensorMap load_step_state(const Model& model, const std::string& path, uint64_t seed) {
   if (path.empty()) return model.initial_state(seed);
   TensorMap file = load_safetensors(path);

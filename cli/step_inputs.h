@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/ddp/ddp_rank.h"
 #include "engine/model.h"
 #include "engine/run/run_spec.h"
 #include "engine/tensor_map.h"
@@ -23,7 +24,11 @@ struct StepOptions {
   bool ddp = false;
   bool no_broadcast_buffers = false;
   int zero = 0;
+  CommHookOptions comm_hook;  // --comm-hook and the --powersgd-* flags (cli/comm_hook_options.h)
 };
+
+// The DDP ranks' options: o.run's, with the communication hook.
+DdpOptions step_ddp_options(const StepOptions& o);
 
 // Completes o.run from the flags read into other fields: the strategy (--ddp, --zero) and
 // broadcast_buffers (--no-broadcast-buffers).

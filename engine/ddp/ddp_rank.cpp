@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "engine/backend.h"
+#include "engine/ddp/comm_hooks/hook_output.h"
 #include "engine/ddp/sampler.h"
 #include "engine/ddp/sync_bn.h"
 #include "engine/device.h"
@@ -97,6 +98,7 @@ void DdpRank::construct(const TensorMap& state) {
     throw Error("DistributedDataParallel is not needed when a module doesn't have any parameter that requires a "
                 "gradient.");
   model_.check_state(state);
+  std::unique_ptr<CommHook> hook = make_rank_comm_hook();  // refused before any collective, on every rank alike
   const int world = group_.size(), me = group_.rank();
   // _verify_param_shape_across_processes: first the counts (all-gather), then rank 0's sizes.
   Tensor count = Tensor::from_int64({1}, {static_cast<int64_t>(decls.size())}).to(device_);
@@ -156,7 +158,29 @@ void DdpRank::construct(const TensorMap& state) {
   if (options_.zero_stage < 2)
     reducer_ = std::make_unique<Reducer>(group_, comm_, device_, param_names_, params, options_.bucket_cap_mb, clock_,
                                          options_.first_bucket_bytes);
+  if (hook) {
+    std::vector<Shape> shapes;
+    for (const auto& d : decls) shapes.push_back(d.shape);
+    reducer_->set_comm_hook(std::move(hook), std::move(shapes));
+  }
   shard_after_construct();
+}
+
+std::unique_ptr<CommHook> DdpRank::make_rank_comm_hook() const {
+  const CommHookOptions& hook = options_.comm_hook;
+  if (hook.kind == CommHookKind::None) return nullptr;
+  // register_comm_hook is DistributedDataParallel's: ZeroRedundancyOptimizer's overlap hooks and
+  // FSDP's own hooks work differently.
+  check(options_.zero_stage == 0,
+        std::string("a DDP communication hook (") + comm_hook_name(hook.kind) + ") runs only with plain DDP, not with "
+            "ZeRO stage " + std::to_string(options_.zero_stage) + ": FSDP and ZeroRedundancyOptimizer register hooks "
+            "of their own; drop the hook or the ZeRO stage",
+        ErrorClass::ValueError);
+  check(device_->kind() == DeviceKind::Cpu,
+        std::string(comm_hook_name(hook.kind)) + " runs on CPU devices here (simulated ones, or Gloo ranks); this "
+            "rank's device is " + device_->name(),
+        ErrorClass::ValueError);
+  return make_comm_hook(hook, group_);
 }
 
 const Reducer& DdpRank::reducer() const {
@@ -384,6 +408,7 @@ DdpRankResult DdpRank::result() const {
     r.buckets = reducer_->bucket_names();
     r.ready_order = reducer_->ready_order();
     r.bucket_runs = reducer_->runs();
+    if (const CommHook* hook = reducer_->comm_hook()) add_comm_hook_state(r.comm_hook_state, *hook, rank());
   }
   r.sample_indices = indices_;
   add_sharded_result(r);

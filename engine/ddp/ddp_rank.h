@@ -57,6 +57,8 @@ struct DdpOptions : DdpSettings {
   OptimizerSettings optimizer;     // each rank's own torch.optim.SGD, Adam or AdamW
   bool sync_bn = false;            // BatchNorm layers run as SyncBatchNorm over the group
   int zero_stage = 0;              // 0: DDP; 1, 2, 3: the sharded strategies (see above)
+  // register_comm_hook's hook (engine/ddp/comm_hooks): DDP only (zero_stage 0).
+  CommHookOptions comm_hook;
 };
 
 // The stages of one iteration on a rank, after Construct and Sample, for `options` (DDP's, or a
@@ -80,6 +82,7 @@ struct DdpRankResult {
   std::vector<size_t> ready_order;                // parameter indices in the order they became ready
   std::vector<BucketRun> bucket_runs;
   std::vector<int64_t> sample_indices;            // the global-batch rows this rank trained on, last step
+  TensorMap comm_hook_state;  // the hook's state on this rank (engine/ddp/comm_hooks/hook_output.h names)
   // The sharded strategies (zero_stage > 0). Under ZeRO-2/3 `state` holds only the buffers and
   // `grads` nothing: the full parameters and gradients are the ranks' flat slices put together.
   int zero_stage = 0;
@@ -167,6 +170,7 @@ class DdpRank {
 
  private:
   void construct(const TensorMap& state);
+  std::unique_ptr<CommHook> make_rank_comm_hook() const;  // options_.comm_hook's, or null
   void shard_after_construct();    // engine/zero/sharding.cpp
   void start_flat_gradients();     // ZeRO-2/3: the backward writes into one flat gradient
   void step_shards();              // ZeRO-1/2/3's optimizer step

@@ -82,7 +82,7 @@ void Reducer::prepare_for_backward() {
   marked_.assign(params_.size(), false);
   // Nobody looks at a bucket before its all-reduce when the gradients live in it: the started ring
   // can apply the 1/world (premultiplied sum) instead of a pass of its own over every bucket.
-  premultiply_ = gradients_in_buckets_ && !comm_.threaded() && group_.size() > 1;
+  premultiply_ = gradients_in_buckets_ && !comm_.threaded() && group_.size() > 1 && !hook_;
   ready_order_.clear();
   next_launch_ = 0;
   runs_.assign(nb, {});
@@ -106,7 +106,8 @@ void Reducer::mark_ready(size_t index, const Tensor& grad) {
   Tensor view = flat_[static_cast<size_t>(b)].slice0(offset, offset + grad.numel());
   if (grad.raw() != view.raw()) view.copy_from(grad);
   // With premultiply_, the ring multiplies it by 1/world as it first touches it, with the same bits.
-  if (!premultiply_) device_->backend().scale_inplace(view, 1.0 / static_cast<double>(group_.size()));
+  // With a comm hook PyTorch copies the gradient as it is: the hook divides.
+  if (!premultiply_ && !hook_) device_->backend().scale_inplace(view, 1.0 / static_cast<double>(group_.size()));
   if (--pending_[static_cast<size_t>(b)] == 0) runs_[static_cast<size_t>(b)].ready = clock_();
   launch_ready_buckets();
 }
@@ -120,6 +121,10 @@ void Reducer::launch_ready_buckets() {
     run.bytes = flat_[static_cast<size_t>(b)].nbytes();
     run.launch = clock_();
     device_->backend().synchronize();  // the copies into the bucket are done before the comm thread reads it
+    if (hook_) {
+      run_hook(b);
+      continue;
+    }
     if (!comm_.threaded()) {
       work_[static_cast<size_t>(b)] = group_.start_all_reduce_sum(
           flat_[static_cast<size_t>(b)], premultiply_ ? 1.0 / static_cast<double>(group_.size()) : 1.0);
@@ -134,6 +139,37 @@ void Reducer::launch_ready_buckets() {
       r.end = clock_();
     });
   }
+}
+
+void Reducer::set_comm_hook(std::unique_ptr<CommHook> hook, std::vector<Shape> shapes) {
+  check(shapes.size() == params_.size(), "Reducer: one shape per parameter for the communication hook");
+  hook_ = std::move(hook);
+  shapes_ = std::move(shapes);
+}
+
+void Reducer::run_hook(int b) {
+  // The hook's collectives are blocking: on the rank's communication thread when it has one, else
+  // here (in-process ranks on host memory: every rank reaches the same bucket in the same order).
+  auto job = [this, b] {
+    BucketRun& r = runs_[static_cast<size_t>(b)];
+    GradBucket bucket{b, b + 1 == static_cast<int>(flat_.size()), flat_[static_cast<size_t>(b)], {}, {}};
+    int64_t offset = 0;
+    for (size_t p : buckets_.buckets[static_cast<size_t>(b)]) {
+      bucket.shapes.push_back(shapes_[p]);
+      bucket.offsets.push_back(offset);
+      offset += params_[p].numel;
+    }
+    r.start = clock_();
+    r.hook = hook_->run(bucket, group_);
+    r.end = clock_();
+    r.report = {CollectiveOp::AllReduce, group_.size(), r.hook.bytes_sent, 0, 0, 0};
+    for (const CollectiveReport& c : r.hook.collectives) r.report.seconds += c.seconds;
+    finish_report(r.report);
+  };
+  if (comm_.threaded())
+    done_[static_cast<size_t>(b)] = comm_.submit(job);
+  else
+    job();
 }
 
 void Reducer::finalize(TensorMap& grads) {

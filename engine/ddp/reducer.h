@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "engine/ddp/buckets.h"
+#include "engine/ddp/comm_hooks/comm_hook.h"
 #include "engine/ddp/comm_thread.h"
 #include "engine/process_groups/process_group.h"
 #include "engine/tensor_map.h"
@@ -33,6 +34,9 @@ struct BucketRun {
   double end = 0;     // the all-reduce finished
   CollectiveReport report;
   std::vector<RingStep> ring;  // in-process ring only
+  // With a communication hook: its collectives and bytes (`report` then sums them: the bytes the
+  // hook sent, its collectives' seconds).
+  CommHookRun hook;
 };
 
 class Reducer {
@@ -62,6 +66,11 @@ class Reducer {
   // The rank's backward writes gradients into gradient_view (from the next prepare_for_backward).
   void set_gradients_in_buckets(bool on) { gradients_in_buckets_ = on; }
   void finalize(TensorMap& grads);
+  // register_comm_hook: from the next backward, gradients go into the buckets without the 1/world
+  // and each ready bucket goes to `hook` (which divides) instead of the all-reduce. `shapes`: every
+  // parameter's, in registration order (the hook's bucket.gradients() views).
+  void set_comm_hook(std::unique_ptr<CommHook> hook, std::vector<Shape> shapes);
+  const CommHook* comm_hook() const { return hook_.get(); }
 
   const BucketAssignment& buckets() const { return buckets_; }
   std::vector<std::vector<std::string>> bucket_names() const;
@@ -91,6 +100,7 @@ class Reducer {
 
  private:
   void launch_ready_buckets();
+  void run_hook(int bucket);
   void wait_all() noexcept;
 
   ProcessGroup& group_;
@@ -117,6 +127,8 @@ class Reducer {
   std::vector<BucketRun> runs_;
   std::vector<std::shared_future<void>> done_;  // per bucket, all-reduced on the rank's CommThread
   std::vector<std::shared_ptr<Work>> work_;       // per bucket, started on the group's thread
+  std::unique_ptr<CommHook> hook_;
+  std::vector<Shape> shapes_;  // per parameter, for the hook
 };
 
 }  // namespace dpv
