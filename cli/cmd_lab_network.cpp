@@ -4,6 +4,7 @@
 // printed beside the cost model's prediction (engine/netmodel). Without CAP_NET_ADMIN, or with
 // --simulated, the in-process ranks run over a simulated link instead, labelled so on every line
 // that reports it. Everything the lab made is removed on the way out, on failure and on Ctrl-C.
+#include <signal.h>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -131,6 +132,9 @@ void run_lab(const LabOptions& o) {
   const TempFolder work;
   job.work_dir = work.path();
   for (size_t i = 0; i < points.size(); ++i) {
+    check(!InterruptGuard::interrupted(), "stopped by " +
+          std::string(InterruptGuard::signal() == SIGINT ? "SIGINT" : "SIGTERM") + " before point " + std::to_string(i + 1),
+          ErrorClass::RuntimeError);
     const StepLog log = run_lab_point(job, points[i], network.get(), static_cast<int>(i));
     const netmodel::Link link{points[i].shape.delay_s, points[i].shape.rate_bits_per_s / 8};
     report.points.push_back(LabPointResult{points[i], netmodel::summarize_point(log.steps, link)});

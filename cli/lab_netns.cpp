@@ -72,12 +72,23 @@ LabNames LabNames::for_pid(long pid) {
 
 void run_network_command(const std::vector<std::string>& argv) {
   const ProcessResult r = run_with_timeout(argv, kCommandTimeout);
+  check(!r.interrupted, "stopped by " + std::string(InterruptGuard::signal() == SIGINT ? "SIGINT" : "SIGTERM") +
+                            " while running `" + joined(argv) + "`", ErrorClass::RuntimeError);
   std::string output = r.output;
   while (!output.empty() && (output.back() == '\n' || output.back() == ' ')) output.pop_back();
-  check(r.exit_code == 0, "`" + joined(argv) + "` " +
-                              (r.timed_out ? "did not finish within 10 s" : "failed (status " + std::to_string(r.exit_code) + ")") +
-                              (output.empty() ? "" : ": " + output),
-        ErrorClass::OSError);
+  if (r.exit_code == 0) return;
+  // Built piecewise: GCC 12 warns falsely (-Wrestrict) on "`" + text.
+  std::string message = "`";
+  message += joined(argv);
+  if (r.timed_out) {
+    message += "` did not finish within 10 s";
+  } else {
+    message += "` failed (status ";
+    message += std::to_string(r.exit_code);
+    message += ")";
+  }
+  if (!output.empty()) message.append(": ").append(output);
+  throw Error(message, ErrorClass::OSError);
 }
 
 std::optional<std::string> why_no_shaping() {

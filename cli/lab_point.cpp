@@ -1,5 +1,7 @@
 #include "cli/lab_point.h"
 
+#include <signal.h>
+
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -55,7 +57,7 @@ void check_finished(const std::vector<const ProcessResult*>& nodes, const LabPoi
     if (r.exit_code == 0) continue;
     const std::string who = nodes.size() == 1 ? "the simulated job" : "node " + std::to_string(i);
     if (r.interrupted)
-      throw Error("stopped by " + std::string(InterruptGuard::signal() == 2 ? "SIGINT" : "SIGTERM") + " at " +
+      throw Error("stopped by " + std::string(InterruptGuard::signal() == SIGINT ? "SIGINT" : "SIGTERM") + " at " +
                       point_words(point) + "; the lab's namespaces were removed", ErrorClass::RuntimeError);
     throw Error("the DDP job failed at " + point_words(point) + ": " + who +
                     (r.timed_out ? " did not finish within its --timeout" : " exited with status " + std::to_string(r.exit_code)) +

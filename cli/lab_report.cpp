@@ -45,7 +45,8 @@ void print_lab_header(std::ostream& out, const LabReport& r) {
 void print_lab_columns(std::ostream& out) {
   out << padded("rate", 10) << padded("delay", 8) << padded("bucket_mb", 10) << padded("step_ms", 9)
       << padded("pred_ms", 9) << padded("ratio", 7) << padded("exposed_ms", 11) << padded("pred_exp_ms", 12)
-      << "MB/step\n";
+      << "MB/step\n"
+      << std::flush;  // to a pipe or file too: the header shows before the first point ends
 }
 
 void print_lab_row(std::ostream& out, const LabPointResult& r) {

@@ -7,6 +7,7 @@
 //               end of its last bucket all-reduce (0 when every bucket finished during the backward)
 //   bytes       the bucket buffers all-reduced in the step (nccl-tests' size, summed)
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "engine/netmodel/ddp_step_model.h"
