@@ -90,6 +90,7 @@ void run_train(const TrainCliOptions& o) {
     check_trace_outputs(o.trace, o.ddp, {{"--model", o.model_file}, {"--idx-images", o.idx_images},
                                          {"--idx-labels", o.idx_labels}});
   }
+  if (!o.step_json.empty()) check_output_path(o.step_json, "--step-json");
   RunSpec run = run_spec_of(o);
   const ModelSpec spec = run.model_spec();
   run.batch = o.batch > 0 ? o.batch : default_batch(run.preset);
@@ -212,7 +213,6 @@ void add_train_command(CLI::App& app, Action& run) {
     for (const CLI::Option* option : {step_json, sim_rate, bucket_cap})
       if (option->count() > 0 && !o->ddp) throw CLI::RequiresError(option->get_name(), "--ddp");
     (void)simulated_link_of(*o);  // a malformed rate or delay is a command-line error, before any work
-    if (!o->step_json.empty()) check_output_path(o->step_json, "--step-json");
     o->devices_given = devices->count() > 0;
     run = [o] { run_train(*o); };
   });

@@ -7,6 +7,8 @@
 //   all-gather           (W-1) steps of n/W bytes       (W-1)(a + n/(W b))
 //   broadcast           gloo::broadcast's binomial tree: ceil(log2 W) rounds, each a whole message
 //                       ceil(log2 W)(a + n/b)
+// (dpv's Gloo group runs a reduce-scatter as Gloo's halving-doubling: the same bandwidth term, only
+// log2 W latency terms for a power-of-two W. DDP's buckets, what the lab measures, are all-reduces.)
 // n is the nccl-tests "size" (CollectiveReport::bytes): the buffer for all-reduce and broadcast,
 // the whole input of a reduce-scatter, the whole output of an all-gather. In a ring every rank
 // sends and receives at once, so the slowest link of the ring (the shaped one) sets each step.
