@@ -107,6 +107,9 @@ void run_lab(const LabOptions& o) {
   std::optional<std::string> why_not = why_no_shaping();
   report.simulated = o.simulated || why_not.has_value();
   report.simulated_reason = o.simulated ? "--simulated was given" : why_not.value_or("");
+  check(!report.simulated || o.loss_percent == 0,
+        "--loss needs a real link with netem: the simulated link (" + report.simulated_reason +
+            ") models no packet loss; leave --loss out", ErrorClass::ValueError);
 
   const InterruptGuard interrupts;  // Ctrl-C stops the job, then the namespaces go
   std::unique_ptr<LabNetwork> network;

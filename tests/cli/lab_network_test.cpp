@@ -83,6 +83,8 @@ TEST_F(LabNetworkTest, RefusesATrainCommandItCannotMeasure) {
                {"--devices after -- is the lab's to set"});
   expect_error(run_dpv({"lab", "network", "--simulated", "--rate", "10furlong", "--", "train", "--ddp"}),
                {"--rate '10furlong'"});
+  expect_error(run_dpv({"lab", "network", "--simulated", "--rate", "10mbit", "--loss", "1", "--", "train", "--ddp"}),
+               {"models no packet loss"});
 }
 
 TEST_F(LabNetworkTest, WithoutCapNetAdminItSaysSoAndSimulates) {
