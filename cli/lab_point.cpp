@@ -52,18 +52,23 @@ std::vector<std::string> train_args(const LabJob& job, const LabPoint& point, co
 }
 
 void check_finished(const std::vector<const ProcessResult*>& nodes, const LabPoint& point) {
+  // The node that failed on its own is the one to name: the other was stopped because of it.
+  const ProcessResult* failed = nullptr;
+  size_t which = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
-    const ProcessResult& r = *nodes[i];
-    if (r.exit_code == 0) continue;
-    const std::string who = nodes.size() == 1 ? "the simulated job" : "node " + std::to_string(i);
-    if (r.interrupted)
-      throw Error("stopped by " + std::string(InterruptGuard::signal() == SIGINT ? "SIGINT" : "SIGTERM") + " at " +
-                      point_words(point) + "; the lab's namespaces were removed", ErrorClass::RuntimeError);
-    throw Error("the DDP job failed at " + point_words(point) + ": " + who +
-                    (r.timed_out ? " did not finish within its --timeout" : " exited with status " + std::to_string(r.exit_code)) +
-                    "; its last output: " + last_lines(r.output, 3),
-                ErrorClass::RuntimeError);
+    if (nodes[i]->exit_code == 0) continue;
+    if (!failed || (failed->stopped_by_lab && !nodes[i]->stopped_by_lab)) failed = nodes[i], which = i;
   }
+  if (!failed) return;
+  if (failed->interrupted)
+    throw Error("stopped by " + std::string(InterruptGuard::signal() == SIGINT ? "SIGINT" : "SIGTERM") + " at " +
+                    point_words(point) + "; the lab's namespaces were removed", ErrorClass::RuntimeError);
+  const std::string who = nodes.size() == 1 ? "the simulated job" : "node " + std::to_string(which);
+  throw Error("the DDP job failed at " + point_words(point) + ": " + who +
+                  (failed->timed_out ? " did not finish within its --timeout"
+                                     : " exited with status " + std::to_string(failed->exit_code)) +
+                  "; its last output: " + last_lines(failed->output, 3),
+              ErrorClass::RuntimeError);
 }
 
 }  // namespace

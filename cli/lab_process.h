@@ -15,6 +15,7 @@ struct ProcessResult {
   int exit_code = -1;      // the exit status; 128 + the signal when killed by one
   bool timed_out = false;  // stopped at its deadline
   bool interrupted = false;  // stopped because the lab got SIGINT or SIGTERM
+  bool stopped_by_lab = false;  // the lab stopped it (deadline, interrupt, or another process failed)
   std::string output;      // stdout and stderr together (the last 64 KiB)
 };
 
@@ -36,6 +37,7 @@ class LabProcess {
   void mark_stopped(bool timed_out, bool interrupted) {
     result_.timed_out = timed_out;
     result_.interrupted = interrupted;
+    result_.stopped_by_lab = true;
   }
   bool running() const { return pid_ > 0; }
 
