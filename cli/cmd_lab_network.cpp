@@ -6,7 +6,9 @@
 // that reports it. Everything the lab made is removed on the way out, on failure and on Ctrl-C.
 #include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -78,13 +80,16 @@ std::vector<LabPoint> sweep_points(const LabOptions& o) {
   return points;
 }
 
-// A temporary folder for the step logs, removed with everything in it.
+// A temporary folder for the step logs, dpv-lab-<pid>-XXXXXX, removed with everything in it. A lab
+// killed by SIGKILL leaves its folder; the next one removes the folders of pids that no longer run.
 class TempFolder {
  public:
   TempFolder() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "dpv-lab-XXXXXX").string();
-    check(::mkdtemp(pattern.data()) != nullptr, "cannot create a temporary folder under " +
-                                                    std::filesystem::temp_directory_path().string(), ErrorClass::OSError);
+    const std::filesystem::path tmp = std::filesystem::temp_directory_path();
+    remove_dead_folders(tmp);
+    std::string pattern = (tmp / ("dpv-lab-" + std::to_string(::getpid()) + "-XXXXXX")).string();
+    check(::mkdtemp(pattern.data()) != nullptr, "cannot create a temporary folder under " + tmp.string(),
+          ErrorClass::OSError);
     path_ = pattern;
   }
   ~TempFolder() {
@@ -94,6 +99,23 @@ class TempFolder {
   const std::string& path() const { return path_; }
 
  private:
+  static void remove_dead_folders(const std::filesystem::path& tmp) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(tmp, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("dpv-lab-", 0) != 0) continue;
+      const std::string rest = name.substr(8);
+      const size_t dash = rest.find('-');
+      if (dash == 0 || dash == std::string::npos || dash > 9 ||
+          rest.find_first_not_of("0123456789") != dash)
+        continue;
+      const pid_t pid = static_cast<pid_t>(std::stol(rest.substr(0, dash)));
+      if (::kill(pid, 0) == 0 || errno == EPERM) continue;  // that lab still runs
+      std::error_code ignored;
+      std::filesystem::remove_all(entry.path(), ignored);
+    }
+  }
+
   std::string path_;
 };
 

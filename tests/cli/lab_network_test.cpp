@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -60,10 +61,25 @@ void expect_points_positive(const nlohmann::json& doc, size_t count) {
 
 class LabNetworkTest : public CliTest {};
 
+// The pid of a child that has exited and been reaped: a pid no process has now.
+pid_t dead_pid() {
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ::waitpid(dead, nullptr, 0);
+  return dead;
+}
+
 TEST_F(LabNetworkTest, SimulatedSweepIsLabelledAndPredicted) {
+  // A dead lab's temporary folder, which this lab removes.
+  const std::filesystem::path stale =
+      std::filesystem::temp_directory_path() / ("dpv-lab-" + std::to_string(dead_pid()) + "-test00");
+  std::filesystem::create_directories(stale);
   const std::string json = path("lab.json");
   const RunResult r = run_dpv({"lab", "network", "--simulated", "--rate", "100mbit,10mbit", "--delay", "2ms", "--json",
                                json, "--", "train", "--ddp", "--steps", "4"});
+  const bool stale_left = std::filesystem::exists(stale);
+  std::filesystem::remove_all(stale);
+  EXPECT_FALSE(stale_left) << "a dead lab's temporary folder stays: " << stale;
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("link: SIMULATED"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("simulated: --simulated was given"), std::string::npos) << r.out;
@@ -118,10 +134,8 @@ bool root_lab_possible(std::string& why) {
 TEST_F(LabNetworkTest, TinySweepOnAShapedLinkRemovesADeadLabsLeftovers) {
   std::string why;
   if (!root_lab_possible(why)) DPV_LAB_SKIP_OR_FAIL(why);
-  // A namespace named like a lab whose pid is gone: a child that has exited and been reaped.
-  const pid_t dead = ::fork();
-  if (dead == 0) ::_exit(0);
-  ::waitpid(dead, nullptr, 0);
+  // A namespace named like a lab whose pid is gone.
+  const pid_t dead = dead_pid();
   const std::string leftover = cli::LabNames::for_pid(dead).ns_a;
   if (cli::run_with_timeout({"ip", "netns", "add", leftover}, std::chrono::seconds(10)).exit_code != 0)
     DPV_LAB_SKIP_OR_FAIL("lab test skipped: `ip netns add` failed");
