@@ -34,7 +34,7 @@ namespace {
 
 struct LabOptions {
   int nproc_per_node = 1;
-  std::string rates, delays = "0", bucket_caps = "25";
+  std::string rates, delays = "0", bucket_caps = "25", hooks;
   double loss_percent = 0;
   bool simulated = false;
   double timeout_s = 300;
@@ -71,10 +71,17 @@ std::vector<LabPoint> sweep_points(const LabOptions& o) {
           "--bucket-cap-mb '" + c + "' is not a bucket cap: give MiB from above 0 to 1024, e.g. 1,25", ErrorClass::ValueError);
     caps.push_back(mb);
   }
+  std::vector<std::string> hooks{""};  // DDP's own all-reduce
+  if (!o.hooks.empty()) hooks = split_list(o.hooks, "--comm-hook");
+  for (const std::string& h : hooks) {
+    check(h.empty() || h == "allreduce" || h == "fp16" || h == "powersgd",
+          "--comm-hook '" + h + "' is not a hook the lab sweeps: give allreduce, fp16 or powersgd", ErrorClass::ValueError);
+  }
   std::vector<LabPoint> points;
   for (double rate : rates)
     for (double delay : delays)
-      for (double cap : caps) points.push_back(LabPoint{LinkShape{rate, delay, o.loss_percent}, cap});
+      for (double cap : caps)
+        for (const std::string& hook : hooks) points.push_back(LabPoint{LinkShape{rate, delay, o.loss_percent}, cap, hook});
   check(points.size() <= 256, "the sweep has " + std::to_string(points.size()) + " points: give at most 256",
         ErrorClass::ValueError);
   return points;
@@ -192,6 +199,7 @@ void add_lab_command(CLI::App& app, Action& run) {
       ->check(number_in(0, 100));
   sub->add_option("--bucket-cap-mb", o->bucket_caps, "DDP bucket caps to sweep, MiB, comma-separated: 1,25")
       ->capture_default_str();
+  sub->add_option("--comm-hook", o->hooks, "DDP communication hooks to sweep, comma-separated: allreduce,fp16,powersgd");
   sub->add_flag("--simulated", o->simulated,
                 "In-process ranks over a simulated link (the cost model's delays) instead of a shaped real one");
   sub->add_option("--timeout", o->timeout_s, "Seconds the job of each point may take (dpv launch --timeout)")

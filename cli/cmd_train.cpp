@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/checkpoint.h"
+#include "cli/comm_hook_options.h"
 #include "cli/commands.h"
 #include "cli/flag_errors.h"
 #include "cli/int_options.h"
@@ -54,6 +55,7 @@ struct TrainCliOptions {
   bool ddp = false;  // DistributedDataParallel (cli/train_ddp.h) instead of DataParallel
   CheckpointOptions checkpoint;  // --checkpoint DIR, --checkpoint-every K (cli/checkpoint.h)
   std::string step_json, simulated_rate, simulated_delay;  // --step-json, --simulated-rate, --simulated-delay
+  CommHookOptions comm_hook;  // --comm-hook and the PowerSGD flags (cli/comm_hook_options.h)
 };
 
 // --simulated-rate and --simulated-delay as the link they describe (nullopt: a real run).
@@ -133,6 +135,7 @@ void run_train(const TrainCliOptions& o) {
     in.checkpoint = o.checkpoint;
     in.step_json = o.step_json;
     in.simulated_link = simulated_link_of(o);
+    in.comm_hook = o.comm_hook;
     return run_train_ddp(in);
   }
   const TrainCheckpoints checkpoints(o.checkpoint, checkpoint_facts(run, run.devices, devices->size(), data), run,
@@ -208,8 +211,10 @@ void add_train_command(CLI::App& app, Action& run) {
   sub->add_option("--simulated-delay", o->simulated_delay, "DDP: the simulated link's one-way delay (10ms, 500us)")
       ->needs(sim_rate);
   sub->add_option("--trace-steps", o->trace_steps, "Iterations recorded in the trace")->capture_default_str()->transform(integer_in<int>(1));
-  sub->callback([o, devices, finish_optimizer, step_json, sim_rate, bucket_cap, &run] {
+  const auto finish_comm_hook = add_comm_hook_options(sub, o->comm_hook);
+  sub->callback([o, devices, finish_optimizer, finish_comm_hook, step_json, sim_rate, bucket_cap, &run] {
     finish_optimizer();
+    finish_comm_hook(o->ddp, 0);
     for (const CLI::Option* option : {step_json, sim_rate, bucket_cap})
       if (option->count() > 0 && !o->ddp) throw CLI::RequiresError(option->get_name(), "--ddp");
     (void)simulated_link_of(*o);  // a malformed rate or delay is a command-line error, before any work

@@ -41,13 +41,18 @@ std::string last_lines(const std::string& text, int count) {
 
 std::string point_words(const LabPoint& p) {
   return "rate " + netmodel::rate_text(p.shape.rate_bits_per_s) + ", delay " + netmodel::delay_text(p.shape.delay_s) +
-         ", bucket cap " + number_text(p.bucket_cap_mb) + " MB";
+         ", bucket cap " + number_text(p.bucket_cap_mb) + " MB" +
+         (p.comm_hook.empty() ? "" : ", --comm-hook " + p.comm_hook);
 }
 
 // The training command with the lab's own arguments after the user's.
 std::vector<std::string> train_args(const LabJob& job, const LabPoint& point, const std::string& log) {
   std::vector<std::string> args = job.train;
   args.insert(args.end(), {"--bucket-cap-mb", number_text(point.bucket_cap_mb), "--step-json", log});
+  if (!point.comm_hook.empty()) args.insert(args.end(), {"--comm-hook", point.comm_hook});
+  // PyTorch's start_powerSGD_iter is 1000: a lab of a few steps would measure plain all-reduces.
+  // 2 is the first iteration PowerSGD allows with error feedback and warm start.
+  if (point.comm_hook == "powersgd") args.insert(args.end(), {"--powersgd-start-iter", "2"});
   return args;
 }
 
@@ -80,7 +85,9 @@ void check_lab_train_command(const std::vector<std::string>& train) {
   bool ddp = false;
   for (const std::string& a : train) {
     ddp = ddp || a == "--ddp";
-    for (const char* own : {"--devices", "--step-json", "--simulated-rate", "--simulated-delay", "--bucket-cap-mb"}) {
+    for (const char* own :
+         {"--devices", "--step-json", "--simulated-rate", "--simulated-delay", "--bucket-cap-mb", "--comm-hook",
+          "--powersgd-start-iter"}) {
       const std::string flag = own;
       check(a != flag && a.rfind(flag + "=", 0) != 0,
             flag + " after -- is the lab's to set (ranks from --nproc-per-node, buckets from the lab's --bucket-cap-mb): "

@@ -22,6 +22,7 @@ struct LabJob {
 struct LabPoint {
   LinkShape shape;
   double bucket_cap_mb = 25;
+  std::string comm_hook;  // train --comm-hook (allreduce, fp16, powersgd); "" for DDP's own all-reduce
 };
 
 // Runs the point on `network` (shaped first), or simulated when `network` is null. Throws

@@ -43,7 +43,7 @@ void print_lab_header(std::ostream& out, const LabReport& r) {
 }
 
 void print_lab_columns(std::ostream& out) {
-  out << padded("rate", 10) << padded("delay", 8) << padded("bucket_mb", 10) << padded("step_ms", 9)
+  out << padded("rate", 10) << padded("delay", 8) << padded("bucket_mb", 10) << padded("hook", 10) << padded("step_ms", 9)
       << padded("pred_ms", 9) << padded("ratio", 7) << padded("exposed_ms", 11) << padded("pred_exp_ms", 12)
       << "MB/step\n"
       << std::flush;  // to a pipe or file too: the header shows before the first point ends
@@ -53,6 +53,7 @@ void print_lab_row(std::ostream& out, const LabPointResult& r) {
   const netmodel::PointSummary& s = r.summary;
   out << padded(netmodel::rate_text(r.point.shape.rate_bits_per_s), 10)
       << padded(netmodel::delay_text(r.point.shape.delay_s), 8) << padded(compact(r.point.bucket_cap_mb), 10)
+      << padded(r.point.comm_hook.empty() ? "-" : r.point.comm_hook, 10)
       << padded(fixed(s.step_s * 1e3, 2), 9) << padded(fixed(s.predicted_step_s * 1e3, 2), 9)
       << padded(fixed(s.ratio, 2), 7) << padded(fixed(s.exposed_s * 1e3, 2), 11)
       << padded(fixed(s.predicted_exposed_s * 1e3, 2), 12) << fixed(s.bytes_per_step / 1e6, 3) << "\n"
@@ -67,6 +68,7 @@ std::string lab_report_json(const LabReport& r) {
                       {"delay_s", p.point.shape.delay_s},
                       {"loss_percent", p.point.shape.loss_percent},
                       {"bucket_cap_mb", p.point.bucket_cap_mb},
+                      {"comm_hook", p.point.comm_hook.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.point.comm_hook)},
                       {"steps_measured", s.steps_measured},
                       {"step_ms", s.step_s * 1e3},
                       {"predicted_step_ms", s.predicted_step_s * 1e3},

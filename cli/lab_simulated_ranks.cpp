@@ -9,7 +9,6 @@
 #include "engine/model.h"
 #include "engine/netmodel/link_model.h"
 #include "engine/netmodel/simulated_ranks.h"
-#include "engine/run/run_spec.h"
 #include "engine/trace.h"
 
 namespace dpv::cli {
@@ -33,7 +32,7 @@ void run_simulated_ranks(const TrainDdpInputs& in) {
                                   ": the cost model's delays, no real network)");
   std::optional<StepRecorder> steps;
   netmodel::run_simulated_ranks(world, link, [&](ProcessGroup& group) {
-    DdpRankStrategy strategy(group, DeviceSet::create("cpu:1"), Model(in.run.model_spec()), state, ddp_options(in.run));
+    DdpRankStrategy strategy(group, DeviceSet::create("cpu:1"), Model(in.run.model_spec()), state, train_ddp_options(in));
     TrainLoopInputs loop = ddp_loop_inputs(in, group.rank() == 0);
     if (group.rank() == 0) steps.emplace(in.step_json, world, group.backend(), in.simulated_link).attach(loop);
     TraceRecorder unused_trace;  // --trace is refused above

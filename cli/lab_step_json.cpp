@@ -18,7 +18,7 @@ constexpr InputKind kStepLogInput{"step log", 256 * kMiB};
 nlohmann::json step_json(const netmodel::StepMeasure& m, size_t index) {
   nlohmann::json buckets = nlohmann::json::array();
   for (const netmodel::MeasuredBucket& b : m.buckets) {
-    buckets.push_back({{"bytes", b.facts.bytes}, {"ready_layer", b.facts.ready_layer}, {"start_s", b.start},
+    buckets.push_back({{"bytes", b.buffer_bytes}, {"ready_layer", b.facts.ready_layer}, {"start_s", b.start},
                        {"end_s", b.end}, {"sent_bytes", b.sent_bytes}});
   }
   return {{"step", index + 1},        {"step_s", m.step_s},
@@ -56,11 +56,12 @@ netmodel::StepMeasure step_from_json(const nlohmann::json& j, const std::string&
         ErrorClass::ValueError);
   for (const auto& b : j.at("buckets")) {
     netmodel::MeasuredBucket mb;
-    mb.facts.bytes = static_cast<size_t>(number_at(b, "bytes", where + " bucket"));
+    mb.buffer_bytes = static_cast<size_t>(number_at(b, "bytes", where + " bucket"));
     mb.facts.ready_layer = static_cast<int>(number_at(b, "ready_layer", where + " bucket"));
     mb.start = number_at(b, "start_s", where + " bucket");
     mb.end = number_at(b, "end_s", where + " bucket");
     mb.sent_bytes = static_cast<size_t>(number_at(b, "sent_bytes", where + " bucket"));
+    mb.facts.bytes = netmodel::link_bytes(mb.buffer_bytes, mb.sent_bytes);
     m.facts.buckets.push_back(mb.facts);
     m.buckets.push_back(mb);
   }

@@ -29,6 +29,12 @@ void print_ddp_header(const TrainDdpInputs& in, int world, const std::string& ho
             << std::flush;  // through a pipe (the app's run as processes) the header shows before the first step ends
 }
 
+DdpOptions train_ddp_options(const TrainDdpInputs& in) {
+  DdpOptions options = ddp_options(in.run);
+  options.comm_hook = in.comm_hook;
+  return options;
+}
+
 TrainLoopInputs ddp_loop_inputs(const TrainDdpInputs& in, bool progress) {
   TrainLoopInputs loop;
   loop.data = &in.data;
@@ -82,7 +88,7 @@ std::optional<FoundCheckpoint> agreed_checkpoint(const TrainCheckpoints& checkpo
 // DdpRankStrategy); rank 0 prints the header and the progress.
 void run_launched(const TrainDdpInputs& in) {
   LaunchedRank lr = join_launched_job(in.devices_given ? std::optional(in.run.devices) : std::nullopt);
-  verify_same_ddp_config(*lr.session, ddp_config_of(ddp_options(in.run), in.steps));
+  verify_same_ddp_config(*lr.session, ddp_config_of(train_ddp_options(in), in.steps));
   ProcessGroup& group = lr.session->group();
   const int rank = lr.rank(), world = lr.world_size();
   const bool rank0 = rank == 0;
@@ -91,7 +97,7 @@ void run_launched(const TrainDdpInputs& in) {
   const std::optional<TrainingState> resumed = checkpoints.resume(agreed_checkpoint(checkpoints, lr), rank0);
   Model model(in.run.model_spec());
   const TensorMap state = resumed ? resumed->model : model.initial_state(in.run.seed);
-  DdpRankStrategy strategy(group, lr.devices, std::move(model), state, ddp_options(in.run));
+  DdpRankStrategy strategy(group, lr.devices, std::move(model), state, train_ddp_options(in));
   if (resumed) restore_training_state(strategy, *resumed);
   if (rank0) print_ddp_header(in, world, std::to_string(world) + " launched processes over " + group.backend());
 
@@ -157,6 +163,14 @@ std::string rank_trace_path(const std::string& trace, int rank) {
 }
 
 void run_train_ddp(const TrainDdpInputs& in) {
+  if (in.comm_hook.kind != CommHookKind::None) {
+    check(in.checkpoint.dir.empty(), "--comm-hook cannot be combined with --checkpoint: a checkpoint does not keep "
+          "the hook's state (PowerSGD's error and Q), so a resumed run would differ", ErrorClass::ValueError);
+    check(in.simulated_link || launched_rank(),
+          "--comm-hook with train --ddp runs on launched ranks (dpv launch --nproc-per-node K -- train --ddp ...) or "
+          "over a simulated link (--simulated-rate); for in-process ranks use dpv step --ddp --comm-hook",
+          ErrorClass::ValueError);
+  }
   if (in.simulated_link) {
     check(!launched_rank(), "--simulated-rate runs in-process ranks over a simulated link; under dpv launch the "
           "processes talk over the real network: leave --simulated-rate and --simulated-delay out",

@@ -22,7 +22,7 @@ PointSummary summarize_point(const std::vector<StepMeasure>& steps, const Link& 
     const DdpStepPrediction p = predict_ddp_step(m.facts, link);
     step.push_back(m.step_s);
     exposed.push_back(m.exposed_s);
-    bytes.push_back(static_cast<double>(m.bytes));
+    bytes.push_back(static_cast<double>(link_bytes(m.bytes, m.sent_bytes)));
     predicted.push_back(p.step_s);
     predicted_exposed.push_back(p.exposed_s);
   }

@@ -20,7 +20,7 @@ struct PointSummary {
   double predicted_step_s = 0;
   double exposed_s = 0;
   double predicted_exposed_s = 0;
-  double bytes_per_step = 0;
+  double bytes_per_step = 0;      // what the collectives sent (a hook's own bytes)
   double ratio = 0;                // step_s / predicted_step_s (measured over predicted)
 };
 

@@ -38,7 +38,11 @@ StepMeasure StepMeter::take(int world) {
     for (const CommSpan& span : e.comm) {
       if (span.device != 0) continue;
       MeasuredBucket b;
-      b.facts.bytes = span.bytes;
+      // The model prices what crossed the link: a communication hook sends fewer bytes than the
+      // bucket holds (fp16 half, PowerSGD its P and Q).
+      b.buffer_bytes = span.bytes;
+      b.sent_bytes = span.report.bytes;
+      b.facts.bytes = link_bytes(b.buffer_bytes, b.sent_bytes);
       // The backward goes from the last layer to the first: the bucket is complete when its
       // lowest layer's gradients are.
       b.facts.ready_layer = layers - 1;

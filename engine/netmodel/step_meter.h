@@ -16,10 +16,14 @@
 namespace dpv::netmodel {
 
 struct MeasuredBucket {
-  BucketFacts facts;
+  BucketFacts facts;          // facts.bytes: what crossed the link (sent_bytes, else buffer_bytes)
   double start = 0, end = 0;  // seconds from the start of the step, on rank 0's communication thread
+  size_t buffer_bytes = 0;    // the bucket's flat buffer
   size_t sent_bytes = 0;      // what the collective(s) reported (a communication hook's own bytes)
 };
+
+// What a bucket's collectives put on the link: their reported bytes, the buffer's when none were.
+inline size_t link_bytes(size_t buffer_bytes, size_t sent_bytes) { return sent_bytes > 0 ? sent_bytes : buffer_bytes; }
 
 struct StepMeasure {
   double step_s = 0;

@@ -92,6 +92,26 @@ TEST_F(LabNetworkTest, SimulatedSweepIsLabelledAndPredicted) {
   EXPECT_GE(doc["points"][0]["predicted_exposed_ms"].get<double>(), 4.0);
 }
 
+// The hooks' bytes per step: fp16 half of the all-reduce's, PowerSGD (from iteration 2) far fewer.
+TEST_F(LabNetworkTest, SimulatedHookSweepReportsEachHooksBytes) {
+  const std::string json = path("lab.json");
+  const RunResult r = run_dpv({"lab", "network", "--simulated", "--rate", "100mbit", "--comm-hook",
+                               "allreduce,fp16,powersgd", "--json", json, "--", "train", "--ddp", "--preset",
+                               "mnist-mlp", "--steps", "5"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json doc = read_json(json);
+  expect_points_positive(doc, 3);
+  ASSERT_EQ(doc["points"].size(), 3u);
+  EXPECT_EQ(doc["points"][0]["comm_hook"], "allreduce");
+  EXPECT_EQ(doc["points"][2]["comm_hook"], "powersgd");
+  const double allreduce = doc["points"][0]["bytes_per_step"].get<double>();
+  EXPECT_EQ(doc["points"][1]["bytes_per_step"].get<double>() * 2, allreduce);
+  EXPECT_LT(doc["points"][2]["bytes_per_step"].get<double>() * 10, allreduce);
+  expect_error(run_dpv({"lab", "network", "--simulated", "--rate", "10mbit", "--comm-hook", "bf16", "--", "train",
+                        "--ddp"}),
+               {"--comm-hook 'bf16' is not a hook the lab sweeps"});
+}
+
 TEST_F(LabNetworkTest, RefusesATrainCommandItCannotMeasure) {
   expect_error(run_dpv({"lab", "network", "--simulated", "--rate", "10mbit", "--", "train", "--steps", "2"}),
                {"add --ddp"});

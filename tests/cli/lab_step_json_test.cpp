@@ -81,6 +81,18 @@ TEST_F(StepJsonTest, LaunchedRankZeroWritesTheLog) {
   EXPECT_EQ(j.at("transport"), "gloo");
 }
 
+// A launched job with fp16_compress_hook: every bucket sends half its bytes.
+TEST_F(StepJsonTest, LaunchedHookSendsWhatItReports) {
+  const std::string log = path("steps.json");
+  const RunResult r = run_dpv({"launch", "--nproc-per-node", "2", "--master-port", "0", "--timeout", "60", "--",
+                               "train", "--ddp", "--steps", "3", "--comm-hook", "fp16", "--step-json", log});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = read(log);
+  expect_steps(j, 3, 2);
+  for (const auto& step : j.at("steps"))
+    EXPECT_EQ(step.at("sent_bytes").get<double>() * 2, step.at("bytes").get<double>()) << step.dump();
+}
+
 TEST_F(StepJsonTest, FlagErrors) {
   RunResult r = run_dpv({"train", "--steps", "2", "--step-json", path("s.json")});
   EXPECT_EQ(r.exit_code, 2) << r.err;
@@ -91,6 +103,11 @@ TEST_F(StepJsonTest, FlagErrors) {
   r = run_dpv({"train", "--ddp", "--devices", "cpu:2", "--simulated-delay", "1ms"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("--simulated-delay"), std::string::npos) << r.err;
+  r = run_dpv({"train", "--steps", "2", "--comm-hook", "fp16"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--comm-hook requires --ddp"), std::string::npos) << r.err;
+  expect_error(run_dpv({"train", "--ddp", "--devices", "cpu:2", "--steps", "2", "--comm-hook", "fp16"}),
+               {"--comm-hook with train --ddp runs on launched ranks"});
   expect_error(run_dpv({"train", "--ddp", "--devices", "cpu:2", "--simulated-rate", "10mbit", "--trace", path("t.json")}),
                {"--trace cannot be combined with a simulated link"}, path("t.json"));
   expect_error(run_dpv({"train", "--ddp", "--devices", "cpu:2", "--steps", "2", "--step-json", path("no/such/dir/s.json")}),
