@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/checkpoint.h"
+#include "cli/comm_hook_options.h"
 #include "cli/commands.h"
 #include "cli/flag_errors.h"
 #include "cli/int_options.h"
@@ -25,6 +26,7 @@
 #include "engine/error.h"
 #include "engine/model.h"
 #include "engine/model_data.h"
+#include "engine/netmodel/link_model.h"
 #include "engine/run/run_spec.h"
 #include "engine/trace.h"
 
@@ -52,7 +54,18 @@ struct TrainCliOptions {
   int trace_steps = 5;
   bool ddp = false;  // DistributedDataParallel (cli/train_ddp.h) instead of DataParallel
   CheckpointOptions checkpoint;  // --checkpoint DIR, --checkpoint-every K (cli/checkpoint.h)
+  std::string step_json, simulated_rate, simulated_delay;  // --step-json, --simulated-rate, --simulated-delay
+  CommHookOptions comm_hook;  // --comm-hook and the PowerSGD flags (cli/comm_hook_options.h)
 };
+
+// --simulated-rate and --simulated-delay as the link they describe (nullopt: a real run).
+std::optional<SimulatedLinkFacts> simulated_link_of(const TrainCliOptions& o) {
+  if (o.simulated_rate.empty()) return std::nullopt;
+  SimulatedLinkFacts link;
+  link.rate_bits_per_s = netmodel::parse_rate_bits_per_s(o.simulated_rate, "--simulated-rate");
+  if (!o.simulated_delay.empty()) link.delay_s = netmodel::parse_delay_s(o.simulated_delay, "--simulated-delay");
+  return link;
+}
 
 // The whole run description but the batch: o.run with the model read from --model and the
 // strategy --ddp names.
@@ -79,6 +92,7 @@ void run_train(const TrainCliOptions& o) {
     check_trace_outputs(o.trace, o.ddp, {{"--model", o.model_file}, {"--idx-images", o.idx_images},
                                          {"--idx-labels", o.idx_labels}});
   }
+  if (!o.step_json.empty()) check_output_path(o.step_json, "--step-json");
   RunSpec run = run_spec_of(o);
   const ModelSpec spec = run.model_spec();
   run.batch = o.batch > 0 ? o.batch : default_batch(run.preset);
@@ -119,6 +133,9 @@ void run_train(const TrainCliOptions& o) {
     in.trace = o.trace;
     in.trace_steps = o.trace_steps;
     in.checkpoint = o.checkpoint;
+    in.step_json = o.step_json;
+    in.simulated_link = simulated_link_of(o);
+    in.comm_hook = o.comm_hook;
     return run_train_ddp(in);
   }
   const TrainCheckpoints checkpoints(o.checkpoint, checkpoint_facts(run, run.devices, devices->size(), data), run,
@@ -183,9 +200,24 @@ void add_train_command(CLI::App& app, Action& run) {
       ->capture_default_str()
       ->transform(integer_in<int64_t>(1))
       ->needs(checkpoint);
+  auto* bucket_cap = sub->add_option("--bucket-cap-mb", o->run.ddp.bucket_cap_mb,
+                                     "DDP: gradient bucket cap in MiB (bucket_cap_mb)")
+                         ->capture_default_str()
+                         ->check(CLI::PositiveNumber);
+  auto* step_json = sub->add_option("--step-json", o->step_json,
+                                    "DDP: write rank 0's step time, exposed communication and bytes per step (JSON)");
+  auto* sim_rate = sub->add_option("--simulated-rate", o->simulated_rate,
+                                   "DDP: in-process ranks over a SIMULATED link of this rate (tc syntax: 10mbit, 1gbit)");
+  sub->add_option("--simulated-delay", o->simulated_delay, "DDP: the simulated link's one-way delay (10ms, 500us)")
+      ->needs(sim_rate);
   sub->add_option("--trace-steps", o->trace_steps, "Iterations recorded in the trace")->capture_default_str()->transform(integer_in<int>(1));
-  sub->callback([o, devices, finish_optimizer, &run] {
+  const auto finish_comm_hook = add_comm_hook_options(sub, o->comm_hook);
+  sub->callback([o, devices, finish_optimizer, finish_comm_hook, step_json, sim_rate, bucket_cap, &run] {
     finish_optimizer();
+    finish_comm_hook(o->ddp, 0);
+    for (const CLI::Option* option : {step_json, sim_rate, bucket_cap})
+      if (option->count() > 0 && !o->ddp) throw CLI::RequiresError(option->get_name(), "--ddp");
+    (void)simulated_link_of(*o);  // a malformed rate or delay is a command-line error, before any work
     o->devices_given = devices->count() > 0;
     run = [o] { run_train(*o); };
   });

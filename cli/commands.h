@@ -21,5 +21,7 @@ void add_trace_command(CLI::App& app, Action& run);
 void add_bench_allreduce_command(CLI::App& app, Action& run);
 // `dpv bench ring`: the in-process ring against memcpy; also under the bench command.
 void add_bench_ring_command(CLI::App& app, Action& run);
+// `dpv lab network`: DDP across two shaped namespaced nodes beside the cost model (cmd_lab_network.cpp).
+void add_lab_command(CLI::App& app, Action& run);
 
 }  // namespace dpv::cli

@@ -1,4 +1,4 @@
-// dpv: the engine's command-line front end (devices, sample, step, train, bench, launch, trace).
+// dpv: the engine's command-line front end (devices, sample, step, train, bench, launch, trace, lab).
 // Exit status: 0 on success, 1 on an engine error ("dpv: error: ValueError: ..." on one line of
 // stderr), 2 on a command-line parse error (CLI11's message). Output files are written atomically
 // and only after every computation succeeded, so a failure never leaves a partial file.
@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   dpv::cli::add_bench_ring_command(app, run);
   dpv::cli::add_launch_command(app, run);
   dpv::cli::add_trace_command(app, run);
+  dpv::cli::add_lab_command(app, run);
 
   // CLI11 answers an unknown command with "A subcommand is required", which does not say which
   // word it did not know.

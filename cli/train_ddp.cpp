@@ -8,6 +8,7 @@
 
 #include "cli/ddp_launched.h"
 #include "cli/flag_errors.h"
+#include "cli/lab_simulated_ranks.h"
 #include "cli/train_loop.h"
 #include "engine/ddp/ddp_rank_strategy.h"
 #include "engine/process_groups/gather_bytes.h"
@@ -18,9 +19,8 @@
 #include "engine/trace.h"
 
 namespace dpv::cli {
-namespace {
 
-void print_header(const TrainDdpInputs& in, int world, const std::string& how) {
+void print_ddp_header(const TrainDdpInputs& in, int world, const std::string& how) {
   std::cout << "dpv train --ddp: " << in.model_label << " on " << in.data.name << " (" << in.data.inputs.dim(0)
             << " samples, " << in.data.classes << " classes), global batch " << in.run.batch << ", " << how << " ("
             << world << " rank" << (world == 1 ? "" : "s") << ", DistributedSampler shards "
@@ -29,8 +29,13 @@ void print_header(const TrainDdpInputs& in, int world, const std::string& how) {
             << std::flush;  // through a pipe (the app's run as processes) the header shows before the first step ends
 }
 
-// What the training loop takes; `progress`: this process prints the progress line.
-TrainLoopInputs loop_inputs(const TrainDdpInputs& in, bool progress) {
+DdpOptions train_ddp_options(const TrainDdpInputs& in) {
+  DdpOptions options = ddp_options(in.run);
+  options.comm_hook = in.comm_hook;
+  return options;
+}
+
+TrainLoopInputs ddp_loop_inputs(const TrainDdpInputs& in, bool progress) {
   TrainLoopInputs loop;
   loop.data = &in.data;
   loop.batch = in.run.batch;
@@ -40,6 +45,8 @@ TrainLoopInputs loop_inputs(const TrainDdpInputs& in, bool progress) {
   loop.progress = progress;
   return loop;
 }
+
+namespace {
 
 // The checkpoint every rank resumes from: the one rank 0 found, its bytes sent to all ranks through
 // the group, so every rank starts from the same step whatever each one's view of the folder. When
@@ -81,7 +88,7 @@ std::optional<FoundCheckpoint> agreed_checkpoint(const TrainCheckpoints& checkpo
 // DdpRankStrategy); rank 0 prints the header and the progress.
 void run_launched(const TrainDdpInputs& in) {
   LaunchedRank lr = join_launched_job(in.devices_given ? std::optional(in.run.devices) : std::nullopt);
-  verify_same_ddp_config(*lr.session, ddp_config_of(ddp_options(in.run), in.steps));
+  verify_same_ddp_config(*lr.session, ddp_config_of(train_ddp_options(in), in.steps));
   ProcessGroup& group = lr.session->group();
   const int rank = lr.rank(), world = lr.world_size();
   const bool rank0 = rank == 0;
@@ -90,17 +97,20 @@ void run_launched(const TrainDdpInputs& in) {
   const std::optional<TrainingState> resumed = checkpoints.resume(agreed_checkpoint(checkpoints, lr), rank0);
   Model model(in.run.model_spec());
   const TensorMap state = resumed ? resumed->model : model.initial_state(in.run.seed);
-  DdpRankStrategy strategy(group, lr.devices, std::move(model), state, ddp_options(in.run));
+  DdpRankStrategy strategy(group, lr.devices, std::move(model), state, train_ddp_options(in));
   if (resumed) restore_training_state(strategy, *resumed);
-  if (rank0) print_header(in, world, std::to_string(world) + " launched processes over " + group.backend());
+  if (rank0) print_ddp_header(in, world, std::to_string(world) + " launched processes over " + group.backend());
 
   TraceRecorder trace;
   trace.set_process_name("dpviz DDP");
-  TrainLoopInputs loop = loop_inputs(in, rank0);
+  TrainLoopInputs loop = ddp_loop_inputs(in, rank0);
   loop.first_step = resumed ? resumed->step : 0;
   // Rank 0 writes (every rank holds the same parameters and momentum; rank 0's buffers are DDP's).
   if (rank0 && checkpoints.enabled()) loop.after_step = [&](int64_t done) { checkpoints.after_step(strategy, done); };
+  StepRecorder steps(rank0 ? in.step_json : std::string(), world, group.backend(), std::nullopt);
+  steps.attach(loop);
   run_training_loop(strategy, loop, trace);
+  steps.write();
   if (!in.trace.empty()) {
     const std::string mine = trace.to_json();
     write_file_atomic(rank_trace_path(in.trace, rank), mine);
@@ -126,13 +136,16 @@ void run_in_process(const TrainDdpInputs& in) {
   // in.run names DDP; a resumed run starts from the checkpoint's state dict.
   const std::unique_ptr<Strategy> strategy = make_strategy(in.run, devices, resumed ? &resumed->model : nullptr);
   if (resumed) restore_training_state(*strategy, *resumed);
-  print_header(in, devices->size(), in.run.devices + " in-process ranks");
+  print_ddp_header(in, devices->size(), in.run.devices + " in-process ranks");
   TraceRecorder trace;
   trace.set_process_name("dpviz DDP");
-  TrainLoopInputs loop = loop_inputs(in, true);
+  TrainLoopInputs loop = ddp_loop_inputs(in, true);
   loop.first_step = resumed ? resumed->step : 0;
   if (checkpoints.enabled()) loop.after_step = [&](int64_t done) { checkpoints.after_step(*strategy, done); };
+  StepRecorder steps(in.step_json, static_cast<int>(devices->size()), strategy->transport(), std::nullopt);
+  steps.attach(loop);
   run_training_loop(*strategy, loop, trace);
+  steps.write();
   if (!in.trace.empty()) {
     trace.save(in.trace);
     std::cout << "trace: " << std::min<int64_t>(in.steps, in.trace_steps) << " iteration(s), " << trace.events().size()
@@ -150,6 +163,20 @@ std::string rank_trace_path(const std::string& trace, int rank) {
 }
 
 void run_train_ddp(const TrainDdpInputs& in) {
+  if (in.comm_hook.kind != CommHookKind::None) {
+    check(in.checkpoint.dir.empty(), "--comm-hook cannot be combined with --checkpoint: a checkpoint does not keep "
+          "the hook's state (PowerSGD's error and Q), so a resumed run would differ", ErrorClass::ValueError);
+    check(in.simulated_link || launched_rank(),
+          "--comm-hook with train --ddp runs on launched ranks (dpv launch --nproc-per-node K -- train --ddp ...) or "
+          "over a simulated link (--simulated-rate); for in-process ranks use dpv step --ddp --comm-hook",
+          ErrorClass::ValueError);
+  }
+  if (in.simulated_link) {
+    check(!launched_rank(), "--simulated-rate runs in-process ranks over a simulated link; under dpv launch the "
+          "processes talk over the real network: leave --simulated-rate and --simulated-delay out",
+          ErrorClass::ValueError);
+    return run_simulated_ranks(in);
+  }
   if (launched_rank()) return run_launched(in);
   run_in_process(in);
 }

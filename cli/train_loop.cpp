@@ -8,6 +8,24 @@
 #include "course/batchnorm_stats.h"
 
 namespace dpv::cli {
+namespace {
+
+// A traced step with a measuring observer too: both see its stages.
+class BothObservers : public Observer {
+ public:
+  BothObservers(Observer& a, Observer& b) : a_(a), b_(b) {}
+  void on_stage(const StageEvent& event) override {
+    a_.on_stage(event);
+    b_.on_stage(event);
+  }
+  bool wants_snapshots() const override { return a_.wants_snapshots() || b_.wants_snapshots(); }
+
+ private:
+  Observer& a_;
+  Observer& b_;
+};
+
+}  // namespace
 
 void LossWindow::add(double loss, double accuracy) {
   losses_.push_back(loss);
@@ -55,7 +73,10 @@ void run_training_loop(Strategy& strategy, const TrainLoopInputs& in, TraceRecor
     Dataset b = take_batch(data, batch_start(step, n, in.batch), in.batch);
     const bool traced = in.traced && step - in.first_step < in.trace_steps;
     if (traced) trace.begin_iteration();
-    auto it = strategy.begin_iteration(b.inputs, b.targets, traced ? &trace : nullptr);
+    Observer* observer = traced ? &trace : in.observer;
+    std::optional<BothObservers> both;
+    if (traced && in.observer) observer = &both.emplace(trace, *in.observer);
+    auto it = strategy.begin_iteration(b.inputs, b.targets, observer);
     it->run_to_end();
     if (in.after_step) in.after_step(step + 1);
     if (!progress) continue;

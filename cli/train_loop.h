@@ -43,6 +43,8 @@ struct TrainLoopInputs {
   bool traced = false;  // record the first trace_steps iterations in `trace`
   int trace_steps = 5;
   bool progress = true;  // print the progress line (a launched DDP rank other than 0 trains silently)
+  // Sees every step's stages (a traced step's too), e.g. --step-json's meter; after_step reads it.
+  Observer* observer = nullptr;
 };
 
 // Trains `strategy` for in.steps steps, printing progress on stdout; records into `trace`.

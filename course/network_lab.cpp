@@ -1,0 +1,51 @@
+#include "course/network_lab.h"
+
+#include <string>
+
+#include "engine/datasets.h"
+#include "engine/ddp/ddp_rank_strategy.h"
+#include "engine/device.h"
+#include "engine/error.h"
+#include "engine/model.h"
+#include "engine/model_data.h"
+#include "engine/netmodel/simulated_ranks.h"
+
+namespace dpv::course {
+
+NetworkLabPoint run_simulated_network_point(const NetworkLabSetup& setup, const netmodel::Link& link) {
+  check(setup.steps >= 1, "the network lab needs at least one step, got " + std::to_string(setup.steps),
+        ErrorClass::ValueError);
+  check(setup.batch >= setup.world, "the global batch of " + std::to_string(setup.batch) +
+                                        " gives some of the " + std::to_string(setup.world) + " ranks no sample",
+        ErrorClass::ValueError);
+  const Model model(setup.model);
+  const TensorMap state = model.initial_state(setup.seed);
+  // One global batch, trained on every step: the lab measures time, not learning.
+  const Dataset data = make_data_for_model(setup.model, setup.batch, setup.seed + 1);
+  const Dataset batch = take_batch(data, 0, setup.batch);
+  DdpOptions options;
+  options.bucket_cap_mb = setup.bucket_cap_mb;
+  NetworkLabPoint point;
+  point.link = link;
+  netmodel::run_simulated_ranks(setup.world, link, [&](ProcessGroup& group) {
+    DdpRankStrategy strategy(group, DeviceSet::create("cpu:1"), Model(setup.model), state, options);
+    netmodel::StepMeter meter;
+    const bool rank0 = group.rank() == 0;
+    for (int step = 0; step < setup.steps; ++step) {
+      strategy.begin_iteration(batch.inputs, batch.targets, rank0 ? &meter : nullptr)->run_to_end();
+      if (rank0) point.steps.push_back(meter.take(setup.world));
+    }
+  });
+  point.summary = netmodel::summarize_point(point.steps, link);
+  return point;
+}
+
+std::vector<NetworkLabPoint> run_simulated_network_sweep(const NetworkLabSetup& setup,
+                                                         const std::vector<netmodel::Link>& links) {
+  std::vector<NetworkLabPoint> points;
+  points.reserve(links.size());
+  for (const netmodel::Link& link : links) points.push_back(run_simulated_network_point(setup, link));
+  return points;
+}
+
+}  // namespace dpv::course

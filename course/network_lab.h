@@ -1,0 +1,42 @@
+#pragma once
+// The network lab for the app, without root: DDP's in-process ranks over a simulated link
+// (engine/netmodel/simulated_link_group.h), every point of a sweep measured and put beside the
+// cost model's prediction, as `dpv lab network --simulated` does. Everything is a typed value (the
+// link, each step's measure, the summary); every result says it is simulated, so a page that
+// shows it can say so from the facts. Runs on the caller's thread (and one thread per rank):
+// call it from a worker thread.
+#include <cstdint>
+#include <vector>
+
+#include "engine/model_spec.h"
+#include "engine/netmodel/lab_summary.h"
+#include "engine/netmodel/link_model.h"
+#include "engine/netmodel/step_meter.h"
+
+namespace dpv::course {
+
+struct NetworkLabSetup {
+  ModelSpec model;
+  int world = 2;             // in-process ranks
+  int64_t batch = 64;        // the global batch
+  int steps = 6;             // iterations per point, the first kWarmupSteps left out of the summary
+  uint64_t seed = 0;
+  double bucket_cap_mb = 25;
+};
+
+struct NetworkLabPoint {
+  netmodel::Link link;
+  bool simulated = true;                     // always: no packet crossed a network
+  std::vector<netmodel::StepMeasure> steps;  // rank 0's, every step
+  netmodel::PointSummary summary;            // measured beside predicted
+};
+
+// One point: `setup`'s DDP run over a simulated `link`. Throws dpv::Error for a bad setup
+// (world < 1, no steps, a model the data cannot feed) or when a rank fails.
+NetworkLabPoint run_simulated_network_point(const NetworkLabSetup& setup, const netmodel::Link& link);
+
+// Every link in turn, in order.
+std::vector<NetworkLabPoint> run_simulated_network_sweep(const NetworkLabSetup& setup,
+                                                         const std::vector<netmodel::Link>& links);
+
+}  // namespace dpv::course

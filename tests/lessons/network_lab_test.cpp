@@ -1,0 +1,50 @@
+// The course's network lab (course/network_lab.h): a simulated point measures every step, is
+// labelled simulated, its exposed communication is at least the model's time for the last bucket
+// (which the backward cannot hide), and a slower link predicts more.
+#include <gtest/gtest.h>
+
+#include "course/network_lab.h"
+#include "engine/error.h"
+#include "engine/model_spec.h"
+
+namespace dpv::course {
+namespace {
+
+NetworkLabSetup small_setup() {
+  NetworkLabSetup setup;
+  setup.model = preset_model("mlp-bn");
+  setup.world = 2;
+  setup.batch = 32;
+  setup.steps = 4;
+  return setup;
+}
+
+TEST(NetworkLab, SimulatedPointsMeasureBesideTheModel) {
+  const std::vector<netmodel::Link> links{{0.001, 100e6 / 8}, {0.004, 10e6 / 8}};
+  const std::vector<NetworkLabPoint> points = run_simulated_network_sweep(small_setup(), links);
+  ASSERT_EQ(points.size(), 2u);
+  for (const NetworkLabPoint& p : points) {
+    EXPECT_TRUE(p.simulated);
+    ASSERT_EQ(p.steps.size(), 4u);
+    EXPECT_EQ(p.summary.steps_measured, 2u);
+    EXPECT_GT(p.summary.step_s, 0);
+    EXPECT_GT(p.summary.predicted_step_s, 0);
+    EXPECT_GT(p.summary.bytes_per_step, 0);
+    for (const netmodel::StepMeasure& m : p.steps) {
+      ASSERT_FALSE(m.buckets.empty());
+      const double last = netmodel::collective_seconds(netmodel::CollectiveKind::AllReduce, 2,
+                                                       m.buckets.back().facts.bytes, p.link);
+      EXPECT_GE(m.exposed_s, last);  // the last bucket is ready only when the backward ends
+    }
+  }
+  EXPECT_GT(points[1].summary.predicted_exposed_s, points[0].summary.predicted_exposed_s);
+}
+
+TEST(NetworkLab, RefusesASetupWithoutSteps) {
+  NetworkLabSetup setup = small_setup();
+  setup.steps = 0;
+  EXPECT_THROW(run_simulated_network_point(setup, {0, 1e6}), Error);
+}
+
+}  // namespace
+}  // namespace dpv::course
