@@ -6,8 +6,8 @@
 // them. When another process takes a core, more busy threads than free cores makes every stage wait
 // for the device thread the scheduler has set aside (a time slice, milliseconds), so two devices run
 // slower than one. With fewer free cores than devices, the jobs that never wait for one another run
-// on as many threads as there are free cores, the rest on the calling thread (HandoffPool's limit),
-// and DDP's ranks go stage by stage instead of each on its own thread. The same figure tells the
+// on as many threads as there are free cores (HandoffPool's limit). DDP's ranks that run through an
+// iteration on their own threads meet in collectives and keep their threads. The same figure tells the
 // app when a speed-up cannot show.
 //
 // How it knows, on Linux: the run-queue wait of this process's own threads (/proc/self/task/*/schedstat:
@@ -39,6 +39,8 @@ struct CoreLoad {
   double waiting = 0;    // over the last sample: this process's threads waiting for a CPU, on average
   double running = 0;    // over the last sample: its threads running, on average
   unsigned free_cores() const { return free; }
+  // Other programs hold some of the CPUs: this process's threads waited while it got fewer than all.
+  bool cores_taken() const { return free < usable; }
   // How many threads `jobs` independent jobs should run on now: min(jobs, free cores).
   int threads_for(int jobs) const;
 };

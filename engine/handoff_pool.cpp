@@ -49,19 +49,27 @@ void HandoffPool::finish_pool_job() {
 }
 
 void HandoffPool::run(int count, const std::function<void(int)>& job, bool caller_may_steal, int max_threads) {
-  // Threads that run this run's jobs, the caller's included: jobs 1..threads_used-1 go to pool
-  // threads, the rest (a limited stealable run) to the caller.
-  const int threads_used = caller_may_steal && max_threads > 0 ? std::min(count, max_threads) : count;
-  if (threads_used <= 1 || running_in == this) {
+  if (count <= 1 || running_in == this) {
     run_inline(count, job);
+    return;
+  }
+  if (caller_may_steal && max_threads > 0 && max_threads < count) {
+    // Fewer threads than jobs: each of the max_threads takes the next job not yet taken until none
+    // is left, so the work spreads evenly whichever thread the scheduler runs first.
+    std::atomic<int> next{0};
+    const std::function<void(int)> take_jobs = [&](int) {
+      for (int i = next.fetch_add(1, std::memory_order_relaxed); i < count; i = next.fetch_add(1, std::memory_order_relaxed))
+        job(i);
+    };
+    run(max_threads, take_jobs, true);
     return;
   }
   std::lock_guard lock(run_mutex_);
   job_ = &job;
-  pending_.store(threads_used - 1, std::memory_order_relaxed);
+  pending_.store(count - 1, std::memory_order_relaxed);
   const uint32_t open = 2u * ++run_;
-  // Open every pool job first (each store publishes job_ and pending_ to its claimant), then work.
-  for (int w = 0; w < threads_used - 1; ++w) {
+  // Open every job first (each store publishes job_ and pending_ to its claimant), then work.
+  for (int w = 0; w < count - 1; ++w) {
     Slot& slot = *slots_[static_cast<size_t>(w)];
     slot.state.store(open, std::memory_order_release);
     slot.state.notify_one();
@@ -69,10 +77,9 @@ void HandoffPool::run(int count, const std::function<void(int)>& job, bool calle
   {
     RunningIn mark(this);
     job(0);
-    for (int i = threads_used; i < count; ++i) job(i);
     // The threads woken last are the likeliest not to have started yet: steal from the end.
     if (caller_may_steal)
-      for (int w = threads_used - 2; w >= 0; --w)
+      for (int w = count - 2; w >= 0; --w)
         if (claim(*slots_[static_cast<size_t>(w)], open)) {
           job(w + 1);
           finish_pool_job();

@@ -40,8 +40,8 @@ class HandoffPool {
   // state), so the caller runs the ones its threads have not started; otherwise job i always runs
   // on pool thread i (jobs that meet in a barrier, a CUDA device's jobs on its own thread).
   // max_threads (stealable runs only; 0: no limit): at most this many threads run the jobs, the
-  // caller included; the jobs beyond run on the caller (FreeCores: never more busy threads than
-  // free cores, since a job whose thread the scheduler sets aside delays the whole stage).
+  // caller included, each taking the next job left (FreeCores: never more busy threads than free
+  // cores, since a job whose thread the scheduler sets aside delays the whole stage).
   void run(int count, const std::function<void(int)>& job, bool caller_may_steal = false, int max_threads = 0);
   // Runs job(0), job(1), ... in the calling thread: for work smaller than a hand-off.
   static void run_inline(int count, const std::function<void(int)>& job);

@@ -1,7 +1,7 @@
-// Free cores (engine/free_cores.h) and what the engine does with them: the figure from a reading of
-// the machine (others' runnable threads, averaged), the hand-off pool's thread limit, independent
-// device work on as many threads as cores are free, and DDP ranks that go stage by stage on a busy
-// machine with the same results, bit for bit, as ranks that run through on their own threads.
+// Free cores (engine/free_cores.h) and what the engine does with them: the figure from the process's
+// own threads' CPU time and run-queue wait, the hand-off pool's thread limit, independent device work
+// on as many threads as cores are free, and stepped DDP ranks on a busy machine (with and without a
+// communication hook) with the same results, bit for bit, as ranks that run through on their own threads.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -70,10 +70,15 @@ TEST(FreeCores, ThreadsWaitingForACpuCutTheFreeCoresToTheCpusTheProcessGot) {
   ScriptedLoad load(2);
   EXPECT_EQ(load.next(0, 0).free_cores(), 2u);          // the first sample knows nothing yet
   EXPECT_EQ(load.next(1.9, 0.02).free_cores(), 2u);     // two threads busy, next to nothing waits
+  // Four threads of its own on two CPUs: they wait for each other, but the process gets both CPUs.
+  const CoreLoad own = load.next(1.95, 2.0);
+  EXPECT_EQ(own.free_cores(), 2u);
+  EXPECT_FALSE(own.cores_taken());
   const CoreLoad busy = load.next(1.3, 0.7);             // another process took a core's worth
   EXPECT_NEAR(busy.waiting, 0.7, 1e-6);
   EXPECT_NEAR(busy.running, 1.3, 1e-6);
   EXPECT_EQ(busy.free_cores(), 1u);
+  EXPECT_TRUE(busy.cores_taken());
   EXPECT_EQ(busy.threads_for(4), 1);
   // One thread now: it runs without waiting, but that says nothing of the second core until a second
   // has passed; then both are tried again, and cut again if the threads wait.
@@ -89,6 +94,7 @@ TEST(FreeCores, ThreadCountsAndManyCores) {
   load.next(0, 0);
   const CoreLoad got = load.next(12.6, 3.0);  // 16 threads busy, 12.6 CPUs' worth granted
   EXPECT_EQ(got.free_cores(), 13u);
+  EXPECT_TRUE(got.cores_taken());
   EXPECT_EQ(got.threads_for(4), 4);
   EXPECT_EQ(got.threads_for(32), 13);
   EXPECT_EQ((CoreLoad{2, 1, 0, 0}).threads_for(0), 1);  // never none
@@ -149,53 +155,42 @@ TEST(DeviceSetRunParallel, IndependentWorkRunsOnTheCallerWhenOnlyOneCoreIsFree) 
   }
 }
 
-namespace {
-
-void expect_busy_equals_quiet(const DdpOptions& o, bool grads_in_buckets_when_quiet) {
-  const auto spec = mlp_bn(DType::Float32);
-  const TensorMap state = Model(spec).initial_state(5);
-  const Batch batch = random_batch(12, 4, 3, 9, DType::Float32);
-  auto run = [&](bool busy) {
-    std::unique_ptr<BusyMachine> busy_machine;
-    std::unique_ptr<QuietMachine> quiet_machine;
-    if (busy)
-      busy_machine = std::make_unique<BusyMachine>();
-    else
-      quiet_machine = std::make_unique<QuietMachine>();
-    DdpTrainer trainer(DeviceSet::create("cpu:2"), Model(spec), state, o);
-    for (int s = 0; s < 3; ++s) DdpIteration(trainer, batch.input, batch.target).run_to_end();
-    // Run through, every rank's .grad lies in a bucket; stage by stage it is its own tensor.
-    bool grads_in_buckets = false;
-    for (const Tensor& bucket : trainer.rank(0).reducer().bucket_buffers())
-      grads_in_buckets |= trainer.rank(0).grads().at("0.weight").shares_storage_with(bucket);
-    return std::make_pair(ddp_step_output(trainer.results(), DType::Float32), grads_in_buckets);
-  };
-  const auto [quiet, quiet_in_buckets] = run(false);
-  const auto [busy, busy_in_buckets] = run(true);
-  EXPECT_EQ(quiet_in_buckets, grads_in_buckets_when_quiet);
-  EXPECT_FALSE(busy_in_buckets);
-  ASSERT_EQ(quiet.tensors.names(), busy.tensors.names());
-  for (const auto& [name, t] : quiet.tensors.items()) EXPECT_EQ(t.to_doubles(), busy.tensors.at(name).to_doubles()) << name;
-}
-
-}  // namespace
-
-TEST(Ddp, RanksOnABusyMachineGoStageByStageWithTheSameResultsBitForBit) {
-  DdpOptions o;
-  o.optimizer.lr = 0.05;
-  o.optimizer.momentum = 0.9;
-  expect_busy_equals_quiet(o, true);
-}
-
-// A hook's collectives run inside the backward on the ranks' own threads: stage by stage on one free
-// core, the backward must still run every rank on its own thread, or rank 0 would wait in the hook's
-// all-reduce for rank 1, whose backward the same thread would run only after it.
-TEST(Ddp, CommHookRanksOnABusyMachineMeetInTheBackward) {
-  for (const CommHookKind kind : {CommHookKind::AllReduce, CommHookKind::PowerSgd}) {
+// Stepped (as the app steps an iteration), the ranks' independent stages run on as many threads as
+// cores are free. A hook's collectives run inside the backward on the ranks' own threads: on one free
+// core the backward must still give every rank its own thread, or rank 0 would wait in the hook's
+// all-reduce for rank 1, whose backward the same thread would run only after it. Same bits as ranks
+// that run through on a quiet machine, with and without a hook.
+TEST(Ddp, SteppedRanksOnABusyMachineEqualRanksRunThroughEvenWithACommHook) {
+  for (const CommHookKind kind : {CommHookKind::None, CommHookKind::AllReduce, CommHookKind::PowerSgd}) {
     DdpOptions o;
     o.optimizer.lr = 0.05;
+    o.optimizer.momentum = 0.9;
     o.comm_hook.kind = kind;
     o.comm_hook.powersgd.start_powerSGD_iter = 2;  // compresses from the second iteration
-    expect_busy_equals_quiet(o, true);
+    const auto spec = mlp_bn(DType::Float32);
+    const TensorMap state = Model(spec).initial_state(5);
+    const Batch batch = random_batch(12, 4, 3, 9, DType::Float32);
+    auto run = [&](bool busy) {
+      std::unique_ptr<BusyMachine> busy_machine;
+      std::unique_ptr<QuietMachine> quiet_machine;
+      if (busy)
+        busy_machine = std::make_unique<BusyMachine>();
+      else
+        quiet_machine = std::make_unique<QuietMachine>();
+      DdpTrainer trainer(DeviceSet::create("cpu:2"), Model(spec), state, o);
+      for (int s = 0; s < 3; ++s) {
+        DdpIteration it(trainer, batch.input, batch.target);
+        if (busy)
+          while (!it.finished()) it.step();
+        else
+          it.run_to_end();
+      }
+      return ddp_step_output(trainer.results(), DType::Float32);
+    };
+    const auto quiet = run(false);
+    const auto busy = run(true);
+    ASSERT_EQ(quiet.tensors.names(), busy.tensors.names());
+    for (const auto& [name, t] : quiet.tensors.items())
+      EXPECT_EQ(t.to_doubles(), busy.tensors.at(name).to_doubles()) << comm_hook_name(kind) << " " << name;
   }
 }
