@@ -6,7 +6,8 @@
 //    cudaMemcpyPeerAsync across GPUs, and the add_inplace kernel for the sums, all queued on one
 //    stream in rank order, so reduce_add is exactly the left fold of torch.cuda.comm.reduce_add.
 // Every call first waits for the work queued on the ranks' streams (its inputs), then times
-// itself with CUDA events recorded on each rank's stream: seconds = the slowest rank's span.
+// itself with CUDA events recorded on each rank's stream behind a LaunchGate that opens once the
+// whole call is queued: seconds = the slowest rank's span of GPU work, without launch gaps.
 // NCCL communicators are made before that timing starts (their set-up is not transfer time), each
 // group is ended by a GroupGuard even when a call inside it throws, and NCCL launches on a GPU are
 // serialised process-wide (two trainers on two threads must not interleave their groups).
@@ -25,6 +26,7 @@
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/cuda_entry.h"
 #include "engine/cuda/group_guard.h"
+#include "engine/cuda/launch_gate.h"
 #include "engine/device.h"
 #include "engine/error.h"
 #include "engine/index.h"
@@ -316,20 +318,36 @@ class CudaCollectives final : public Collectives {
     if (staging) DPV_CUDA_CHECK(cudaFreeAsync(staging, driver->stream()));
   }
 
-  // Runs `enqueue` between events on each rank's stream; returns the slowest rank's seconds.
+  // Runs `enqueue` between events on each rank's stream; returns the slowest rank's seconds. The
+  // streams wait at a LaunchGate until everything is queued, so the span between the events is the
+  // GPU's work, not the host's launch gaps between the calls of one collective.
   template <typename Enqueue>
   double timed(int ranks, Enqueue&& enqueue) {
     for (int i = 0; i < ranks; ++i) backends_[ix(i)]->synchronize();
+    struct OpenOnExit {  // a throw while queuing opens the gate and lets the held streams drain
+      LaunchGate& gate;
+      const std::vector<CudaBackend*>& backends;
+      int ranks;
+      bool queued = false;
+      ~OpenOnExit() {
+        gate.open();
+        if (!queued)
+          for (int i = 0; i < ranks; ++i) cudaStreamSynchronize(backends[ix(i)]->stream());  // callbacks done
+      }
+    } open_on_exit{gate_, backends_, ranks};
+    gate_.close();
     for (int i = 0; i < ranks; ++i) {
       backends_[ix(i)]->activate();
+      DPV_CUDA_CHECK(gate_.hold(backends_[ix(i)]->stream()));
       DPV_CUDA_CHECK(cudaEventRecord(start_[ix(i)], backends_[ix(i)]->stream()));
     }
     enqueue();
-    double seconds = 0;
     for (int i = 0; i < ranks; ++i) {
       backends_[ix(i)]->activate();
       DPV_CUDA_CHECK(cudaEventRecord(stop_[ix(i)], backends_[ix(i)]->stream()));
     }
+    gate_.open();
+    double seconds = 0;
     for (int i = 0; i < ranks; ++i) {
       backends_[ix(i)]->activate();
       DPV_CUDA_CHECK(cudaEventSynchronize(stop_[ix(i)]));
@@ -337,6 +355,7 @@ class CudaCollectives final : public Collectives {
       DPV_CUDA_CHECK(cudaEventElapsedTime(&ms, start_[ix(i)], stop_[ix(i)]));
       seconds = std::max(seconds, static_cast<double>(ms) / 1000.0);
     }
+    open_on_exit.queued = true;
     // The peer-copy path queued everything on one stream: the other ranks must see its results
     // before their next work, which the event waits above already guarantee.
     return seconds;
@@ -358,6 +377,7 @@ class CudaCollectives final : public Collectives {
   std::vector<int> gpu_set_;  // the set's GPUs, ascending, each once
   std::map<int, std::vector<ncclComm_t>> comms_;
   std::vector<cudaEvent_t> start_, stop_;
+  LaunchGate gate_;  // holds the ranks' streams while a collective is queued (timed)
   std::mutex mutex_;
 };
 
