@@ -181,7 +181,7 @@ std::vector<std::exception_ptr> DeviceSet::run_parallel_collect(int count, const
   // A single job runs inline as parallel_apply runs a single replica: no thread hop.
   if (count <= 1 || (bytes_moved >= 0 && bytes_moved < kInlineBytes))
     HandoffPool::run_inline(count, job);
-  else if (bytes_moved >= 0 && spec_.kind == DeviceKind::Cpu)  // independent jobs: as many threads as free cores
+  else if (bytes_moved >= 0 && spec_.kind == DeviceKind::Cpu)  // independent jobs: at most a thread per CPU
     pool_->run(count, job, true, FreeCores::now().threads_for(count));
   else
     pool_->run(count, job);

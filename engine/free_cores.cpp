@@ -135,7 +135,7 @@ CoreLoad current(const State& s) {
 
 }  // namespace
 
-int CoreLoad::threads_for(int jobs) const { return std::max(1, std::min(jobs, static_cast<int>(free_cores()))); }
+int CoreLoad::threads_for(int jobs) const { return std::max(1, std::min(jobs, static_cast<int>(usable))); }
 
 CoreLoad FreeCores::now() {
   State& s = state();

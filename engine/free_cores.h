@@ -2,13 +2,14 @@
 // How many of this process's CPUs are free for its own threads now: of the CPUs it may run on, how
 // many the machine actually gives it while other processes run too.
 //
-// Why the engine asks: simulated devices are threads, and a stage's per-device jobs are spread over
-// them. When another process takes a core, more busy threads than free cores makes every stage wait
-// for the device thread the scheduler has set aside (a time slice, milliseconds), so two devices run
-// slower than one. With fewer free cores than devices, the jobs that never wait for one another run
-// on as many threads as there are free cores (HandoffPool's limit). DDP's ranks that run through an
-// iteration on their own threads meet in collectives and keep their threads. The same figure tells the
-// app when a speed-up cannot show.
+// What the engine does with it: a stage's independent per-device jobs run on at most as many
+// threads as this process may use CPUs (threads_for: never more busy threads than cores, so cpu:4 on
+// two CPUs runs its jobs on two threads, each taking the next job left, instead of four threads
+// taking turns). The free cores under another program's load are reported (`dpv bench`, the app's
+// speed-up pages) but do not cut the threads further: measured on 2 cores with a busy `yes`, one
+// thread was no faster than two (large MLP 0.95x against 0.94x of one device), and after the
+// engine's own threads outnumbered the cores, the cut stayed for a while and made quiet two-device
+// runs as slow as one (CNN 0.97x against 1.86x).
 //
 // How it knows, on Linux: the run-queue wait of this process's own threads (/proc/self/task/*/schedstat:
 // time runnable but not running). Threads that wait for a CPU while others of this process run mean
@@ -41,7 +42,7 @@ struct CoreLoad {
   unsigned free_cores() const { return free; }
   // Other programs hold some of the CPUs: this process's threads waited while it got fewer than all.
   bool cores_taken() const { return free < usable; }
-  // How many threads `jobs` independent jobs should run on now: min(jobs, free cores).
+  // How many threads `jobs` independent jobs run on: min(jobs, usable CPUs), at least 1.
   int threads_for(int jobs) const;
 };
 

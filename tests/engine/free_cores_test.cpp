@@ -1,6 +1,6 @@
 // Free cores (engine/free_cores.h) and what the engine does with them: the figure from the process's
 // own threads' CPU time and run-queue wait, the hand-off pool's thread limit, independent device work
-// on as many threads as cores are free, and stepped DDP ranks on a busy machine (with and without a
+// on at most a thread per usable CPU, and stepped DDP ranks on one CPU (with and without a
 // communication hook) with the same results, bit for bit, as ranks that run through on their own threads.
 #include <gtest/gtest.h>
 
@@ -46,16 +46,11 @@ class ScriptedLoad {
   int64_t wall_ = 1, cpu_ = 0, wait_ = 0;
 };
 
-// A machine with one of two cores taken: the process's threads got one CPU and waited for another.
-class BusyMachine {
+// A process that may run on one CPU only (an affinity mask of one).
+class OneCpu {
  public:
-  BusyMachine() : load_(2) {
-    load_.next(0, 0);
-    load_.next(1.0, 1.0);
-  }
-
- private:
-  ScriptedLoad load_;
+  OneCpu() { FreeCores::set_reader_for_testing([] { return CoreSample{1, 0, 0, 0, false}; }); }
+  ~OneCpu() { FreeCores::set_reader_for_testing(nullptr); }
 };
 
 std::set<std::thread::id> threads_of_run(HandoffPool& pool, int count, int max_threads) {
@@ -79,7 +74,7 @@ TEST(FreeCores, ThreadsWaitingForACpuCutTheFreeCoresToTheCpusTheProcessGot) {
   EXPECT_NEAR(busy.running, 1.3, 1e-6);
   EXPECT_EQ(busy.free_cores(), 1u);
   EXPECT_TRUE(busy.cores_taken());
-  EXPECT_EQ(busy.threads_for(4), 1);
+  EXPECT_EQ(busy.threads_for(4), 2);  // threads follow the usable CPUs; the free cores are reported
   // One thread now: it runs without waiting, but that says nothing of the second core until a second
   // has passed; then both are tried again, and cut again if the threads wait.
   for (int i = 0; i < 9; ++i) EXPECT_EQ(load.next(1.0, 0.0).free_cores(), 1u) << i;
@@ -96,7 +91,7 @@ TEST(FreeCores, ThreadCountsAndManyCores) {
   EXPECT_EQ(got.free_cores(), 13u);
   EXPECT_TRUE(got.cores_taken());
   EXPECT_EQ(got.threads_for(4), 4);
-  EXPECT_EQ(got.threads_for(32), 13);
+  EXPECT_EQ(got.threads_for(32), 16);
   EXPECT_EQ((CoreLoad{2, 1, 0, 0}).threads_for(0), 1);  // never none
 }
 
@@ -129,12 +124,12 @@ TEST(HandoffPool, ALimitedStealableRunUsesAtMostThatManyThreads) {
   EXPECT_EQ(arrived.load(), 3);
 }
 
-TEST(DeviceSetRunParallel, IndependentWorkRunsOnTheCallerWhenOnlyOneCoreIsFree) {
+TEST(DeviceSetRunParallel, IndependentWorkRunsOnTheCallerOnOneCpu) {
   auto devs = DeviceSet::create("cpu:2");
   std::vector<std::thread::id> ids(2);
   auto record = [&](int i) { ids[static_cast<size_t>(i)] = std::this_thread::get_id(); };
   {
-    BusyMachine busy;  // another process takes one of the two cores
+    OneCpu one_cpu;  // two devices, one CPU: one thread runs both jobs
     for (int run = 0; run < 50; ++run) {
       devs->run_parallel(2, record, DeviceSet::kIndependentWork);
       ASSERT_EQ(ids[1], std::this_thread::get_id()) << "run " << run;
@@ -155,12 +150,12 @@ TEST(DeviceSetRunParallel, IndependentWorkRunsOnTheCallerWhenOnlyOneCoreIsFree) 
   }
 }
 
-// Stepped (as the app steps an iteration), the ranks' independent stages run on as many threads as
-// cores are free. A hook's collectives run inside the backward on the ranks' own threads: on one free
-// core the backward must still give every rank its own thread, or rank 0 would wait in the hook's
+// Stepped (as the app steps an iteration), the ranks' independent stages run on at most a thread per
+// CPU. A hook's collectives run inside the backward on the ranks' own threads: on one CPU the
+// backward must still give every rank its own thread, or rank 0 would wait in the hook's
 // all-reduce for rank 1, whose backward the same thread would run only after it. Same bits as ranks
-// that run through on a quiet machine, with and without a hook.
-TEST(Ddp, SteppedRanksOnABusyMachineEqualRanksRunThroughEvenWithACommHook) {
+// that run through on many CPUs, with and without a hook.
+TEST(Ddp, SteppedRanksOnOneCpuEqualRanksRunThroughEvenWithACommHook) {
   for (const CommHookKind kind : {CommHookKind::None, CommHookKind::AllReduce, CommHookKind::PowerSgd}) {
     DdpOptions o;
     o.optimizer.lr = 0.05;
@@ -171,10 +166,10 @@ TEST(Ddp, SteppedRanksOnABusyMachineEqualRanksRunThroughEvenWithACommHook) {
     const TensorMap state = Model(spec).initial_state(5);
     const Batch batch = random_batch(12, 4, 3, 9, DType::Float32);
     auto run = [&](bool busy) {
-      std::unique_ptr<BusyMachine> busy_machine;
+      std::unique_ptr<OneCpu> busy_machine;
       std::unique_ptr<QuietMachine> quiet_machine;
       if (busy)
-        busy_machine = std::make_unique<BusyMachine>();
+        busy_machine = std::make_unique<OneCpu>();
       else
         quiet_machine = std::make_unique<QuietMachine>();
       DdpTrainer trainer(DeviceSet::create("cpu:2"), Model(spec), state, o);
