@@ -102,14 +102,24 @@ std::optional<std::string> why_no_shaping() {
   return std::nullopt;
 }
 
+std::vector<std::string> list_network_namespaces() {
+  std::vector<std::string> names;
+  const ProcessResult list = run_with_timeout({"ip", "netns", "list"}, kCommandTimeout);
+  if (list.exit_code != 0) return names;
+  std::istringstream lines(list.output);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) names.push_back(line.substr(0, line.find(' ')));  // "name (id: 3)"
+  return names;
+}
+
+bool network_namespace_exists(const std::string& name) {
+  const std::vector<std::string> names = list_network_namespaces();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
 std::vector<std::string> remove_dead_lab_namespaces() {
   std::vector<std::string> removed;
-  const ProcessResult list = run_with_timeout({"ip", "netns", "list"}, kCommandTimeout);
-  if (list.exit_code != 0) return removed;
-  std::istringstream lines(list.output);
-  std::string line;
-  while (std::getline(lines, line)) {
-    const std::string name = line.substr(0, line.find(' '));  // "name (id: 3)"
+  for (const std::string& name : list_network_namespaces()) {
     const long pid = pid_in_name(name);
     if (pid <= 0 || pid == ::getpid()) continue;
     if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM) continue;  // that lab still runs

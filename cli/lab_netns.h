@@ -31,6 +31,11 @@ struct LinkShape {
 std::optional<std::string> why_no_shaping();
 
 // Removes namespaces named like a lab's whose pid no longer runs; returns the names removed.
+// The network namespaces `ip netns list` names now, each by its exact name (a line may add
+// " (id: N)"); empty when `ip` fails.
+std::vector<std::string> list_network_namespaces();
+// Whether list_network_namespaces() holds `name` exactly ("dpvlabA370" is not "dpvlabA3707").
+bool network_namespace_exists(const std::string& name);
 std::vector<std::string> remove_dead_lab_namespaces();
 
 class LabNetwork {

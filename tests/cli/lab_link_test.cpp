@@ -120,11 +120,6 @@ Transfer transfer(const cli::LabNames& n, double seconds) {
   return t;
 }
 
-bool namespace_listed(const std::string& name) {
-  const cli::ProcessResult r = cli::run_with_timeout({"ip", "netns", "list"}, std::chrono::seconds(10));
-  return r.output.find(name) != std::string::npos;
-}
-
 TEST(LabLink, ShapedLinkCarriesTheRateAskedFor) {
   if (const auto why = cli::why_no_shaping()) DPV_LAB_SKIP_OR_FAIL("lab link test skipped: " + *why);
   std::string ns_a;
@@ -136,7 +131,7 @@ TEST(LabLink, ShapedLinkCarriesTheRateAskedFor) {
       DPV_LAB_SKIP_OR_FAIL(std::string("lab link test skipped: cannot make the namespaces: ") + e.what());
     }
     ns_a = net->names().ns_a;
-    EXPECT_TRUE(namespace_listed(ns_a));
+    EXPECT_TRUE(cli::network_namespace_exists(ns_a));
     for (double rate : {20e6, 40e6}) {
       net->shape({rate, 0, 0});
       const Transfer t = transfer(net->names(), 1.5);
@@ -159,7 +154,7 @@ TEST(LabLink, ShapedLinkCarriesTheRateAskedFor) {
       }
     }
   }
-  EXPECT_FALSE(namespace_listed(ns_a)) << "the namespaces go with the LabNetwork";
+  EXPECT_FALSE(cli::network_namespace_exists(ns_a)) << "the namespaces go with the LabNetwork";
 }
 
 }  // namespace

@@ -30,16 +30,11 @@ namespace {
     GTEST_SKIP() << (why);                                                         \
   } while (0)
 
-std::string netns_list() {
-  return cli::run_with_timeout({"ip", "netns", "list"}, std::chrono::seconds(10)).output;
-}
-
 // No namespace of the lab with pid `pid` is left.
 void expect_no_lab_namespaces(int pid) {
-  const std::string list = netns_list();
   const cli::LabNames n = cli::LabNames::for_pid(pid);
-  EXPECT_EQ(list.find(n.ns_a), std::string::npos) << list;
-  EXPECT_EQ(list.find(n.ns_b), std::string::npos) << list;
+  EXPECT_FALSE(cli::network_namespace_exists(n.ns_a)) << n.ns_a;
+  EXPECT_FALSE(cli::network_namespace_exists(n.ns_b)) << n.ns_b;
 }
 
 nlohmann::json read_json(const std::string& path) {
@@ -193,7 +188,7 @@ TEST_F(LabNetworkTest, CtrlCStopsTheJobAndLeavesNoNamespace) {
   ASSERT_TRUE(lab.wait_for_output("step_ms", std::chrono::seconds(60)));
   ASSERT_EQ(lab.wait_for_children(2, std::chrono::seconds(60)).size(), 2u);
   const cli::LabNames n = cli::LabNames::for_pid(lab.pid());
-  EXPECT_NE(netns_list().find(n.ns_a), std::string::npos);
+  EXPECT_TRUE(cli::network_namespace_exists(n.ns_a)) << n.ns_a;
   ::kill(lab.pid(), SIGINT);
   const RunResult r = lab.finish(std::chrono::seconds(60));
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
