@@ -122,7 +122,7 @@ void LabProcess::stop(std::chrono::milliseconds grace) {
 }
 
 void wait_all(std::vector<LabProcess*> processes, std::chrono::steady_clock::time_point deadline,
-              bool stop_all_on_failure) {
+              bool stop_all_on_failure, bool stop_on_interrupt) {
   for (;;) {
     bool all_done = true, one_failed = false;
     for (LabProcess* p : processes) {
@@ -131,11 +131,12 @@ void wait_all(std::vector<LabProcess*> processes, std::chrono::steady_clock::tim
     }
     if (all_done) return;
     const bool late = std::chrono::steady_clock::now() >= deadline;
-    if (late || InterruptGuard::interrupted() || (stop_all_on_failure && one_failed)) {
+    const bool interrupted = stop_on_interrupt && InterruptGuard::interrupted();
+    if (late || interrupted || (stop_all_on_failure && one_failed)) {
       for (LabProcess* p : processes) {
         if (!p->running()) continue;
         p->stop();
-        p->mark_stopped(late, InterruptGuard::interrupted());
+        p->mark_stopped(late, interrupted);
       }
       return;
     }
@@ -145,7 +146,7 @@ void wait_all(std::vector<LabProcess*> processes, std::chrono::steady_clock::tim
 
 ProcessResult run_with_timeout(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
   LabProcess p(argv);
-  wait_all({&p}, std::chrono::steady_clock::now() + timeout, false);
+  wait_all({&p}, std::chrono::steady_clock::now() + timeout, false, false);  // short commands run to the end
   return p.result();
 }
 

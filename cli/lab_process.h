@@ -54,8 +54,10 @@ ProcessResult run_with_timeout(const std::vector<std::string>& argv, std::chrono
 // Waits for every process to exit, at most until `deadline`; stops the rest at the deadline (marked
 // timed out) or when the lab was interrupted (marked interrupted). `stop_all_on_failure`: the first
 // one to exit with a status other than 0 stops the others (a failed node leaves the other waiting).
+// `stop_on_interrupt`: Ctrl-C stops them (the job); the clean-up's own short commands (`ip netns del`
+// after a Ctrl-C) must run to the end, bounded by their deadline alone.
 void wait_all(std::vector<LabProcess*> processes, std::chrono::steady_clock::time_point deadline,
-              bool stop_all_on_failure);
+              bool stop_all_on_failure, bool stop_on_interrupt = true);
 
 // SIGINT and SIGTERM set a flag instead of killing the lab, so it can stop its children and remove
 // its namespaces first. While an InterruptGuard lives the handlers are installed.

@@ -1,6 +1,6 @@
 // The course's network lab (course/network_lab.h): a simulated point measures every step, is
-// labelled simulated, its exposed communication is at least the model's time for the last bucket
-// (which the backward cannot hide), and a slower link predicts more.
+// labelled simulated, every bucket's all-reduce takes at least the model's time on the link, and a
+// slower link predicts more.
 #include <gtest/gtest.h>
 
 #include "course/network_lab.h"
@@ -32,9 +32,13 @@ TEST(NetworkLab, SimulatedPointsMeasureBesideTheModel) {
     EXPECT_GT(p.summary.bytes_per_step, 0);
     for (const netmodel::StepMeasure& m : p.steps) {
       ASSERT_FALSE(m.buckets.empty());
-      const double last = netmodel::collective_seconds(netmodel::CollectiveKind::AllReduce, 2,
-                                                       m.buckets.back().facts.bytes, p.link);
-      EXPECT_GE(m.exposed_s, last);  // the last bucket is ready only when the backward ends
+      EXPECT_GE(m.exposed_s, 0);
+      // The simulated link waits out the model's time: no bucket's all-reduce is shorter. (The
+      // exposed time is not held to the last bucket's time: the end of the backward is stamped after
+      // the last gradient is marked ready, and a busy machine may put the bucket's wait in between.)
+      for (const netmodel::MeasuredBucket& b : m.buckets)
+        EXPECT_GE(b.end - b.start, 0.999 * netmodel::collective_seconds(netmodel::CollectiveKind::AllReduce, 2,
+                                                                       b.facts.bytes, p.link));
     }
   }
   EXPECT_GT(points[1].summary.predicted_exposed_s, points[0].summary.predicted_exposed_s);
