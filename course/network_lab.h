@@ -30,6 +30,7 @@ struct NetworkLabSetup {
 
 struct NetworkLabPoint {
   netmodel::Link link;
+  CommHookOptions comm_hook;                 // the hook the ranks ran (None: DDP's all-reduce)
   bool simulated = true;                     // always: no packet crossed a network
   std::vector<netmodel::StepMeasure> steps;  // rank 0's, every step
   std::vector<netmodel::StepMeasure> last_step_by_rank;  // [world] each rank's own last step

@@ -9,9 +9,13 @@
 #include <QPushButton>
 #include <QScrollArea>
 #include <QScrollBar>
+#include <QTextBrowser>
 #include <QVBoxLayout>
 
 #include "engine/error.h"
+#include "course/lesson_template.h"
+#include "course/lessons.h"
+#include "course/network_facts.h"
 #include "engine/model_spec.h"
 #include "gui/common/context.h"
 #include "gui/network/timeline_chart.h"
@@ -188,6 +192,12 @@ QWidget* NetworkPage::buildBody() {
   column->addWidget(status_);
   timeline_ = new NetworkTimelineChart(box);
   column->addWidget(timeline_, 1);
+  lessons_ = new QTextBrowser(box);
+  lessons_->setObjectName(QStringLiteral("networkLessons"));
+  lessons_->setMinimumHeight(320);
+  lessons_->setMarkdown(tr("The lessons (the alpha-beta model, why buckets, what compression buys) are written from "
+                           "the run's own numbers: run a point to read them."));
+  column->addWidget(lessons_);
   return box;
 }
 
@@ -275,6 +285,7 @@ void NetworkPage::showResult(const NetworkResult& result) {
     }
   }
   timeline_->setPoint(result);
+  showLessons(p);
   emit resultShown();
 }
 
@@ -288,6 +299,28 @@ QString NetworkPage::figuresHtml(const dpv::course::NetworkLabPoint& p) const {
       .arg(s.steps_measured)
       .arg(QString::fromStdString(dpv::netmodel::rate_text(p.link.bandwidth_bytes_per_s * 8)),
            QString::fromStdString(dpv::netmodel::delay_text(p.link.latency_s)));
+}
+
+void NetworkPage::showLessons(const dpv::course::NetworkLabPoint& point) {
+  if (!context()) return;  // a page outside the app has no lessons folder
+  try {
+    const std::string dir = context()->lessonsDir().toStdString();
+    const std::vector<dpv::course::NamedFact> facts = dpv::course::network_fact_table(point);
+    QString markdown;
+    for (const std::string& name : dpv::course::network_lesson_names()) {
+      const std::string id = "network/" + name;
+      QString lesson = QString::fromStdString(dpv::course::render_lesson(id, dpv::course::load_lesson(dir, id), facts));
+      // The lesson's "# Title" drawn as a "### " heading, as the side panels do: a section, not a page.
+      if (lesson.startsWith(QStringLiteral("# "))) lesson.insert(0, QStringLiteral("##"));
+      markdown += lesson + QStringLiteral("\n\n");
+    }
+    lessonsMarkdown_ = markdown;
+    lessons_->setMarkdown(markdown);
+  } catch (const dpv::Error& e) {
+    lessonsMarkdown_.clear();
+    lessons_->setMarkdown(tr("**The network lessons are missing** (%1). The lab still works.")
+                              .arg(QString::fromStdString(e.what()).toHtmlEscaped()));
+  }
 }
 
 void NetworkPage::setLink(int rateIndex, double delayMs) {
@@ -330,7 +363,11 @@ QList<Page::Shot> NetworkPage::screenshots() {
     *connections << connect(this, &NetworkPage::failed, this, finish);
     run();
   };
-  return {Shot{QString(), afterRun}};
+  auto atLessons = [this](std::function<void()> done) {
+    scroll_->ensureWidgetVisible(lessons_, 0, 0);
+    done();
+  };
+  return {Shot{QString(), afterRun}, Shot{QStringLiteral("lessons"), atLessons}};
 }
 
 }  // namespace gui

@@ -22,6 +22,7 @@ class QDoubleSpinBox;
 class QLabel;
 class QPushButton;
 class QScrollArea;
+class QTextBrowser;
 
 namespace gui {
 
@@ -53,6 +54,7 @@ class NetworkPage : public Page {
   QString commandText() const;
   QString figuresText() const;
   QString gradeText() const;
+  QString lessonsMarkdown() const { return lessonsMarkdown_; }  // the lessons as rendered for the shown run
   NetworkTimelineChart* timeline() const { return timeline_; }
   QPushButton* runButton() const { return runButton_; }
 
@@ -70,6 +72,7 @@ class NetworkPage : public Page {
   void setBusy(bool busy);
   void showNextRun();
   QString figuresHtml(const dpv::course::NetworkLabPoint& point) const;
+  void showLessons(const dpv::course::NetworkLabPoint& point);
 
   QScrollArea* scroll_;
   QComboBox* rate_;
@@ -88,6 +91,8 @@ class NetworkPage : public Page {
   QLabel* figures_;
   QLabel* grade_;
   NetworkTimelineChart* timeline_;
+  QTextBrowser* lessons_;  // lessons/network/*.md written from the shown run's facts
+  QString lessonsMarkdown_;
   NetworkResult result_;
   NetworkRequest shown_;  // the request whose reply is shown (its guess graded)
   double shownGuessMs_ = 0;  // the guess made before the shown run; 0 for none

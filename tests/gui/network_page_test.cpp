@@ -8,6 +8,7 @@
 
 #include "course/network_guess.h"
 #include "engine/error.h"
+#include "gui/common/context.h"
 #include "gui/network/page.h"
 #include "gui/network/timeline_chart.h"
 #include "gui_test_support.h"
@@ -76,6 +77,23 @@ TEST(NetworkPage, AFailingRunShowsTheEnginesErrorAndDoesNotThrow) {
   EXPECT_TRUE(page.errorText().contains(QStringLiteral("the link broke: try again")));
   EXPECT_FALSE(page.result());
   EXPECT_TRUE(page.runButton()->isEnabled());
+}
+
+// In the app the lessons below the timeline are written from the shown run's facts.
+TEST(NetworkPage, TheLessonsAreWrittenFromTheRun) {
+  qputenv("DPVIZ_LESSONS", QByteArray(DPV_LESSONS_SOURCE_DIR));
+  AppContext context;
+  NetworkPage page(&context);
+  EXPECT_TRUE(page.lessonsMarkdown().isEmpty());
+  page.setModel(QStringLiteral("simple"), 2, 25);
+  page.setLink(3, 0);
+  page.run();
+  ASSERT_TRUE(waitUntil([&] { return !page.running(); }, 120000));
+  ASSERT_TRUE(page.result()) << page.errorText().toStdString();
+  const QString lessons = page.lessonsMarkdown();
+  EXPECT_FALSE(lessons.contains(QStringLiteral("{{")));
+  EXPECT_TRUE(lessons.contains(QString::number(page.result()->summary.step_s * 1e3, 'f', 1) + QStringLiteral(" ms")));
+  EXPECT_TRUE(lessons.contains(QStringLiteral("Why buckets")));
 }
 
 TEST(NetworkPage, TheCommandFollowsTheHook) {
