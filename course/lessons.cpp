@@ -104,6 +104,11 @@ const std::vector<std::string>& zero_topic_lesson_names() {
   return names;
 }
 
+const std::vector<std::string>& network_lesson_names() {
+  static const std::vector<std::string> names = {"alpha-beta", "overlap", "compression"};
+  return names;
+}
+
 const std::vector<std::string>& lesson_ids() {
   static const std::vector<std::string> ids = [] {
     std::vector<std::string> v = {"intro"};
@@ -114,6 +119,7 @@ const std::vector<std::string>& lesson_ids() {
     for (const auto& s : ddp_topic_lesson_names()) v.push_back("ddp/" + s);
     for (const auto& s : zero_stage_lesson_names()) v.push_back("zero/stages/" + s);
     for (const auto& s : zero_topic_lesson_names()) v.push_back("zero/" + s);
+    for (const auto& s : network_lesson_names()) v.push_back("network/" + s);
     return v;
   }();
   return ids;

@@ -28,6 +28,9 @@ const std::vector<std::string>& ddp_topic_lesson_names();
 const std::vector<std::string>& zero_stage_lesson_names();
 // ZeRO and FSDP topic lessons under zero/: "overview", "zero1", "fsdp", "memory".
 const std::vector<std::string>& zero_topic_lesson_names();
+// The Network page's lessons (lessons/network/<name>.md), templates over a network lab point's facts
+// (course/network_facts.h): "alpha-beta", "overlap", "compression".
+const std::vector<std::string>& network_lesson_names();
 
 // Tries to load every lesson of lesson_ids(); returns one message per lesson that fails.
 std::vector<std::string> check_lessons(const std::string& lessons_dir);

@@ -13,6 +13,8 @@
 namespace dpv::course {
 
 NetworkLabPoint run_simulated_network_point(const NetworkLabSetup& setup, const netmodel::Link& link) {
+  check(setup.world >= 1, "the network lab needs at least one rank, got " + std::to_string(setup.world),
+        ErrorClass::ValueError);
   check(setup.steps >= 1, "the network lab needs at least one step, got " + std::to_string(setup.steps),
         ErrorClass::ValueError);
   check(setup.batch >= setup.world, "the global batch of " + std::to_string(setup.batch) +
@@ -25,15 +27,22 @@ NetworkLabPoint run_simulated_network_point(const NetworkLabSetup& setup, const 
   const Dataset batch = take_batch(data, 0, setup.batch);
   DdpOptions options;
   options.bucket_cap_mb = setup.bucket_cap_mb;
+  options.comm_hook = setup.comm_hook;
+  if (setup.comm_hook.kind != CommHookKind::None) check_comm_hook_options(setup.comm_hook);
   NetworkLabPoint point;
   point.link = link;
+  point.comm_hook = setup.comm_hook;
+  point.last_step_by_rank.resize(static_cast<size_t>(setup.world));
   netmodel::run_simulated_ranks(setup.world, link, [&](ProcessGroup& group) {
     DdpRankStrategy strategy(group, DeviceSet::create("cpu:1"), Model(setup.model), state, options);
     netmodel::StepMeter meter;
     const bool rank0 = group.rank() == 0;
+    // Every rank meters its own steps (a timeline draws each rank); rank 0's are the summary's.
     for (int step = 0; step < setup.steps; ++step) {
-      strategy.begin_iteration(batch.inputs, batch.targets, rank0 ? &meter : nullptr)->run_to_end();
-      if (rank0) point.steps.push_back(meter.take(setup.world));
+      strategy.begin_iteration(batch.inputs, batch.targets, &meter)->run_to_end();
+      netmodel::StepMeasure measure = meter.take(setup.world);
+      if (step + 1 == setup.steps) point.last_step_by_rank[static_cast<size_t>(group.rank())] = measure;
+      if (rank0) point.steps.push_back(std::move(measure));
     }
   });
   point.summary = netmodel::summarize_point(point.steps, link);

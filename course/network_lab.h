@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/ddp/comm_hooks/comm_hook.h"
 #include "engine/model_spec.h"
 #include "engine/netmodel/lab_summary.h"
 #include "engine/netmodel/link_model.h"
@@ -22,12 +23,17 @@ struct NetworkLabSetup {
   int steps = 6;             // iterations per point, the first kWarmupSteps left out of the summary
   uint64_t seed = 0;
   double bucket_cap_mb = 25;
+  // register_comm_hook's hook on every rank (None: DDP's own all-reduce). A PowerSGD hook should
+  // start compressing within the run (start_powerSGD_iter 2, as `dpv lab network` passes).
+  CommHookOptions comm_hook;
 };
 
 struct NetworkLabPoint {
   netmodel::Link link;
+  CommHookOptions comm_hook;                 // the hook the ranks ran (None: DDP's all-reduce)
   bool simulated = true;                     // always: no packet crossed a network
   std::vector<netmodel::StepMeasure> steps;  // rank 0's, every step
+  std::vector<netmodel::StepMeasure> last_step_by_rank;  // [world] each rank's own last step
   netmodel::PointSummary summary;            // measured beside predicted
 };
 

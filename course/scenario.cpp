@@ -262,6 +262,14 @@ const std::map<std::string, TypeSpec>& type_specs() {
          {"model", Kind::Object, false}, {"preset", Kind::Text, false}, {"optimizer", Kind::Text, false}},
         {"persistent", "vs_ddp", "padding_state", "grad_shards"},
         run_zero_state}},
+      // What the network costs: the alpha-beta all-reduce, a comm hook's bytes.
+      {"ddp_network",
+       {{{"devices", Kind::Int, true}, {"rate", Kind::Text, true}, {"delay", Kind::Text, false},
+         {"bytes", Kind::Int, false}, {"batch", Kind::Int, false}, {"hook", Kind::Text, false},
+         {"rank", Kind::Int, false}, {"bucket_cap_mb", Kind::Number, false}, {"model", Kind::Object, false},
+         {"preset", Kind::Text, false}},
+        {"allreduce_ms", "bound", "messages", "growth", "bytes_ratio", "error_feedback_bytes", "overlap"},
+        run_network_cost}},
   };
   return specs;
 }

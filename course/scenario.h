@@ -23,7 +23,8 @@ struct ScenarioResult {
 
 // Scenario types: "scatter", "output_shape", "dtype_mismatch", "batchnorm", "gradients",
 // "loss_in_model", "memory", "plan"; for DDP: "sampler", "ddp_loss", "ddp_gradients", "ddp_buffers",
-// "ddp_memory", "ddp_buckets", "ddp_resume"; for ZeRO and FSDP: "zero_layout", "zero_traffic", "zero_state".
+// "ddp_memory", "ddp_buckets", "ddp_resume"; for ZeRO and FSDP: "zero_layout", "zero_traffic", "zero_state";
+// for the network: "ddp_network".
 const std::vector<std::string>& scenario_types();
 
 // Checks a scenario's type and parameters without running anything; empty when fine.

@@ -138,5 +138,7 @@ ScenarioResult run_ddp_resume(const Params& p);
 ScenarioResult run_zero_layout(const Params& p);
 ScenarioResult run_zero_traffic(const Params& p);
 ScenarioResult run_zero_state(const Params& p);
+// What a link costs an all-reduce, and what a comm hook sends (scenario_network.cpp).
+ScenarioResult run_network_cost(const Params& p);
 
 }  // namespace dpv::course::detail

@@ -33,6 +33,7 @@
 #include "gui/bnlab/page.h"
 #include "gui/compare/page.h"
 #include "gui/memory/page.h"
+#include "gui/network/page.h"
 #include "gui/intro/page.h"
 #include "gui/iteration/page.h"
 #include "gui/quiz/page.h"
@@ -51,7 +52,8 @@ constexpr int kCompactNavigationWidth = 1200;  // windows narrower than this get
 
 QStringList MainWindow::pageIds() {
   return {QStringLiteral("intro"),    QStringLiteral("iteration"), QStringLiteral("bnlab"), QStringLiteral("timeline"),
-          QStringLiteral("ring"),     QStringLiteral("compare"),   QStringLiteral("memory"), QStringLiteral("quiz")};
+          QStringLiteral("ring"),     QStringLiteral("compare"),   QStringLiteral("memory"), QStringLiteral("network"),
+          QStringLiteral("quiz")};
 }
 
 MainWindow::MainWindow(AppContext* context, EngineController* engine, const Options& options, QWidget* parent)
@@ -111,6 +113,7 @@ MainWindow::MainWindow(AppContext* context, EngineController* engine, const Opti
   addPage(QStringLiteral("ring"), tr("Ring all-reduce"), QStringLiteral("ring"), new RingPage(context_));
   addPage(QStringLiteral("compare"), tr("DP vs DDP"), QStringLiteral("compare"), new ComparePage(context_));
   addPage(QStringLiteral("memory"), tr("Memory"), QStringLiteral("memory"), new MemoryPage(context_));
+  addPage(QStringLiteral("network"), tr("Network"), QStringLiteral("network"), new NetworkPage(context_));
   addPage(QStringLiteral("quiz"), tr("Quiz"), QStringLiteral("quiz"), new QuizPage(context_));
   connect(nav_, &QListWidget::currentRowChanged, this, &MainWindow::onPageChanged);
   connect(next_, &QPushButton::clicked, this, [this] {

@@ -171,7 +171,7 @@ TEST(MainWindowPolish, HelpListsTheKeysEveryPageHandles) {
                             Qt::Key_Down, Qt::Key_Home, Qt::Key_End, Qt::Key_Backspace, Qt::Key_Escape, Qt::Key_Tab};
   for (int k = Qt::Key_0; k <= Qt::Key_9; ++k) candidates << static_cast<Qt::Key>(k);
   for (int k = Qt::Key_A; k <= Qt::Key_Z; ++k) candidates << static_cast<Qt::Key>(k);
-  const QStringList titles{"Introduction", "Iteration", "BatchNorm lab", "Timeline", "Ring all-reduce", "DP vs DDP", "Memory", "Quiz"};
+  const QStringList titles{"Introduction", "Iteration", "BatchNorm lab", "Timeline", "Ring all-reduce", "DP vs DDP", "Memory", "Network", "Quiz"};
   ASSERT_EQ(titles.size(), MainWindow::pageIds().size());
   for (int i = 0; i < MainWindow::pageIds().size(); ++i) {
     const QString id = MainWindow::pageIds()[i];

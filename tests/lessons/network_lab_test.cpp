@@ -44,6 +44,22 @@ TEST(NetworkLab, SimulatedPointsMeasureBesideTheModel) {
   EXPECT_GT(points[1].summary.predicted_exposed_s, points[0].summary.predicted_exposed_s);
 }
 
+// The setup's hook reaches every rank (fp16 sends half the bucket's bytes), and every rank's own last
+// step is kept for the timeline.
+TEST(NetworkLab, TheHookReachesTheRanksAndEveryRankIsMetered) {
+  NetworkLabSetup setup = small_setup();
+  setup.comm_hook.kind = CommHookKind::Fp16Compress;
+  const NetworkLabPoint p = run_simulated_network_point(setup, {0, 1e9});
+  ASSERT_EQ(p.last_step_by_rank.size(), 2u);
+  for (const netmodel::StepMeasure& m : p.last_step_by_rank) {
+    EXPECT_GT(m.step_s, 0);
+    EXPECT_FALSE(m.buckets.empty());
+    EXPECT_EQ(m.sent_bytes * 2, m.bytes);
+  }
+  setup.world = 0;
+  EXPECT_THROW(run_simulated_network_point(setup, {0, 1e9}), Error);
+}
+
 TEST(NetworkLab, RefusesASetupWithoutSteps) {
   NetworkLabSetup setup = small_setup();
   setup.steps = 0;

@@ -101,7 +101,7 @@ TEST(QuizContent, EveryQuestionIsComplete) {
 TEST(LessonContent, EveryLessonLoads) {
   EXPECT_TRUE(check_lessons(lessons_dir()).empty()) << joined(check_lessons(lessons_dir()));
   EXPECT_EQ(lesson_ids().size(), 17u + ddp_stage_lesson_names().size() + zero_stage_lesson_names().size() +
-                                     zero_topic_lesson_names().size());
+                                     zero_topic_lesson_names().size() + network_lesson_names().size());
   EXPECT_NE(std::find(lesson_ids().begin(), lesson_ids().end(), "ddp/faults"), lesson_ids().end());
 }
 
