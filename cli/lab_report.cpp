@@ -5,15 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/netmodel/link_model.h"
+#include "engine/number_text.h"
 
 namespace dpv::cli {
 namespace {
-
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
 
 std::string compact(double v) {
   char buf[64];
@@ -54,9 +49,9 @@ void print_lab_row(std::ostream& out, const LabPointResult& r) {
   out << padded(netmodel::rate_text(r.point.shape.rate_bits_per_s), 10)
       << padded(netmodel::delay_text(r.point.shape.delay_s), 8) << padded(compact(r.point.bucket_cap_mb), 10)
       << padded(r.point.comm_hook.empty() ? "-" : r.point.comm_hook, 10)
-      << padded(fixed(s.step_s * 1e3, 2), 9) << padded(fixed(s.predicted_step_s * 1e3, 2), 9)
-      << padded(fixed(s.ratio, 2), 7) << padded(fixed(s.exposed_s * 1e3, 2), 11)
-      << padded(fixed(s.predicted_exposed_s * 1e3, 2), 12) << fixed(s.bytes_per_step / 1e6, 3) << "\n"
+      << padded(fixed_text(s.step_s * 1e3, 2), 9) << padded(fixed_text(s.predicted_step_s * 1e3, 2), 9)
+      << padded(fixed_text(s.ratio, 2), 7) << padded(fixed_text(s.exposed_s * 1e3, 2), 11)
+      << padded(fixed_text(s.predicted_exposed_s * 1e3, 2), 12) << fixed_text(s.bytes_per_step / 1e6, 3) << "\n"
       << std::flush;
 }
 

@@ -5,18 +5,9 @@
 
 #include "engine/error.h"
 #include "engine/netmodel/link_model.h"
+#include "engine/number_text.h"
 
 namespace dpv::course {
-
-namespace {
-
-std::string fixed(double value, int decimals) {
-  char text[48];
-  std::snprintf(text, sizeof text, "%.*f", decimals, value);
-  return text;
-}
-
-}  // namespace
 
 std::vector<NamedFact> network_fact_table(const NetworkLabPoint& p) {
   check(!p.steps.empty(), "the network lab point has no measured step: run it first", ErrorClass::ValueError);
@@ -36,22 +27,22 @@ std::vector<NamedFact> network_fact_table(const NetworkLabPoint& p) {
       {"rate", netmodel::rate_text(p.link.bandwidth_bytes_per_s * 8), "the link's rate, tc's form"},
       {"delay", netmodel::delay_text(p.link.latency_s), "the link's one-way delay (alpha)"},
       {"simulated", p.simulated, "the link was simulated (in-process ranks, the cost model's delays)"},
-      {"step_ms", fixed(s.step_s * 1e3, 1), "the measured step (median), ms"},
-      {"predicted_ms", fixed(s.predicted_step_s * 1e3, 1), "the cost model's step, ms"},
-      {"ratio", fixed(s.ratio, 2), "measured over predicted"},
-      {"exposed_ms", fixed(s.exposed_s * 1e3, 1), "communication the backward did not hide, ms"},
-      {"predicted_exposed_ms", fixed(s.predicted_exposed_s * 1e3, 1), "the model's exposed time, ms"},
+      {"step_ms", fixed_text(s.step_s * 1e3, 1), "the measured step (median), ms"},
+      {"predicted_ms", fixed_text(s.predicted_step_s * 1e3, 1), "the cost model's step, ms"},
+      {"ratio", fixed_text(s.ratio, 2), "measured over predicted"},
+      {"exposed_ms", fixed_text(s.exposed_s * 1e3, 1), "communication the backward did not hide, ms"},
+      {"predicted_exposed_ms", fixed_text(s.predicted_exposed_s * 1e3, 1), "the model's exposed time, ms"},
       {"exposed", s.exposed_s > 0, "some communication was left after the backward"},
-      {"backward_ms", fixed((last.backward_end_s - last.facts.forward_s) * 1e3, 1), "rank 0's backward, ms"},
+      {"backward_ms", fixed_text((last.backward_end_s - last.facts.forward_s) * 1e3, 1), "rank 0's backward, ms"},
       {"buckets", static_cast<int64_t>(last.buckets.size()), "buckets in rank 0's last step"},
       {"several_buckets", last.buckets.size() > 1, "more than one bucket"},
       {"messages", int64_t{messages}, "messages one rank sends per ring all-reduce, 2(W-1)"},
-      {"latency_ms", fixed(latency * 1e3, 1), "the alpha part of the step's all-reduces, ms"},
-      {"bandwidth_ms", fixed((total - latency) * 1e3, 1), "the beta part of the step's all-reduces, ms"},
+      {"latency_ms", fixed_text(latency * 1e3, 1), "the alpha part of the step's all-reduces, ms"},
+      {"bandwidth_ms", fixed_text((total - latency) * 1e3, 1), "the beta part of the step's all-reduces, ms"},
       {"latency_bound", latency > total - latency, "the delays cost more than the bytes"},
-      {"buffer_mb", fixed(static_cast<double>(last.bytes) / 1e6, 3), "the buckets' float32 bytes, MB"},
-      {"sent_mb", fixed(sent / 1e6, 3), "what the collectives sent, MB"},
-      {"sent_percent", fixed(last.bytes > 0 ? 100 * sent / static_cast<double>(last.bytes) : 0, 1),
+      {"buffer_mb", fixed_text(static_cast<double>(last.bytes) / 1e6, 3), "the buckets' float32 bytes, MB"},
+      {"sent_mb", fixed_text(sent / 1e6, 3), "what the collectives sent, MB"},
+      {"sent_percent", fixed_text(last.bytes > 0 ? 100 * sent / static_cast<double>(last.bytes) : 0, 1),
        "sent over the buckets' bytes, percent"},
       {"hooked", hook != CommHookKind::None, "a communication hook was registered"},
       {"hook", std::string(comm_hook_name(hook)), "the hook's PyTorch name"},

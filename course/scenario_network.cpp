@@ -11,16 +11,11 @@
 #include "engine/error.h"
 #include "engine/netmodel/ddp_step_model.h"
 #include "engine/netmodel/link_model.h"
+#include "engine/number_text.h"
 
 namespace dpv::course::detail {
 
 namespace {
-
-std::string fixed(double value, int decimals) {
-  char text[48];
-  std::snprintf(text, sizeof text, "%.*f", decimals, value);
-  return text;
-}
 
 netmodel::Link scenario_link(const Params& p) {
   return {netmodel::parse_delay_s(p.text("delay", "0"), "'delay'"),
@@ -57,10 +52,10 @@ ScenarioResult hook_bytes(const Params& p, const netmodel::Link& link) {
   ScenarioResult r;
   r.title = hook_title(p);
   r.lines.push_back("The buckets hold " + std::to_string(last.bytes) + " bytes of float32 gradients.");
-  r.lines.push_back("The hook's collectives sent " + std::to_string(last.sent_bytes) + " bytes: " + fixed(percent, 1) +
+  r.lines.push_back("The hook's collectives sent " + std::to_string(last.sent_bytes) + " bytes: " + fixed_text(percent, 1) +
                     "% of the plain all-reduce's.");
   r.facts = {{"bucket bytes", std::to_string(last.bytes)}, {"sent bytes", std::to_string(last.sent_bytes)}};
-  r.answer_value = fixed(percent, 1) + "%";
+  r.answer_value = fixed_text(percent, 1) + "%";
   return r;
 }
 
@@ -86,8 +81,8 @@ ScenarioResult overlap(const Params& p, const netmodel::Link& link) {
   ScenarioResult r;
   r.title = hook_title(p);
   r.lines.push_back("Rank 0 had " + std::to_string(last.buckets.size()) + " buckets; the first was ready at " +
-                    fixed(model.buckets.front().ready * 1e3, 2) + " ms and the backward ended at " +
-                    fixed(model.backward_end * 1e3, 2) + " ms.");
+                    fixed_text(model.buckets.front().ready * 1e3, 2) + " ms and the backward ended at " +
+                    fixed_text(model.backward_end * 1e3, 2) + " ms.");
   r.answer_value = last.buckets.size() > 1 && model.buckets.front().start < model.backward_end ? "overlap" : "after";
   return r;
 }
@@ -112,19 +107,19 @@ ScenarioResult run_network_cost(const Params& p) {
             netmodel::rate_text(link.bandwidth_bytes_per_s * 8) + ", " + netmodel::delay_text(link.latency_s) + " one-way";
   r.lines.push_back("Each rank sends " + std::to_string(messages) + " messages of " + std::to_string(bytes / world) +
                     " bytes: 2(W-1) steps of n/W.");
-  r.lines.push_back("Latency (alpha) part: " + fixed(latency * 1e3, 1) + " ms; bandwidth (beta) part: " +
-                    fixed((total - latency) * 1e3, 1) + " ms; in all " + fixed(total * 1e3, 1) + " ms.");
-  r.facts = {{"messages", std::to_string(messages)}, {"all-reduce ms", fixed(total * 1e3, 1)}};
+  r.lines.push_back("Latency (alpha) part: " + fixed_text(latency * 1e3, 1) + " ms; bandwidth (beta) part: " +
+                    fixed_text((total - latency) * 1e3, 1) + " ms; in all " + fixed_text(total * 1e3, 1) + " ms.");
+  r.facts = {{"messages", std::to_string(messages)}, {"all-reduce ms", fixed_text(total * 1e3, 1)}};
   if (ask == "messages") {
     r.answer_value = std::to_string(messages);
   } else if (ask == "bound") {
     r.answer_value = latency > total - latency ? "latency" : "bandwidth";
   } else if (ask == "growth") {  // this all-reduce against the same bytes on 2 ranks
     const double two = netmodel::collective_seconds(kind, 2, bytes, link);
-    r.lines.push_back("On 2 ranks the same all-reduce takes " + fixed(two * 1e3, 1) + " ms.");
-    r.answer_value = fixed(total / two, 1) + "x";
+    r.lines.push_back("On 2 ranks the same all-reduce takes " + fixed_text(two * 1e3, 1) + " ms.");
+    r.answer_value = fixed_text(total / two, 1) + "x";
   } else {  // allreduce_ms
-    r.answer_value = fixed(total * 1e3, 0);
+    r.answer_value = fixed_text(total * 1e3, 0);
   }
   return r;
 }

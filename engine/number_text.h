@@ -1,9 +1,10 @@
 #pragma once
 // Doubles as text that reads back as the same double, the one way the engine and its front ends
-// write a number into a message, a file's metadata or a configuration they compare; and a count
-// with its noun ("1 bucket", "3 buckets").
+// write a number into a message, a file's metadata or a configuration they compare; a number with
+// fixed decimals for tables and sentences; and a count with its noun ("1 bucket", "3 buckets").
 #include <charconv>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 namespace dpv {
@@ -21,6 +22,14 @@ inline std::string python_float(double value) {
   std::string out = shortest_text(value);
   if (out.find_first_of(".ein") == std::string::npos) out += ".0";  // "1" -> "1.0"; not inf, nan, 1e-08
   return out;
+}
+
+// A number with a fixed count of decimals, as "%.*f" prints it: "72.5", "0.006". For text people
+// read (tables, sentences), not for values read back (shortest_text).
+inline std::string fixed_text(double value, int decimals) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", decimals, value);
+  return text;
 }
 
 // "1 bucket", "3 buckets": a count and its noun, plural with an "s" unless the count is 1.

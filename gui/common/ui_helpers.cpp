@@ -1,6 +1,7 @@
 #include "gui/common/ui_helpers.h"
 
 #include <QLabel>
+#include <QScrollArea>
 #include <QVBoxLayout>
 
 namespace gui {
@@ -29,6 +30,22 @@ QLabel* makePageTitle(const QString& text, QWidget* parent) {
   auto* label = new QLabel(text, parent);
   label->setObjectName(QStringLiteral("pageTitle"));
   return label;
+}
+
+QVBoxLayout* makeScrollingPage(QWidget* page, QScrollArea*& scroll) {
+  scroll = new QScrollArea(page);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  auto* content = new QWidget(scroll);
+  auto* layout = new QVBoxLayout(content);
+  layout->setContentsMargins(12, 12, 12, 12);
+  layout->setSpacing(6);
+  scroll->setWidget(content);
+  auto* outer = new QVBoxLayout(page);
+  outer->setContentsMargins(0, 0, 0, 0);
+  outer->addWidget(scroll);
+  return layout;
 }
 
 }  // namespace gui

@@ -45,20 +45,9 @@ MemoryPage::MemoryPage(AppContext* context, QWidget* parent, MemoryWorker::Runne
   setObjectName(QStringLiteral("memory"));
   // The page scrolls: four charts, a table, the formula and the "what fits" panel do not all fit
   // a 1024x640 window, and each keeps the height it needs to be read.
-  auto* scroll = scroll_ = new QScrollArea(this);
-  scroll->setWidgetResizable(true);
-  scroll->setFrameShape(QFrame::NoFrame);
-  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  auto* content = new QWidget(scroll);
-  auto* layout = new QVBoxLayout(content);
-  layout->setContentsMargins(12, 12, 12, 12);
-  layout->setSpacing(6);
+  QVBoxLayout* layout = makeScrollingPage(this, scroll_);
   layout->addWidget(buildControls());
   layout->addWidget(buildBody(), 1);
-  scroll->setWidget(content);
-  auto* outer = new QVBoxLayout(this);
-  outer->setContentsMargins(0, 0, 0, 0);
-  outer->addWidget(scroll);
 
   MemoryWorker* worker = worker_.worker();
   connect(this, &MemoryPage::runRequested, worker, &MemoryWorker::run);

@@ -18,6 +18,7 @@
 #include "course/network_facts.h"
 #include "engine/model_spec.h"
 #include "gui/common/context.h"
+#include "gui/common/ui_helpers.h"
 #include "gui/network/timeline_chart.h"
 
 namespace gui {
@@ -59,21 +60,10 @@ NetworkPage::NetworkPage(AppContext* context, QWidget* parent, NetworkWorker::Ru
   NetworkWorker::registerTypes();
   setObjectName(QStringLiteral("network"));
   // The page scrolls: at 1024x640 the controls, the figures and a four-rank timeline do not all fit.
-  scroll_ = new QScrollArea(this);
-  scroll_->setWidgetResizable(true);
-  scroll_->setFrameShape(QFrame::NoFrame);
-  scroll_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  auto* content = new QWidget(scroll_);
-  auto* layout = new QVBoxLayout(content);
-  layout->setContentsMargins(12, 12, 12, 12);
-  layout->setSpacing(6);
+  QVBoxLayout* layout = makeScrollingPage(this, scroll_);
   layout->addWidget(buildLinkControls());
   layout->addWidget(buildRunControls());
   layout->addWidget(buildBody(), 1);
-  scroll_->setWidget(content);
-  auto* outer = new QVBoxLayout(this);
-  outer->setContentsMargins(0, 0, 0, 0);
-  outer->addWidget(scroll_);
 
   NetworkWorker* worker = worker_.worker();
   connect(this, &NetworkPage::runRequested, worker, &NetworkWorker::run);
