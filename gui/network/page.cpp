@@ -262,7 +262,7 @@ void NetworkPage::showResult(const NetworkResult& result) {
   const dpv::course::NetworkLabPoint& p = *result;
   status_->setText(tr("The timeline below is the last of %1 steps, on every rank. Buckets go out one at a time, each as soon as its layers' gradients are ready.").arg(p.steps.size()));
   simulated_->setText(p.simulated ? tr("Simulated link: the delays come from the cost model, no packet crossed a network. "
-                                       "`sudo dpv lab network ...` shapes a real link between two network namespaces.")
+                                       "The command below (as root) shapes a real link between two network namespaces.")
                                   : tr("Real link: the ranks' messages crossed a shaped network link."));
   figures_->setText(figuresHtml(p));
   grade_->setVisible(shownGuessMs_ > 0);
