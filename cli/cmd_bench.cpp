@@ -270,7 +270,7 @@ std::string efficiency_words(double speedup, const MachineReference* ref, nlohma
 // found free while it measured (engine/free_cores.h): no speed-up past that count could show. Also
 // the JSON field, on every row.
 std::string free_core_words(const std::string& spec, int device_count, nlohmann::json& row) {
-  const CoreLoad load = FreeCores::now();
+  const CoreLoad load = FreeCores::sample_now();  // since the sample taken before the row was measured
   row["free_cores"] = load.free_cores();
   row["usable_cores"] = load.usable;
   if (device_count < 2 || static_cast<unsigned>(device_count) <= load.free_cores() || spec.rfind("cpu", 0) != 0) return "";
@@ -338,6 +338,7 @@ void bench_model(const std::string& preset, const std::vector<std::string>& devi
   for (const std::string& spec : device_specs) {
     // The GEMM yardstick: the large MLP on one device, against its GEMM library on the same shapes.
     const bool gemm_reference = preset == "mlp-large" && !out.contains("gemm") && DeviceSet::create(spec)->size() == 1;
+    FreeCores::sample_now();  // the row's free cores are those of its own measurement
     Measurement m = measure(preset, spec, o, gemm_reference);
     if (m.device_count == 1 && one_device == 0) one_device = m.seconds_per_step;
     const double speedup = one_device > 0 ? one_device / m.seconds_per_step : 0;

@@ -343,6 +343,7 @@ CompareResult run_comparison(const CompareConfig& c, const std::function<void(co
   // The three train in turn on each batch, so machine noise falls on all of them alike; each is
   // measured against one device's parameters after the step (one device against itself: 0).
   const TensorMap& one_params = *strategies[0]->tensors().params;
+  FreeCores::sample_now();  // the free cores after the iterations are those of the iterations
   for (int i = 0; i < c.iterations && go_on(); ++i) {
     // A batch the learner changed while the comparison trains applies from this iteration on (one
     // sample per device at least, as check_config asks of the first).
@@ -358,7 +359,7 @@ CompareResult run_comparison(const CompareConfig& c, const std::function<void(co
       run.max_param_diff.push_back(max_abs_difference(*strategies[m]->tensors().params, one_params, params).value_or(0.0));
     }
   }
-  out.free_cores = FreeCores::now().free_cores();  // sampled by the engine while the iterations ran
+  out.free_cores = FreeCores::sample_now().free_cores();
   if (!out.one.loss.empty()) {
     out.loss_low = *std::min_element(out.one.loss.begin(), out.one.loss.end());
     out.loss_high = *std::max_element(out.one.loss.begin(), out.one.loss.end());
@@ -385,12 +386,13 @@ CompareResult run_comparison(const CompareConfig& c, const std::function<void(co
     SpeedupPoint p;
     p.devices = w;
     const Dataset& b = batches.front();
+    FreeCores::sample_now();  // the free cores of this point's timed runs
     p.one_device_s = out.speedup.empty() ? time_steps(modes.one, state, b, c) : out.speedup.front().one_device_s;
     p.dp_s = w == 1 ? p.one_device_s : time_steps(with_strategy(c.run, StrategyKind::DataParallel, cpu), state, b, c);
     p.ddp_s = time_steps(with_strategy(c.run, StrategyKind::DistributedDataParallel, cpu), state, b, c);
     p.dp_speedup = p.one_device_s / p.dp_s;
     p.ddp_speedup = p.one_device_s / p.ddp_s;
-    p.free_cores = FreeCores::now().free_cores();
+    p.free_cores = FreeCores::sample_now().free_cores();
     out.free_cores = std::min(out.free_cores, p.free_cores);
     if (w > 1) {
       p.machine_speedup = measure_machine_reference(w, machine_reference_shapes(), 0.1).speedup();

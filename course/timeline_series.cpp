@@ -152,10 +152,11 @@ TimelineSeries measure_timeline(const TimelineConfig& c, const Dataset& batch, c
   out.host_cores = host_cpu_count();
 
   std::vector<DeviceTitle> titles;
+  FreeCores::sample_now();  // the free cores below are those of the iterations, from here to their end
   const auto runs = run_iterations(c.run, state, batch, c.iterations, keep_going, &titles);
   if (runs.empty()) return out;  // stopped before a timed iteration: nothing measured, no device rows
   out.device_titles = std::move(titles);
-  out.free_cores = FreeCores::now().free_cores();  // sampled by the engine while the iterations ran
+  out.free_cores = FreeCores::sample_now().free_cores();
   for (const auto& events : runs) out.totals.push_back(total_of(events));
   out.total = spread_of(out.totals);
 

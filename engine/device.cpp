@@ -182,7 +182,7 @@ std::vector<std::exception_ptr> DeviceSet::run_parallel_collect(int count, const
   if (count <= 1 || (bytes_moved >= 0 && bytes_moved < kInlineBytes))
     HandoffPool::run_inline(count, job);
   else if (bytes_moved >= 0 && spec_.kind == DeviceKind::Cpu)  // independent jobs: at most a thread per CPU
-    pool_->run(count, job, true, FreeCores::now().threads_for(count));
+    pool_->run(count, job, true, std::min(count, static_cast<int>(FreeCores::usable_cpus())));
   else
     pool_->run(count, job);
   return errors;

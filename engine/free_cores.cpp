@@ -77,6 +77,7 @@ struct State {
   int64_t changed_at = 0;  // when `free` last changed (under `sampling`)
   std::mutex reader_mutex;
   std::function<CoreSample()> reader;  // tests; empty: read_proc
+  std::atomic<unsigned> reader_usable{0};  // the test reader's CPUs; 0: no reader
 };
 
 State& state() {
@@ -157,12 +158,19 @@ CoreLoad FreeCores::sample_now() {
 
 CoreSample FreeCores::read_machine() { return read_proc(); }
 
+unsigned FreeCores::usable_cpus() {
+  static const unsigned affinity = std::max(1u, read_proc().usable);
+  const unsigned testing = state().reader_usable.load(std::memory_order_relaxed);
+  return testing > 0 ? testing : affinity;
+}
+
 void FreeCores::set_reader_for_testing(std::function<CoreSample()> reader) {
   State& s = state();
   std::lock_guard sampling(s.sampling);
   {
     std::lock_guard lock(s.reader_mutex);
     s.reader = std::move(reader);
+    s.reader_usable.store(s.reader ? std::max(1u, s.reader().usable) : 0, std::memory_order_relaxed);
   }
   s.last = CoreSample{};
   s.changed_at = 0;

@@ -3,7 +3,7 @@
 // many the machine actually gives it while other processes run too.
 //
 // What the engine does with it: a stage's independent per-device jobs run on at most as many
-// threads as this process may use CPUs (threads_for: never more busy threads than cores, so cpu:4 on
+// threads as this process may use CPUs (usable_cpus: never more busy threads than cores, so cpu:4 on
 // two CPUs runs its jobs on two threads, each taking the next job left, instead of four threads
 // taking turns). The free cores under another program's load are reported (`dpv bench`, the app's
 // speed-up pages) but do not cut the threads further: measured on 2 cores with a busy `yes`, one
@@ -58,9 +58,13 @@ class FreeCores {
   static constexpr double kNothingWaits = 0.05;
   static constexpr auto kTryAgainAfter = std::chrono::seconds(1);
 
-  // The current figure; samples again when the last sample is older than kSampleEvery. Cheap when
-  // fresh (two atomic loads); thread-safe (one thread samples, the others read the last figure).
+  // The current figure; samples again when the last sample is older than kSampleEvery, so a
+  // figure over a run wants a call before it and one after. Thread-safe (one thread samples, the
+  // others read the last figure). Reads /proc: for reports, not for every stage.
   static CoreLoad now();
+  // The CPUs this process may run on, read once (cheap: every stage's hand-off asks); a test
+  // reader's figure while one is set.
+  static unsigned usable_cpus();
   // Samples at once, whatever the age of the last sample.
   static CoreLoad sample_now();
   // The reading itself, from /proc (exposed for tests and for `dpv devices`).
