@@ -114,6 +114,14 @@ QWidget* NetworkPage::buildLinkControls() {
   hook_->addItem(QStringLiteral("powerSGD_hook (rank 1)"), static_cast<int>(dpv::CommHookKind::PowerSgd));
   hook_->setToolTip(tr("register_comm_hook: fp16 sends half the bytes; PowerSGD sends two thin matrices per layer"));
   row->addWidget(hook_);
+  realLink_ = new QCheckBox(tr("Real link (needs root)"), box);
+  const QString whyNot = QString::fromStdString(dpv::course::why_no_real_link(facts_));
+  realLink_->setEnabled(whyNot.isEmpty());
+  realLink_->setChecked(whyNot.isEmpty());
+  realLink_->setToolTip(whyNot.isEmpty() ? tr("Runs dpv lab network: two network namespaces joined by a veth pair "
+                                              "shaped with tc tbf, one DDP node in each; untick for the simulated link")
+                                         : tr("Only the simulated link here: %1").arg(whyNot));
+  row->addWidget(realLink_);
   row->addStretch(1);
   connect(rate_, &QComboBox::currentIndexChanged, this, &NetworkPage::showNextRun);
   connect(hook_, &QComboBox::currentIndexChanged, this, &NetworkPage::showNextRun);
@@ -154,14 +162,6 @@ QWidget* NetworkPage::buildRunControls() {
   guess_->setValue(50);
   guess_->setEnabled(false);
   row->addWidget(guess_);
-  realLink_ = new QCheckBox(tr("Real link (needs root)"), box);
-  const QString whyNot = QString::fromStdString(dpv::course::why_no_real_link(facts_));
-  realLink_->setEnabled(whyNot.isEmpty());
-  realLink_->setChecked(whyNot.isEmpty());
-  realLink_->setToolTip(whyNot.isEmpty() ? tr("Runs `dpv lab network`: two network namespaces joined by a veth pair "
-                                              "shaped with tc tbf, one DDP node in each; untick for the simulated link")
-                                         : tr("Only the simulated link here: %1").arg(whyNot));
-  row->addWidget(realLink_);
   runButton_ = new QPushButton(QIcon(QStringLiteral(":/icons/run.svg")), tr("Run"), box);
   runButton_->setObjectName(QStringLiteral("primary"));
   runButton_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
@@ -298,9 +298,11 @@ void NetworkPage::onStopped(quint64 generation) {
   emit stoppedShown();
 }
 
-void NetworkPage::onRealLabStarted(const QString& command, quint64 generation) {
+void NetworkPage::onRealLabStarted(const QString& command, bool probe, quint64 generation) {
   if (!generation_.isCurrent(generation)) return;
-  status_->setText(tr("Running on the real shaped link (10 to 30 s): %1").arg(command));
+  status_->setText(probe ? tr("Asking the lab whether this kernel has netem, which a delay needs (one step, no "
+                              "delay): %1").arg(command)
+                         : tr("Running on the real shaped link (10 to 30 s): %1").arg(command));
 }
 
 void NetworkPage::showResult(const NetworkResult& result) {
@@ -405,6 +407,8 @@ QList<Page::Shot> NetworkPage::screenshots() {
     };
     if (result_ || !error_.isEmpty()) return finish();
     setPredictFirst(true, 40);
+    // Where the real link runs, shoot a real run: no delay, which tbf alone shapes (netem or not).
+    if (realLinkOffered()) delay_->setValue(0);
     *connections << connect(this, &NetworkPage::resultShown, this, finish);
     *connections << connect(this, &NetworkPage::failed, this, finish);
     run();

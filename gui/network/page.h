@@ -82,7 +82,7 @@ class NetworkPage : public Page {
   void onFinished(const NetworkResult& result, quint64 generation);
   void onFailed(const QString& message, quint64 generation);
   void onStopped(quint64 generation);
-  void onRealLabStarted(const QString& command, quint64 generation);
+  void onRealLabStarted(const QString& command, bool probe, quint64 generation);
   void setBusy(bool busy);
   void showNextRun();
   QString figuresHtml(const dpv::course::NetworkLabPoint& point) const;

@@ -74,7 +74,8 @@ void NetworkWorker::startLab(bool probe) {
     child_.release()->deleteLater();
     emit failed(tr("Could not start %1: %2").arg(QString::fromStdString(facts_.dpv_exe), why), requestGeneration_);
   });
-  emit realLabStarted(QString::fromStdString(dpv::course::shell_command(facts_.dpv_exe, args)), requestGeneration_);
+  emit realLabStarted(QString::fromStdString(dpv::course::shell_command(facts_.dpv_exe, args)), probe,
+                      requestGeneration_);
   child_->start(QString::fromStdString(facts_.dpv_exe), arguments);
 }
 

@@ -51,7 +51,8 @@ class NetworkWorker : public QObject {
   void finished(const gui::NetworkResult& result, quint64 generation);
   void failed(const QString& message, quint64 generation);  // the engine's or the lab's own text
   void stopped(quint64 generation);                          // the lab's child ended by stop()
-  void realLabStarted(const QString& command, quint64 generation);  // what runs now, shell-quoted
+  // What runs now, shell-quoted; `probe`: the one-step run that asks the lab whether netem is here.
+  void realLabStarted(const QString& command, bool probe, quint64 generation);
 
  private:
   void runSimulated(const NetworkRequest& request, quint64 generation, const std::string& reason);
