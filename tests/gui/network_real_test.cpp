@@ -5,6 +5,10 @@
 // sends the child SIGTERM; without the privilege the choice is off and says why. Then, where this
 // process has CAP_NET_ADMIN, the real lab itself: two namespaces, a shaped veth pair, none left.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <QFile>
 #include <QProcess>
@@ -156,14 +160,39 @@ TEST(NetworkRealLink, WithoutThePrivilegeTheChoiceIsOffAndTheResultSaysWhy) {
   EXPECT_TRUE(page.simulatedText().contains(QStringLiteral("Not the real link: the app lacks CAP_NET_ADMIN")));
 }
 
+// The lab namespaces `ip netns list` names now (dpvlabA<pid>, dpvlabB<pid>).
 QStringList labNamespaces() {
   QProcess ip;
   ip.start(QStringLiteral("ip"), {QStringLiteral("netns"), QStringLiteral("list")});
   if (!ip.waitForFinished(10000)) return {QStringLiteral("(ip did not answer)")};
   QStringList names;
   for (const QString& line : QString::fromUtf8(ip.readAllStandardOutput()).split(QLatin1Char('\n')))
-    if (line.startsWith(QStringLiteral("dpvlab"))) names << line;
+    if (line.startsWith(QStringLiteral("dpvlab"))) names << line.section(QLatin1Char(' '), 0, 0);
   return names;
+}
+
+pid_t labPid(const QString& name) { return static_cast<pid_t>(name.mid(7).toLong()); }
+
+// This test's own labs: their namespaces carry the pid of a lab this process started. Other labs
+// on the machine (another test binary's) are left out.
+QStringList ownLabNamespaces() {
+  QStringList own;
+  for (const QString& name : labNamespaces()) {
+    QFile stat(QStringLiteral("/proc/%1/stat").arg(labPid(name)));
+    // Field 4 of /proc/<pid>/stat is the parent's pid (the name in field 2 has no spaces: "(dpv)").
+    if (stat.open(QIODevice::ReadOnly) &&
+        QString::fromLatin1(stat.readAll()).section(QLatin1Char(' '), 3, 3).toLong() == ::getpid())
+      own << name;
+  }
+  return own;
+}
+
+// Namespaces that came since `before` and whose lab no longer runs: what a lab of this test left.
+QStringList leftSince(const QStringList& before) {
+  QStringList left;
+  for (const QString& name : labNamespaces())
+    if (!before.contains(name) && ::kill(labPid(name), 0) != 0 && errno == ESRCH) left << name;
+  return left;
 }
 
 TEST(NetworkRealLink, TheRealLabEndToEnd) {
@@ -173,6 +202,7 @@ TEST(NetworkRealLink, TheRealLabEndToEnd) {
   NetworkPage page(nullptr, nullptr, cannedPoint, dpv::course::RealLinkFacts{true, exe.toStdString(), "", std::nullopt});
   page.setModel(QStringLiteral("simple"), 2, 25);
   page.setLink(2, 0);  // 1 Gbit/s, no delay: tbf alone, netem or not
+  const QStringList before = labNamespaces();
   page.run();
   ASSERT_TRUE(waitUntil([&] { return !page.running(); }, 180000));
   ASSERT_TRUE(page.errorText().isEmpty()) << page.errorText().toStdString();
@@ -181,7 +211,7 @@ TEST(NetworkRealLink, TheRealLabEndToEnd) {
   EXPECT_EQ(page.timeline()->rankCount(), 1);
   EXPECT_GT(page.result()->summary.step_s, 0);
   EXPECT_TRUE(page.simulatedText().contains(QStringLiteral("tc tbf at 1gbit")));
-  EXPECT_TRUE(labNamespaces().isEmpty()) << labNamespaces().join(QLatin1Char(' ')).toStdString();
+  EXPECT_TRUE(leftSince(before).isEmpty()) << leftSince(before).join(QLatin1Char(' ')).toStdString();
 
   // Stop mid-run: a slow link (10 Mbit/s) keeps the job busy; the lab removes its namespaces.
   bool stopped = false;
@@ -189,11 +219,13 @@ TEST(NetworkRealLink, TheRealLabEndToEnd) {
   page.setModel(QStringLiteral("mlp-large"), 2, 25);
   page.setLink(0, 0);
   page.run();
-  ASSERT_TRUE(waitUntil([&] { return !labNamespaces().isEmpty() || !page.running(); }, 60000));
+  QStringList own;
+  ASSERT_TRUE(waitUntil([&] { return !(own = ownLabNamespaces()).isEmpty() || !page.running(); }, 60000));
   ASSERT_TRUE(page.running()) << "the slow run ended before it could be stopped";
   page.cancel();
   ASSERT_TRUE(waitUntil([&] { return stopped; }, 60000));
-  EXPECT_TRUE(labNamespaces().isEmpty()) << labNamespaces().join(QLatin1Char(' ')).toStdString();
+  for (const QString& name : own) EXPECT_FALSE(labNamespaces().contains(name)) << name.toStdString();
+  EXPECT_TRUE(leftSince(before).isEmpty()) << leftSince(before).join(QLatin1Char(' ')).toStdString();
 }
 
 }  // namespace
