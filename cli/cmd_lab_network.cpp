@@ -169,7 +169,7 @@ void run_lab(const LabOptions& o) {
           ErrorClass::RuntimeError);
     const StepLog log = run_lab_point(job, points[i], network.get(), static_cast<int>(i));
     const netmodel::Link link{points[i].shape.delay_s, points[i].shape.rate_bits_per_s / 8};
-    report.points.push_back(LabPointResult{points[i], netmodel::summarize_point(log.steps, link)});
+    report.points.push_back(LabPointResult{points[i], netmodel::summarize_point(log.steps, link), log.steps.back()});
     print_lab_row(std::cout, report.points.back());
   }
   if (network) network->remove();

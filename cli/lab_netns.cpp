@@ -7,11 +7,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 
 #include "cli/lab_process.h"
 #include "engine/error.h"
+#include "engine/netmodel/net_admin.h"
 
 namespace dpv::cli {
 namespace {
@@ -27,18 +27,6 @@ std::string joined(const std::vector<std::string>& argv) {
 
 // Runs a command whose failure is expected or harmless (a removal of what may be gone already).
 bool try_command(const std::vector<std::string>& argv) { return run_with_timeout(argv, kCommandTimeout).exit_code == 0; }
-
-// CAP_NET_ADMIN (bit 12) in this process's effective capabilities (/proc/self/status CapEff).
-bool has_net_admin() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("CapEff:", 0) != 0) continue;
-    const unsigned long long caps = std::strtoull(line.c_str() + 7, nullptr, 16);
-    return (caps >> 12) & 1ULL;
-  }
-  return false;
-}
 
 // The pid a lab namespace name carries ("dpvlabA1234" -> 1234), or -1 when it is not one.
 long pid_in_name(const std::string& name) {
@@ -94,7 +82,7 @@ void run_network_command(const std::vector<std::string>& argv) {
 std::optional<std::string> why_no_shaping() {
   const std::string as_root = "run it as root (sudo dpv lab network ...), or give --simulated for in-process ranks over a "
                               "simulated link";
-  if (!has_net_admin()) return "this process lacks CAP_NET_ADMIN, which network namespaces and tc need: " + as_root;
+  if (!netmodel::has_net_admin()) return "this process lacks CAP_NET_ADMIN, which network namespaces and tc need: " + as_root;
   if (run_with_timeout({"ip", "-V"}, kCommandTimeout).exit_code != 0)
     return "the `ip` tool (iproute2) is not installed: apt-get install iproute2, then " + as_root;
   if (run_with_timeout({"tc", "-V"}, kCommandTimeout).exit_code != 0)

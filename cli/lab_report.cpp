@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/netmodel/link_model.h"
+#include "engine/netmodel/step_measure_json.h"
 #include "engine/number_text.h"
 
 namespace dpv::cli {
@@ -70,7 +71,8 @@ std::string lab_report_json(const LabReport& r) {
                       {"ratio", s.ratio},
                       {"exposed_ms", s.exposed_s * 1e3},
                       {"predicted_exposed_ms", s.predicted_exposed_s * 1e3},
-                      {"bytes_per_step", s.bytes_per_step}});
+                      {"bytes_per_step", s.bytes_per_step},
+                      {"last_step", netmodel::step_measure_json(p.last_step)}});
   }
   nlohmann::json doc = {{"format", "dpv-lab-network"}, {"version", 1},
                         {"nproc_per_node", r.nproc_per_node}, {"world", r.world},

@@ -2,7 +2,8 @@
 // What `dpv lab network` prints and writes for its sweep: one line per point (rate, delay, bucket
 // cap, step time measured and predicted and their ratio, exposed communication measured and
 // predicted, MB all-reduced per step), and --json FILE with the same numbers (format
-// "dpv-lab-network" version 1, docs/cli-lab-network.md), written atomically.
+// "dpv-lab-network" version 1, docs/cli-lab-network.md; each point with rank 0's last step),
+// written atomically.
 #include <optional>
 #include <ostream>
 #include <string>
@@ -16,6 +17,7 @@ namespace dpv::cli {
 struct LabPointResult {
   LabPoint point;
   netmodel::PointSummary summary;
+  netmodel::StepMeasure last_step;  // rank 0's last step: what the app's timeline draws
 };
 
 struct LabReport {

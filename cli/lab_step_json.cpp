@@ -7,6 +7,7 @@
 #include "engine/io/atomic_file.h"
 #include "engine/io/checked_json.h"
 #include "engine/io/input_file.h"
+#include "engine/netmodel/step_measure_json.h"
 
 namespace dpv::cli {
 namespace {
@@ -16,56 +17,9 @@ constexpr const char* kFormat = "dpv-ddp-steps";
 constexpr InputKind kStepLogInput{"step log", 256 * kMiB};
 
 nlohmann::json step_json(const netmodel::StepMeasure& m, size_t index) {
-  nlohmann::json buckets = nlohmann::json::array();
-  for (const netmodel::MeasuredBucket& b : m.buckets) {
-    buckets.push_back({{"bytes", b.buffer_bytes}, {"ready_layer", b.facts.ready_layer}, {"start_s", b.start},
-                       {"end_s", b.end}, {"sent_bytes", b.sent_bytes}});
-  }
-  return {{"step", index + 1},        {"step_s", m.step_s},
-          {"exposed_s", m.exposed_s}, {"bytes", m.bytes},
-          {"sent_bytes", m.sent_bytes}, {"forward_s", m.facts.forward_s},
-          {"backward_s", m.facts.backward_s}, {"backward_end_s", m.backward_end_s},
-          {"after_backward_s", m.facts.after_backward_s}, {"buckets", buckets}};
-}
-
-// The number at `key` of `j`, which must be there and be a number of 0 or more.
-double number_at(const nlohmann::json& j, const char* key, const std::string& where) {
-  check(j.is_object() && j.contains(key) && j.at(key).is_number() && j.at(key).get<double>() >= 0,
-        where + ": '" + key + "' must be a number of 0 or more", ErrorClass::ValueError);
-  return j.at(key).get<double>();
-}
-
-netmodel::StepMeasure step_from_json(const nlohmann::json& j, const std::string& where, int world) {
-  netmodel::StepMeasure m;
-  m.step_s = number_at(j, "step_s", where);
-  m.exposed_s = number_at(j, "exposed_s", where);
-  m.bytes = static_cast<size_t>(number_at(j, "bytes", where));
-  m.sent_bytes = static_cast<size_t>(number_at(j, "sent_bytes", where));
-  m.backward_end_s = number_at(j, "backward_end_s", where);
-  m.facts.forward_s = number_at(j, "forward_s", where);
-  m.facts.after_backward_s = number_at(j, "after_backward_s", where);
-  m.facts.world = world;
-  check(j.contains("backward_s") && j.at("backward_s").is_array(), where + ": 'backward_s' must be a list",
-        ErrorClass::ValueError);
-  for (const auto& s : j.at("backward_s")) {
-    check(s.is_number() && s.get<double>() >= 0, where + ": 'backward_s' must hold times of 0 or more",
-          ErrorClass::ValueError);
-    m.facts.backward_s.push_back(s.get<double>());
-  }
-  check(j.contains("buckets") && j.at("buckets").is_array(), where + ": 'buckets' must be a list",
-        ErrorClass::ValueError);
-  for (const auto& b : j.at("buckets")) {
-    netmodel::MeasuredBucket mb;
-    mb.buffer_bytes = static_cast<size_t>(number_at(b, "bytes", where + " bucket"));
-    mb.facts.ready_layer = static_cast<int>(number_at(b, "ready_layer", where + " bucket"));
-    mb.start = number_at(b, "start_s", where + " bucket");
-    mb.end = number_at(b, "end_s", where + " bucket");
-    mb.sent_bytes = static_cast<size_t>(number_at(b, "sent_bytes", where + " bucket"));
-    mb.facts.bytes = netmodel::link_bytes(mb.buffer_bytes, mb.sent_bytes);
-    m.facts.buckets.push_back(mb.facts);
-    m.buckets.push_back(mb);
-  }
-  return m;
+  nlohmann::json step = netmodel::step_measure_json(m);
+  step["step"] = index + 1;
+  return step;
 }
 
 }  // namespace
@@ -88,16 +42,16 @@ StepLog read_step_log(const std::string& path) {
         path + ": not a step log (format '" + std::string(kFormat) + "' version 1): write it with dpv train --ddp --step-json",
         ErrorClass::ValueError);
   StepLog log;
-  log.world = static_cast<int>(number_at(doc, "world", path));
+  log.world = static_cast<int>(netmodel::json_number_at(doc, "world", path));
   check(log.world >= 1, path + ": 'world' must be at least 1", ErrorClass::ValueError);
   log.transport = doc.value("transport", "");
   if (doc.contains("simulated_link") && doc.at("simulated_link").is_object()) {
     const auto& l = doc.at("simulated_link");
-    log.simulated_link = SimulatedLinkFacts{number_at(l, "rate_bits_per_s", path), number_at(l, "delay_s", path)};
+    log.simulated_link = SimulatedLinkFacts{netmodel::json_number_at(l, "rate_bits_per_s", path), netmodel::json_number_at(l, "delay_s", path)};
   }
   check(doc.contains("steps") && doc.at("steps").is_array(), path + ": 'steps' must be a list", ErrorClass::ValueError);
   for (const auto& s : doc.at("steps")) {
-    log.steps.push_back(step_from_json(s, path + " step " + std::to_string(log.steps.size() + 1), log.world));
+    log.steps.push_back(netmodel::step_measure_from_json(s, path + " step " + std::to_string(log.steps.size() + 1), log.world));
   }
   return log;
 }

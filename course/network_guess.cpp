@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "course/network_real.h"
 #include "engine/error.h"
 
 namespace dpv::course {
@@ -29,24 +30,6 @@ const char* verdict_word(GuessVerdict verdict) {
     case GuessVerdict::Far: return "Far off";
   }
   return "Far off";
-}
-
-// `dpv train --comm-hook`'s names for the hooks the lab sweeps.
-std::string hook_flag(const CommHookOptions& hook) {
-  switch (hook.kind) {
-    case CommHookKind::None: return "";
-    case CommHookKind::AllReduce: return " --comm-hook allreduce";
-    case CommHookKind::Fp16Compress: return " --comm-hook fp16";
-    case CommHookKind::Bf16Compress: return " --comm-hook bf16";
-    case CommHookKind::PowerSgd: return " --comm-hook powersgd";
-  }
-  return "";
-}
-
-std::string number_text(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", value);
-  return text;
 }
 
 }  // namespace
@@ -77,15 +60,7 @@ std::string guess_grade_text(const GuessGrade& grade) {
 }
 
 std::string real_link_command(const NetworkLabSetup& setup, const std::string& preset, const netmodel::Link& link) {
-  check(setup.world >= 2 && setup.world % 2 == 0,
-        "the real lab puts the same number of ranks on each of its two nodes: choose an even number of ranks, got " +
-            std::to_string(setup.world),
-        ErrorClass::ValueError);
-  return "sudo dpv lab network --nproc-per-node " + std::to_string(setup.world / 2) + " --rate " +
-         netmodel::rate_text(link.bandwidth_bytes_per_s * 8) + " --delay " + netmodel::delay_text(link.latency_s) +
-         " --bucket-cap-mb " + number_text(setup.bucket_cap_mb) + hook_flag(setup.comm_hook) +
-         " -- train --ddp --preset " + preset + " --batch " + std::to_string(setup.batch) + " --steps " +
-         std::to_string(setup.steps) + " --seed " + std::to_string(setup.seed);
+  return "sudo " + shell_command("dpv", lab_network_arguments(setup, preset, link, ""));
 }
 
 }  // namespace dpv::course

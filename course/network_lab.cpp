@@ -32,6 +32,7 @@ NetworkLabPoint run_simulated_network_point(const NetworkLabSetup& setup, const 
   NetworkLabPoint point;
   point.link = link;
   point.comm_hook = setup.comm_hook;
+  point.world = setup.world;
   point.last_step_by_rank.resize(static_cast<size_t>(setup.world));
   netmodel::run_simulated_ranks(setup.world, link, [&](ProcessGroup& group) {
     DdpRankStrategy strategy(group, DeviceSet::create("cpu:1"), Model(setup.model), state, options);

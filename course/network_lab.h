@@ -2,10 +2,11 @@
 // The network lab for the app, without root: DDP's in-process ranks over a simulated link
 // (engine/netmodel/simulated_link_group.h), every point of a sweep measured and put beside the
 // cost model's prediction, as `dpv lab network --simulated` does. Everything is a typed value (the
-// link, each step's measure, the summary); every result says it is simulated, so a page that
-// shows it can say so from the facts. Runs on the caller's thread (and one thread per rank):
-// call it from a worker thread.
+// link, each step's measure, the summary); every result says whether it is simulated, so a page
+// that shows it can say so from the facts (course/network_real.h reads the real lab's points).
+// Runs on the caller's thread (and one thread per rank): call it from a worker thread.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engine/ddp/comm_hooks/comm_hook.h"
@@ -31,9 +32,15 @@ struct NetworkLabSetup {
 struct NetworkLabPoint {
   netmodel::Link link;
   CommHookOptions comm_hook;                 // the hook the ranks ran (None: DDP's all-reduce)
-  bool simulated = true;                     // always: no packet crossed a network
-  std::vector<netmodel::StepMeasure> steps;  // rank 0's, every step
-  std::vector<netmodel::StepMeasure> last_step_by_rank;  // [world] each rank's own last step
+  int world = 0;                             // the ranks that ran
+  bool simulated = true;                     // no packet crossed a network (in-process ranks)
+  std::string simulated_reason;              // why not the real link; "" when simulated was chosen
+  bool netem = false;                        // a real link: the kernel's netem applied the delay
+  // Rank 0's, every step (in-process); a real link's report holds rank 0's last step only.
+  std::vector<netmodel::StepMeasure> steps;
+  // Each rank's own last step, [world] in-process; [1] (rank 0's) on a real link, whose other
+  // ranks log none.
+  std::vector<netmodel::StepMeasure> last_step_by_rank;
   netmodel::PointSummary summary;            // measured beside predicted
 };
 

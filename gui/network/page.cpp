@@ -6,6 +6,7 @@
 #include <QFontDatabase>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QScrollBar>
@@ -16,9 +17,11 @@
 #include "course/lesson_template.h"
 #include "course/lessons.h"
 #include "course/network_facts.h"
+#include "course/network_real.h"
 #include "engine/model_spec.h"
 #include "gui/common/context.h"
 #include "gui/common/ui_helpers.h"
+#include "gui/network/real_link.h"
 #include "gui/network/timeline_chart.h"
 
 namespace gui {
@@ -55,8 +58,11 @@ QString msText(double seconds) { return QString::number(seconds * 1e3, 'f', 1) +
 
 }  // namespace
 
-NetworkPage::NetworkPage(AppContext* context, QWidget* parent, NetworkWorker::Runner runner)
-    : Page(context, parent), worker_(QStringLiteral("network lab"), runnerOrDefault(std::move(runner)), &generation_) {
+NetworkPage::NetworkPage(AppContext* context, QWidget* parent, NetworkWorker::Runner runner,
+                         std::optional<dpv::course::RealLinkFacts> facts)
+    : Page(context, parent),
+      facts_(facts ? std::move(*facts) : findRealLinkFacts()),
+      worker_(QStringLiteral("network lab"), runnerOrDefault(std::move(runner)), facts_, &generation_) {
   NetworkWorker::registerTypes();
   setObjectName(QStringLiteral("network"));
   // The page scrolls: at 1024x640 the controls, the figures and a four-rank timeline do not all fit.
@@ -69,13 +75,16 @@ NetworkPage::NetworkPage(AppContext* context, QWidget* parent, NetworkWorker::Ru
   connect(this, &NetworkPage::runRequested, worker, &NetworkWorker::run);
   connect(worker, &NetworkWorker::finished, this, &NetworkPage::onFinished);
   connect(worker, &NetworkWorker::failed, this, &NetworkPage::onFailed);
+  connect(this, &NetworkPage::stopRequested, worker, &NetworkWorker::stop);
+  connect(worker, &NetworkWorker::stopped, this, &NetworkPage::onStopped);
+  connect(worker, &NetworkWorker::realLabStarted, this, &NetworkPage::onRealLabStarted);
   worker_.start();
   showNextRun();
 }
 
 NetworkPage::~NetworkPage() {
   generation_.next();  // a request still queued is skipped; one under way finishes and is dropped
-  worker_.stop();
+  worker_.stop(&NetworkWorker::shutdown);  // the lab's child gets SIGTERM and is waited for
 }
 
 QWidget* NetworkPage::buildLinkControls() {
@@ -105,6 +114,14 @@ QWidget* NetworkPage::buildLinkControls() {
   hook_->addItem(QStringLiteral("powerSGD_hook (rank 1)"), static_cast<int>(dpv::CommHookKind::PowerSgd));
   hook_->setToolTip(tr("register_comm_hook: fp16 sends half the bytes; PowerSGD sends two thin matrices per layer"));
   row->addWidget(hook_);
+  realLink_ = new QCheckBox(tr("Real link (needs root)"), box);
+  const QString whyNot = QString::fromStdString(dpv::course::why_no_real_link(facts_));
+  realLink_->setEnabled(whyNot.isEmpty());
+  realLink_->setChecked(whyNot.isEmpty());
+  realLink_->setToolTip(whyNot.isEmpty() ? tr("Runs dpv lab network: two network namespaces joined by a veth pair "
+                                              "shaped with tc tbf, one DDP node in each; untick for the simulated link")
+                                         : tr("Only the simulated link here: %1").arg(whyNot));
+  row->addWidget(realLink_);
   row->addStretch(1);
   connect(rate_, &QComboBox::currentIndexChanged, this, &NetworkPage::showNextRun);
   connect(hook_, &QComboBox::currentIndexChanged, this, &NetworkPage::showNextRun);
@@ -148,9 +165,10 @@ QWidget* NetworkPage::buildRunControls() {
   runButton_ = new QPushButton(QIcon(QStringLiteral(":/icons/run.svg")), tr("Run"), box);
   runButton_->setObjectName(QStringLiteral("primary"));
   runButton_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
-  runButton_->setToolTip(tr("Trains %1 DDP steps over the simulated link and draws the last (Ctrl+R)").arg(kSteps));
+  runButton_->setToolTip(tr("Trains %1 DDP steps over the link and draws the last (Ctrl+R)").arg(kSteps));
   row->addWidget(runButton_);
-  cancelButton_ = new QPushButton(tr("Cancel"), box);
+  cancelButton_ = new QPushButton(tr("Stop"), box);
+  cancelButton_->setToolTip(tr("Stops the run: the real lab gets SIGTERM and removes its namespaces"));
   cancelButton_->setEnabled(false);
   row->addWidget(cancelButton_);
   row->addStretch(1);
@@ -180,6 +198,12 @@ QWidget* NetworkPage::buildBody() {
   status_ = wrappedLabel(box, QStringLiteral("hintLabel"));
   status_->setText(tr("Press “Run” (Ctrl+R) to train a few DDP steps over the link and watch the buckets stretch."));
   column->addWidget(status_);
+  busy_ = new QProgressBar(box);
+  busy_->setRange(0, 0);  // busy: the lab reports no progress within a point
+  busy_->setMaximumHeight(6);
+  busy_->setTextVisible(false);
+  busy_->setVisible(false);
+  column->addWidget(busy_);
   timeline_ = new NetworkTimelineChart(box);
   column->addWidget(timeline_, 1);
   lessons_ = new QTextBrowser(box);
@@ -203,6 +227,9 @@ NetworkRequest NetworkPage::request() const {
   r.setup.comm_hook.powersgd.start_powerSGD_iter = 2;
   r.link.latency_s = delay_->value() / 1e3;
   r.link.bandwidth_bytes_per_s = rate_->currentData().toDouble() / 8;
+  // Not offered: the learner still gets the real link's reason beside the simulated result.
+  r.real = realLinkOffered() ? realLink_->isChecked() : true;
+  r.preset = model_->currentText().toStdString();
   return r;
 }
 
@@ -222,15 +249,21 @@ void NetworkPage::run() {
   pendingGuessMs_ = predictFirst_->isChecked() ? guess_->value() : 0;
   grade_->setVisible(false);
   setBusy(true);
-  status_->setText(tr("Running %1 DDP steps on %2 in-process ranks over the simulated link…").arg(kSteps).arg(ranks_->currentData().toInt()));
+  status_->setText(realLink_->isChecked()
+                       ? tr("Starting %1 DDP steps on %2 ranks over the real shaped link (the lab takes 10 to 30 s)…")
+                             .arg(kSteps).arg(ranks_->currentData().toInt())
+                       : tr("Running %1 DDP steps on %2 in-process ranks over the simulated link…")
+                             .arg(kSteps).arg(ranks_->currentData().toInt()));
   shown_ = request();
   emit runRequested(shown_, generation);
 }
 
 void NetworkPage::cancel() {
   generation_.next();
+  emit stopRequested();  // a real run's lab gets SIGTERM; an in-process point cannot be interrupted
   setBusy(false);
-  status_->setText(tr("Cancelled: the point under way finishes in the background and is not shown."));
+  status_->setText(tr("Stopped. An in-process point under way finishes in the background and is not shown; a "
+                      "real lab under way gets SIGTERM."));
 }
 
 void NetworkPage::setBusy(bool busy) {
@@ -239,6 +272,8 @@ void NetworkPage::setBusy(bool busy) {
   cancelButton_->setEnabled(busy);
   predictFirst_->setEnabled(!busy);
   guess_->setEnabled(!busy && predictFirst_->isChecked());
+  realLink_->setEnabled(!busy && dpv::course::why_no_real_link(facts_).empty());
+  busy_->setVisible(busy);
 }
 
 void NetworkPage::onFinished(const NetworkResult& result, quint64 generation) {
@@ -256,14 +291,29 @@ void NetworkPage::onFailed(const QString& message, quint64 generation) {
   emit failed(message);
 }
 
+void NetworkPage::onStopped(quint64 generation) {
+  Q_UNUSED(generation);  // Stop moved the page on; the lab's end is still worth saying
+  if (running_) return;  // a newer run is under way: its status stays
+  status_->setText(tr("Stopped: the lab got SIGTERM, stopped its DDP job and removed its network namespaces."));
+  emit stoppedShown();
+}
+
+void NetworkPage::onRealLabStarted(const QString& command, bool probe, quint64 generation) {
+  if (!generation_.isCurrent(generation)) return;
+  status_->setText(probe ? tr("Asking the lab whether this kernel has netem, which a delay needs (one step, no "
+                              "delay): %1").arg(command)
+                         : tr("Running on the real shaped link (10 to 30 s): %1").arg(command));
+}
+
 void NetworkPage::showResult(const NetworkResult& result) {
   result_ = result;
   if (!result) return;
   const dpv::course::NetworkLabPoint& p = *result;
-  status_->setText(tr("The timeline below is the last of %1 steps, on every rank. Buckets go out one at a time, each as soon as its layers' gradients are ready.").arg(p.steps.size()));
-  simulated_->setText(p.simulated ? tr("Simulated link: the delays come from the cost model, no packet crossed a network. "
-                                       "The command below (as root) shapes a real link between two network namespaces.")
-                                  : tr("Real link: the ranks' messages crossed a shaped network link."));
+  const bool everyRank = static_cast<int>(p.last_step_by_rank.size()) == p.world;
+  status_->setText((everyRank ? tr("The timeline below is the last step, on every rank.")
+                              : tr("The timeline below is rank 0's last step (the only rank the lab logs)."))
+                   + tr(" Buckets go out one at a time, each as soon as its layers' gradients are ready."));
+  simulated_->setText(QString::fromStdString(dpv::course::network_link_text(p)));
   figures_->setText(figuresHtml(p));
   grade_->setVisible(shownGuessMs_ > 0);
   if (shownGuessMs_ > 0) {
@@ -334,6 +384,14 @@ void NetworkPage::setPredictFirst(bool on, double guessMs) {
 QString NetworkPage::simulatedText() const { return simulated_->text(); }
 QString NetworkPage::commandText() const { return command_->text(); }
 QString NetworkPage::figuresText() const { return figures_->text(); }
+QString NetworkPage::statusText() const { return status_->text(); }
+bool NetworkPage::realLinkOffered() const { return dpv::course::why_no_real_link(facts_).empty(); }
+QString NetworkPage::realLinkToolTip() const { return realLink_->toolTip(); }
+
+void NetworkPage::setRealLink(bool on) {
+  if (realLinkOffered()) realLink_->setChecked(on);
+}
+
 QString NetworkPage::gradeText() const { return grade_->isVisibleTo(this) ? grade_->text() : QString(); }
 
 QList<Page::Shot> NetworkPage::screenshots() {
@@ -349,6 +407,8 @@ QList<Page::Shot> NetworkPage::screenshots() {
     };
     if (result_ || !error_.isEmpty()) return finish();
     setPredictFirst(true, 40);
+    // Where the real link runs, shoot a real run: no delay, which tbf alone shapes (netem or not).
+    if (realLinkOffered()) delay_->setValue(0);
     *connections << connect(this, &NetworkPage::resultShown, this, finish);
     *connections << connect(this, &NetworkPage::failed, this, finish);
     run();

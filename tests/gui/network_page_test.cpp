@@ -18,8 +18,11 @@ namespace {
 
 using Kind = NetworkTimelineChart::BarKind;
 
+// The simulated link only, whatever this machine allows (tests/gui/network_real_test.cpp runs the real one).
+dpv::course::RealLinkFacts noRealLink() { return {false, "", "", std::nullopt}; }
+
 TEST(NetworkPage, RunsASimulatedPointAndShowsTheEnginesFigures) {
-  NetworkPage page(nullptr);
+  NetworkPage page(nullptr, nullptr, {}, noRealLink());
   page.resize(1024, 640);
   page.setModel(QStringLiteral("simple"), 2, 25);
   page.setLink(0, 2);  // 10 Mbit/s, 2 ms
@@ -57,7 +60,7 @@ TEST(NetworkPage, RunsASimulatedPointAndShowsTheEnginesFigures) {
 }
 
 TEST(NetworkPage, WithoutAGuessNoGradeIsShown) {
-  NetworkPage page(nullptr);
+  NetworkPage page(nullptr, nullptr, {}, noRealLink());
   page.setModel(QStringLiteral("simple"), 4, 25);
   page.setLink(3, 0);
   page.run();
@@ -71,7 +74,7 @@ TEST(NetworkPage, WithoutAGuessNoGradeIsShown) {
 TEST(NetworkPage, AFailingRunShowsTheEnginesErrorAndDoesNotThrow) {
   NetworkPage page(nullptr, nullptr, [](const dpv::course::NetworkLabSetup&, const dpv::netmodel::Link&) -> dpv::course::NetworkLabPoint {
     throw dpv::Error("the link broke: try again", dpv::ErrorClass::ValueError);
-  });
+  }, noRealLink());
   page.run();
   ASSERT_TRUE(waitUntil([&] { return !page.running(); }));
   EXPECT_TRUE(page.errorText().contains(QStringLiteral("the link broke: try again")));
@@ -83,7 +86,7 @@ TEST(NetworkPage, AFailingRunShowsTheEnginesErrorAndDoesNotThrow) {
 TEST(NetworkPage, TheLessonsAreWrittenFromTheRun) {
   qputenv("DPVIZ_LESSONS", QByteArray(DPV_LESSONS_SOURCE_DIR));
   AppContext context;
-  NetworkPage page(&context);
+  NetworkPage page(&context, nullptr, {}, noRealLink());
   EXPECT_TRUE(page.lessonsMarkdown().isEmpty());
   page.setModel(QStringLiteral("simple"), 2, 25);
   page.setLink(3, 0);
@@ -97,7 +100,7 @@ TEST(NetworkPage, TheLessonsAreWrittenFromTheRun) {
 }
 
 TEST(NetworkPage, TheCommandFollowsTheHook) {
-  NetworkPage page(nullptr);
+  NetworkPage page(nullptr, nullptr, {}, noRealLink());
   page.setHook(dpv::CommHookKind::Fp16Compress);
   EXPECT_TRUE(page.commandText().contains(QStringLiteral("--comm-hook fp16")));
   page.setHook(dpv::CommHookKind::None);
