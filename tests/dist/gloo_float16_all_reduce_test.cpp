@@ -124,15 +124,18 @@ TEST_P(GlooFloat16AllReduceTest, Float16SendsHalfTheBytesOfFloat32) {
   int64_t float32_sent = 0, float16_sent = 0;
   expect_no_errors(with_ranks(world, [&](int rank, ProcessGroup& g) {
     // Rank 0 reads the counters while the others wait in a barrier, so the window holds the
-    // collective and a barrier's few bytes.
+    // collective and a barrier's few bytes, and no rank closes its sockets (leaving the group)
+    // before rank 0 has read them.
     auto measure = [&](const std::function<void()>& collective) {
-      int64_t before = 0;
+      int64_t sent = 0;
       g.barrier();
-      if (rank == 0) before = tcp_bytes_sent_by_this_process();
+      if (rank == 0) sent = -tcp_bytes_sent_by_this_process();
       g.barrier();
       collective();
       g.barrier();
-      return rank == 0 ? tcp_bytes_sent_by_this_process() - before : 0;
+      if (rank == 0) sent += tcp_bytes_sent_by_this_process();
+      g.barrier();
+      return sent;
     };
     Tensor floats = Tensor::full({n}, DType::Float32, 0.5);  // [n] float32
     Halves halves(static_cast<size_t>(n), float16_bits_from_float(0.5f));
