@@ -48,6 +48,11 @@ CollectiveReport SimulatedLinkGroup::all_gather(const Tensor& in, Tensor& out, s
   return wait_out(CollectiveKind::AllGather, inner_->all_gather(in, out, steps), started);
 }
 
+CollectiveReport SimulatedLinkGroup::all_reduce_sum_float16(uint16_t* halves, int64_t n) {
+  const auto started = std::chrono::steady_clock::now();
+  return wait_out(CollectiveKind::AllReduce, inner_->all_reduce_sum_float16(halves, n), started);
+}
+
 std::vector<std::unique_ptr<ProcessGroup>> simulate_link(std::vector<std::unique_ptr<ProcessGroup>> group, Link link) {
   std::vector<std::unique_ptr<ProcessGroup>> out;
   out.reserve(group.size());

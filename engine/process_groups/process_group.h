@@ -13,6 +13,7 @@
 // caller issuing them on a communication thread of its own, never from this interface.
 // Every call returns a CollectiveReport with bytes, time, algbw and busbw (nccl-tests definitions).
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -78,6 +79,16 @@ class ProcessGroup {
   virtual CollectiveReport reduce_scatter_sum(const Tensor& in, Tensor& out, std::vector<RingStep>* steps = nullptr) = 0;
   virtual CollectiveReport all_gather(const Tensor& in, Tensor& out, std::vector<RingStep>* steps = nullptr) = 0;
   virtual void barrier() = 0;
+  // halves ([n] float16 bit patterns, float16_bits_from_float's, in host memory) become the
+  // elementwise float16 SUM over all ranks, as torch 1.13's Gloo all-reduces a float16 tensor: a
+  // ring whose each partial sum is rounded to float16. The report is the float16 all-reduce's
+  // (op AllReduce, 2 * n bytes, its time).
+  // The default emulates it with the group's all_gather: every rank's values gathered in float32
+  // words (4 * world * n bytes, which only a group without a wire, the in-process ring, can afford)
+  // and summed in Gloo's ring order, which gives Gloo's bits (float16_all_reduce.cpp says the
+  // order). The Gloo group overrides it with Gloo's own float16 all-reduce: 2 bytes per element on
+  // the wire.
+  virtual CollectiveReport all_reduce_sum_float16(uint16_t* halves, int64_t n);
   // Several broadcasts issued together and waited for together (PyTorch's
   // dist.broadcast(..., async_op=True) calls followed by their waits, as ZeroRedundancyOptimizer's
   // _sync_params makes them): bufs[i] becomes roots[i]'s on every rank; every rank passes the same

@@ -1,12 +1,11 @@
 // The hook names and checks, and allreduce_hook and fp16_compress_hook (default_hooks.py).
 #include "engine/ddp/comm_hooks/comm_hook.h"
 
-#include <algorithm>
-#include <bit>
 #include <cmath>
-#include <limits>
+#include <vector>
 
 #include "engine/ddp/comm_hooks/powersgd.h"
+#include "engine/float16.h"
 #include "engine/error.h"
 
 namespace dpv {
@@ -49,29 +48,7 @@ void check_comm_hook_options(const CommHookOptions& options) {
         "PowerSGD: orthogonalization_epsilon must be a finite number >= 0", ErrorClass::ValueError);
 }
 
-float round_to_float16(float x) {
-  // c10/util/Half.h fp16_ieee_from_fp32_value, then the half's exact float value.
-  const float scale_to_inf = 0x1.0p+112f, scale_to_zero = 0x1.0p-110f;
-  float base = (std::fabs(x) * scale_to_inf) * scale_to_zero;
-  const uint32_t w = std::bit_cast<uint32_t>(x);
-  const uint32_t shl1_w = w + w;
-  const uint32_t sign = w & 0x80000000u;
-  uint32_t bias = shl1_w & 0xFF000000u;
-  if (bias < 0x71000000u) bias = 0x71000000u;
-  base = std::bit_cast<float>((bias >> 1) + 0x07800000u) + base;
-  const uint32_t bits = std::bit_cast<uint32_t>(base);
-  const uint32_t half = (sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : ((bits >> 13) & 0x7C00u) + (bits & 0x0FFFu));
-  // Back to float: exponent and mantissa of the half.
-  const uint32_t exponent = (half >> 10) & 0x1F, mantissa = half & 0x3FF;
-  float value = 0;
-  if (exponent == 0x1F)
-    value = mantissa ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
-  else if (exponent == 0)
-    value = std::ldexp(static_cast<float>(mantissa), -24);
-  else
-    value = std::ldexp(static_cast<float>(mantissa | 0x400), static_cast<int>(exponent) - 25);
-  return (half & 0x8000) ? -value : value;
-}
+float round_to_float16(float x) { return float_from_float16_bits(float16_bits_from_float(x)); }
 
 namespace {
 
@@ -96,37 +73,21 @@ class AllReduceHook : public CommHook {
 };
 
 // fp16_compress_hook: buffer.to(float16).div_(world), a float16 all-reduce, copied back.
-// Gloo's float16 all-reduce is a ring: the buffer is cut into 2 * world segments of
-// ceil(n / (2 * world)) elements, rank c owning segments 2c and 2c + 1, and an element of rank c's
-// chunk is summed starting at rank c - 1, down around the ring (c - 2, ..., c + 1), rank c's own
-// value last, each partial sum rounded to float16 (gloo::float16's operator+ adds as float32).
-// Found by probing torch 1.13's Gloo with 3 and 4 ranks, and checked against it. The group here has no float16 collective:
-// every rank's float16 values are all-gathered (in float32 words) and added in that order, which
-// gives Gloo's bits; the report is the float16 all-reduce's (2 bytes per element, the time of the
-// gather).
+// The group's float16 all-reduce (ProcessGroup::all_reduce_sum_float16) moves 2 bytes per element
+// over Gloo, and gives Gloo's bits on every group; its report is the hook's collective.
 class Fp16CompressHook : public CommHook {
  public:
   CommHookKind kind() const override { return CommHookKind::Fp16Compress; }
   CommHookRun run(GradBucket& bucket, ProcessGroup& group) override {
     float* d = host_floats(bucket.buffer);
     const int64_t n = bucket.buffer.numel();
-    const int world = group.size();
-    Tensor compressed = Tensor::empty({n}, DType::Float32);  // [numel] float16 values
-    float* c = compressed.data<float>();
-    for (int64_t i = 0; i < n; ++i) c[i] = round_to_float16(round_to_float16(d[i]) / static_cast<float>(world));
-    Tensor gathered = Tensor::empty({world * n}, DType::Float32);  // [world, numel] every rank's values
-    CollectiveReport report = group.all_gather(compressed, gathered);
-    report.op = CollectiveOp::AllReduce;
-    report.bytes = static_cast<size_t>(n) * 2;
-    finish_report(report);
-    const float* all = gathered.data<float>();
-    const int64_t chunk = std::max<int64_t>(2, 2 * ((n + 2 * world - 1) / (2 * world)));  // two segments per rank
-    for (int64_t i = 0; i < n; ++i) {
-      const int owner = static_cast<int>(i / chunk);
-      float sum = all[static_cast<int64_t>((owner + world - 1) % world) * n + i];
-      for (int k = 2; k <= world; ++k) sum = round_to_float16(sum + all[static_cast<int64_t>((owner + world - k) % world) * n + i]);
-      d[i] = sum;
-    }
+    const float world = static_cast<float>(group.size());
+    halves_.resize(static_cast<size_t>(n));  // [numel] float16 bits
+    // to(float16), then div_ on the half tensor: the float32 quotient of the half, rounded to half.
+    for (int64_t i = 0; i < n; ++i)
+      halves_[static_cast<size_t>(i)] = float16_bits_from_float(round_to_float16(d[i]) / world);
+    const CollectiveReport report = group.all_reduce_sum_float16(halves_.data(), n);
+    for (int64_t i = 0; i < n; ++i) d[i] = float_from_float16_bits(halves_[static_cast<size_t>(i)]);  // copy_ back
     CommHookRun run;
     run.collectives.push_back(report);
     run.collective_names.push_back("bucket");
@@ -135,6 +96,9 @@ class Fp16CompressHook : public CommHook {
     run.compressed = true;
     return run;
   }
+
+ private:
+  std::vector<uint16_t> halves_;  // kept between buckets: no allocation per bucket once the largest was seen
 };
 
 }  // namespace

@@ -136,6 +136,21 @@ class GlooGroup final : public ProcessGroup {
     });
   }
 
+  // Gloo's own float16 all-reduce, the call torch 1.13's ProcessGroupGloo makes for a float16
+  // tensor (gloo::allreduce with gloo::float16 and gloo::sum<gloo::float16>, on the asynchronous
+  // pairs): its bits are Gloo's by construction, and 2 bytes per element cross the wire. Never the
+  // synchronous chunked ring of all_reduce_sum: that one adds in another order, other bits.
+  CollectiveReport all_reduce_sum_float16(uint16_t* halves, int64_t n) override {
+    check(n >= 0 && (n == 0 || halves != nullptr), "gloo float16 all_reduce: no buffer for " + std::to_string(n) + " elements");
+    return run(CollectiveOp::AllReduce, static_cast<size_t>(n) * sizeof(gloo::float16), [&] {
+      if (size() == 1 || n == 0) return;
+      // gloo::float16 is the 16-bit pattern itself (one uint16_t member, alignas(2)), as at::Half
+      // is when PyTorch hands Gloo a float16 tensor's memory.
+      static_assert(sizeof(gloo::float16) == sizeof(uint16_t) && alignof(gloo::float16) == alignof(uint16_t));
+      all_reduce_async(reinterpret_cast<gloo::float16*>(halves), n);
+    });
+  }
+
   CollectiveReport broadcast(Tensor& buf, int root) override {
     check_host(buf, "broadcast");
     check(root >= 0 && root < size(), "broadcast: root " + std::to_string(root) + " is not a rank of this group of " +
