@@ -21,11 +21,16 @@ nlohmann::json step_json(const netmodel::StepMeasure& m, size_t index) {
     buckets.push_back({{"bytes", b.buffer_bytes}, {"ready_layer", b.facts.ready_layer}, {"start_s", b.start},
                        {"end_s", b.end}, {"sent_bytes", b.sent_bytes}});
   }
-  return {{"step", index + 1},        {"step_s", m.step_s},
-          {"exposed_s", m.exposed_s}, {"bytes", m.bytes},
-          {"sent_bytes", m.sent_bytes}, {"forward_s", m.facts.forward_s},
-          {"backward_s", m.facts.backward_s}, {"backward_end_s", m.backward_end_s},
-          {"after_backward_s", m.facts.after_backward_s}, {"buckets", buckets}};
+  nlohmann::json j = {{"step", index + 1},        {"step_s", m.step_s},
+                      {"exposed_s", m.exposed_s}, {"bytes", m.bytes},
+                      {"sent_bytes", m.sent_bytes}, {"forward_s", m.facts.forward_s},
+                      {"backward_s", m.facts.backward_s}, {"backward_end_s", m.backward_end_s},
+                      {"after_backward_s", m.facts.after_backward_s}, {"buckets", buckets}};
+  // Only on a probed step (--probe-hook-error); the relative error is derived, so never infinite here.
+  if (const auto& e = m.hook_error)
+    j["hook_error"] = {{"error_sq", e->error_sq}, {"exact_sq", e->exact_sq}, {"max_abs", e->max_abs},
+                       {"elements", e->elements}};
+  return j;
 }
 
 // The number at `key` of `j`, which must be there and be a number of 0 or more.
@@ -51,6 +56,12 @@ netmodel::StepMeasure step_from_json(const nlohmann::json& j, const std::string&
     check(s.is_number() && s.get<double>() >= 0, where + ": 'backward_s' must hold times of 0 or more",
           ErrorClass::ValueError);
     m.facts.backward_s.push_back(s.get<double>());
+  }
+  if (j.contains("hook_error") && !j.at("hook_error").is_null()) {
+    const auto& e = j.at("hook_error");
+    const std::string at = where + " hook_error";
+    m.hook_error = HookErrorMeasure{number_at(e, "error_sq", at), number_at(e, "exact_sq", at), number_at(e, "max_abs", at),
+                                    static_cast<int64_t>(number_at(e, "elements", at))};
   }
   check(j.contains("buckets") && j.at("buckets").is_array(), where + ": 'buckets' must be a list",
         ErrorClass::ValueError);
@@ -113,11 +124,12 @@ StepRecorder::StepRecorder(std::string path, int world, std::string transport, s
   log_.simulated_link = link;
 }
 
-void StepRecorder::attach(TrainLoopInputs& loop) {
+void StepRecorder::attach(TrainLoopInputs& loop, HookErrorSource hook_error) {
   if (path_.empty()) return;
   loop.observer = &meter_;
-  loop.after_step = [this, next = loop.after_step](int64_t done) {
+  loop.after_step = [this, next = loop.after_step, hook_error = std::move(hook_error)](int64_t done) {
     log_.steps.push_back(meter_.take(log_.world));
+    if (hook_error) log_.steps.back().hook_error = hook_error();
     if (next) next(done);
   };
 }
