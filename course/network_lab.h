@@ -26,15 +26,18 @@ struct NetworkLabSetup {
   // register_comm_hook's hook on every rank (None: DDP's own all-reduce). A PowerSGD hook should
   // start compressing within the run (start_powerSGD_iter 2, as `dpv lab network` passes).
   CommHookOptions comm_hook;
+  // With a hook: one step more that measures its gradient error against the exact average
+  // (DdpOptions::probe_hook_error_at), as `dpv lab network` does; not timed, not in `steps`.
+  bool probe_hook_error = true;
 };
 
 struct NetworkLabPoint {
   netmodel::Link link;
   CommHookOptions comm_hook;                 // the hook the ranks ran (None: DDP's all-reduce)
   bool simulated = true;                     // always: no packet crossed a network
-  std::vector<netmodel::StepMeasure> steps;  // rank 0's, every step
+  std::vector<netmodel::StepMeasure> steps;  // rank 0's, every timed step (not the probe)
   std::vector<netmodel::StepMeasure> last_step_by_rank;  // [world] each rank's own last step
-  netmodel::PointSummary summary;            // measured beside predicted
+  netmodel::PointSummary summary;            // measured beside predicted; hook_error from the probe
 };
 
 // One point: `setup`'s DDP run over a simulated `link`. Throws dpv::Error for a bad setup
