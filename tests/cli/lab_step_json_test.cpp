@@ -82,16 +82,20 @@ TEST_F(StepJsonTest, LaunchedRankZeroWritesTheLog) {
   EXPECT_EQ(j.at("transport"), "gloo");
 }
 
-// A launched job with fp16_compress_hook: every bucket sends half its bytes.
+// A launched job with fp16_compress_hook: every bucket sends half its bytes; the probed extra step
+// (Gloo ranks in their own processes, as on the lab's shaped link) records the error.
 TEST_F(StepJsonTest, LaunchedHookSendsWhatItReports) {
   const std::string log = path("steps.json");
   const RunResult r = run_dpv({"launch", "--nproc-per-node", "2", "--master-port", "0", "--timeout", "60", "--",
-                               "train", "--ddp", "--steps", "3", "--comm-hook", "fp16", "--step-json", log});
+                               "train", "--ddp", "--steps", "3", "--comm-hook", "fp16", "--probe-hook-error",
+                               "--step-json", log});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = read(log);
-  expect_steps(j, 3, 2);
+  expect_steps(j, 4, 2);
   for (const auto& step : j.at("steps"))
     EXPECT_EQ(step.at("sent_bytes").get<double>() * 2, step.at("bytes").get<double>()) << step.dump();
+  EXPECT_GT(j.at("steps")[3].at("hook_error").at("error_sq").get<double>(), 0);
+  EXPECT_FALSE(j.at("steps")[2].contains("hook_error"));
 }
 
 // --probe-hook-error: one step more, the only one with the hook's error (fp16: float16 rounding's size).
