@@ -81,10 +81,11 @@ std::string lab_report_json(const LabReport& r) {
                       {"bytes_per_step", s.bytes_per_step}});
     // A hook point: the bytes it saved against allreduce's and the gradient error they cost (its
     // probed step); the error is null where it is not finite (an all-zero exact gradient).
+    const nlohmann::json none = nullptr;
     const double error = s.hook_error ? s.hook_error->relative_l2() : 0;
-    points.back()["saved_bytes_per_step"] = p.point.comm_hook.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.saved_bytes_per_step);
-    points.back()["grad_error"] = s.hook_error && std::isfinite(error) ? nlohmann::json(error) : nlohmann::json(nullptr);
-    points.back()["grad_error_max_abs"] = s.hook_error ? nlohmann::json(s.hook_error->max_abs) : nlohmann::json(nullptr);
+    points.back()["saved_bytes_per_step"] = p.point.comm_hook.empty() ? none : nlohmann::json(s.saved_bytes_per_step);
+    points.back()["grad_error"] = s.hook_error && std::isfinite(error) ? nlohmann::json(error) : none;
+    points.back()["grad_error_max_abs"] = s.hook_error ? nlohmann::json(s.hook_error->max_abs) : none;
   }
   nlohmann::json doc = {{"format", "dpv-lab-network"}, {"version", 1},
                         {"nproc_per_node", r.nproc_per_node}, {"world", r.world},

@@ -2,8 +2,9 @@
 // What `dpv lab network` prints and writes for its sweep: one line per point (rate, delay, bucket
 // cap, step time measured and predicted and their ratio, exposed communication measured and
 // predicted, MB all-reduced per step, and for a hook the MB it saved against allreduce's and its
-// gradient error, relative L2 against the exact average, from its probed step), and --json FILE with the same numbers (format
-// "dpv-lab-network" version 1, docs/cli-lab-network.md), written atomically.
+// gradient error, relative L2 against the exact average, from its probed step), and --json FILE
+// with the same numbers (format "dpv-lab-network" version 1, docs/cli-lab-network.md), written
+// atomically.
 #include <optional>
 #include <ostream>
 #include <string>

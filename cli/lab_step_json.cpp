@@ -60,8 +60,8 @@ netmodel::StepMeasure step_from_json(const nlohmann::json& j, const std::string&
   if (j.contains("hook_error") && !j.at("hook_error").is_null()) {
     const auto& e = j.at("hook_error");
     const std::string at = where + " hook_error";
-    m.hook_error = HookErrorMeasure{number_at(e, "error_sq", at), number_at(e, "exact_sq", at), number_at(e, "max_abs", at),
-                                    static_cast<int64_t>(number_at(e, "elements", at))};
+    m.hook_error = HookErrorMeasure{number_at(e, "error_sq", at), number_at(e, "exact_sq", at),
+                                    number_at(e, "max_abs", at), static_cast<int64_t>(number_at(e, "elements", at))};
   }
   check(j.contains("buckets") && j.at("buckets").is_array(), where + ": 'buckets' must be a list",
         ErrorClass::ValueError);

@@ -20,7 +20,9 @@ namespace dpv {
 namespace {
 
 // Rank r's raw bucket element i: spread over several float16 binades so rounding shows.
-float raw_value(int rank, int i) { return static_cast<float>((rank + 1) * (i + 1)) * 0.0371f + 0.013f * static_cast<float>(i * i); }
+float raw_value(int rank, int i) {
+  return static_cast<float>((rank + 1) * (i + 1)) * 0.0371f + 0.013f * static_cast<float>(i * i);
+}
 
 // Runs `kind`'s hook on a 9-element bucket on 2 ranks and probes it; rank 0's measure and result.
 HookErrorMeasure probe_tiny_bucket(CommHookKind kind, std::vector<float>* hooked = nullptr) {

@@ -113,7 +113,8 @@ TEST(NetworkPage, AHooksRunShowsItsGradientError) {
                                           QString::number(s.hook_error->relative_l2(), 'e', 1) +
                                           QStringLiteral(" (relative L2 vs. allreduce)")))
       << page.figuresText().toStdString();
-  EXPECT_TRUE(page.figuresText().contains(QString::number(s.saved_bytes_per_step / 1e6, 'f', 3) + QStringLiteral(" MB per step")));
+  EXPECT_TRUE(page.figuresText().contains(QString::number(s.saved_bytes_per_step / 1e6, 'f', 3) +
+                                          QStringLiteral(" MB per step")));
 }
 
 TEST(NetworkPage, TheCommandFollowsTheHook) {
