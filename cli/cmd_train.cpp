@@ -56,6 +56,7 @@ struct TrainCliOptions {
   CheckpointOptions checkpoint;  // --checkpoint DIR, --checkpoint-every K (cli/checkpoint.h)
   std::string step_json, simulated_rate, simulated_delay;  // --step-json, --simulated-rate, --simulated-delay
   CommHookOptions comm_hook;  // --comm-hook and the PowerSGD flags (cli/comm_hook_options.h)
+  bool probe_hook_error = false;  // --probe-hook-error (cli/train_ddp.h)
 };
 
 // --simulated-rate and --simulated-delay as the link they describe (nullopt: a real run).
@@ -136,6 +137,7 @@ void run_train(const TrainCliOptions& o) {
     in.step_json = o.step_json;
     in.simulated_link = simulated_link_of(o);
     in.comm_hook = o.comm_hook;
+    in.probe_hook_error = o.probe_hook_error;
     return run_train_ddp(in);
   }
   const TrainCheckpoints checkpoints(o.checkpoint, checkpoint_facts(run, run.devices, devices->size(), data), run,
@@ -211,6 +213,9 @@ void add_train_command(CLI::App& app, Action& run) {
   sub->add_option("--simulated-delay", o->simulated_delay, "DDP: the simulated link's one-way delay (10ms, 500us)")
       ->needs(sim_rate);
   sub->add_option("--trace-steps", o->trace_steps, "Iterations recorded in the trace")->capture_default_str()->transform(integer_in<int>(1));
+  sub->add_flag("--probe-hook-error", o->probe_hook_error,
+                "DDP: one step more, recording the hook's gradient error against the exact average in --step-json")
+      ->needs(step_json);
   const auto finish_comm_hook = add_comm_hook_options(sub, o->comm_hook);
   sub->callback([o, devices, finish_optimizer, finish_comm_hook, step_json, sim_rate, bucket_cap, &run] {
     finish_optimizer();

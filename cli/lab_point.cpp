@@ -49,7 +49,9 @@ std::string point_words(const LabPoint& p) {
 std::vector<std::string> train_args(const LabJob& job, const LabPoint& point, const std::string& log) {
   std::vector<std::string> args = job.train;
   args.insert(args.end(), {"--bucket-cap-mb", number_text(point.bucket_cap_mb), "--step-json", log});
-  if (!point.comm_hook.empty()) args.insert(args.end(), {"--comm-hook", point.comm_hook});
+  // A hook point runs one step more that measures the hook's gradient error (the summary does not
+  // time it): the bytes a hook saves beside what they cost in accuracy.
+  if (!point.comm_hook.empty()) args.insert(args.end(), {"--comm-hook", point.comm_hook, "--probe-hook-error"});
   // PyTorch's start_powerSGD_iter is 1000: a lab of a few steps would measure plain all-reduces.
   // 2 is the first iteration PowerSGD allows with error feedback and warm start.
   if (point.comm_hook == "powersgd") args.insert(args.end(), {"--powersgd-start-iter", "2"});
@@ -87,7 +89,7 @@ void check_lab_train_command(const std::vector<std::string>& train) {
     ddp = ddp || a == "--ddp";
     for (const char* own :
          {"--devices", "--step-json", "--simulated-rate", "--simulated-delay", "--bucket-cap-mb", "--comm-hook",
-          "--powersgd-start-iter"}) {
+          "--powersgd-start-iter", "--probe-hook-error"}) {
       const std::string flag = own;
       check(a != flag && a.rfind(flag + "=", 0) != 0,
             flag + " after -- is the lab's to set (ranks from --nproc-per-node, buckets from the lab's --bucket-cap-mb): "

@@ -1,5 +1,6 @@
 #include "cli/lab_report.h"
 
+#include <cmath>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +20,11 @@ std::string compact(double v) {
 
 std::string padded(const std::string& text, size_t width) {
   return text.size() >= width ? text + " " : text + std::string(width - text.size(), ' ');
+}
+
+// The relative L2 error as the table shows it ("3.1e-04"), "-" where no hook was probed.
+std::string grad_error_text(const netmodel::PointSummary& s) {
+  return s.hook_error ? scientific_text(s.hook_error->relative_l2(), 1) : "-";
 }
 
 }  // namespace
@@ -41,7 +47,7 @@ void print_lab_header(std::ostream& out, const LabReport& r) {
 void print_lab_columns(std::ostream& out) {
   out << padded("rate", 10) << padded("delay", 8) << padded("bucket_mb", 10) << padded("hook", 10) << padded("step_ms", 9)
       << padded("pred_ms", 9) << padded("ratio", 7) << padded("exposed_ms", 11) << padded("pred_exp_ms", 12)
-      << "MB/step\n"
+      << padded("MB/step", 9) << padded("MB_saved", 9) << "grad_error\n"
       << std::flush;  // to a pipe or file too: the header shows before the first point ends
 }
 
@@ -52,7 +58,9 @@ void print_lab_row(std::ostream& out, const LabPointResult& r) {
       << padded(r.point.comm_hook.empty() ? "-" : r.point.comm_hook, 10)
       << padded(fixed_text(s.step_s * 1e3, 2), 9) << padded(fixed_text(s.predicted_step_s * 1e3, 2), 9)
       << padded(fixed_text(s.ratio, 2), 7) << padded(fixed_text(s.exposed_s * 1e3, 2), 11)
-      << padded(fixed_text(s.predicted_exposed_s * 1e3, 2), 12) << fixed_text(s.bytes_per_step / 1e6, 3) << "\n"
+      << padded(fixed_text(s.predicted_exposed_s * 1e3, 2), 12) << padded(fixed_text(s.bytes_per_step / 1e6, 3), 9)
+      << padded(r.point.comm_hook.empty() ? "-" : fixed_text(s.saved_bytes_per_step / 1e6, 3), 9) << grad_error_text(s)
+      << "\n"
       << std::flush;
 }
 
@@ -73,6 +81,14 @@ std::string lab_report_json(const LabReport& r) {
                       {"predicted_exposed_ms", s.predicted_exposed_s * 1e3},
                       {"bytes_per_step", s.bytes_per_step},
                       {"last_step", netmodel::step_measure_json(p.last_step)}});
+    // A hook point: the bytes it saved against allreduce's and the gradient error they cost (its
+    // probed step); the error is null where it is not finite (an all-zero exact gradient).
+    const nlohmann::json none = nullptr;
+    const double error = s.hook_error ? s.hook_error->relative_l2() : 0;
+    points.back()["saved_bytes_per_step"] = p.point.comm_hook.empty() ? none : nlohmann::json(s.saved_bytes_per_step);
+    points.back()["grad_error"] = s.hook_error && std::isfinite(error) ? nlohmann::json(error) : none;
+    points.back()["grad_error_max_abs"] = s.hook_error ? nlohmann::json(s.hook_error->max_abs) : none;
+    points.back()["hook_error"] = s.hook_error ? netmodel::hook_error_json(*s.hook_error) : none;
   }
   nlohmann::json doc = {{"format", "dpv-lab-network"}, {"version", 1},
                         {"nproc_per_node", r.nproc_per_node}, {"world", r.world},

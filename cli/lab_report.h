@@ -1,9 +1,10 @@
 #pragma once
 // What `dpv lab network` prints and writes for its sweep: one line per point (rate, delay, bucket
 // cap, step time measured and predicted and their ratio, exposed communication measured and
-// predicted, MB all-reduced per step), and --json FILE with the same numbers (format
-// "dpv-lab-network" version 1, docs/cli-lab-network.md; each point with rank 0's last step),
-// written atomically.
+// predicted, MB all-reduced per step, and for a hook the MB it saved against allreduce's and its
+// gradient error, relative L2 against the exact average, from its probed step), and --json FILE
+// with the same numbers (format "dpv-lab-network" version 1, docs/cli-lab-network.md; each point
+// with rank 0's last step), written atomically.
 #include <optional>
 #include <ostream>
 #include <string>

@@ -34,7 +34,9 @@ void run_simulated_ranks(const TrainDdpInputs& in) {
   netmodel::run_simulated_ranks(world, link, [&](ProcessGroup& group) {
     DdpRankStrategy strategy(group, DeviceSet::create("cpu:1"), Model(in.run.model_spec()), state, train_ddp_options(in));
     TrainLoopInputs loop = ddp_loop_inputs(in, group.rank() == 0);
-    if (group.rank() == 0) steps.emplace(in.step_json, world, group.backend(), in.simulated_link).attach(loop);
+    if (group.rank() == 0)
+      steps.emplace(in.step_json, world, group.backend(), in.simulated_link)
+          .attach(loop, [&strategy] { return strategy.rank().hook_error(); });
     TraceRecorder unused_trace;  // --trace is refused above
     run_training_loop(strategy, loop, unused_trace);
   });

@@ -67,11 +67,12 @@ StepRecorder::StepRecorder(std::string path, int world, std::string transport, s
   log_.simulated_link = link;
 }
 
-void StepRecorder::attach(TrainLoopInputs& loop) {
+void StepRecorder::attach(TrainLoopInputs& loop, HookErrorSource hook_error) {
   if (path_.empty()) return;
   loop.observer = &meter_;
-  loop.after_step = [this, next = loop.after_step](int64_t done) {
+  loop.after_step = [this, next = loop.after_step, hook_error = std::move(hook_error)](int64_t done) {
     log_.steps.push_back(meter_.take(log_.world));
+    if (hook_error) log_.steps.back().hook_error = hook_error();
     if (next) next(done);
   };
 }

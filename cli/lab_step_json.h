@@ -6,8 +6,11 @@
 //    "simulated_link": null | {"rate_bits_per_s": R, "delay_s": D},
 //    "steps": [{"step": 1, "step_s", "exposed_s", "bytes", "sent_bytes", "forward_s",
 //               "backward_s": [per layer], "after_backward_s",
-//               "buckets": [{"bytes", "ready_layer", "start_s", "end_s"}]}, ...]}
+//               "buckets": [{"bytes", "ready_layer", "start_s", "end_s"}],
+//               "hook_error": {"error_sq", "exact_sq", "max_abs", "elements"} (only on a step
+//               --probe-hook-error probed; readers of version 1 that do not know it ignore it)}, ...]}
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,9 +41,11 @@ struct TrainLoopInputs;  // cli/train_loop.h: the loop whose steps a StepRecorde
 class StepRecorder {
  public:
   StepRecorder(std::string path, int world, std::string transport, std::optional<SimulatedLinkFacts> link);
-  // Puts the meter into `loop` and takes its measure after every step (before loop's own after_step).
-  // The recorder must outlive the loop's run.
-  void attach(TrainLoopInputs& loop);
+  // Rank 0's hook error of the step just run (DdpRank::hook_error), for a probed step.
+  using HookErrorSource = std::function<std::optional<HookErrorMeasure>()>;
+  // Puts the meter into `loop` and takes its measure after every step (before loop's own after_step),
+  // with `hook_error`'s value when given. The recorder must outlive the loop's run.
+  void attach(TrainLoopInputs& loop, HookErrorSource hook_error = {});
   void write() const;  // atomically; nothing when no path was given
 
  private:

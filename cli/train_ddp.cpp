@@ -32,6 +32,7 @@ void print_ddp_header(const TrainDdpInputs& in, int world, const std::string& ho
 DdpOptions train_ddp_options(const TrainDdpInputs& in) {
   DdpOptions options = ddp_options(in.run);
   options.comm_hook = in.comm_hook;
+  if (in.probe_hook_error) options.probe_hook_error_at = {in.steps + 1};  // the extra last step
   return options;
 }
 
@@ -39,7 +40,7 @@ TrainLoopInputs ddp_loop_inputs(const TrainDdpInputs& in, bool progress) {
   TrainLoopInputs loop;
   loop.data = &in.data;
   loop.batch = in.run.batch;
-  loop.steps = in.steps;
+  loop.steps = in.steps + (in.probe_hook_error ? 1 : 0);
   loop.traced = !in.trace.empty();
   loop.trace_steps = in.trace_steps;
   loop.progress = progress;
@@ -108,7 +109,7 @@ void run_launched(const TrainDdpInputs& in) {
   // Rank 0 writes (every rank holds the same parameters and momentum; rank 0's buffers are DDP's).
   if (rank0 && checkpoints.enabled()) loop.after_step = [&](int64_t done) { checkpoints.after_step(strategy, done); };
   StepRecorder steps(rank0 ? in.step_json : std::string(), world, group.backend(), std::nullopt);
-  steps.attach(loop);
+  steps.attach(loop, [&strategy] { return strategy.rank().hook_error(); });
   run_training_loop(strategy, loop, trace);
   steps.write();
   if (!in.trace.empty()) {
@@ -163,6 +164,10 @@ std::string rank_trace_path(const std::string& trace, int rank) {
 }
 
 void run_train_ddp(const TrainDdpInputs& in) {
+  if (in.probe_hook_error)
+    check(in.comm_hook.kind != CommHookKind::None && !in.step_json.empty(),
+          "--probe-hook-error measures a communication hook's gradient error into the step log: give it with "
+          "--comm-hook and --step-json", ErrorClass::ValueError);
   if (in.comm_hook.kind != CommHookKind::None) {
     check(in.checkpoint.dir.empty(), "--comm-hook cannot be combined with --checkpoint: a checkpoint does not keep "
           "the hook's state (PowerSGD's error and Q), so a resumed run would differ", ErrorClass::ValueError);

@@ -32,6 +32,10 @@ struct TrainDdpInputs {
   // --comm-hook: register_comm_hook on every rank (launched or simulated ranks; not with --checkpoint,
   // which does not keep the hook's state)
   CommHookOptions comm_hook;
+  // --probe-hook-error: after the --steps steps, one more step that also measures the hook's
+  // gradient error against the exact average (engine/ddp/comm_hooks/hook_error.h); --step-json
+  // records it on that step, which the lab's medians leave out. Needs --comm-hook and --step-json.
+  bool probe_hook_error = false;
 };
 
 void run_train_ddp(const TrainDdpInputs& in);
@@ -40,7 +44,8 @@ void run_train_ddp(const TrainDdpInputs& in);
 void print_ddp_header(const TrainDdpInputs& in, int world, const std::string& how);
 // DDP's options for every rank: the run's, with the communication hook.
 DdpOptions train_ddp_options(const TrainDdpInputs& in);
-// What the training loop takes; `progress`: this rank prints the progress line.
+// What the training loop takes (with --probe-hook-error, one step more); `progress`: this rank
+// prints the progress line.
 TrainLoopInputs ddp_loop_inputs(const TrainDdpInputs& in, bool progress);
 
 // "trace.json" -> "trace.rank1.json": where launched rank r writes its own trace.

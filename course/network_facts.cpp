@@ -50,6 +50,9 @@ std::vector<NamedFact> network_fact_table(const NetworkLabPoint& p) {
       {"powersgd", hook == CommHookKind::PowerSgd, "powerSGD_hook"},
       {"powersgd_rank", int64_t{p.comm_hook.powersgd.matrix_approximation_rank}, "PowerSGD's matrix_approximation_rank"},
       {"compressed", sent < static_cast<double>(last.bytes), "the hook sent fewer bytes than the buckets hold"},
+      {"probed", s.hook_error.has_value(), "an extra step measured the hook's gradient error"},
+      {"grad_error", s.hook_error ? scientific_text(s.hook_error->relative_l2(), 1) : std::string("-"),
+       "the hook's averaged gradient against the exact average, relative L2 (the probed step)"},
   };
 }
 

@@ -1,5 +1,6 @@
 #include "course/network_lab.h"
 
+#include <optional>
 #include <string>
 
 #include "engine/datasets.h"
@@ -28,7 +29,11 @@ NetworkLabPoint run_simulated_network_point(const NetworkLabSetup& setup, const 
   DdpOptions options;
   options.bucket_cap_mb = setup.bucket_cap_mb;
   options.comm_hook = setup.comm_hook;
-  if (setup.comm_hook.kind != CommHookKind::None) check_comm_hook_options(setup.comm_hook);
+  const bool hooked = setup.comm_hook.kind != CommHookKind::None;
+  if (hooked) check_comm_hook_options(setup.comm_hook);
+  const bool probe = hooked && setup.probe_hook_error;
+  if (probe) options.probe_hook_error_at = {setup.steps + 1};  // the extra last step
+  std::optional<netmodel::StepMeasure> probed;  // rank 0's probe step
   NetworkLabPoint point;
   point.link = link;
   point.comm_hook = setup.comm_hook;
@@ -39,14 +44,23 @@ NetworkLabPoint run_simulated_network_point(const NetworkLabSetup& setup, const 
     netmodel::StepMeter meter;
     const bool rank0 = group.rank() == 0;
     // Every rank meters its own steps (a timeline draws each rank); rank 0's are the summary's.
-    for (int step = 0; step < setup.steps; ++step) {
+    for (int step = 0; step < setup.steps + (probe ? 1 : 0); ++step) {
       strategy.begin_iteration(batch.inputs, batch.targets, &meter)->run_to_end();
       netmodel::StepMeasure measure = meter.take(setup.world);
+      if (step == setup.steps) {  // the probe: its error only (every rank ran it: it is a collective)
+        if (rank0) {
+          probed = std::move(measure);
+          probed->hook_error = strategy.rank().hook_error();
+        }
+        continue;
+      }
       if (step + 1 == setup.steps) point.last_step_by_rank[static_cast<size_t>(group.rank())] = measure;
       if (rank0) point.steps.push_back(std::move(measure));
     }
   });
-  point.summary = netmodel::summarize_point(point.steps, link);
+  std::vector<netmodel::StepMeasure> all = point.steps;
+  if (probed) all.push_back(*probed);
+  point.summary = netmodel::summarize_point(all, link);  // leaves the probe out of the medians
   return point;
 }
 

@@ -27,6 +27,9 @@ struct NetworkLabSetup {
   // register_comm_hook's hook on every rank (None: DDP's own all-reduce). A PowerSGD hook should
   // start compressing within the run (start_powerSGD_iter 2, as `dpv lab network` passes).
   CommHookOptions comm_hook;
+  // With a hook: one step more that measures its gradient error against the exact average
+  // (DdpOptions::probe_hook_error_at), as `dpv lab network` does; not timed, not in `steps`.
+  bool probe_hook_error = true;
 };
 
 struct NetworkLabPoint {
@@ -36,12 +39,12 @@ struct NetworkLabPoint {
   bool simulated = true;                     // no packet crossed a network (in-process ranks)
   std::string simulated_reason;              // why not the real link; "" when simulated was chosen
   bool netem = false;                        // a real link: the kernel's netem applied the delay
-  // Rank 0's, every step (in-process); a real link's report holds rank 0's last step only.
+  // Rank 0's, every timed step, not the probe (in-process); a real link's report holds rank 0's last step only.
   std::vector<netmodel::StepMeasure> steps;
   // Each rank's own last step, [world] in-process; [1] (rank 0's) on a real link, whose other
   // ranks log none.
   std::vector<netmodel::StepMeasure> last_step_by_rank;
-  netmodel::PointSummary summary;            // measured beside predicted
+  netmodel::PointSummary summary;            // measured beside predicted; hook_error from the probe
 };
 
 // One point: `setup`'s DDP run over a simulated `link`. Throws dpv::Error for a bad setup

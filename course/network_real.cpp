@@ -61,6 +61,11 @@ NetworkLabPoint point_from_report(const nlohmann::json& j, const LabNetworkRepor
   s.exposed_s = netmodel::json_number_at(j, "exposed_ms", where) / 1e3;
   s.predicted_exposed_s = netmodel::json_number_at(j, "predicted_exposed_ms", where) / 1e3;
   s.bytes_per_step = netmodel::json_number_at(j, "bytes_per_step", where);
+  // A hook point's saving and its probed step's gradient error (null without a hook).
+  if (j.contains("saved_bytes_per_step") && !j.at("saved_bytes_per_step").is_null())
+    s.saved_bytes_per_step = netmodel::json_number_at(j, "saved_bytes_per_step", where);
+  if (j.contains("hook_error") && !j.at("hook_error").is_null())
+    s.hook_error = netmodel::hook_error_from_json(j.at("hook_error"), where + " hook_error");
   check(j.contains("last_step") && j.at("last_step").is_object(),
         where + ": no 'last_step' (rank 0's last step): the report is from an older dpv; run the lab again",
         ErrorClass::ValueError);

@@ -32,6 +32,14 @@ inline std::string fixed_text(double value, int decimals) {
   return text;
 }
 
+// A number in scientific notation with `decimals` after the point, as "%.*e" prints it: "3.1e-04".
+// For small relative errors people compare by their exponent.
+inline std::string scientific_text(double value, int decimals) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*e", decimals, value);
+  return text;
+}
+
 // "1 bucket", "3 buckets": a count and its noun, plural with an "s" unless the count is 1.
 inline std::string count_text(int64_t n, const std::string& noun) {
   return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");

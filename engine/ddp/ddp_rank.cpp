@@ -184,6 +184,10 @@ std::unique_ptr<CommHook> DdpRank::make_rank_comm_hook() const {
   return make_comm_hook(hook, group_);
 }
 
+std::optional<HookErrorMeasure> DdpRank::hook_error() const {
+  return reducer_ ? reducer_->hook_error() : std::nullopt;
+}
+
 const Reducer& DdpRank::reducer() const {
   check(reducer_ != nullptr, "FSDP (ZeRO-2/3) has no DDP Reducer: its gradients are reduce-scattered");
   return *reducer_;
@@ -304,6 +308,8 @@ std::vector<CollectiveReport> DdpRank::backward_layer(int layer) {
       start_flat_gradients();
     } else {
       reducer_->set_gradients_in_buckets(gradients_in_buckets_);
+      const auto& probes = options_.probe_hook_error_at;
+      reducer_->set_hook_error_probe(std::find(probes.begin(), probes.end(), iterations_ + 1) != probes.end());
       reducer_->prepare_for_backward();
     }
     if (reducer_ && gradients_in_buckets_) {

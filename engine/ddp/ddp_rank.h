@@ -28,6 +28,7 @@
 // iteration_plan() lists the stages of each, and run_stage() runs any of them.
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,9 @@ struct DdpOptions : DdpSettings {
   int zero_stage = 0;              // 0: DDP; 1, 2, 3: the sharded strategies (see above)
   // register_comm_hook's hook (engine/ddp/comm_hooks): DDP only (zero_stage 0).
   CommHookOptions comm_hook;
+  // Iterations (1 = the first this rank runs) whose backward also measures the hook's gradient
+  // error against the exact average (Reducer::set_hook_error_probe; the same on every rank).
+  std::vector<int64_t> probe_hook_error_at;
 };
 
 // The stages of one iteration on a rank, after Construct and Sample, for `options` (DDP's, or a
@@ -166,6 +170,8 @@ class DdpRank {
   const Reducer& reducer() const;  // DDP and ZeRO-1 (check has_reducer())
   const std::vector<BatchNormStats>& batchnorm_stats() const { return bn_stats_; }
   int64_t iterations() const { return iterations_; }
+  // The last backward's hook error, when options.probe_hook_error_at asked for it.
+  std::optional<HookErrorMeasure> hook_error() const;
   DdpRankResult result() const;
 
  private:

@@ -93,6 +93,9 @@ void Reducer::prepare_for_backward() {
   ready_order_.clear();
   next_launch_ = 0;
   runs_.assign(nb, {});
+  probing_ = probe_next_ && hook_ != nullptr;
+  probes_.assign(probing_ ? nb : 0, {});
+  hook_error_.reset();
   done_.assign(nb, {});
   work_.assign(nb, {});
 }
@@ -168,9 +171,13 @@ void Reducer::run_hook(int b) {
       bucket.offsets.push_back(offset);
       offset += params_[p].numel;
     }
+    // The probe's copy of the raw bucket is taken before the hook changes it (PowerSGD adds its
+    // error feedback in place); the exact mean is all-reduced after the hook's timing ends.
+    Tensor raw = probing_ ? bucket.buffer.clone() : Tensor();  // [bucket numel]
     r.start = clock_();
     r.hook = hook_->run(bucket, group_);
     r.end = clock_();
+    if (probing_) probes_[static_cast<size_t>(b)] = measure_hook_error(bucket, std::move(raw), group_);
     r.report = {CollectiveOp::AllReduce, group_.size(), r.hook.bytes_sent, 0, 0, 0};
     for (const CollectiveReport& c : r.hook.collectives) r.report.seconds += c.seconds;
     finish_report(r.report);
@@ -218,6 +225,10 @@ void Reducer::finalize(TensorMap& grads) {
   // waits for the communication queue, as DDP's finalize_backward waits for the buckets' work.
   comm_.join_compute();
   if (first) std::rethrow_exception(first);
+  if (probing_) {
+    hook_error_.emplace();
+    for (const HookErrorMeasure& m : probes_) hook_error_->add(m);
+  }
   for (size_t p = 0; p < params_.size(); ++p) {
     const auto [b, offset] = slot_[p];
     const Tensor view = flat_[static_cast<size_t>(b)].slice0(offset, offset + params_[p].numel);

@@ -15,11 +15,13 @@
 //    and copies the averaged gradients back into .grad.
 #include <functional>
 #include <future>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/ddp/buckets.h"
 #include "engine/ddp/comm_hooks/comm_hook.h"
+#include "engine/ddp/comm_hooks/hook_error.h"
 #include "engine/ddp/comm_thread.h"
 #include "engine/process_groups/process_group.h"
 #include "engine/tensor_map.h"
@@ -73,6 +75,12 @@ class Reducer {
   // parameter's, in registration order (the hook's bucket.gradients() views).
   void set_comm_hook(std::unique_ptr<CommHook> hook, std::vector<Shape> shapes);
   const CommHook* comm_hook() const { return hook_.get(); }
+  // Whether the next backward also measures the hook's gradient error (hook_error.h): one extra
+  // all-reduce per bucket, of a copy. Every rank must probe the same backwards. Does nothing
+  // without a hook (the exact average is what DDP's own all-reduce gives).
+  void set_hook_error_probe(bool on) { probe_next_ = on; }
+  // The last backward's error over all its buckets, if it was probed (after finalize).
+  const std::optional<HookErrorMeasure>& hook_error() const { return hook_error_; }
 
   const BucketAssignment& buckets() const { return buckets_; }
   std::vector<std::vector<std::string>> bucket_names() const;
@@ -131,6 +139,10 @@ class Reducer {
   std::vector<std::shared_ptr<Work>> work_;       // per bucket, started on the group's thread
   std::unique_ptr<CommHook> hook_;
   std::vector<Shape> shapes_;  // per parameter, for the hook
+  bool probe_next_ = false;    // set_hook_error_probe
+  bool probing_ = false;       // this backward measures the hook's error
+  std::vector<HookErrorMeasure> probes_;  // per bucket, written by its hook job
+  std::optional<HookErrorMeasure> hook_error_;
 };
 
 }  // namespace dpv

@@ -10,11 +10,23 @@ nlohmann::json step_measure_json(const StepMeasure& m) {
     buckets.push_back({{"bytes", b.buffer_bytes}, {"ready_layer", b.facts.ready_layer}, {"start_s", b.start},
                        {"end_s", b.end}, {"sent_bytes", b.sent_bytes}});
   }
-  return {{"step_s", m.step_s},         {"exposed_s", m.exposed_s},
+  nlohmann::json j = {{"step_s", m.step_s},         {"exposed_s", m.exposed_s},
           {"bytes", m.bytes},           {"sent_bytes", m.sent_bytes},
           {"forward_s", m.facts.forward_s}, {"backward_s", m.facts.backward_s},
           {"backward_end_s", m.backward_end_s}, {"after_backward_s", m.facts.after_backward_s},
           {"buckets", buckets}};
+  // Only on a probed step (--probe-hook-error); the relative error is derived, so never infinite here.
+  if (m.hook_error) j["hook_error"] = hook_error_json(*m.hook_error);
+  return j;
+}
+
+nlohmann::json hook_error_json(const HookErrorMeasure& e) {
+  return {{"error_sq", e.error_sq}, {"exact_sq", e.exact_sq}, {"max_abs", e.max_abs}, {"elements", e.elements}};
+}
+
+HookErrorMeasure hook_error_from_json(const nlohmann::json& e, const std::string& where) {
+  return HookErrorMeasure{json_number_at(e, "error_sq", where), json_number_at(e, "exact_sq", where),
+                          json_number_at(e, "max_abs", where), static_cast<int64_t>(json_number_at(e, "elements", where))};
 }
 
 double json_number_at(const nlohmann::json& j, const char* key, const std::string& where) {
@@ -40,6 +52,8 @@ StepMeasure step_measure_from_json(const nlohmann::json& j, const std::string& w
           ErrorClass::ValueError);
     m.facts.backward_s.push_back(s.get<double>());
   }
+  if (j.contains("hook_error") && !j.at("hook_error").is_null())
+    m.hook_error = hook_error_from_json(j.at("hook_error"), where + " hook_error");
   check(j.contains("buckets") && j.at("buckets").is_array(), where + ": 'buckets' must be a list",
         ErrorClass::ValueError);
   const std::string bucket_where = where + " bucket";

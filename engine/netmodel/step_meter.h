@@ -7,9 +7,11 @@
 //               end of its last bucket all-reduce (0 when every bucket finished during the backward)
 //   bytes       the bucket buffers all-reduced in the step (nccl-tests' size, summed)
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/ddp/comm_hooks/hook_error.h"
 #include "engine/netmodel/ddp_step_model.h"
 #include "engine/observer.h"
 
@@ -34,6 +36,10 @@ struct StepMeasure {
   std::vector<MeasuredBucket> buckets;  // in launch order
   // The compute the prediction takes (world and collective filled by the caller).
   DdpStepFacts facts;
+  // Set on a probed step (DdpOptions::probe_hook_error_at; filled by whoever holds rank 0's
+  // DdpRank, not by StepMeter): the hook's gradient error. Its extra all-reduce spoils the step's
+  // timing, so summaries leave a probed step out (lab_summary.h).
+  std::optional<HookErrorMeasure> hook_error;
 };
 
 class StepMeter : public Observer {

@@ -338,7 +338,12 @@ QString NetworkPage::figuresHtml(const dpv::course::NetworkLabPoint& p) const {
            msText(s.predicted_exposed_s), QString::number(s.bytes_per_step / 1e6, 'f', 3))
       .arg(s.steps_measured)
       .arg(QString::fromStdString(dpv::netmodel::rate_text(p.link.bandwidth_bytes_per_s * 8)),
-           QString::fromStdString(dpv::netmodel::delay_text(p.link.latency_s)));
+           QString::fromStdString(dpv::netmodel::delay_text(p.link.latency_s)))
+      + (s.hook_error ? tr(" The hook saved %1 MB per step; gradient error %2 (relative L2 vs. allreduce), "
+                           "measured on one extra step.")
+                            .arg(QString::number(s.saved_bytes_per_step / 1e6, 'f', 3),
+                                 QString::number(s.hook_error->relative_l2(), 'e', 1))
+                      : QString());
 }
 
 void NetworkPage::showLessons(const dpv::course::NetworkLabPoint& point) {

@@ -82,6 +82,7 @@ TEST_F(LabNetworkTest, SimulatedSweepIsLabelledAndPredicted) {
   const nlohmann::json doc = read_json(json);
   EXPECT_TRUE(doc.at("simulated").get<bool>());
   expect_points_positive(doc, 2);
+  EXPECT_TRUE(doc["points"][0]["grad_error"].is_null()) << "no hook, nothing probed";
   // 2 ms each way, at least 2 messages per all-reduce: the slower link predicts more exposed time.
   EXPECT_GT(doc["points"][1]["predicted_exposed_ms"].get<double>(), doc["points"][0]["predicted_exposed_ms"].get<double>());
   EXPECT_GE(doc["points"][0]["predicted_exposed_ms"].get<double>(), 4.0);
@@ -102,6 +103,17 @@ TEST_F(LabNetworkTest, SimulatedHookSweepReportsEachHooksBytes) {
   const double allreduce = doc["points"][0]["bytes_per_step"].get<double>();
   EXPECT_EQ(doc["points"][1]["bytes_per_step"].get<double>() * 2, allreduce);
   EXPECT_LT(doc["points"][2]["bytes_per_step"].get<double>() * 10, allreduce);
+  // Beside the bytes saved, the gradient error each hook cost on its extra probed step (not timed):
+  // allreduce_hook is the exact average, fp16 float16 rounding, PowerSGD far more.
+  EXPECT_EQ(doc["points"][0]["saved_bytes_per_step"].get<double>(), 0.0);
+  EXPECT_EQ(doc["points"][1]["saved_bytes_per_step"].get<double>() * 2, allreduce);
+  EXPECT_EQ(doc["points"][0]["grad_error"].get<double>(), 0.0);
+  const double fp16 = doc["points"][1]["grad_error"].get<double>();
+  EXPECT_GT(fp16, 1e-6);
+  EXPECT_LT(fp16, 2e-3);
+  EXPECT_GT(doc["points"][2]["grad_error"].get<double>(), 10 * fp16);
+  for (const auto& p : doc["points"]) EXPECT_EQ(p["steps_measured"].get<int>(), 3) << "5 steps, 2 warm-up, no probe";
+  EXPECT_NE(r.out.find("grad_error"), std::string::npos) << r.out;
   expect_error(run_dpv({"lab", "network", "--simulated", "--rate", "10mbit", "--comm-hook", "bf16", "--", "train",
                         "--ddp"}),
                {"--comm-hook 'bf16' is not a hook the lab sweeps"});

@@ -1,6 +1,7 @@
 // `dpv train --ddp --step-json FILE` (the measurement `dpv lab network` reads) and the simulated
 // link (--simulated-rate, --simulated-delay): the log's fields for in-process, simulated and
 // launched ranks, and the flags' errors.
+#include <cmath>
 #include <fstream>
 #include <numeric>
 #include <sstream>
@@ -81,16 +82,42 @@ TEST_F(StepJsonTest, LaunchedRankZeroWritesTheLog) {
   EXPECT_EQ(j.at("transport"), "gloo");
 }
 
-// A launched job with fp16_compress_hook: every bucket sends half its bytes.
+// A launched job with fp16_compress_hook: every bucket sends half its bytes; the probed extra step
+// (Gloo ranks in their own processes, as on the lab's shaped link) records the error.
 TEST_F(StepJsonTest, LaunchedHookSendsWhatItReports) {
   const std::string log = path("steps.json");
   const RunResult r = run_dpv({"launch", "--nproc-per-node", "2", "--master-port", "0", "--timeout", "60", "--",
-                               "train", "--ddp", "--steps", "3", "--comm-hook", "fp16", "--step-json", log});
+                               "train", "--ddp", "--steps", "3", "--comm-hook", "fp16", "--probe-hook-error",
+                               "--step-json", log});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = read(log);
-  expect_steps(j, 3, 2);
+  expect_steps(j, 4, 2);
   for (const auto& step : j.at("steps"))
     EXPECT_EQ(step.at("sent_bytes").get<double>() * 2, step.at("bytes").get<double>()) << step.dump();
+  EXPECT_GT(j.at("steps")[3].at("hook_error").at("error_sq").get<double>(), 0);
+  EXPECT_FALSE(j.at("steps")[2].contains("hook_error"));
+}
+
+// --probe-hook-error: one step more, the only one with the hook's error (fp16: float16 rounding's size).
+TEST_F(StepJsonTest, ProbedHookStepIsTheExtraLastOne) {
+  const std::string log = path("steps.json");
+  const RunResult r = run_dpv({"train", "--ddp", "--devices", "cpu:2", "--steps", "3", "--simulated-rate", "1gbit",
+                               "--comm-hook", "fp16", "--probe-hook-error", "--step-json", log});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = read(log);
+  expect_steps(j, 4, 2);
+  for (size_t i = 0; i < 3; ++i) EXPECT_FALSE(j.at("steps")[i].contains("hook_error")) << i;
+  const auto& e = j.at("steps")[3].at("hook_error");
+  const double relative = std::sqrt(e.at("error_sq").get<double>() / e.at("exact_sq").get<double>());
+  EXPECT_GT(relative, 1e-6);
+  EXPECT_LT(relative, 2e-3);
+  EXPECT_GT(e.at("max_abs").get<double>(), 0);
+  expect_error(run_dpv({"train", "--ddp", "--devices", "cpu:2", "--steps", "2", "--simulated-rate", "1gbit",
+                        "--probe-hook-error", "--step-json", path("p.json")}),
+               {"--probe-hook-error measures a communication hook's gradient error", "--comm-hook"}, path("p.json"));
+  const RunResult no_log = run_dpv({"train", "--ddp", "--steps", "2", "--probe-hook-error"});
+  EXPECT_EQ(no_log.exit_code, 2) << no_log.err;
+  EXPECT_NE(no_log.err.find("--probe-hook-error requires --step-json"), std::string::npos) << no_log.err;
 }
 
 TEST_F(StepJsonTest, FlagErrors) {

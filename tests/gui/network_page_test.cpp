@@ -37,6 +37,7 @@ TEST(NetworkPage, RunsASimulatedPointAndShowsTheEnginesFigures) {
   EXPECT_TRUE(page.figuresText().contains(QString::number(p.summary.step_s * 1e3, 'f', 1) + QStringLiteral(" ms")));
   EXPECT_TRUE(page.figuresText().contains(QString::number(p.summary.predicted_step_s * 1e3, 'f', 1) + QStringLiteral(" ms")));
   EXPECT_TRUE(page.commandText().contains(QStringLiteral("--rate 10mbit --delay 2ms")));
+  EXPECT_FALSE(page.figuresText().contains(QStringLiteral("gradient error"))) << "no hook, no probe";
   // The grade is the course's, for the guess made before the run.
   const std::string expected = dpv::course::guess_grade_text(dpv::course::grade_step_guess(0.030, p.summary));
   EXPECT_EQ(page.gradeText().toStdString(), expected);
@@ -97,6 +98,26 @@ TEST(NetworkPage, TheLessonsAreWrittenFromTheRun) {
   EXPECT_FALSE(lessons.contains(QStringLiteral("{{")));
   EXPECT_TRUE(lessons.contains(QString::number(page.result()->summary.step_s * 1e3, 'f', 1) + QStringLiteral(" ms")));
   EXPECT_TRUE(lessons.contains(QStringLiteral("Why buckets")));
+}
+
+// A hook's run shows the bytes it saved beside the gradient error they cost, from the point's value.
+TEST(NetworkPage, AHooksRunShowsItsGradientError) {
+  NetworkPage page(nullptr);
+  page.setModel(QStringLiteral("simple"), 2, 25);
+  page.setLink(3, 0);
+  page.setHook(dpv::CommHookKind::Fp16Compress);
+  page.run();
+  ASSERT_TRUE(waitUntil([&] { return !page.running(); }, 120000));
+  ASSERT_TRUE(page.result()) << page.errorText().toStdString();
+  const dpv::netmodel::PointSummary& s = page.result()->summary;
+  ASSERT_TRUE(s.hook_error.has_value());
+  EXPECT_GT(s.hook_error->relative_l2(), 0);
+  EXPECT_TRUE(page.figuresText().contains(QStringLiteral("gradient error ") +
+                                          QString::number(s.hook_error->relative_l2(), 'e', 1) +
+                                          QStringLiteral(" (relative L2 vs. allreduce)")))
+      << page.figuresText().toStdString();
+  EXPECT_TRUE(page.figuresText().contains(QString::number(s.saved_bytes_per_step / 1e6, 'f', 3) +
+                                          QStringLiteral(" MB per step")));
 }
 
 TEST(NetworkPage, TheCommandFollowsTheHook) {

@@ -56,6 +56,16 @@ TEST(NetworkLab, TheHookReachesTheRanksAndEveryRankIsMetered) {
     EXPECT_FALSE(m.buckets.empty());
     EXPECT_EQ(m.sent_bytes * 2, m.bytes);
   }
+  // One extra step measured fp16's gradient error; it is neither a timed step nor the timeline's.
+  ASSERT_EQ(p.steps.size(), 4u);
+  EXPECT_EQ(p.summary.steps_measured, 2u);
+  for (const netmodel::StepMeasure& m : p.steps) EXPECT_FALSE(m.hook_error.has_value());
+  ASSERT_TRUE(p.summary.hook_error.has_value());
+  EXPECT_GT(p.summary.hook_error->relative_l2(), 1e-6);
+  EXPECT_LT(p.summary.hook_error->relative_l2(), 2e-3);
+  EXPECT_EQ(p.summary.saved_bytes_per_step * 2, static_cast<double>(p.steps.back().bytes));
+  setup.probe_hook_error = false;
+  EXPECT_FALSE(run_simulated_network_point(setup, {0, 1e9}).summary.hook_error.has_value());
   setup.world = 0;
   EXPECT_THROW(run_simulated_network_point(setup, {0, 1e9}), Error);
 }

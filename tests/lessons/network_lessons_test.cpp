@@ -68,6 +68,10 @@ TEST(NetworkLessons, AreRegisteredAndRenderFromTheRunsFacts) {
     if (hook == CommHookKind::Fp16Compress) {
       EXPECT_EQ(fact_text(facts, "sent_percent"), "50.0");
       EXPECT_NE(text.find("50.0% of them"), std::string::npos);
+      // The probed step's error, float16 rounding's size, appears with the run's own value.
+      EXPECT_TRUE(fact_flag(facts, "probed"));
+      EXPECT_NE(text.find("off by " + fact_text(facts, "grad_error")), std::string::npos);
+      EXPECT_NE(fact_text(facts, "grad_error").find("e-0"), std::string::npos) << fact_text(facts, "grad_error");
     }
   }
 }
