@@ -56,7 +56,9 @@ TEST_F(LabReportRead, ThePointsAndTheLastStepComeBackTyped) {
   report.netem = true;
   cli::LabPointResult point;
   point.point = cli::LabPoint{cli::LinkShape{100e6, 0.002, 0}, 0.5, "fp16"};
-  point.summary = {3, 0.125, 0.1, 0.0625, 0.05, 2048, 1.25};
+  point.summary = {.steps_measured = 3, .step_s = 0.125, .predicted_step_s = 0.1, .exposed_s = 0.0625,
+                   .predicted_exposed_s = 0.05, .bytes_per_step = 2048, .saved_bytes_per_step = 2048,
+                   .ratio = 1.25, .hook_error = HookErrorMeasure{2e-6, 8.0, 1e-3, 4096}};
   point.last_step = measured_step();
   report.points.push_back(point);
   write_file_atomic(path_, cli::lab_report_json(report));
@@ -77,6 +79,9 @@ TEST_F(LabReportRead, ThePointsAndTheLastStepComeBackTyped) {
   EXPECT_DOUBLE_EQ(p.summary.predicted_step_s, 0.1);
   EXPECT_DOUBLE_EQ(p.summary.ratio, 1.25);
   EXPECT_DOUBLE_EQ(p.summary.bytes_per_step, 2048);
+  EXPECT_DOUBLE_EQ(p.summary.saved_bytes_per_step, 2048);
+  ASSERT_TRUE(p.summary.hook_error.has_value());  // the probed step's sums, as the lab measured them
+  EXPECT_EQ(*p.summary.hook_error, (HookErrorMeasure{2e-6, 8.0, 1e-3, 4096}));
   ASSERT_EQ(p.last_step_by_rank.size(), 1u);
   const netmodel::StepMeasure& got = p.last_step_by_rank[0];
   const netmodel::StepMeasure want = measured_step();
