@@ -267,6 +267,7 @@ void DdpIteration::sample_stage(StageEvent& e, bool independent) {
     // Stage by stage, .grad is a tensor of its own (PyTorch's default layout): snapshots show
     // it before the averaging, and memory listings the buckets beside it.
     rank.set_gradients_in_buckets(false);
+    rank.set_fuse_batchnorm_relu(false);  // snapshots show each BatchNorm's own output
     rank.set_batch(input_, target_, shards_[static_cast<size_t>(r)]);
   });
   e.summary = "DistributedSampler: rank r takes indices r, r+W, r+2W, ... of the padded global batch (" +
@@ -361,6 +362,7 @@ void DdpIteration::run_ranks_through() {
         [&](int r) {
           DdpRank& rank = trainer_.rank(r);
           rank.set_gradients_in_buckets(true);  // nobody looks at .grad before the averaging
+          rank.set_fuse_batchnorm_relu(true);   // nor at an activation
           rank.set_batch(input_, target_, shards_[static_cast<size_t>(r)]);
           rank.run_iteration();  // the plan's stages from BroadcastBuffers to Step, in order
         },

@@ -196,6 +196,10 @@ const Reducer& DdpRank::reducer() const {
 LayerRun DdpRank::layer_run(int layer) {
   LayerRun run{device_->backend(), replica_, replica_.caches[static_cast<size_t>(layer)], model_.layer_prefix(layer)};
   run.need_input_grad = layer > 0;
+  const bool synchronised = options_.sync_bn && world_size() > 1;  // SyncBatchNorm normalises on its own
+  run.fuse_next_relu = fuse_batchnorm_relu_ && !synchronised && model_.layer(layer).is_batchnorm() &&
+                       layer + 1 < model_.num_layers() && model_.layer(layer + 1).is_relu();
+  run.relu_done_before = layer > 0 && replica_.caches[static_cast<size_t>(layer - 1)].relu_fused;
   return run;
 }
 
@@ -439,6 +443,7 @@ DdpRankResult run_rank_steps(ProcessGroup& group, std::shared_ptr<Device> device
   check(steps >= 1, "steps must be at least 1, got " + std::to_string(steps), ErrorClass::ValueError);
   DdpRank ddp(group, std::move(device), model, state, options);
   ddp.set_gradients_in_buckets(true);  // nobody looks at .grad before the averaging
+  ddp.set_fuse_batchnorm_relu(true);    // nor at an activation
   check(global_input.ndim() >= 1, "the input must have a batch dimension; got a 0-dimensional tensor", ErrorClass::ValueError);
   SamplerOptions sampler;
   sampler.shuffle = false;

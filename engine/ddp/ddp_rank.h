@@ -150,6 +150,10 @@ class DdpRank {
   // same, bit for bit). Off by default, and whenever someone looks at .grad before the averaging.
   // Switching it off gives the current .grad tensors storage of their own again.
   void set_gradients_in_buckets(bool on);
+  // BatchNorm + ReLU in one pass (LayerRun::fuse_next_relu), as DataParallel's unobserved
+  // iterations run them: the same bits, one pass over the activation fewer each way. Only where
+  // nobody looks at a BatchNorm's own output (no snapshots); never for SyncBatchNorm's layers.
+  void set_fuse_batchnorm_relu(bool on) { fuse_batchnorm_relu_ = on; }
 
   const Tensor& output() const { return output_; }  // after the last forward layer
   double loss() const { return loss_; }
@@ -205,6 +209,7 @@ class DdpRank {
   int64_t iterations_ = 0;
   int64_t steps_ = 0;
   bool gradients_in_buckets_ = false;
+  bool fuse_batchnorm_relu_ = false;
 
   ZeroPartition partition_;  // ZeRO-1
   FlatLayout flat_layout_;   // ZeRO-2/3

@@ -20,6 +20,7 @@ class DdpRankIteration : public StrategyIteration {
     sampler.shuffle = false;
     indices_ = distributed_sampler_indices(input.dim(0), ddp_.world_size(), ddp_.rank(), sampler);
     ddp_.set_batch(input, target, indices_);
+    ddp_.set_fuse_batchnorm_relu(true);  // a launched rank builds no snapshots: nobody sees an activation
     plan_ = rank_iteration_plan(ddp_.model(), ddp_.options());
     label_ = "rank " + std::to_string(ddp_.rank()) + " (" + ddp_.device().name() + ")";
     t0_ = strategy_.now();

@@ -77,6 +77,7 @@ Tensor BatchNorm::normalize(LayerRun& run, const Tensor& x, const Tensor& mean, 
     run.cache.relu_fused = true;
   } else {
     run.backend.bn_normalize(x, mean, invstd, run.param("weight"), run.param("bias"), y, l.N, l.C, l.S);
+    run.cache.relu_fused = false;  // a cache kept from a fused iteration must not say so
   }
   run.cache.input = x;
   run.cache.aux = mean;

@@ -100,6 +100,7 @@ Tensor ReLU::forward(LayerRun& run, const Tensor& x) {
   Tensor y = Tensor::empty(x.shape(), x.dtype(), run.replica.device);
   run.backend.relu_forward(x, y);
   run.cache.output = y;
+  run.cache.relu_fused = false;  // a cache kept from a fused iteration must not say so
   return y;
 }
 

@@ -5,12 +5,15 @@
 // a fused stage still shows the BatchNorm's own output and the ReLU's masked gradient.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "dp_test_support.h"
 #include "engine/backend.h"
 #include "engine/backend_registry.h"
+#include "engine/ddp/ddp.h"
+#include "engine/ddp/ddp_output.h"
 
 namespace dpv::testing {
 namespace {
@@ -190,6 +193,33 @@ INSTANTIATE_TEST_SUITE_P(Models, FusedSteps,
                          ::testing::Values(StepCase{"mlp", DType::Float32, 1}, StepCase{"mlp", DType::Float64, 1},
                                            StepCase{"mlp", DType::Float32, 2}, StepCase{"cnn", DType::Float32, 1},
                                            StepCase{"cnn", DType::Float64, 2}));
+
+// DDP's ranks the same way: run through (fused: nobody looks; checked in the caches) and stepped
+// stage by stage (unfused: snapshots show each BatchNorm's own output) train to the same bits.
+TEST_P(FusedSteps, DdpRanksTrainExactlyLikeTheUnfusedLayers) {
+  const StepCase c = GetParam();
+  const ModelSpec spec = c.model == "cnn" ? cnn(c.dtype) : mlp(c.dtype);
+  const TensorMap state = Model(spec).initial_state(5);
+  const Batch b = batch_for(spec, 12);
+  DdpOptions options;
+  options.optimizer.momentum = 0.9;
+  const std::string devices = "cpu:" + std::to_string(std::max(c.devices, 2));  // ranks that meet
+  DdpTrainer through(DeviceSet::create(devices), Model(spec), state, options);
+  DdpTrainer stepped(DeviceSet::create(devices), Model(spec), state, options);
+  for (int step = 0; step < 3; ++step) {
+    DdpIteration a(through, b.input, b.target);
+    DdpIteration w(stepped, b.input, b.target);
+    a.run_to_end();
+    while (!w.finished()) w.step();
+    EXPECT_TRUE(through.rank(0).caches()[1].relu_fused) << "step " << step << ": the run-through did not fuse";
+    EXPECT_FALSE(stepped.rank(0).caches()[1].relu_fused) << "step " << step << ": the stepped run fused";
+  }
+  const DdpStepOutput x = ddp_step_output(through.results(), c.dtype);
+  const DdpStepOutput y = ddp_step_output(stepped.results(), c.dtype);
+  ASSERT_EQ(x.tensors.names(), y.tensors.names());
+  for (const auto& [name, t] : x.tensors.items())
+    EXPECT_TRUE(same_bits(t.to_doubles(), y.tensors.at(name).to_doubles())) << name;
+}
 
 const TensorInfo* find_tensor(const std::vector<DeviceState>& devices, const std::string& name) {
   for (const auto& t : devices.at(0).tensors)
