@@ -1,7 +1,10 @@
-// Collectives over host threads for simulated devices. Every rank's copy runs on its own device
-// thread (all of them inline in the calling thread when the copies are smaller than a hand-off,
-// DeviceSet::kInlineBytes); reductions follow torch.cuda.comm.reduce_add's left fold in device order, so the
-// result is the same bit for bit whichever thread computes it.
+// Collectives over host threads for simulated devices. A broadcast's copies and a reduce's sums are
+// cut into one part of rows per device, each part on its own device thread (a CPU device's work may
+// run on any thread: HandoffPool's stealing), so the memory-bound copy or sum that a GPU's copy
+// engine or kernel does at once does not run on one core while the others wait (every part inline
+// in the calling thread when the copies are smaller than a hand-off, DeviceSet::kInlineBytes). Reductions follow
+// torch.cuda.comm.reduce_add's left fold in device order for every element, so the result is the
+// same bit for bit whichever thread computes which rows.
 #include <chrono>
 
 #include "engine/backend.h"
@@ -33,6 +36,16 @@ double wall_seconds() {
 // inline instead of handing tiny copies to the device threads.
 int64_t moved(size_t bytes, size_t copies) { return static_cast<int64_t>(bytes * copies); }
 
+// Part `part` of `parts` of a tensor: rows [begin, end) of its first dimension, the parts as even
+// as the rows allow (empty when there are fewer rows than parts). A 0-dimensional tensor is one
+// part, the first.
+Tensor part_of(const Tensor& t, int part, int parts) {
+  if (t.ndim() == 0) return part == 0 ? t : Tensor();
+  const int64_t rows = t.dim(0);
+  const int64_t begin = rows * part / parts, end = rows * (part + 1) / parts;
+  return begin < end ? t.slice0(begin, end) : Tensor();
+}
+
 void check_buffers(const std::vector<Tensor>& bufs, const char* op) {
   check(!bufs.empty(), std::string(op) + ": no buffers");
   for (size_t i = 0; i < bufs.size(); ++i) {
@@ -50,8 +63,12 @@ class HostCollectives final : public Collectives {
   CollectiveReport broadcast(std::vector<Tensor>& bufs, int root) override {
     check_buffers(bufs, "broadcast");
     CollectiveReport r = start(CollectiveOp::Broadcast, bufs.size(), bufs[0].nbytes());
-    devices_->run_parallel(static_cast<int>(bufs.size()), [&](int i) {
-      if (i != root) bufs[ix(i)].copy_from(bufs[ix(root)]);
+    const int parts = static_cast<int>(bufs.size());
+    devices_->run_parallel(parts, [&](int part) {
+      const Tensor from = part_of(bufs[ix(root)], part, parts);
+      if (!from.defined()) return;
+      for (int i = 0; i < parts; ++i)
+        if (i != root) part_of(bufs[ix(i)], part, parts).copy_from(from);
     }, moved(bufs[0].nbytes(), bufs.size() - 1));
     return finish(r);
   }
@@ -60,12 +77,14 @@ class HostCollectives final : public Collectives {
     check_buffers(bufs, "reduce_add");
     CollectiveReport r = start(CollectiveOp::ReduceAdd, bufs.size(), bufs[0].nbytes());
     Tensor& dst = bufs[ix(root)];
-    // The fold runs on the root device's thread.
-    devices_->run_parallel(root + 1, [&](int i) {
-      if (i != root) return;
-      for (size_t j = 0; j < bufs.size(); ++j)
-        if (static_cast<int>(j) != root) dst.device()->backend().add_inplace(dst, bufs[j]);
-    });
+    const int parts = static_cast<int>(bufs.size());
+    // Each part's fold, in device order, into the root's rows of that part.
+    devices_->run_parallel(parts, [&](int part) {
+      Tensor into = part_of(dst, part, parts);
+      if (!into.defined()) return;
+      for (int j = 0; j < parts; ++j)
+        if (j != root) dst.device()->backend().add_inplace(into, part_of(bufs[ix(j)], part, parts));
+    }, moved(bufs[0].nbytes(), bufs.size()));
     return finish(r);
   }
 
