@@ -20,6 +20,11 @@ struct RunningIn {
 }  // namespace
 
 HandoffPool::HandoffPool(int threads) {
+  // A new set of device threads spins afresh: lost cores seen before it were mostly those of an
+  // earlier set (four simulated devices on two cores park every waiter for kParkAtOnceFor), and
+  // parking this set's first half second for them made a cpu:2 DataParallel run right after a
+  // cpu:4 one as slow as one device. A machine that really is short of cores costs one probe.
+  SpinPolicy::reset();
   for (int w = 0; w < threads; ++w) slots_.push_back(std::make_unique<Slot>());
   threads_.reserve(static_cast<size_t>(threads));
   for (int w = 0; w < threads; ++w) threads_.emplace_back([this, w] { loop(w); });
