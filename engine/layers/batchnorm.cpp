@@ -77,7 +77,10 @@ Tensor BatchNorm::normalize(LayerRun& run, const Tensor& x, const Tensor& mean, 
     run.cache.relu_fused = true;
   } else {
     run.backend.bn_normalize(x, mean, invstd, run.param("weight"), run.param("bias"), y, l.N, l.C, l.S);
-    run.cache.relu_fused = false;  // a cache kept from a fused iteration must not say so
+    // A cache kept from a fused iteration must neither say so nor keep that iteration's ReLU output
+    // alive (memory listings count what a layer keeps).
+    run.cache.relu_fused = false;
+    run.cache.relu_output = Tensor();
   }
   run.cache.input = x;
   run.cache.aux = mean;
