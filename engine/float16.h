@@ -14,4 +14,8 @@ uint16_t float16_bits_from_float(float x);
 // sign and payload, so 0x7E00 gives the float32 quiet NaN 0x7FC00000).
 float float_from_float16_bits(uint16_t half);
 
+// float32 -> the nearest float16 (c10::Half's conversion: round to nearest even, overflow to
+// infinity), returned as the float32 that value is exactly.
+inline float round_to_float16(float x) { return float_from_float16_bits(float16_bits_from_float(x)); }
+
 }  // namespace dpv

@@ -31,7 +31,7 @@ CollectiveReport ProcessGroup::all_reduce_sum_float16(uint16_t* halves, int64_t 
     const int owner = static_cast<int>(i / chunk);
     float sum = all[static_cast<int64_t>((owner + world - 1) % world) * n + i];
     for (int k = 2; k <= world; ++k)
-      sum = float_from_float16_bits(float16_bits_from_float(sum + all[static_cast<int64_t>((owner + world - k) % world) * n + i]));
+      sum = round_to_float16(sum + all[static_cast<int64_t>((owner + world - k) % world) * n + i]);
     halves[i] = float16_bits_from_float(sum);
   }
   return report;

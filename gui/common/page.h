@@ -4,6 +4,7 @@
 #include <QString>
 #include <QWidget>
 #include <functional>
+#include <memory>
 
 namespace gui {
 
@@ -52,5 +53,21 @@ class Page : public QWidget {
   AppContext* context_;
   QString pageId_;
 };
+
+// For screenshot preparers that start a run: calls `ready` once, the first time `page` shows a
+// result or fails (a page's resultShown() or failed(QString)), and drops both connections.
+template <typename P>
+void whenRunEnds(P* page, std::function<void()> ready) {
+  auto fired = std::make_shared<bool>(false);
+  auto connections = std::make_shared<QList<QMetaObject::Connection>>();
+  auto finish = [ready = std::move(ready), fired, connections] {
+    if (*fired) return;
+    *fired = true;
+    for (const auto& c : *connections) QObject::disconnect(c);
+    ready();
+  };
+  *connections << QObject::connect(page, &P::resultShown, page, finish);
+  *connections << QObject::connect(page, &P::failed, page, finish);
+}
 
 }  // namespace gui

@@ -337,20 +337,8 @@ void ComparePage::showResult(const dpv::course::CompareResult& r) {
 
 QList<Page::Shot> ComparePage::screenshots() {
   return {Shot{QString(), [this](std::function<void()> done) {
-                 auto finished = std::make_shared<bool>(false);
-                 auto connections = std::make_shared<QList<QMetaObject::Connection>>();
-                 auto finish = [done, finished, connections] {
-                   if (*finished) return;
-                   *finished = true;
-                   for (const auto& c : *connections) QObject::disconnect(c);
-                   done();
-                 };
-                 if (hasResult_) {
-                   finish();
-                   return;
-                 }
-                 *connections << connect(this, &ComparePage::resultShown, this, finish);
-                 *connections << connect(this, &ComparePage::failed, this, finish);
+                 if (hasResult_) return done();
+                 whenRunEnds(this, done);
                  run();
                }}};
 }

@@ -261,18 +261,12 @@ void MemoryPage::showRank() {
 QList<Page::Shot> MemoryPage::screenshots() {
   // The charts after a run, then the page scrolled to the formula and to the "what fits" panel.
   auto afterRun = [this](std::function<void()> done) {
-    auto finished = std::make_shared<bool>(false);
-    auto connections = std::make_shared<QList<QMetaObject::Connection>>();
-    auto finish = [this, done, finished, connections] {
-      if (*finished) return;
-      *finished = true;
-      for (const auto& c : *connections) QObject::disconnect(c);
+    auto ready = [this, done] {
       scroll_->verticalScrollBar()->setValue(0);
       done();
     };
-    if (result_ || !error_.isEmpty()) return finish();
-    *connections << connect(this, &MemoryPage::resultShown, this, finish);
-    *connections << connect(this, &MemoryPage::failed, this, finish);
+    if (result_ || !error_.isEmpty()) return ready();
+    whenRunEnds(this, ready);
     run();
   };
   auto scrolledTo = [this](QWidget* target) {

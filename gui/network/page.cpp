@@ -401,21 +401,15 @@ QString NetworkPage::gradeText() const { return grade_->isVisibleTo(this) ? grad
 
 QList<Page::Shot> NetworkPage::screenshots() {
   auto afterRun = [this](std::function<void()> done) {
-    auto finished = std::make_shared<bool>(false);
-    auto connections = std::make_shared<QList<QMetaObject::Connection>>();
-    auto finish = [this, done, finished, connections] {
-      if (*finished) return;
-      *finished = true;
-      for (const auto& c : *connections) QObject::disconnect(c);
+    auto ready = [this, done] {
       scroll_->verticalScrollBar()->setValue(0);
       done();
     };
-    if (result_ || !error_.isEmpty()) return finish();
+    if (result_ || !error_.isEmpty()) return ready();
     setPredictFirst(true, 40);
     // Where the real link runs, shoot a real run: no delay, which tbf alone shapes (netem or not).
     if (realLinkOffered()) delay_->setValue(0);
-    *connections << connect(this, &NetworkPage::resultShown, this, finish);
-    *connections << connect(this, &NetworkPage::failed, this, finish);
+    whenRunEnds(this, ready);
     run();
   };
   auto atLessons = [this](std::function<void()> done) {

@@ -12,6 +12,7 @@
 #include "engine/ddp/comm_hooks/comm_hook.h"
 #include "engine/ddp/comm_hooks/powersgd.h"
 #include "engine/ddp/comm_hooks/torch_random.h"
+#include "engine/float16.h"
 #include "engine/error.h"
 #include "engine/process_groups/in_process_group.h"
 #include "fixture_support.h"

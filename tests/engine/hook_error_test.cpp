@@ -12,6 +12,7 @@
 #include "dp_test_support.h"
 #include "engine/ddp/comm_hooks/hook_error.h"
 #include "engine/ddp/ddp_rank_strategy.h"
+#include "engine/float16.h"
 #include "engine/netmodel/lab_summary.h"
 #include "engine/process_groups/in_process_group.h"
 #include "rank_threads.h"

@@ -48,8 +48,6 @@ void check_comm_hook_options(const CommHookOptions& options) {
         "PowerSGD: orthogonalization_epsilon must be a finite number >= 0", ErrorClass::ValueError);
 }
 
-float round_to_float16(float x) { return float_from_float16_bits(float16_bits_from_float(x)); }
-
 namespace {
 
 float* host_floats(Tensor& t) {

@@ -87,8 +87,4 @@ CommHookRun allreduce_mean(GradBucket& bucket, ProcessGroup& group);
 // t.div_(world) on a float32 host tensor (an IEEE division per element, as torch's div_).
 void divide_by_world(Tensor& t, int world);
 
-// float32 -> the nearest float16 (c10::Half's conversion: round to nearest even, overflow to
-// infinity), returned as the float32 that value is exactly.
-float round_to_float16(float x);
-
 }  // namespace dpv
